@@ -1,0 +1,286 @@
+//! An interpreter for Linear A that counts work by the cost model of
+//! section 4.3:
+//!
+//! * every non-linear primitive costs 1;
+//! * linear addition, negation and scaling cost 1 per scalar of the result;
+//! * `drop(e)` costs the work of `e` plus 1 per scalar (linear or not) that
+//!   `e` returns;
+//! * a call costs its body; `let` costs its bound expression plus its body;
+//! * everything else (literals, constants, tuples, unpacking, returns,
+//!   `dup`, linear zero) costs 0.
+//!
+//! Values are computed in f64 whatever the declared float type. Input: a
+//! program that type-checks ([`crate::check`]); on anything else the
+//! interpreter returns an error rather than panicking.
+
+use std::collections::HashMap;
+use std::fmt;
+
+use crate::ir::{Expr, Program, Stmt, Ty, Var};
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Value {
+    Real(f64),
+    Tuple(Vec<Value>),
+}
+
+impl Value {
+    pub fn zero(t: &Ty) -> Value {
+        match t {
+            Ty::Real(_) => Value::Real(0.0),
+            Ty::Tuple(ts) => Value::Tuple(ts.iter().map(Value::zero).collect()),
+        }
+    }
+
+    pub fn scalars(&self) -> u64 {
+        match self {
+            Value::Real(_) => 1,
+            Value::Tuple(vs) => vs.iter().map(Value::scalars).sum(),
+        }
+    }
+
+    pub fn as_real(&self) -> Option<f64> {
+        match self {
+            Value::Real(x) => Some(*x),
+            Value::Tuple(_) => None,
+        }
+    }
+
+    /// The scalars in order, flattened.
+    pub fn flatten(&self, out: &mut Vec<f64>) {
+        match self {
+            Value::Real(x) => out.push(*x),
+            Value::Tuple(vs) => vs.iter().for_each(|v| v.flatten(out)),
+        }
+    }
+
+    /// Rebuilds a value of type `t` from flattened scalars.
+    pub fn unflatten(t: &Ty, xs: &mut impl Iterator<Item = f64>) -> Value {
+        match t {
+            Ty::Real(_) => Value::Real(xs.next().unwrap_or(0.0)),
+            Ty::Tuple(ts) => Value::Tuple(ts.iter().map(|t| Value::unflatten(t, xs)).collect()),
+        }
+    }
+
+    fn zip(&self, other: &Value, f: &impl Fn(f64, f64) -> f64) -> Result<Value, EvalError> {
+        match (self, other) {
+            (Value::Real(a), Value::Real(b)) => Ok(Value::Real(f(*a, *b))),
+            (Value::Tuple(a), Value::Tuple(b)) if a.len() == b.len() => Ok(Value::Tuple(
+                a.iter()
+                    .zip(b)
+                    .map(|(x, y)| x.zip(y, f))
+                    .collect::<Result<_, _>>()?,
+            )),
+            _ => Err(EvalError(
+                "linear addition of values of different shapes".into(),
+            )),
+        }
+    }
+
+    fn map(&self, f: &impl Fn(f64) -> f64) -> Value {
+        match self {
+            Value::Real(a) => Value::Real(f(*a)),
+            Value::Tuple(vs) => Value::Tuple(vs.iter().map(|v| v.map(f)).collect()),
+        }
+    }
+}
+
+/// Dot product of two values of the same shape, as the paper's ⟨·,·⟩.
+pub fn dot(a: &[Value], b: &[Value]) -> f64 {
+    let (mut xa, mut xb) = (Vec::new(), Vec::new());
+    a.iter().for_each(|v| v.flatten(&mut xa));
+    b.iter().for_each(|v| v.flatten(&mut xb));
+    xa.iter().zip(&xb).map(|(x, y)| x * y).sum()
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct EvalError(pub String);
+
+impl fmt::Display for EvalError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for EvalError {}
+
+/// Results of a call: non-linear values, linear values, and the work done.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Outcome {
+    pub nl: Vec<Value>,
+    pub lin: Vec<Value>,
+    pub work: u64,
+}
+
+/// Evaluates `func` in `p` on the given arguments. `consts` gives the values
+/// of [`Expr::Const`] names, if the program has any.
+pub fn run(
+    p: &Program,
+    func: &str,
+    nl: &[Value],
+    lin: &[Value],
+    consts: &HashMap<Var, Value>,
+) -> Result<Outcome, EvalError> {
+    let mut m = Machine { p, consts, work: 0 };
+    let (nl, lin) = m.call(&Var::new(func), nl.to_vec(), lin.to_vec())?;
+    Ok(Outcome {
+        nl,
+        lin,
+        work: m.work,
+    })
+}
+
+struct Machine<'a> {
+    p: &'a Program,
+    consts: &'a HashMap<Var, Value>,
+    work: u64,
+}
+
+type Env = HashMap<Var, Value>;
+
+impl Machine<'_> {
+    fn call(
+        &mut self,
+        name: &Var,
+        nl: Vec<Value>,
+        lin: Vec<Value>,
+    ) -> Result<(Vec<Value>, Vec<Value>), EvalError> {
+        let f = self
+            .p
+            .func(name.as_str())
+            .ok_or_else(|| EvalError(format!("no function `{name}`")))?;
+        if nl.len() != f.nl_params.len() || lin.len() != f.lin_params.len() {
+            return Err(EvalError(format!("wrong number of arguments to `{name}`")));
+        }
+        let mut env = Env::new();
+        for (b, v) in f
+            .nl_params
+            .iter()
+            .zip(nl)
+            .chain(f.lin_params.iter().zip(lin))
+        {
+            env.insert(b.var.clone(), v);
+        }
+        self.expr(&f.body, &mut env)
+    }
+
+    fn get(env: &Env, v: &Var) -> Result<Value, EvalError> {
+        env.get(v)
+            .cloned()
+            .ok_or_else(|| EvalError(format!("unbound variable `{v}`")))
+    }
+
+    fn real(env: &Env, v: &Var) -> Result<f64, EvalError> {
+        Self::get(env, v)?
+            .as_real()
+            .ok_or_else(|| EvalError(format!("`{v}` is not a scalar")))
+    }
+
+    fn expr(&mut self, e: &Expr, env: &mut Env) -> Result<(Vec<Value>, Vec<Value>), EvalError> {
+        let one = |v: Value| Ok((vec![v], vec![]));
+        let lin1 = |v: Value| Ok((vec![], vec![v]));
+        match e {
+            Expr::Block { stmts, tail } => {
+                for s in stmts {
+                    self.stmt(s, env)?;
+                }
+                self.expr(tail, env)
+            }
+            Expr::Ret { nl, lin } => Ok((
+                nl.iter()
+                    .map(|v| Self::get(env, v))
+                    .collect::<Result<_, _>>()?,
+                lin.iter()
+                    .map(|v| Self::get(env, v))
+                    .collect::<Result<_, _>>()?,
+            )),
+            Expr::App { func, nl, lin } => {
+                let nl = nl
+                    .iter()
+                    .map(|v| Self::get(env, v))
+                    .collect::<Result<_, _>>()?;
+                let lin = lin
+                    .iter()
+                    .map(|v| Self::get(env, v))
+                    .collect::<Result<_, _>>()?;
+                self.call(func, nl, lin)
+            }
+            Expr::Lit { value, .. } => one(Value::Real(*value)),
+            Expr::Const { name, .. } => one(self
+                .consts
+                .get(name)
+                .cloned()
+                .ok_or_else(|| EvalError(format!("no value for constant `{name}`")))?),
+            Expr::Tup(vs) => one(Value::Tuple(
+                vs.iter()
+                    .map(|v| Self::get(env, v))
+                    .collect::<Result<_, _>>()?,
+            )),
+            Expr::Prim { prim, args } => {
+                let a = args
+                    .iter()
+                    .map(|v| Self::real(env, v))
+                    .collect::<Result<Vec<_>, _>>()?;
+                self.work += 1;
+                one(Value::Real(prim.eval(&a)))
+            }
+            Expr::LinZero(t) => lin1(Value::zero(t)),
+            Expr::LinTup(vs) => lin1(Value::Tuple(
+                vs.iter()
+                    .map(|v| Self::get(env, v))
+                    .collect::<Result<_, _>>()?,
+            )),
+            Expr::LinAdd(a, b) => {
+                let r = Self::get(env, a)?.zip(&Self::get(env, b)?, &|x, y| x + y)?;
+                self.work += r.scalars();
+                lin1(r)
+            }
+            Expr::LinNeg(a) => {
+                let r = Self::get(env, a)?.map(&|x| -x);
+                self.work += r.scalars();
+                lin1(r)
+            }
+            Expr::LinScale(s, a) => {
+                let s = Self::real(env, s)?;
+                let r = Self::get(env, a)?.map(&|x| s * x);
+                self.work += r.scalars();
+                lin1(r)
+            }
+            Expr::Dup(a) => {
+                let v = Self::get(env, a)?;
+                Ok((vec![], vec![v.clone(), v]))
+            }
+            Expr::Drop(e) => {
+                let (nl, lin) = self.expr(e, env)?;
+                self.work += nl.iter().chain(&lin).map(Value::scalars).sum::<u64>();
+                Ok((vec![], vec![]))
+            }
+        }
+    }
+
+    fn stmt(&mut self, s: &Stmt, env: &mut Env) -> Result<(), EvalError> {
+        match s {
+            Stmt::Let { nl, lin, rhs } => {
+                let (vn, vl) = self.expr(rhs, env)?;
+                if vn.len() != nl.len() || vl.len() != lin.len() {
+                    return Err(EvalError("let binds the wrong number of results".into()));
+                }
+                for (b, v) in nl.iter().zip(vn).chain(lin.iter().zip(vl)) {
+                    env.insert(b.var.clone(), v);
+                }
+            }
+            Stmt::Unpack { vars, tuple } | Stmt::LinUnpack { vars, tuple } => {
+                let Value::Tuple(vs) = Self::get(env, tuple)? else {
+                    return Err(EvalError(format!("`{tuple}` is not a tuple")));
+                };
+                if vs.len() != vars.len() {
+                    return Err(EvalError(format!("`{tuple}` has the wrong arity")));
+                }
+                for (b, v) in vars.iter().zip(vs) {
+                    env.insert(b.var.clone(), v);
+                }
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,447 @@
+//! The Linear A intermediate representation (paper, Fig. 2).
+//!
+//! A program is an ordered list of first-order function definitions; a
+//! function may only call functions defined before it, so there is no
+//! recursion and every transformation can proceed by induction on the
+//! program, as the paper's proofs do.
+//!
+//! Expressions are in A-normal form: every operand is a variable. Every
+//! expression returns some number of non-linear results followed by some
+//! number of linear results (the paper's `e^{m,n}`).
+//!
+//! Two departures from the figure's grammar, both representation only:
+//!
+//! * The paper nests `let`s (`let v = e1 in e2`). Here a run of bindings is a
+//!   [`Expr::Block`]: a vector of [`Stmt`]s followed by a tail expression.
+//!   `let v = e1 in let w = e2 in e3` is `Block { stmts: [v = e1, w = e2],
+//!   tail: e3 }`. The right-hand side of a binding is still an arbitrary
+//!   expression (possibly another block), exactly as in the paper. Passes
+//!   therefore loop over statements instead of recursing once per binding,
+//!   which keeps functions of tens of thousands of statements off the stack.
+//! * Variables and the paper's multi-value return are one form: a variable
+//!   `v` is `Ret { nl: [v], lin: [] }`, a linear variable `v̇` is
+//!   `Ret { nl: [], lin: [v̇] }`.
+//!
+//! Within one function every variable is bound exactly once (parameters
+//! included). The verifier ([`crate::check`]) enforces this; the passes rely
+//! on it to hoist bindings out of nested blocks without renaming.
+//!
+//! The data types are laid out so that conditionals (a new `Expr` variant
+//! holding two blocks), loops with a tape (a variant holding a block and a
+//! trip count), and arrays (`Ty::Array` with an index primitive) are new
+//! variants: every pass matches exhaustively, so the compiler lists the rules
+//! each new form needs.
+
+use std::fmt;
+use std::rc::Rc;
+
+/// The floating-point type a real is computed in. The interpreter always
+/// computes in f64; code generation emits the named Rust type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Float {
+    F32,
+    F64,
+}
+
+impl Float {
+    pub fn name(self) -> &'static str {
+        match self {
+            Float::F32 => "f32",
+            Float::F64 => "f64",
+        }
+    }
+}
+
+/// Types: reals and (nested) tuples of types (paper, Fig. 2).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Ty {
+    Real(Float),
+    Tuple(Vec<Ty>),
+}
+
+impl Ty {
+    pub const F64: Ty = Ty::Real(Float::F64);
+    pub const F32: Ty = Ty::Real(Float::F32);
+
+    /// Number of real scalars in a value of this type: the unit the cost
+    /// model (section 4.3) charges `drop` and linear operations by.
+    pub fn scalars(&self) -> u64 {
+        match self {
+            Ty::Real(_) => 1,
+            Ty::Tuple(ts) => ts.iter().map(Ty::scalars).sum(),
+        }
+    }
+
+    /// The float type of a scalar, `None` for a tuple.
+    pub fn float(&self) -> Option<Float> {
+        match self {
+            Ty::Real(f) => Some(*f),
+            Ty::Tuple(_) => None,
+        }
+    }
+}
+
+/// A variable or function name. Names produced by passes contain a `.`,
+/// which no Rust identifier can, so they never collide with names lowered
+/// from user code.
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Var(Rc<str>);
+
+impl Var {
+    pub fn new(name: &str) -> Var {
+        Var(Rc::from(name))
+    }
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Var {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Display for Var {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<&str> for Var {
+    fn from(s: &str) -> Var {
+        Var::new(s)
+    }
+}
+
+/// A variable together with its type, as bound by `let`, unpacking, or a
+/// parameter list.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Binder {
+    pub var: Var,
+    pub ty: Ty,
+}
+
+impl Binder {
+    pub fn new(var: Var, ty: Ty) -> Binder {
+        Binder { var, ty }
+    }
+}
+
+/// The non-linear primitives. Each costs 1 (section 4.3). All take and
+/// return scalars of one float type; `Powi` carries its integer exponent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Prim {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Neg,
+    Sin,
+    Cos,
+    Tan,
+    Asin,
+    Acos,
+    Atan,
+    Atan2,
+    Sinh,
+    Cosh,
+    Tanh,
+    Exp,
+    Exp2,
+    Ln,
+    Log2,
+    Log10,
+    Sqrt,
+    Cbrt,
+    Powi(i32),
+    Powf,
+    Recip,
+    Abs,
+    Hypot,
+    Min,
+    Max,
+    /// `signum(x)`: ±1 (Rust's convention: `signum(±0.0) = ±1.0`). Piecewise
+    /// constant; it appears in the derivative of `abs`.
+    Signum,
+    /// `le(a, b)`: 1 if `a <= b`, else 0. Piecewise constant; it selects the
+    /// active branch in the derivatives of `min` and `max`.
+    Le,
+}
+
+impl Prim {
+    /// Every primitive, for tests that must cover them all.
+    pub const ALL: [Prim; 31] = [
+        Prim::Add,
+        Prim::Sub,
+        Prim::Mul,
+        Prim::Div,
+        Prim::Neg,
+        Prim::Sin,
+        Prim::Cos,
+        Prim::Tan,
+        Prim::Asin,
+        Prim::Acos,
+        Prim::Atan,
+        Prim::Atan2,
+        Prim::Sinh,
+        Prim::Cosh,
+        Prim::Tanh,
+        Prim::Exp,
+        Prim::Exp2,
+        Prim::Ln,
+        Prim::Log2,
+        Prim::Log10,
+        Prim::Sqrt,
+        Prim::Cbrt,
+        Prim::Powi(3),
+        Prim::Powf,
+        Prim::Recip,
+        Prim::Abs,
+        Prim::Hypot,
+        Prim::Min,
+        Prim::Max,
+        Prim::Signum,
+        Prim::Le,
+    ];
+
+    /// Number of operands.
+    pub fn arity(self) -> usize {
+        match self {
+            Prim::Add
+            | Prim::Sub
+            | Prim::Mul
+            | Prim::Div
+            | Prim::Atan2
+            | Prim::Powf
+            | Prim::Hypot
+            | Prim::Min
+            | Prim::Max
+            | Prim::Le => 2,
+            Prim::Neg
+            | Prim::Sin
+            | Prim::Cos
+            | Prim::Tan
+            | Prim::Asin
+            | Prim::Acos
+            | Prim::Atan
+            | Prim::Sinh
+            | Prim::Cosh
+            | Prim::Tanh
+            | Prim::Exp
+            | Prim::Exp2
+            | Prim::Ln
+            | Prim::Log2
+            | Prim::Log10
+            | Prim::Sqrt
+            | Prim::Cbrt
+            | Prim::Powi(_)
+            | Prim::Recip
+            | Prim::Abs
+            | Prim::Signum => 1,
+        }
+    }
+
+    /// The name used by the text syntax for primitives written as calls
+    /// (`sin(x)`); the arithmetic operators are written infix.
+    pub fn name(self) -> &'static str {
+        match self {
+            Prim::Add => "add",
+            Prim::Sub => "sub",
+            Prim::Mul => "mul",
+            Prim::Div => "div",
+            Prim::Neg => "neg",
+            Prim::Sin => "sin",
+            Prim::Cos => "cos",
+            Prim::Tan => "tan",
+            Prim::Asin => "asin",
+            Prim::Acos => "acos",
+            Prim::Atan => "atan",
+            Prim::Atan2 => "atan2",
+            Prim::Sinh => "sinh",
+            Prim::Cosh => "cosh",
+            Prim::Tanh => "tanh",
+            Prim::Exp => "exp",
+            Prim::Exp2 => "exp2",
+            Prim::Ln => "ln",
+            Prim::Log2 => "log2",
+            Prim::Log10 => "log10",
+            Prim::Sqrt => "sqrt",
+            Prim::Cbrt => "cbrt",
+            Prim::Powi(_) => "powi",
+            Prim::Powf => "powf",
+            Prim::Recip => "recip",
+            Prim::Abs => "abs",
+            Prim::Hypot => "hypot",
+            Prim::Min => "min",
+            Prim::Max => "max",
+            Prim::Signum => "signum",
+            Prim::Le => "le",
+        }
+    }
+
+    /// The primitive written `name(..)` in the text syntax, if any. `powi`
+    /// is parsed separately because of its integer operand.
+    pub fn from_call_name(name: &str) -> Option<Prim> {
+        Prim::ALL
+            .iter()
+            .copied()
+            .find(|p| p.name() == name && !matches!(p, Prim::Powi(_)))
+    }
+
+    /// Evaluates the primitive on f64 operands.
+    pub fn eval(self, a: &[f64]) -> f64 {
+        match self {
+            Prim::Add => a[0] + a[1],
+            Prim::Sub => a[0] - a[1],
+            Prim::Mul => a[0] * a[1],
+            Prim::Div => a[0] / a[1],
+            Prim::Neg => -a[0],
+            Prim::Sin => a[0].sin(),
+            Prim::Cos => a[0].cos(),
+            Prim::Tan => a[0].tan(),
+            Prim::Asin => a[0].asin(),
+            Prim::Acos => a[0].acos(),
+            Prim::Atan => a[0].atan(),
+            Prim::Atan2 => a[0].atan2(a[1]),
+            Prim::Sinh => a[0].sinh(),
+            Prim::Cosh => a[0].cosh(),
+            Prim::Tanh => a[0].tanh(),
+            Prim::Exp => a[0].exp(),
+            Prim::Exp2 => a[0].exp2(),
+            Prim::Ln => a[0].ln(),
+            Prim::Log2 => a[0].log2(),
+            Prim::Log10 => a[0].log10(),
+            Prim::Sqrt => a[0].sqrt(),
+            Prim::Cbrt => a[0].cbrt(),
+            Prim::Powi(n) => a[0].powi(n),
+            Prim::Powf => a[0].powf(a[1]),
+            Prim::Recip => a[0].recip(),
+            Prim::Abs => a[0].abs(),
+            Prim::Hypot => a[0].hypot(a[1]),
+            Prim::Min => a[0].min(a[1]),
+            Prim::Max => a[0].max(a[1]),
+            Prim::Signum => a[0].signum(),
+            Prim::Le => {
+                if a[0] <= a[1] {
+                    1.0
+                } else {
+                    0.0
+                }
+            }
+        }
+    }
+}
+
+/// One binding in a block (paper: the binding half of `let` and of the two
+/// unpacking forms).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Stmt {
+    /// `let v..: τ..; v̇..: τ̇.. = rhs in …`, the multi-value let.
+    Let {
+        nl: Vec<Binder>,
+        lin: Vec<Binder>,
+        rhs: Expr,
+    },
+    /// `let ⊗(w..): ⊗(τ..); = v in …`, unpacking a non-linear tuple.
+    Unpack { vars: Vec<Binder>, tuple: Var },
+    /// `let ;⊗(ẇ..): ⊗(τ̇..) = v̇ in …`, unpacking a linear tuple.
+    LinUnpack { vars: Vec<Binder>, tuple: Var },
+}
+
+/// Expressions (paper, Fig. 2), in A-normal form.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Expr {
+    /// A run of bindings and the expression they scope over.
+    Block { stmts: Vec<Stmt>, tail: Box<Expr> },
+    /// Multi-value return `(v..; v̇..)`; also plain variables.
+    Ret { nl: Vec<Var>, lin: Vec<Var> },
+    /// `f(v..; v̇..)`.
+    App {
+        func: Var,
+        nl: Vec<Var>,
+        lin: Vec<Var>,
+    },
+    /// A real literal.
+    Lit { value: f64, float: Float },
+    /// A non-linear value defined outside the IR: an inactive Rust
+    /// expression hoisted by lowering, referred to by name. It behaves as a
+    /// literal: no free variables, cost 0, zero tangent.
+    Const { name: Var, ty: Ty },
+    /// Non-linear tuple constructor `⊗(v..)`.
+    Tup(Vec<Var>),
+    /// A non-linear primitive applied to variables.
+    Prim { prim: Prim, args: Vec<Var> },
+    /// The linear zero `0̇_τ`.
+    LinZero(Ty),
+    /// Linear tuple constructor `⊗(v̇..)`.
+    LinTup(Vec<Var>),
+    /// Linear addition `v̇1 + v̇2`.
+    LinAdd(Var, Var),
+    /// Linear negation `-v̇` (scaling by -1; kept as a form of its own so
+    /// that subtraction costs what it costs).
+    LinNeg(Var),
+    /// Right-linear scaling `v * v̇` by a non-linear scalar.
+    LinScale(Var, Var),
+    /// Explicit linear fan-out `dup(v̇)`, two linear results.
+    Dup(Var),
+    /// Explicit `drop(e)`, no results.
+    Drop(Box<Expr>),
+}
+
+impl Expr {
+    pub fn var(v: Var) -> Expr {
+        Expr::Ret {
+            nl: vec![v],
+            lin: vec![],
+        }
+    }
+    pub fn lin_var(v: Var) -> Expr {
+        Expr::Ret {
+            nl: vec![],
+            lin: vec![v],
+        }
+    }
+    /// A block; an empty statement list yields the tail itself.
+    pub fn block(stmts: Vec<Stmt>, tail: Expr) -> Expr {
+        if stmts.is_empty() {
+            tail
+        } else {
+            Expr::Block {
+                stmts,
+                tail: Box::new(tail),
+            }
+        }
+    }
+}
+
+/// A function definition `def f(v..: τ..; v̇..: τ̇..) -> (σ..; σ̇..) = e`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Func {
+    pub name: Var,
+    pub nl_params: Vec<Binder>,
+    pub lin_params: Vec<Binder>,
+    pub nl_rets: Vec<Ty>,
+    pub lin_rets: Vec<Ty>,
+    pub body: Expr,
+}
+
+impl Func {
+    /// A function with no linear parameters or results: the input J
+    /// accepts.
+    pub fn is_nonlinear(&self) -> bool {
+        self.lin_params.is_empty() && self.lin_rets.is_empty()
+    }
+}
+
+/// An ordered list of definitions; each may call only earlier ones.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct Program {
+    pub funcs: Vec<Func>,
+}
+
+impl Program {
+    pub fn func(&self, name: &str) -> Option<&Func> {
+        self.funcs.iter().find(|f| f.name.as_str() == name)
+    }
+}

@@ -1,0 +1,24 @@
+//! `linear-core`: the Linear A pipeline of "You Only Linearize Once"
+//! (Radul, Paszke, Frostig, Johnson, Maclaurin; POPL 2023) as an ordinary
+//! library.
+//!
+//! * [`ir`]: the language (Fig. 2); [`write`] and [`parse`] its text form.
+//! * [`check`]: the type system (Fig. 3) and the Linear B restriction
+//!   (Def. 6.1).
+//! * [`eval`]: an interpreter counting work by the cost model (sec. 4.3).
+//! * [`passes`]: forward differentiation J (Fig. 6), unzipping U (Fig. 7),
+//!   transposition T (Fig. 10), linearity erasure L (sec. 4.5), and a
+//!   simplifier.
+//!
+//! The proc-macro crate lowers Rust to this IR, runs the passes and prints
+//! Rust; everything here is testable without rustc.
+
+pub mod check;
+pub mod eval;
+pub mod ir;
+pub mod parse;
+pub mod passes;
+pub mod visit;
+pub mod write;
+
+pub use ir::{Binder, Expr, Float, Func, Prim, Program, Stmt, Ty, Var};

@@ -1,0 +1,473 @@
+//! Reads the text form printed by [`crate::write`] back into a [`Program`].
+//!
+//! The grammar is the one documented in `write`. Linear and non-linear
+//! arithmetic share their spelling; the parser resolves `a + b`, `-a` and
+//! `s * a` to the linear forms when their (right) operand was bound in a
+//! linear position, so it keeps, per function, the set of linear names in
+//! scope. Errors carry a line and column.
+
+use std::collections::HashSet;
+use std::fmt;
+
+use crate::ir::{Binder, Expr, Float, Func, Prim, Program, Stmt, Ty, Var};
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ParseError {
+    pub line: usize,
+    pub col: usize,
+    pub msg: String,
+}
+
+impl fmt::Display for ParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}: {}", self.line, self.col, self.msg)
+    }
+}
+
+impl std::error::Error for ParseError {}
+
+#[derive(Clone, Debug, PartialEq)]
+enum Tok {
+    Ident(String),
+    Num(String),
+    Punct(&'static str),
+    Eof,
+}
+
+impl fmt::Display for Tok {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Tok::Ident(s) | Tok::Num(s) => write!(f, "`{s}`"),
+            Tok::Punct(p) => write!(f, "`{p}`"),
+            Tok::Eof => f.write_str("end of input"),
+        }
+    }
+}
+
+const PUNCTS: [&str; 14] = [
+    "->", "(", ")", "{", "}", ",", ";", ":", "=", "+", "-", "*", "/", "#",
+];
+
+fn lex(src: &str) -> Result<Vec<(Tok, usize, usize)>, ParseError> {
+    let mut toks = Vec::new();
+    let bytes = src.as_bytes();
+    let (mut i, mut line, mut col) = (0, 1, 1);
+    while i < bytes.len() {
+        let c = bytes[i] as char;
+        if c == '\n' {
+            i += 1;
+            line += 1;
+            col = 1;
+            continue;
+        }
+        if c.is_whitespace() {
+            i += 1;
+            col += 1;
+            continue;
+        }
+        if src[i..].starts_with("//") {
+            while i < bytes.len() && bytes[i] != b'\n' {
+                i += 1;
+            }
+            continue;
+        }
+        let start = i;
+        if c.is_ascii_alphabetic() || c == '_' {
+            while i < bytes.len()
+                && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_' || bytes[i] == b'.')
+            {
+                i += 1;
+            }
+            toks.push((Tok::Ident(src[start..i].to_string()), line, col));
+        } else if c.is_ascii_digit() {
+            while i < bytes.len() {
+                let b = bytes[i];
+                let exp_sign = (b == b'-' || b == b'+') && matches!(bytes[i - 1], b'e' | b'E');
+                if b.is_ascii_alphanumeric() || b == b'.' || exp_sign {
+                    i += 1;
+                } else {
+                    break;
+                }
+            }
+            toks.push((Tok::Num(src[start..i].to_string()), line, col));
+        } else if let Some(p) = PUNCTS.iter().find(|p| src[i..].starts_with(**p)) {
+            i += p.len();
+            toks.push((Tok::Punct(p), line, col));
+        } else {
+            return Err(ParseError {
+                line,
+                col,
+                msg: format!("unexpected character `{c}`"),
+            });
+        }
+        col += i - start;
+    }
+    toks.push((Tok::Eof, line, col));
+    Ok(toks)
+}
+
+/// Parses a whole program.
+pub fn parse_program(src: &str) -> Result<Program, ParseError> {
+    let mut p = Parser {
+        toks: lex(src)?,
+        pos: 0,
+        linear: HashSet::new(),
+    };
+    let mut funcs = Vec::new();
+    while p.peek() != &Tok::Eof {
+        funcs.push(p.func()?);
+    }
+    Ok(Program { funcs })
+}
+
+struct Parser {
+    toks: Vec<(Tok, usize, usize)>,
+    pos: usize,
+    linear: HashSet<Var>,
+}
+
+impl Parser {
+    fn peek(&self) -> &Tok {
+        &self.toks[self.pos].0
+    }
+    fn next(&mut self) -> Tok {
+        let t = self.toks[self.pos].0.clone();
+        if self.pos + 1 < self.toks.len() {
+            self.pos += 1;
+        }
+        t
+    }
+    fn err<T>(&self, msg: impl Into<String>) -> Result<T, ParseError> {
+        let (_, line, col) = self.toks[self.pos];
+        Err(ParseError {
+            line,
+            col,
+            msg: msg.into(),
+        })
+    }
+    fn is(&self, p: &str) -> bool {
+        matches!(self.peek(), Tok::Punct(q) if *q == p)
+    }
+    fn is_kw(&self, kw: &str) -> bool {
+        matches!(self.peek(), Tok::Ident(s) if s == kw)
+    }
+    fn eat(&mut self, p: &str) -> bool {
+        if self.is(p) {
+            self.next();
+            true
+        } else {
+            false
+        }
+    }
+    fn expect(&mut self, p: &str) -> Result<(), ParseError> {
+        if self.eat(p) {
+            Ok(())
+        } else {
+            self.err(format!("expected `{p}`, found {}", self.peek()))
+        }
+    }
+    fn expect_kw(&mut self, kw: &str) -> Result<(), ParseError> {
+        if self.is_kw(kw) {
+            self.next();
+            Ok(())
+        } else {
+            self.err(format!("expected `{kw}`, found {}", self.peek()))
+        }
+    }
+    fn ident(&mut self) -> Result<Var, ParseError> {
+        match self.peek().clone() {
+            Tok::Ident(s) => {
+                self.next();
+                Ok(Var::new(&s))
+            }
+            t => self.err(format!("expected a name, found {t}")),
+        }
+    }
+
+    fn func(&mut self) -> Result<Func, ParseError> {
+        self.linear.clear();
+        self.expect_kw("def")?;
+        let name = self.ident()?;
+        self.expect("(")?;
+        let (nl_params, lin_params) = self.binders(")")?;
+        self.expect(")")?;
+        self.expect("->")?;
+        self.expect("(")?;
+        let nl_rets = self.types_until(&[";"])?;
+        self.expect(";")?;
+        let lin_rets = self.types_until(&[")"])?;
+        self.expect(")")?;
+        self.expect("=")?;
+        let body = self.expr()?;
+        Ok(Func {
+            name,
+            nl_params,
+            lin_params,
+            nl_rets,
+            lin_rets,
+            body,
+        })
+    }
+
+    fn ty(&mut self) -> Result<Ty, ParseError> {
+        if self.eat("(") {
+            let mut ts = Vec::new();
+            while !self.is(")") {
+                ts.push(self.ty()?);
+                if !self.eat(",") {
+                    break;
+                }
+            }
+            self.expect(")")?;
+            return Ok(Ty::Tuple(ts));
+        }
+        match self.next() {
+            Tok::Ident(s) if s == "f64" => Ok(Ty::F64),
+            Tok::Ident(s) if s == "f32" => Ok(Ty::F32),
+            t => {
+                self.pos -= 1;
+                self.err(format!("expected a type, found {t}"))
+            }
+        }
+    }
+
+    fn types_until(&mut self, ends: &[&str]) -> Result<Vec<Ty>, ParseError> {
+        let mut ts = Vec::new();
+        while !ends.iter().any(|e| self.is(e)) {
+            ts.push(self.ty()?);
+            if !self.eat(",") {
+                break;
+            }
+        }
+        Ok(ts)
+    }
+
+    fn binder_list(&mut self, linear: bool, ends: &[&str]) -> Result<Vec<Binder>, ParseError> {
+        let mut bs = Vec::new();
+        while !ends.iter().any(|e| self.is(e)) {
+            let var = self.ident()?;
+            self.expect(":")?;
+            let ty = self.ty()?;
+            if linear {
+                self.linear.insert(var.clone());
+            }
+            bs.push(Binder { var, ty });
+            if !self.eat(",") {
+                break;
+            }
+        }
+        Ok(bs)
+    }
+
+    /// `nl..; lin..` up to (not including) `end`.
+    fn binders(&mut self, end: &str) -> Result<(Vec<Binder>, Vec<Binder>), ParseError> {
+        let nl = self.binder_list(false, &[";"])?;
+        self.expect(";")?;
+        let lin = self.binder_list(true, &[end])?;
+        Ok((nl, lin))
+    }
+
+    fn var_list(&mut self, ends: &[&str]) -> Result<Vec<Var>, ParseError> {
+        let mut vs = Vec::new();
+        while !ends.iter().any(|e| self.is(e)) {
+            vs.push(self.ident()?);
+            if !self.eat(",") {
+                break;
+            }
+        }
+        Ok(vs)
+    }
+
+    /// `nl..; lin..)` including the closing parenthesis.
+    fn args(&mut self) -> Result<(Vec<Var>, Vec<Var>), ParseError> {
+        let nl = self.var_list(&[";", ")"])?;
+        self.expect(";")?;
+        let lin = self.var_list(&[")"])?;
+        self.expect(")")?;
+        Ok((nl, lin))
+    }
+
+    fn expr(&mut self) -> Result<Expr, ParseError> {
+        let mut stmts = Vec::new();
+        loop {
+            if self.is_kw("let") {
+                self.next();
+                let (nl, lin) = self.binders("=")?;
+                self.expect("=")?;
+                let rhs = self.expr()?;
+                self.expect_kw("in")?;
+                stmts.push(Stmt::Let { nl, lin, rhs });
+            } else if self.is_kw("unpack") {
+                self.next();
+                let linear = self.eat(";");
+                self.expect("(")?;
+                let vars = self.binder_list(linear, &[")"])?;
+                self.expect(")")?;
+                self.expect("=")?;
+                let tuple = self.ident()?;
+                self.expect_kw("in")?;
+                stmts.push(if linear {
+                    Stmt::LinUnpack { vars, tuple }
+                } else {
+                    Stmt::Unpack { vars, tuple }
+                });
+            } else {
+                break;
+            }
+        }
+        let tail = self.simple()?;
+        Ok(Expr::block(stmts, tail))
+    }
+
+    fn literal(&mut self, negate: bool) -> Result<Expr, ParseError> {
+        let Tok::Num(text) = self.next() else {
+            return self.err("expected a number");
+        };
+        let (digits, float) = if let Some(d) = text.strip_suffix("f32") {
+            (d, Float::F32)
+        } else {
+            (text.strip_suffix("f64").unwrap_or(&text), Float::F64)
+        };
+        match digits.parse::<f64>() {
+            Ok(v) => Ok(Expr::Lit {
+                value: if negate { -v } else { v },
+                float,
+            }),
+            Err(_) => self.err(format!("malformed number `{text}`")),
+        }
+    }
+
+    fn simple(&mut self) -> Result<Expr, ParseError> {
+        if self.eat("{") {
+            let e = self.expr()?;
+            self.expect("}")?;
+            // `{ e }` with no statements is just `e`; a block always prints
+            // with its statements, so the round trip is unaffected.
+            return Ok(e);
+        }
+        if self.eat("(") {
+            let (nl, lin) = self.args()?;
+            return Ok(Expr::Ret { nl, lin });
+        }
+        if self.eat("-") {
+            if matches!(self.peek(), Tok::Num(_)) {
+                return self.literal(true);
+            }
+            let a = self.ident()?;
+            return Ok(if self.linear.contains(&a) {
+                Expr::LinNeg(a)
+            } else {
+                Expr::Prim {
+                    prim: Prim::Neg,
+                    args: vec![a],
+                }
+            });
+        }
+        if matches!(self.peek(), Tok::Num(_)) {
+            return self.literal(false);
+        }
+        let name = self.ident()?;
+        if !self.is("(") {
+            return self.infix(name);
+        }
+        self.next();
+        match name.as_str() {
+            "tup" => {
+                if self.eat(";") {
+                    let vs = self.var_list(&[")"])?;
+                    self.expect(")")?;
+                    Ok(Expr::LinTup(vs))
+                } else {
+                    let vs = self.var_list(&[")"])?;
+                    self.expect(")")?;
+                    Ok(Expr::Tup(vs))
+                }
+            }
+            "zero" => {
+                let t = self.ty()?;
+                self.expect(")")?;
+                Ok(Expr::LinZero(t))
+            }
+            "const" => {
+                let name = self.ident()?;
+                self.expect(":")?;
+                let ty = self.ty()?;
+                self.expect(")")?;
+                Ok(Expr::Const { name, ty })
+            }
+            "dup" => {
+                let a = self.ident()?;
+                self.expect(")")?;
+                Ok(Expr::Dup(a))
+            }
+            "drop" => {
+                let e = self.expr()?;
+                self.expect(")")?;
+                Ok(Expr::Drop(Box::new(e)))
+            }
+            "powi" => {
+                let a = self.ident()?;
+                self.expect(",")?;
+                let neg = self.eat("-");
+                let n = match self.next() {
+                    Tok::Num(s) => s.parse::<i32>().ok(),
+                    _ => None,
+                };
+                let Some(n) = n else {
+                    return self.err("`powi` takes an integer exponent");
+                };
+                self.expect(")")?;
+                Ok(Expr::Prim {
+                    prim: Prim::Powi(if neg { -n } else { n }),
+                    args: vec![a],
+                })
+            }
+            other => {
+                if let Some(prim) = Prim::from_call_name(other) {
+                    let args = self.var_list(&[")"])?;
+                    self.expect(")")?;
+                    if args.len() != prim.arity() {
+                        return self.err(format!(
+                            "`{other}` takes {} operand(s), found {}",
+                            prim.arity(),
+                            args.len()
+                        ));
+                    }
+                    Ok(Expr::Prim { prim, args })
+                } else {
+                    let (nl, lin) = self.args()?;
+                    Ok(Expr::App {
+                        func: name,
+                        nl,
+                        lin,
+                    })
+                }
+            }
+        }
+    }
+
+    /// After a leading name: `a + b`, `a - b`, `a * b`, `a / b`, or `a`
+    /// alone.
+    fn infix(&mut self, a: Var) -> Result<Expr, ParseError> {
+        let prim = match self.peek() {
+            Tok::Punct("+") => Prim::Add,
+            Tok::Punct("-") => Prim::Sub,
+            Tok::Punct("*") => Prim::Mul,
+            Tok::Punct("/") => Prim::Div,
+            // A bare name is shorthand for returning that one variable.
+            _ if self.linear.contains(&a) => return Ok(Expr::lin_var(a)),
+            _ => return Ok(Expr::var(a)),
+        };
+        self.next();
+        let b = self.ident()?;
+        let (a_lin, b_lin) = (self.linear.contains(&a), self.linear.contains(&b));
+        Ok(match prim {
+            Prim::Add if a_lin => Expr::LinAdd(a, b),
+            Prim::Mul if b_lin => Expr::LinScale(a, b),
+            _ => Expr::Prim {
+                prim,
+                args: vec![a, b],
+            },
+        })
+    }
+}

@@ -1,0 +1,349 @@
+//! L: linearity erasure (paper, section 4.5).
+//!
+//! `erase(P)` turns every linear variable and operation into a non-linear
+//! one, following the section's five steps:
+//!
+//! * for every tuple type at which linear zero, addition, negation or
+//!   scaling is used, a helper function doing it componentwise is defined
+//!   (`zero.N`, `add.N`, `neg.N`, `scale.N`), once per type, ahead of the
+//!   program; on scalars the operation becomes the primitive itself;
+//! * every linear operation becomes a call to its helper (or primitive);
+//! * every variable bound by `dup` is renamed to the `dup`'s operand;
+//! * `dup`s are removed;
+//! * all semicolons move to the right: parameters, results, binders, returns
+//!   and call arguments list the non-linear ones first, then the formerly
+//!   linear ones.
+//!
+//! Erasure preserves results and work exactly (Lemma 4.3): a helper spends
+//! one primitive per scalar, as the linear operation it replaces is charged.
+//!
+//! Input: a Linear A program that type-checks. Output: a purely non-linear
+//! program that type-checks, with every function keeping its name.
+
+use std::collections::HashMap;
+
+use super::PassError;
+use crate::ir::{Binder, Expr, Float, Func, Prim, Program, Stmt, Ty, Var};
+
+/// Applies L to every function of `p`.
+pub fn erase(p: &Program) -> Result<Program, PassError> {
+    let mut helpers = Helpers {
+        p,
+        funcs: Vec::new(),
+        names: HashMap::new(),
+    };
+    let mut funcs = Vec::new();
+    for f in &p.funcs {
+        funcs.push(erase_func(f, &mut helpers)?);
+    }
+    let mut all = helpers.funcs;
+    all.extend(funcs);
+    Ok(Program { funcs: all })
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+enum Op {
+    Zero,
+    Add,
+    Neg,
+    Scale,
+}
+
+impl Op {
+    fn name(self) -> &'static str {
+        match self {
+            Op::Zero => "zero",
+            Op::Add => "add",
+            Op::Neg => "neg",
+            Op::Scale => "scale",
+        }
+    }
+}
+
+struct Helpers<'a> {
+    p: &'a Program,
+    funcs: Vec<Func>,
+    names: HashMap<(Op, Ty), Var>,
+}
+
+/// The float of a type's scalars (f64 for a tuple with none).
+fn float_of(t: &Ty) -> Float {
+    match t {
+        Ty::Real(f) => *f,
+        Ty::Tuple(ts) => ts.first().map_or(Float::F64, float_of),
+    }
+}
+
+impl Helpers<'_> {
+    /// The helper for `op` at tuple type `ty`, defined on first use along
+    /// with the helpers of its component types.
+    fn helper(&mut self, op: Op, ts: &[Ty]) -> Var {
+        let ty = &Ty::Tuple(ts.to_vec());
+        if let Some(v) = self.names.get(&(op, ty.clone())) {
+            return v.clone();
+        }
+        let mut n = self.funcs.len() + 1;
+        let name = loop {
+            let cand = Var::new(&format!("{}.{n}", op.name()));
+            if self.p.func(cand.as_str()).is_none() && !self.funcs.iter().any(|f| f.name == cand) {
+                break cand;
+            }
+            n += 1;
+        };
+        let v = |s: &str, i: usize| Var::new(&format!("{s}.{i}"));
+        let mut stmts = Vec::new();
+        let (a, b, s) = (Var::new("a"), Var::new("b"), Var::new("s"));
+        let parts_a: Vec<Binder> = ts
+            .iter()
+            .enumerate()
+            .map(|(i, t)| Binder::new(v("a", i), t.clone()))
+            .collect();
+        let parts_b: Vec<Binder> = ts
+            .iter()
+            .enumerate()
+            .map(|(i, t)| Binder::new(v("b", i), t.clone()))
+            .collect();
+        if op != Op::Zero {
+            stmts.push(Stmt::Unpack {
+                vars: parts_a.clone(),
+                tuple: a.clone(),
+            });
+        }
+        if op == Op::Add {
+            stmts.push(Stmt::Unpack {
+                vars: parts_b.clone(),
+                tuple: b.clone(),
+            });
+        }
+        let mut results = Vec::new();
+        for (i, t) in ts.iter().enumerate() {
+            let r = v("r", i);
+            let (ai, bi) = (parts_a[i].var.clone(), parts_b[i].var.clone());
+            let rhs = match (op, t) {
+                (Op::Zero, Ty::Real(f)) => Expr::Lit {
+                    value: 0.0,
+                    float: *f,
+                },
+                (Op::Add, Ty::Real(_)) => Expr::Prim {
+                    prim: Prim::Add,
+                    args: vec![ai, bi],
+                },
+                (Op::Neg, Ty::Real(_)) => Expr::Prim {
+                    prim: Prim::Neg,
+                    args: vec![ai],
+                },
+                (Op::Scale, Ty::Real(_)) => Expr::Prim {
+                    prim: Prim::Mul,
+                    args: vec![s.clone(), ai],
+                },
+                (_, Ty::Tuple(inner)) => {
+                    let h = self.helper(op, inner);
+                    let nl = match op {
+                        Op::Zero => vec![],
+                        Op::Add => vec![ai, bi],
+                        Op::Neg => vec![ai],
+                        Op::Scale => vec![s.clone(), ai],
+                    };
+                    Expr::App {
+                        func: h,
+                        nl,
+                        lin: vec![],
+                    }
+                }
+            };
+            stmts.push(Stmt::Let {
+                nl: vec![Binder::new(r.clone(), t.clone())],
+                lin: vec![],
+                rhs,
+            });
+            results.push(r);
+        }
+        let mut params = Vec::new();
+        if op == Op::Scale {
+            params.push(Binder::new(s.clone(), Ty::Real(float_of(ty))));
+        }
+        if op != Op::Zero {
+            params.push(Binder::new(a, ty.clone()));
+        }
+        if op == Op::Add {
+            params.push(Binder::new(b, ty.clone()));
+        }
+        // A scaled empty tuple never reads its factor: drop it.
+        if op == Op::Scale && ts.is_empty() {
+            stmts.push(Stmt::Let {
+                nl: vec![],
+                lin: vec![],
+                rhs: Expr::Drop(Box::new(Expr::var(s))),
+            });
+        }
+        self.funcs.push(Func {
+            name: name.clone(),
+            nl_params: params,
+            lin_params: vec![],
+            nl_rets: vec![ty.clone()],
+            lin_rets: vec![],
+            body: Expr::block(stmts, Expr::Tup(results)),
+        });
+        self.names.insert((op, ty.clone()), name.clone());
+        name
+    }
+}
+
+/// Erases one function.
+fn erase_func(f: &Func, h: &mut Helpers) -> Result<Func, PassError> {
+    let mut e = Erase {
+        h,
+        types: HashMap::new(),
+        rename: HashMap::new(),
+        func: &f.name,
+    };
+    for b in f.nl_params.iter().chain(&f.lin_params) {
+        e.types.insert(b.var.clone(), b.ty.clone());
+    }
+    let body = e.expr(&f.body)?;
+    Ok(Func {
+        name: f.name.clone(),
+        nl_params: f.nl_params.iter().chain(&f.lin_params).cloned().collect(),
+        lin_params: vec![],
+        nl_rets: f.nl_rets.iter().chain(&f.lin_rets).cloned().collect(),
+        lin_rets: vec![],
+        body,
+    })
+}
+
+struct Erase<'a, 'b> {
+    h: &'a mut Helpers<'b>,
+    types: HashMap<Var, Ty>,
+    /// Variables bound by an erased `dup`, to the `dup`'s operand.
+    rename: HashMap<Var, Var>,
+    func: &'a Var,
+}
+
+impl Erase<'_, '_> {
+    fn r(&self, v: &Var) -> Var {
+        let mut v = v;
+        while let Some(w) = self.rename.get(v) {
+            v = w;
+        }
+        v.clone()
+    }
+    fn rs(&self, vs: &[Var]) -> Vec<Var> {
+        vs.iter().map(|v| self.r(v)).collect()
+    }
+    fn ty(&self, v: &Var) -> Result<Ty, PassError> {
+        self.types
+            .get(&self.r(v))
+            .cloned()
+            .ok_or_else(|| PassError::new(self.func, &format!("no type for `{v}`")))
+    }
+
+    fn op(&mut self, op: Op, ty: &Ty, args: Vec<Var>) -> Expr {
+        match ty {
+            Ty::Real(float) => match op {
+                Op::Zero => Expr::Lit {
+                    value: 0.0,
+                    float: *float,
+                },
+                Op::Add => Expr::Prim {
+                    prim: Prim::Add,
+                    args,
+                },
+                Op::Neg => Expr::Prim {
+                    prim: Prim::Neg,
+                    args,
+                },
+                Op::Scale => Expr::Prim {
+                    prim: Prim::Mul,
+                    args,
+                },
+            },
+            Ty::Tuple(ts) => Expr::App {
+                func: self.h.helper(op, ts),
+                nl: args,
+                lin: vec![],
+            },
+        }
+    }
+
+    fn expr(&mut self, e: &Expr) -> Result<Expr, PassError> {
+        Ok(match e {
+            Expr::Block { stmts, tail } => {
+                let mut out = Vec::new();
+                for s in stmts {
+                    match s {
+                        Stmt::Let {
+                            nl,
+                            lin,
+                            rhs: Expr::Dup(a),
+                        } if nl.is_empty() && lin.len() == 2 => {
+                            let a = self.r(a);
+                            for b in lin {
+                                self.rename.insert(b.var.clone(), a.clone());
+                            }
+                        }
+                        Stmt::Let { nl, lin, rhs } => {
+                            let rhs = self.expr(rhs)?;
+                            for b in nl.iter().chain(lin) {
+                                self.types.insert(b.var.clone(), b.ty.clone());
+                            }
+                            out.push(Stmt::Let {
+                                nl: nl.iter().chain(lin).cloned().collect(),
+                                lin: vec![],
+                                rhs,
+                            });
+                        }
+                        Stmt::Unpack { vars, tuple } | Stmt::LinUnpack { vars, tuple } => {
+                            for b in vars {
+                                self.types.insert(b.var.clone(), b.ty.clone());
+                            }
+                            out.push(Stmt::Unpack {
+                                vars: vars.clone(),
+                                tuple: self.r(tuple),
+                            });
+                        }
+                    }
+                }
+                Expr::block(out, self.expr(tail)?)
+            }
+            Expr::Ret { nl, lin } => Expr::Ret {
+                nl: self.rs(nl).into_iter().chain(self.rs(lin)).collect(),
+                lin: vec![],
+            },
+            Expr::App { func, nl, lin } => Expr::App {
+                func: func.clone(),
+                nl: self.rs(nl).into_iter().chain(self.rs(lin)).collect(),
+                lin: vec![],
+            },
+            Expr::Lit { .. } | Expr::Const { .. } => e.clone(),
+            Expr::Tup(vs) | Expr::LinTup(vs) => Expr::Tup(self.rs(vs)),
+            Expr::Prim { prim, args } => Expr::Prim {
+                prim: *prim,
+                args: self.rs(args),
+            },
+            Expr::LinZero(t) => self.op(Op::Zero, t, vec![]),
+            Expr::LinAdd(a, b) => {
+                let t = self.ty(a)?;
+                let args = vec![self.r(a), self.r(b)];
+                self.op(Op::Add, &t, args)
+            }
+            Expr::LinNeg(a) => {
+                let t = self.ty(a)?;
+                let args = vec![self.r(a)];
+                self.op(Op::Neg, &t, args)
+            }
+            Expr::LinScale(s, a) => {
+                let t = self.ty(a)?;
+                let args = vec![self.r(s), self.r(a)];
+                self.op(Op::Scale, &t, args)
+            }
+            Expr::Dup(a) => {
+                let a = self.r(a);
+                Expr::Ret {
+                    nl: vec![a.clone(), a],
+                    lin: vec![],
+                }
+            }
+            Expr::Drop(inner) => Expr::Drop(Box::new(self.expr(inner)?)),
+        })
+    }
+}

@@ -1,0 +1,635 @@
+//! J: forward-mode differentiation (paper, section 5, Fig. 6).
+//!
+//! `jvp(P)` maps every function `f(v..;) -> (σ..;)` of a purely non-linear
+//! program to `f.jvp(v..; v̇..) -> (σ..; σ..)`, whose non-linear results are
+//! `f`'s and whose linear results are the directional derivative in the
+//! direction `v̇..` (Thm 5.1). Tangent types equal primal types.
+//!
+//! Rules implemented, with what the figure leaves out made explicit:
+//!
+//! * JLet / JUnpackA / JUnpackB: a block is processed statement by
+//!   statement. Before statement `i`, every free variable of `i` that is
+//!   also free later in the block has its tangent split with `dup`: one copy
+//!   for statement `i`, one for the rest. This is JLet's `dup` chain, and for
+//!   an unpacked tuple that is used again it is JUnpackB.
+//! * JRet, JApp, JTup and every primitive rule: operands repeated within
+//!   one leaf (`x * x`, `(x, x;)`, `f(x, x;)`) get one tangent per
+//!   occurrence through a `dup` chain, the "variants" the text mentions.
+//! * JLit, and constants: value with a linear zero tangent.
+//! * JDrop: `drop(J(e))`.
+//! * JPrim for every [`Prim`]: the primal result is bound first and the
+//!   partial derivatives are computed from it where that saves work
+//!   (`exp`, `tan`, `sqrt`, …); piecewise-constant primitives (`signum`,
+//!   `le`) drop their input tangents and return a zero tangent.
+//!
+//! Input: a program that type-checks in Linear A and has no linear
+//! parameters, results or expressions. Output: a program that type-checks
+//! in Linear A, with one function per input function, calls renamed.
+//! Every function of the output does at most a constant factor more work
+//! than its source (Thm 5.1, claim 2): no rule emits more than 9 operations
+//! per source operation.
+
+use std::collections::HashMap;
+
+use super::PassError;
+use crate::ir::{Binder, Expr, Float, Func, Prim, Program, Stmt, Ty, Var};
+use crate::visit::{derived_name, stmt_free_vars, Fresh};
+
+/// Applies J to every function of `p`.
+pub fn jvp(p: &Program) -> Result<Program, PassError> {
+    let mut names = HashMap::new();
+    for f in &p.funcs {
+        names.insert(f.name.clone(), derived_name(p, &f.name, "jvp"));
+    }
+    let funcs = p
+        .funcs
+        .iter()
+        .map(|f| jvp_func(f, &names))
+        .collect::<Result<_, _>>()?;
+    Ok(Program { funcs })
+}
+
+/// JDef: `f(v..;)` becomes `f.jvp(v..; v̇..)`. `names` maps each function
+/// to the name of its derivative.
+pub fn jvp_func(f: &Func, names: &HashMap<Var, Var>) -> Result<Func, PassError> {
+    if !f.is_nonlinear() {
+        return Err(PassError::new(
+            &f.name,
+            "J applies to non-linear functions only (section 5.1); this one has linear parameters or results",
+        ));
+    }
+    let mut j = Jvp {
+        names,
+        fresh: Fresh::for_func(f),
+        types: HashMap::new(),
+        func: &f.name,
+    };
+    let mut sigma = HashMap::new();
+    let mut lin_params = Vec::new();
+    for b in &f.nl_params {
+        let d = j.tangent_of(&b.var);
+        j.types.insert(b.var.clone(), b.ty.clone());
+        sigma.insert(b.var.clone(), d.clone());
+        lin_params.push(Binder::new(d, b.ty.clone()));
+    }
+    let body = j.expr(&f.body, sigma)?;
+    Ok(Func {
+        name: names[&f.name].clone(),
+        nl_params: f.nl_params.clone(),
+        lin_params,
+        nl_rets: f.nl_rets.clone(),
+        lin_rets: f.nl_rets.clone(),
+        body,
+    })
+}
+
+struct Jvp<'a> {
+    names: &'a HashMap<Var, Var>,
+    fresh: Fresh,
+    /// Types of the non-linear variables seen so far.
+    types: HashMap<Var, Ty>,
+    func: &'a Var,
+}
+
+/// Σ: primal variable to the tangent variable holding its (single, linear)
+/// tangent. Always holds exactly the free variables of the expression being
+/// differentiated.
+type Sigma = HashMap<Var, Var>;
+
+impl Jvp<'_> {
+    fn tangent_of(&mut self, v: &Var) -> Var {
+        let base = v.as_str().split('.').next().unwrap_or("v");
+        self.fresh.var(&format!("d{base}"))
+    }
+
+    fn err(&self, msg: &str) -> PassError {
+        PassError::new(self.func, msg)
+    }
+
+    fn tangent(&self, sigma: &mut Sigma, v: &Var) -> Result<Var, PassError> {
+        sigma
+            .remove(v)
+            .ok_or_else(|| self.err(&format!("no tangent for `{v}` (is it bound?)")))
+    }
+
+    fn ty(&self, v: &Var) -> Result<Ty, PassError> {
+        self.types
+            .get(v)
+            .cloned()
+            .ok_or_else(|| self.err(&format!("no type for `{v}`")))
+    }
+
+    /// One tangent per occurrence in `vs`: a variable occurring k times has
+    /// its tangent split by k-1 `dup`s.
+    fn occurrences(
+        &mut self,
+        out: &mut Vec<Stmt>,
+        vs: &[Var],
+        sigma: &mut Sigma,
+    ) -> Result<Vec<Var>, PassError> {
+        let mut left: HashMap<&Var, usize> = HashMap::new();
+        for v in vs {
+            *left.entry(v).or_insert(0) += 1;
+        }
+        let mut cur: HashMap<Var, Var> = HashMap::new();
+        let mut ds = Vec::with_capacity(vs.len());
+        for v in vs {
+            let d = match cur.remove(v) {
+                Some(d) => d,
+                None => self.tangent(sigma, v)?,
+            };
+            let n = left.get_mut(v).map(|n| {
+                *n -= 1;
+                *n
+            });
+            if n.unwrap_or(0) > 0 {
+                let ty = self.ty(v)?;
+                let (a, b) = (self.fresh.var(d.as_str()), self.fresh.var(d.as_str()));
+                out.push(Stmt::Let {
+                    nl: vec![],
+                    lin: vec![
+                        Binder::new(a.clone(), ty.clone()),
+                        Binder::new(b.clone(), ty),
+                    ],
+                    rhs: Expr::Dup(d),
+                });
+                ds.push(a);
+                cur.insert(v.clone(), b);
+            } else {
+                ds.push(d);
+            }
+        }
+        Ok(ds)
+    }
+
+    /// J of an expression whose free variables are exactly Σ's keys.
+    fn expr(&mut self, e: &Expr, mut sigma: Sigma) -> Result<Expr, PassError> {
+        match e {
+            Expr::Block { stmts, tail } => self.block(stmts, tail, sigma),
+            Expr::Ret { nl, lin } => {
+                if !lin.is_empty() {
+                    return Err(self.err("J applies to non-linear expressions only"));
+                }
+                let mut out = Vec::new();
+                let ds = self.occurrences(&mut out, nl, &mut sigma)?;
+                Ok(Expr::block(
+                    out,
+                    Expr::Ret {
+                        nl: nl.clone(),
+                        lin: ds,
+                    },
+                ))
+            }
+            Expr::App { func, nl, lin } => {
+                if !lin.is_empty() {
+                    return Err(self.err("J applies to non-linear expressions only"));
+                }
+                let Some(fj) = self.names.get(func) else {
+                    return Err(self.err(&format!("call to unknown function `{func}`")));
+                };
+                let fj = fj.clone();
+                let mut out = Vec::new();
+                let ds = self.occurrences(&mut out, nl, &mut sigma)?;
+                Ok(Expr::block(
+                    out,
+                    Expr::App {
+                        func: fj,
+                        nl: nl.clone(),
+                        lin: ds,
+                    },
+                ))
+            }
+            Expr::Lit { float, .. } => Ok(self.with_zero_tangent(e.clone(), Ty::Real(*float))),
+            Expr::Const { ty, .. } => Ok(self.with_zero_tangent(e.clone(), ty.clone())),
+            Expr::Tup(vs) => {
+                let mut out = Vec::new();
+                let ds = self.occurrences(&mut out, vs, &mut sigma)?;
+                let tys = vs
+                    .iter()
+                    .map(|v| self.ty(v))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let ty = Ty::Tuple(tys);
+                let (t, dt) = (self.fresh.var("t"), self.fresh.var("dt"));
+                out.push(Stmt::Let {
+                    nl: vec![Binder::new(t.clone(), ty.clone())],
+                    lin: vec![],
+                    rhs: Expr::Tup(vs.clone()),
+                });
+                out.push(Stmt::Let {
+                    nl: vec![],
+                    lin: vec![Binder::new(dt.clone(), ty)],
+                    rhs: Expr::LinTup(ds),
+                });
+                Ok(Expr::block(
+                    out,
+                    Expr::Ret {
+                        nl: vec![t],
+                        lin: vec![dt],
+                    },
+                ))
+            }
+            Expr::Prim { prim, args } => {
+                let float = match args.first() {
+                    Some(a) => self.ty(a)?.float().unwrap_or(Float::F64),
+                    None => Float::F64,
+                };
+                let mut out = Vec::new();
+                let ds = self.occurrences(&mut out, args, &mut sigma)?;
+                let mut b = Builder {
+                    out,
+                    fresh: &mut self.fresh,
+                    float,
+                };
+                let (z, dz) = jvp_prim(&mut b, *prim, args, &ds);
+                Ok(Expr::block(
+                    b.out,
+                    Expr::Ret {
+                        nl: vec![z],
+                        lin: vec![dz],
+                    },
+                ))
+            }
+            Expr::Drop(inner) => Ok(Expr::Drop(Box::new(self.expr(inner, sigma)?))),
+            Expr::LinZero(_)
+            | Expr::LinTup(_)
+            | Expr::LinAdd(..)
+            | Expr::LinNeg(_)
+            | Expr::LinScale(..)
+            | Expr::Dup(_) => Err(self.err(
+                "J applies to non-linear expressions only; this one contains a linear operation",
+            )),
+        }
+    }
+
+    fn with_zero_tangent(&mut self, e: Expr, ty: Ty) -> Expr {
+        let (c, z) = (self.fresh.var("c"), self.fresh.var("dc"));
+        Expr::block(
+            vec![
+                Stmt::Let {
+                    nl: vec![Binder::new(c.clone(), ty.clone())],
+                    lin: vec![],
+                    rhs: e,
+                },
+                Stmt::Let {
+                    nl: vec![],
+                    lin: vec![Binder::new(z.clone(), ty.clone())],
+                    rhs: Expr::LinZero(ty),
+                },
+            ],
+            Expr::Ret {
+                nl: vec![c],
+                lin: vec![z],
+            },
+        )
+    }
+
+    /// JLet and JUnpack over a run of statements.
+    fn block(&mut self, stmts: &[Stmt], tail: &Expr, mut sigma: Sigma) -> Result<Expr, PassError> {
+        // Index of the last statement (stmts.len() for the tail) reading each
+        // variable: a tangent must be split before statement i iff its
+        // variable is read after i.
+        let mut last: HashMap<Var, usize> = HashMap::new();
+        let mut frees = Vec::with_capacity(stmts.len());
+        for (i, s) in stmts.iter().enumerate() {
+            let fv = stmt_free_vars(s);
+            if !fv.lin.is_empty() {
+                return Err(self.err("J applies to non-linear expressions only"));
+            }
+            for v in &fv.nl {
+                last.insert(v.clone(), i);
+            }
+            frees.push(fv.nl);
+        }
+        for v in crate::visit::free_vars(tail).nl {
+            last.insert(v, stmts.len());
+        }
+
+        let mut out = Vec::new();
+        for (i, (s, fv)) in stmts.iter().zip(frees).enumerate() {
+            let mut local = Sigma::new();
+            for v in fv {
+                let d = self.tangent(&mut sigma, &v)?;
+                if last.get(&v).copied().unwrap_or(0) > i {
+                    let ty = self.ty(&v)?;
+                    let (a, b) = (self.fresh.var(d.as_str()), self.fresh.var(d.as_str()));
+                    out.push(Stmt::Let {
+                        nl: vec![],
+                        lin: vec![
+                            Binder::new(a.clone(), ty.clone()),
+                            Binder::new(b.clone(), ty),
+                        ],
+                        rhs: Expr::Dup(d),
+                    });
+                    local.insert(v.clone(), a);
+                    sigma.insert(v, b);
+                } else {
+                    local.insert(v, d);
+                }
+            }
+            match s {
+                Stmt::Let { nl, lin, rhs } => {
+                    if !lin.is_empty() {
+                        return Err(self.err("J applies to non-linear bindings only"));
+                    }
+                    // Types first: the right-hand side's nested blocks may
+                    // refer to nothing bound here, but the tangents need them.
+                    let rhs = self.expr(rhs, local)?;
+                    let mut dl = Vec::with_capacity(nl.len());
+                    for b in nl {
+                        let d = self.tangent_of(&b.var);
+                        self.types.insert(b.var.clone(), b.ty.clone());
+                        sigma.insert(b.var.clone(), d.clone());
+                        dl.push(Binder::new(d, b.ty.clone()));
+                    }
+                    out.push(Stmt::Let {
+                        nl: nl.clone(),
+                        lin: dl,
+                        rhs,
+                    });
+                }
+                Stmt::Unpack { vars, tuple } => {
+                    let dt = self.tangent(&mut local, tuple)?;
+                    let mut dvars = Vec::with_capacity(vars.len());
+                    for b in vars {
+                        let d = self.tangent_of(&b.var);
+                        self.types.insert(b.var.clone(), b.ty.clone());
+                        sigma.insert(b.var.clone(), d.clone());
+                        dvars.push(Binder::new(d, b.ty.clone()));
+                    }
+                    out.push(s.clone());
+                    out.push(Stmt::LinUnpack {
+                        vars: dvars,
+                        tuple: dt,
+                    });
+                }
+                Stmt::LinUnpack { .. } => {
+                    return Err(self.err("J applies to non-linear expressions only"));
+                }
+            }
+        }
+        let tail = self.expr(tail, sigma)?;
+        Ok(Expr::block(out, tail))
+    }
+}
+
+/// Emits non-linear and linear bindings for primitive rules.
+struct Builder<'a> {
+    out: Vec<Stmt>,
+    fresh: &'a mut Fresh,
+    float: Float,
+}
+
+impl Builder<'_> {
+    fn real(&self) -> Ty {
+        Ty::Real(self.float)
+    }
+    fn nl(&mut self, hint: &str, rhs: Expr) -> Var {
+        let v = self.fresh.var(hint);
+        let ty = self.real();
+        self.out.push(Stmt::Let {
+            nl: vec![Binder::new(v.clone(), ty)],
+            lin: vec![],
+            rhs,
+        });
+        v
+    }
+    fn lin(&mut self, hint: &str, rhs: Expr) -> Var {
+        let v = self.fresh.var(hint);
+        let ty = self.real();
+        self.out.push(Stmt::Let {
+            nl: vec![],
+            lin: vec![Binder::new(v.clone(), ty)],
+            rhs,
+        });
+        v
+    }
+    fn prim(&mut self, prim: Prim, args: &[&Var]) -> Var {
+        let hint = if prim == Prim::Neg { "n" } else { "c" };
+        self.nl(
+            hint,
+            Expr::Prim {
+                prim,
+                args: args.iter().map(|v| (*v).clone()).collect(),
+            },
+        )
+    }
+    fn lit(&mut self, value: f64) -> Var {
+        let float = self.float;
+        self.nl("k", Expr::Lit { value, float })
+    }
+    fn scale(&mut self, s: &Var, d: Var) -> Var {
+        self.lin("dz", Expr::LinScale(s.clone(), d))
+    }
+    fn add(&mut self, a: Var, b: Var) -> Var {
+        self.lin("dz", Expr::LinAdd(a, b))
+    }
+    fn neg(&mut self, a: Var) -> Var {
+        self.lin("dz", Expr::LinNeg(a))
+    }
+    fn zero(&mut self) -> Var {
+        let ty = self.real();
+        self.lin("dz", Expr::LinZero(ty))
+    }
+    fn drop(&mut self, d: Var) {
+        self.out.push(Stmt::Let {
+            nl: vec![],
+            lin: vec![],
+            rhs: Expr::Drop(Box::new(Expr::lin_var(d))),
+        });
+    }
+}
+
+/// The rule for one primitive: binds `z = prim(args)` and returns `z` and
+/// its tangent built from the operand tangents `ds` (one per operand).
+fn jvp_prim(b: &mut Builder, prim: Prim, args: &[Var], ds: &[Var]) -> (Var, Var) {
+    use std::f64::consts::{LN_10, LN_2};
+    let z = b.nl(
+        "z",
+        Expr::Prim {
+            prim,
+            args: args.to_vec(),
+        },
+    );
+    let x = &args[0];
+    let dx = ds[0].clone();
+    let dz = match prim {
+        Prim::Add => b.add(dx, ds[1].clone()),
+        Prim::Sub => {
+            let n = b.neg(ds[1].clone());
+            b.add(dx, n)
+        }
+        Prim::Mul => {
+            // JPrimMul: x * ẏ + y * ẋ.
+            let a = b.scale(x, ds[1].clone());
+            let c = b.scale(&args[1], dx);
+            b.add(a, c)
+        }
+        Prim::Div => {
+            // d(x/y) = ẋ / y - (z / y) ẏ.
+            let r = b.prim(Prim::Recip, &[&args[1]]);
+            let a = b.scale(&r, dx);
+            let q = b.prim(Prim::Mul, &[&z, &r]);
+            let nq = b.prim(Prim::Neg, &[&q]);
+            let c = b.scale(&nq, ds[1].clone());
+            b.add(a, c)
+        }
+        Prim::Neg => b.neg(dx),
+        Prim::Sin => {
+            let c = b.prim(Prim::Cos, &[x]);
+            b.scale(&c, dx)
+        }
+        Prim::Cos => {
+            let s = b.prim(Prim::Sin, &[x]);
+            let n = b.prim(Prim::Neg, &[&s]);
+            b.scale(&n, dx)
+        }
+        Prim::Tan => {
+            // 1 + tan².
+            let t = b.prim(Prim::Mul, &[&z, &z]);
+            let one = b.lit(1.0);
+            let c = b.prim(Prim::Add, &[&one, &t]);
+            b.scale(&c, dx)
+        }
+        Prim::Asin | Prim::Acos => {
+            // ±1 / sqrt(1 - x²).
+            let t = b.prim(Prim::Mul, &[x, x]);
+            let one = b.lit(1.0);
+            let u = b.prim(Prim::Sub, &[&one, &t]);
+            let s = b.prim(Prim::Sqrt, &[&u]);
+            let mut c = b.prim(Prim::Recip, &[&s]);
+            if prim == Prim::Acos {
+                c = b.prim(Prim::Neg, &[&c]);
+            }
+            b.scale(&c, dx)
+        }
+        Prim::Atan => {
+            let t = b.prim(Prim::Mul, &[x, x]);
+            let one = b.lit(1.0);
+            let u = b.prim(Prim::Add, &[&one, &t]);
+            let c = b.prim(Prim::Recip, &[&u]);
+            b.scale(&c, dx)
+        }
+        Prim::Atan2 => {
+            // atan2(y, x): (x ẏ - y ẋ) / (x² + y²), with args = [y, x].
+            let (y, xx) = (&args[0], &args[1]);
+            let u = b.prim(Prim::Mul, &[y, y]);
+            let v = b.prim(Prim::Mul, &[xx, xx]);
+            let w = b.prim(Prim::Add, &[&u, &v]);
+            let r = b.prim(Prim::Recip, &[&w]);
+            let cy = b.prim(Prim::Mul, &[xx, &r]);
+            let py = b.prim(Prim::Mul, &[y, &r]);
+            let cx = b.prim(Prim::Neg, &[&py]);
+            let a = b.scale(&cy, dx);
+            let c = b.scale(&cx, ds[1].clone());
+            b.add(a, c)
+        }
+        Prim::Sinh => {
+            let c = b.prim(Prim::Cosh, &[x]);
+            b.scale(&c, dx)
+        }
+        Prim::Cosh => {
+            let c = b.prim(Prim::Sinh, &[x]);
+            b.scale(&c, dx)
+        }
+        Prim::Tanh => {
+            let t = b.prim(Prim::Mul, &[&z, &z]);
+            let one = b.lit(1.0);
+            let c = b.prim(Prim::Sub, &[&one, &t]);
+            b.scale(&c, dx)
+        }
+        Prim::Exp => b.scale(&z, dx),
+        Prim::Exp2 => {
+            let l = b.lit(LN_2);
+            let c = b.prim(Prim::Mul, &[&z, &l]);
+            b.scale(&c, dx)
+        }
+        Prim::Ln => {
+            let c = b.prim(Prim::Recip, &[x]);
+            b.scale(&c, dx)
+        }
+        Prim::Log2 | Prim::Log10 => {
+            let l = b.lit(if prim == Prim::Log2 { LN_2 } else { LN_10 });
+            let u = b.prim(Prim::Mul, &[x, &l]);
+            let c = b.prim(Prim::Recip, &[&u]);
+            b.scale(&c, dx)
+        }
+        Prim::Sqrt => {
+            // 1 / (2 sqrt x).
+            let t = b.prim(Prim::Add, &[&z, &z]);
+            let c = b.prim(Prim::Recip, &[&t]);
+            b.scale(&c, dx)
+        }
+        Prim::Cbrt => {
+            // 1 / (3 cbrt(x)²).
+            let t = b.prim(Prim::Mul, &[&z, &z]);
+            let three = b.lit(3.0);
+            let u = b.prim(Prim::Mul, &[&three, &t]);
+            let c = b.prim(Prim::Recip, &[&u]);
+            b.scale(&c, dx)
+        }
+        Prim::Powi(0) => {
+            b.drop(dx);
+            b.zero()
+        }
+        Prim::Powi(n) => {
+            // n x^(n-1).
+            let p = b.prim(Prim::Powi(n - 1), &[x]);
+            let k = b.lit(f64::from(n));
+            let c = b.prim(Prim::Mul, &[&k, &p]);
+            b.scale(&c, dx)
+        }
+        Prim::Powf => {
+            // y x^(y-1) ẋ + z ln(x) ẏ.
+            let y = &args[1];
+            let one = b.lit(1.0);
+            let ym1 = b.prim(Prim::Sub, &[y, &one]);
+            let p = b.prim(Prim::Powf, &[x, &ym1]);
+            let cx = b.prim(Prim::Mul, &[y, &p]);
+            let l = b.prim(Prim::Ln, &[x]);
+            let cy = b.prim(Prim::Mul, &[&z, &l]);
+            let a = b.scale(&cx, dx);
+            let c = b.scale(&cy, ds[1].clone());
+            b.add(a, c)
+        }
+        Prim::Recip => {
+            let t = b.prim(Prim::Mul, &[&z, &z]);
+            let c = b.prim(Prim::Neg, &[&t]);
+            b.scale(&c, dx)
+        }
+        Prim::Abs => {
+            let s = b.prim(Prim::Signum, &[x]);
+            b.scale(&s, dx)
+        }
+        Prim::Hypot => {
+            let r = b.prim(Prim::Recip, &[&z]);
+            let cx = b.prim(Prim::Mul, &[x, &r]);
+            let cy = b.prim(Prim::Mul, &[&args[1], &r]);
+            let a = b.scale(&cx, dx);
+            let c = b.scale(&cy, ds[1].clone());
+            b.add(a, c)
+        }
+        Prim::Min | Prim::Max => {
+            // The tangent of the selected operand: m = [x selected].
+            let m = if prim == Prim::Min {
+                b.prim(Prim::Le, &[x, &args[1]])
+            } else {
+                b.prim(Prim::Le, &[&args[1], x])
+            };
+            let one = b.lit(1.0);
+            let n = b.prim(Prim::Sub, &[&one, &m]);
+            let a = b.scale(&m, dx);
+            let c = b.scale(&n, ds[1].clone());
+            b.add(a, c)
+        }
+        Prim::Signum => {
+            b.drop(dx);
+            b.zero()
+        }
+        Prim::Le => {
+            b.drop(dx);
+            b.drop(ds[1].clone());
+            b.zero()
+        }
+    };
+    (z, dz)
+}

@@ -1,0 +1,459 @@
+//! T: transposition of Linear B (paper, section 7, Fig. 10).
+//!
+//! `transpose(P)` adds, for every linear function
+//! `f(v..; v̇..: τ̇..) -> (; σ̇..)` (no non-linear results), its transpose
+//! `f.t(v..; v̈..: σ̇..) -> (; τ̇..)`, which satisfies
+//! ⟨ẋ, f.t(x; ÿ)⟩ = ⟨f(x; ẋ), ÿ⟩ (Thm 7.1). All functions of `P` are kept:
+//! non-linear code inside linear functions may call them.
+//!
+//! Rules, reading an expression backwards with one cotangent variable per
+//! linear result:
+//!
+//! * TLetNonLin, TUnpack, TNonLin: non-linear statements are kept as they
+//!   are, in order, ahead of the transposed linear ones (Linear B makes them
+//!   independent of linear values, so hoisting them is sound).
+//! * TLetLin: statements are transposed from last to first; a binding's
+//!   results have their cotangents once all their (single) uses are
+//!   transposed.
+//! * TLinUnpack: the cotangents of the components are packed into the
+//!   cotangent of the tuple.
+//! * TRet / TLinVar: the cotangent of a returned variable is the
+//!   corresponding input cotangent.
+//! * TLinZero: drops its cotangent. TLinTup: unpacks it. TLinAdd: `dup`.
+//!   TLinMul: `v * v̈`. Negation is its own transpose. TDup: `+`.
+//! * TDropLin: zero cotangents for the dropped expression's linear free
+//!   variables; the dropped code is not run.
+//! * TApp: a call to `g` becomes a call to `g.t`.
+//! * TDef: parameters `v̈..` for the results, returns the cotangents of
+//!   the linear parameters in order.
+//!
+//! TDropLin can leave a non-linear variable that only the dropped code read
+//! unused, which Fig. 3 forbids; such variables are dropped explicitly right
+//! after their binding ([`drop_unused`]).
+//!
+//! Input: a Linear B program that type-checks. Output: a Linear B program
+//! that type-checks.
+
+use std::collections::{HashMap, HashSet};
+
+use super::PassError;
+use crate::ir::{Binder, Expr, Func, Program, Stmt, Ty, Var};
+use crate::visit::{derived_name, for_each_use, free_vars, stmt_free_vars, Fresh};
+
+/// Whether T applies to `f`: it has no non-linear results.
+pub fn is_linear(f: &Func) -> bool {
+    f.nl_rets.is_empty()
+}
+
+/// Applies T: `p`'s functions followed, each, by its transpose if linear.
+pub fn transpose(p: &Program) -> Result<Program, PassError> {
+    let mut names = HashMap::new();
+    for f in p.funcs.iter().filter(|f| is_linear(f)) {
+        names.insert(f.name.clone(), derived_name(p, &f.name, "t"));
+    }
+    let mut out = Program::default();
+    for f in &p.funcs {
+        out.funcs.push(f.clone());
+        if is_linear(f) {
+            out.funcs.push(transpose_func(f, p, &names)?);
+        }
+    }
+    Ok(out)
+}
+
+/// TDef for one linear function. `names` maps every linear function of `p`
+/// to its transpose's name.
+pub fn transpose_func(f: &Func, p: &Program, names: &HashMap<Var, Var>) -> Result<Func, PassError> {
+    let mut t = Transpose {
+        p,
+        names,
+        func: &f.name,
+        fresh: Fresh::for_func(f),
+        types: HashMap::new(),
+    };
+    for b in f.lin_params.iter().chain(&f.nl_params) {
+        t.types.insert(b.var.clone(), b.ty.clone());
+    }
+    collect_types(&f.body, &mut t.types);
+    let cts: Vec<Binder> = f
+        .lin_rets
+        .iter()
+        .map(|ty| Binder::new(t.fresh.var("ct"), ty.clone()))
+        .collect();
+    let mut out = Vec::new();
+    let mut ct = t.expr(
+        &f.body,
+        cts.iter().map(|b| b.var.clone()).collect(),
+        &mut out,
+    )?;
+    let ret = f
+        .lin_params
+        .iter()
+        .map(|b| {
+            ct.remove(&b.var)
+                .ok_or_else(|| t.err(&format!("no cotangent for linear parameter `{}`", b.var)))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut g = Func {
+        name: names
+            .get(&f.name)
+            .cloned()
+            .ok_or_else(|| t.err("not a linear function"))?,
+        nl_params: f.nl_params.clone(),
+        lin_params: cts,
+        nl_rets: vec![],
+        lin_rets: f.lin_params.iter().map(|b| b.ty.clone()).collect(),
+        body: Expr::block(
+            out,
+            Expr::Ret {
+                nl: vec![],
+                lin: ret,
+            },
+        ),
+    };
+    drop_unused(&mut g);
+    Ok(g)
+}
+
+fn collect_types(e: &Expr, types: &mut HashMap<Var, Ty>) {
+    match e {
+        Expr::Block { stmts, tail } => {
+            for s in stmts {
+                match s {
+                    Stmt::Let { nl, lin, rhs } => {
+                        for b in nl.iter().chain(lin) {
+                            types.insert(b.var.clone(), b.ty.clone());
+                        }
+                        collect_types(rhs, types);
+                    }
+                    Stmt::Unpack { vars, .. } | Stmt::LinUnpack { vars, .. } => {
+                        for b in vars {
+                            types.insert(b.var.clone(), b.ty.clone());
+                        }
+                    }
+                }
+            }
+            collect_types(tail, types);
+        }
+        Expr::Drop(e) => collect_types(e, types),
+        Expr::Ret { .. }
+        | Expr::App { .. }
+        | Expr::Lit { .. }
+        | Expr::Const { .. }
+        | Expr::Tup(_)
+        | Expr::Prim { .. }
+        | Expr::LinZero(_)
+        | Expr::LinTup(_)
+        | Expr::LinAdd(..)
+        | Expr::LinNeg(_)
+        | Expr::LinScale(..)
+        | Expr::Dup(_) => {}
+    }
+}
+
+/// A statement is linear, and transposed, iff it binds or reads a linear
+/// variable; otherwise it is kept as it is.
+fn is_linear_stmt(s: &Stmt) -> bool {
+    match s {
+        Stmt::Let { nl, lin, .. } => {
+            if !lin.is_empty() {
+                return true;
+            }
+            nl.is_empty() && !stmt_free_vars(s).lin.is_empty()
+        }
+        Stmt::Unpack { .. } => false,
+        Stmt::LinUnpack { .. } => true,
+    }
+}
+
+/// Cotangent variables of the free linear variables of what was transposed.
+type Cts = HashMap<Var, Var>;
+
+struct Transpose<'a> {
+    p: &'a Program,
+    names: &'a HashMap<Var, Var>,
+    func: &'a Var,
+    fresh: Fresh,
+    types: HashMap<Var, Ty>,
+}
+
+impl Transpose<'_> {
+    fn err(&self, msg: &str) -> PassError {
+        PassError::new(self.func, msg)
+    }
+
+    fn ty(&self, v: &Var) -> Result<Ty, PassError> {
+        self.types
+            .get(v)
+            .cloned()
+            .ok_or_else(|| self.err(&format!("no type for `{v}`")))
+    }
+
+    /// A fresh cotangent variable for linear variable `v`.
+    fn ct_var(&mut self, v: &Var) -> Result<Binder, PassError> {
+        let ty = self.ty(v)?;
+        let base = v.as_str().split('.').next().unwrap_or("v");
+        let c = self.fresh.var(&format!("ct_{base}"));
+        self.types.insert(c.clone(), ty.clone());
+        Ok(Binder::new(c, ty))
+    }
+
+    fn emit_lin(out: &mut Vec<Stmt>, lin: Vec<Binder>, rhs: Expr) {
+        out.push(Stmt::Let {
+            nl: vec![],
+            lin,
+            rhs,
+        });
+    }
+
+    /// Transposes linear expression `e`, whose results' cotangents are
+    /// `cts`, appending the transposed statements to `out` and returning
+    /// the cotangents of `e`'s free linear variables. The statements are
+    /// flat: names are unique, so nested blocks need no scope of their own.
+    fn expr(&mut self, e: &Expr, cts: Vec<Var>, out: &mut Vec<Stmt>) -> Result<Cts, PassError> {
+        let mut ct = Cts::new();
+        match e {
+            Expr::Block { stmts, tail } => {
+                // TLetNonLin / TUnpack: non-linear statements first, as is.
+                out.extend(stmts.iter().filter(|s| !is_linear_stmt(s)).cloned());
+                let mut groups: Vec<Vec<Stmt>> = Vec::new();
+                let mut g = Vec::new();
+                ct = self.expr(tail, cts, &mut g)?;
+                groups.push(g);
+                for s in stmts.iter().rev().filter(|s| is_linear_stmt(s)) {
+                    let mut g = Vec::new();
+                    match s {
+                        Stmt::Let { lin, rhs, .. } => {
+                            let rc = lin
+                                .iter()
+                                .map(|b| {
+                                    ct.remove(&b.var).ok_or_else(|| {
+                                        self.err(&format!(
+                                            "linear variable `{}` is never consumed",
+                                            b.var
+                                        ))
+                                    })
+                                })
+                                .collect::<Result<Vec<_>, _>>()?;
+                            let inner = self.expr(rhs, rc, &mut g)?;
+                            ct.extend(inner);
+                        }
+                        Stmt::LinUnpack { vars, tuple } => {
+                            let parts = vars
+                                .iter()
+                                .map(|b| {
+                                    ct.remove(&b.var).ok_or_else(|| {
+                                        self.err(&format!(
+                                            "linear variable `{}` is never consumed",
+                                            b.var
+                                        ))
+                                    })
+                                })
+                                .collect::<Result<Vec<_>, _>>()?;
+                            let c = self.ct_var(tuple)?;
+                            ct.insert(tuple.clone(), c.var.clone());
+                            Self::emit_lin(&mut g, vec![c], Expr::LinTup(parts));
+                        }
+                        Stmt::Unpack { .. } => {}
+                    }
+                    groups.push(g);
+                }
+                out.extend(groups.into_iter().flatten());
+            }
+            Expr::Ret { nl, lin } => {
+                if !nl.is_empty() {
+                    return Err(self
+                        .err("transposing an expression with non-linear results (not Linear B)"));
+                }
+                ct.extend(lin.iter().cloned().zip(cts));
+            }
+            Expr::App { func, nl, lin } => {
+                let Some(callee) = self.p.func(func.as_str()) else {
+                    return Err(self.err(&format!("call to unknown function `{func}`")));
+                };
+                let Some(tname) = self.names.get(func).cloned() else {
+                    return Err(self.err(&format!(
+                        "`{func}` has non-linear results and cannot be transposed"
+                    )));
+                };
+                let mut binders = Vec::new();
+                for (a, p) in lin.iter().zip(&callee.lin_params) {
+                    let c = self.fresh.var(&format!(
+                        "ct_{}",
+                        a.as_str().split('.').next().unwrap_or("v")
+                    ));
+                    self.types.insert(c.clone(), p.ty.clone());
+                    ct.insert(a.clone(), c.clone());
+                    binders.push(Binder::new(c, p.ty.clone()));
+                }
+                Self::emit_lin(
+                    out,
+                    binders,
+                    Expr::App {
+                        func: tname,
+                        nl: nl.clone(),
+                        lin: cts,
+                    },
+                );
+            }
+            Expr::LinZero(_) => {
+                let c = cts
+                    .into_iter()
+                    .next()
+                    .ok_or_else(|| self.err("zero without a cotangent"))?;
+                Self::emit_lin(out, vec![], Expr::Drop(Box::new(Expr::lin_var(c))));
+            }
+            Expr::LinTup(vs) => {
+                let c = cts
+                    .into_iter()
+                    .next()
+                    .ok_or_else(|| self.err("tuple without a cotangent"))?;
+                let mut parts = Vec::new();
+                for v in vs {
+                    let b = self.ct_var(v)?;
+                    ct.insert(v.clone(), b.var.clone());
+                    parts.push(b);
+                }
+                out.push(Stmt::LinUnpack {
+                    vars: parts,
+                    tuple: c,
+                });
+            }
+            Expr::LinAdd(a, b) => {
+                let c = cts
+                    .into_iter()
+                    .next()
+                    .ok_or_else(|| self.err("sum without a cotangent"))?;
+                let (ca, cb) = (self.ct_var(a)?, self.ct_var(b)?);
+                ct.insert(a.clone(), ca.var.clone());
+                ct.insert(b.clone(), cb.var.clone());
+                Self::emit_lin(out, vec![ca, cb], Expr::Dup(c));
+            }
+            Expr::LinNeg(a) => {
+                let c = cts
+                    .into_iter()
+                    .next()
+                    .ok_or_else(|| self.err("negation without a cotangent"))?;
+                let ca = self.ct_var(a)?;
+                ct.insert(a.clone(), ca.var.clone());
+                Self::emit_lin(out, vec![ca], Expr::LinNeg(c));
+            }
+            Expr::LinScale(s, a) => {
+                let c = cts
+                    .into_iter()
+                    .next()
+                    .ok_or_else(|| self.err("product without a cotangent"))?;
+                let ca = self.ct_var(a)?;
+                ct.insert(a.clone(), ca.var.clone());
+                Self::emit_lin(out, vec![ca], Expr::LinScale(s.clone(), c));
+            }
+            Expr::Dup(a) => {
+                let mut it = cts.into_iter();
+                let (Some(c1), Some(c2)) = (it.next(), it.next()) else {
+                    return Err(self.err("dup without two cotangents"));
+                };
+                let ca = self.ct_var(a)?;
+                ct.insert(a.clone(), ca.var.clone());
+                Self::emit_lin(out, vec![ca], Expr::LinAdd(c1, c2));
+            }
+            Expr::Drop(inner) => {
+                // TDropLin: the dropped code is dead; its linear inputs get
+                // zero cotangents.
+                for v in free_vars(inner).lin {
+                    let b = self.ct_var(&v)?;
+                    ct.insert(v, b.var.clone());
+                    let ty = b.ty.clone();
+                    Self::emit_lin(out, vec![b], Expr::LinZero(ty));
+                }
+            }
+            Expr::Lit { .. } | Expr::Const { .. } | Expr::Tup(_) | Expr::Prim { .. } => {
+                return Err(self.err("transposing a non-linear expression in a linear position"));
+            }
+        }
+        Ok(ct)
+    }
+}
+
+/// Inserts `drop(v)` right after the binding of every non-linear variable
+/// of `f` that nothing reads, so that `f` satisfies Fig. 3's "used at least
+/// once" again after code was removed around it.
+pub fn drop_unused(f: &mut Func) {
+    let mut used = HashSet::new();
+    for_each_use(&f.body, &mut |v, _| {
+        used.insert(v.clone());
+    });
+    let dropper = |v: &Var| Stmt::Let {
+        nl: vec![],
+        lin: vec![],
+        rhs: Expr::Drop(Box::new(Expr::var(v.clone()))),
+    };
+    let params: Vec<Stmt> = f
+        .nl_params
+        .iter()
+        .filter(|b| !used.contains(&b.var))
+        .map(|b| dropper(&b.var))
+        .collect();
+    fix_expr(&mut f.body, &used, &dropper);
+    if !params.is_empty() {
+        let body = std::mem::replace(
+            &mut f.body,
+            Expr::Ret {
+                nl: vec![],
+                lin: vec![],
+            },
+        );
+        f.body = match body {
+            Expr::Block { mut stmts, tail } => {
+                let mut all = params;
+                all.append(&mut stmts);
+                Expr::block(all, *tail)
+            }
+            other => Expr::block(params, other),
+        };
+    }
+}
+
+fn fix_expr(e: &mut Expr, used: &HashSet<Var>, dropper: &impl Fn(&Var) -> Stmt) {
+    match e {
+        Expr::Block { stmts, tail } => {
+            let old = std::mem::take(stmts);
+            for mut s in old {
+                let mut unused = Vec::new();
+                match &mut s {
+                    Stmt::Let { nl, rhs, .. } => {
+                        fix_expr(rhs, used, dropper);
+                        unused.extend(
+                            nl.iter()
+                                .filter(|b| !used.contains(&b.var))
+                                .map(|b| b.var.clone()),
+                        );
+                    }
+                    Stmt::Unpack { vars, .. } => {
+                        unused.extend(
+                            vars.iter()
+                                .filter(|b| !used.contains(&b.var))
+                                .map(|b| b.var.clone()),
+                        );
+                    }
+                    Stmt::LinUnpack { .. } => {}
+                }
+                stmts.push(s);
+                stmts.extend(unused.iter().map(dropper));
+            }
+            fix_expr(tail, used, dropper);
+        }
+        Expr::Drop(inner) => fix_expr(inner, used, dropper),
+        Expr::Ret { .. }
+        | Expr::App { .. }
+        | Expr::Lit { .. }
+        | Expr::Const { .. }
+        | Expr::Tup(_)
+        | Expr::Prim { .. }
+        | Expr::LinZero(_)
+        | Expr::LinTup(_)
+        | Expr::LinAdd(..)
+        | Expr::LinNeg(_)
+        | Expr::LinScale(..)
+        | Expr::Dup(_) => {}
+    }
+}

@@ -1,0 +1,436 @@
+//! U: unzipping Linear A into Linear B (paper, section 6, Fig. 7).
+//!
+//! `unzip(P)` splits every function `f(v..; v̇..) -> (σ..; σ̇..)` into
+//!
+//! * `f.nl(v..;) -> (σ.., tape;)`, the forward pass: all of `f`'s
+//!   non-linear work, returning the results and the tape, and
+//! * `f.lin(tape; v̇..) -> (; σ̇..)`, the linear residual, which unpacks the
+//!   tape and does only linear work (plus what the checkpoint policy chose
+//!   to recompute).
+//!
+//! Rules, with `E; e'; ė'` the shared non-linear context, the non-linear
+//! result and the linear residual of an expression:
+//!
+//! * URet, ULeaf, ULinLeaf: returns split by linearity; non-linear leaves go
+//!   to `e'`, linear leaves to `ė'`.
+//! * ULet: `E1, let v.. = e1' in E2; e2'; let v̇.. = ė1' in ė2'`. Because a
+//!   block's statements are flattened into `E`, every non-linear binding of
+//!   the function, however deeply nested, lands in the one context that
+//!   `f.nl` runs and that the tape is taken from.
+//! * UUnpack goes to `E`, ULinUnpack to the residual.
+//! * UApp: `let u.., w = g.nl(v..;)` in `E`, `u..` as `e'`, and
+//!   `g.lin(w; v̇..)` as `ė'`: a callee's tape travels as one variable.
+//! * UDrop: `drop(e')` and `drop(ė')`.
+//! * UDef: the tape is every non-linear variable bound by the parameters or
+//!   `E` and read by `ė'`, in binding order.
+//!
+//! Checkpointing (section 6.1): ULet stays correct if a non-linear binding
+//! is recomputed in the residual instead of saved. [`Checkpoint`] chooses,
+//! binding by binding, from the last to the first; [`Checkpoint::SaveAll`]
+//! is the paper's rule and preserves work exactly (Thm 6.2).
+//!
+//! Input: a Linear A program that type-checks. Output: a Linear B program
+//! that type-checks, two functions per input function, in input order.
+
+use std::collections::{HashMap, HashSet};
+
+use super::PassError;
+use crate::ir::{Binder, Expr, Func, Prim, Program, Stmt, Ty, Var};
+use crate::visit::{derived_name, free_vars, stmt_free_vars, use_counts};
+
+/// Which non-linear intermediates the forward pass saves on the tape.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Checkpoint {
+    /// Save every intermediate the residual reads (the paper's ULet): the
+    /// residual does linear work only, and forward pass plus residual do
+    /// exactly the work of the unzipped function.
+    SaveAll,
+    /// Recompute in the residual every intermediate that is cheap to
+    /// compute (literals, constants, tuples and the arithmetic primitives
+    /// `+ - * neg abs signum min max le`) when doing so does not make the
+    /// tape larger: its operands are already on the tape, or it has none.
+    /// Trades a little residual work for tape memory; transcendental
+    /// primitives are always saved.
+    RecomputeCheap,
+}
+
+/// Names and signatures of an unzipped function, for UApp at call sites.
+#[derive(Clone, Debug)]
+pub struct Halves {
+    pub nl: Var,
+    pub lin: Var,
+    pub nl_rets: Vec<Ty>,
+    pub tape: Ty,
+}
+
+/// Applies U to every function of `p`; the result holds `f.nl` and `f.lin`
+/// for each `f`, in order.
+pub fn unzip(p: &Program, policy: Checkpoint) -> Result<Program, PassError> {
+    let mut out = Program::default();
+    let mut halves = HashMap::new();
+    for f in &p.funcs {
+        let (fnl, flin) = unzip_func(f, p, &halves, policy)?;
+        halves.insert(
+            f.name.clone(),
+            Halves {
+                nl: fnl.name.clone(),
+                lin: flin.name.clone(),
+                nl_rets: f.nl_rets.clone(),
+                tape: fnl.nl_rets.last().cloned().unwrap_or(Ty::Tuple(vec![])),
+            },
+        );
+        out.funcs.push(fnl);
+        out.funcs.push(flin);
+    }
+    Ok(out)
+}
+
+/// UDef for one function, given the halves of the functions before it.
+pub fn unzip_func(
+    f: &Func,
+    p: &Program,
+    halves: &HashMap<Var, Halves>,
+    policy: Checkpoint,
+) -> Result<(Func, Func), PassError> {
+    let mut u = Unzip {
+        halves,
+        func: &f.name,
+        fresh: crate::visit::Fresh::for_func(f),
+    };
+    let Split { ctx, nl, lin } = u.expr(&f.body)?;
+    let mut ctx = ctx;
+    let mut lin = lin;
+    let mut nl = nl;
+
+    // Types of every non-linear variable the forward pass binds.
+    let mut types: HashMap<Var, Ty> = HashMap::new();
+    let mut order: Vec<Var> = Vec::new();
+    for b in &f.nl_params {
+        types.insert(b.var.clone(), b.ty.clone());
+        order.push(b.var.clone());
+    }
+    for s in &ctx {
+        record_types(s, &mut types, &mut order);
+    }
+
+    if policy == Checkpoint::RecomputeCheap {
+        recompute_cheap(&mut ctx, &mut nl, &mut lin, &types);
+    }
+
+    let needed: HashSet<Var> = free_vars(&lin).nl.into_iter().collect();
+    let tape: Vec<Binder> = order
+        .iter()
+        .filter(|v| needed.contains(*v))
+        .map(|v| Binder::new(v.clone(), types[v].clone()))
+        .collect();
+    let tape_ty = Ty::Tuple(tape.iter().map(|b| b.ty.clone()).collect());
+
+    let name_nl = derived_name(p, &f.name, "nl");
+    let name_lin = derived_name(p, &f.name, "lin");
+
+    // f.nl: E; let u.. = e' in let t = tup(w..) in (u.., t;)
+    let mut fwd = ctx;
+    let results: Vec<Binder> = f
+        .nl_rets
+        .iter()
+        .map(|t| Binder::new(u.fresh.var("r"), t.clone()))
+        .collect();
+    fwd.push(Stmt::Let {
+        nl: results.clone(),
+        lin: vec![],
+        rhs: nl,
+    });
+    let t = u.fresh.var("tape");
+    fwd.push(Stmt::Let {
+        nl: vec![Binder::new(t.clone(), tape_ty.clone())],
+        lin: vec![],
+        rhs: Expr::Tup(tape.iter().map(|b| b.var.clone()).collect()),
+    });
+    let mut ret: Vec<Var> = results.into_iter().map(|b| b.var).collect();
+    ret.push(t.clone());
+    let mut nl_rets = f.nl_rets.clone();
+    nl_rets.push(tape_ty.clone());
+    let fnl = Func {
+        name: name_nl,
+        nl_params: f.nl_params.clone(),
+        lin_params: vec![],
+        nl_rets,
+        lin_rets: vec![],
+        body: Expr::block(
+            fwd,
+            Expr::Ret {
+                nl: ret,
+                lin: vec![],
+            },
+        ),
+    };
+
+    // f.lin(t; v̇..): unpack (w..) = t in ė'
+    let flin = Func {
+        name: name_lin,
+        nl_params: vec![Binder::new(t.clone(), tape_ty)],
+        lin_params: f.lin_params.clone(),
+        nl_rets: vec![],
+        lin_rets: f.lin_rets.clone(),
+        body: Expr::block(
+            vec![Stmt::Unpack {
+                vars: tape,
+                tuple: t,
+            }],
+            lin,
+        ),
+    };
+    Ok((fnl, flin))
+}
+
+fn record_types(s: &Stmt, types: &mut HashMap<Var, Ty>, order: &mut Vec<Var>) {
+    match s {
+        Stmt::Let { nl, .. } | Stmt::Unpack { vars: nl, .. } => {
+            for b in nl {
+                types.insert(b.var.clone(), b.ty.clone());
+                order.push(b.var.clone());
+            }
+        }
+        Stmt::LinUnpack { .. } => {}
+    }
+}
+
+/// `E; e'; ė'` of one expression.
+struct Split {
+    ctx: Vec<Stmt>,
+    nl: Expr,
+    lin: Expr,
+}
+
+fn nothing() -> Expr {
+    Expr::Ret {
+        nl: vec![],
+        lin: vec![],
+    }
+}
+
+fn is_nothing(e: &Expr) -> bool {
+    matches!(e, Expr::Ret { nl, lin } if nl.is_empty() && lin.is_empty())
+}
+
+struct Unzip<'a> {
+    halves: &'a HashMap<Var, Halves>,
+    func: &'a Var,
+    fresh: crate::visit::Fresh,
+}
+
+impl Unzip<'_> {
+    fn expr(&mut self, e: &Expr) -> Result<Split, PassError> {
+        let nl_leaf = |e: &Expr| Split {
+            ctx: vec![],
+            nl: e.clone(),
+            lin: nothing(),
+        };
+        let lin_leaf = |e: &Expr| Split {
+            ctx: vec![],
+            nl: nothing(),
+            lin: e.clone(),
+        };
+        Ok(match e {
+            Expr::Block { stmts, tail } => {
+                let mut ctx = Vec::new();
+                let mut lin_stmts = Vec::new();
+                for s in stmts {
+                    match s {
+                        Stmt::Let { nl, lin, rhs } => {
+                            let sp = self.expr(rhs)?;
+                            ctx.extend(sp.ctx);
+                            if !nl.is_empty() || !is_nothing(&sp.nl) {
+                                ctx.push(Stmt::Let {
+                                    nl: nl.clone(),
+                                    lin: vec![],
+                                    rhs: sp.nl,
+                                });
+                            }
+                            if !lin.is_empty() || !is_nothing(&sp.lin) {
+                                lin_stmts.push(Stmt::Let {
+                                    nl: vec![],
+                                    lin: lin.clone(),
+                                    rhs: sp.lin,
+                                });
+                            }
+                        }
+                        Stmt::Unpack { .. } => ctx.push(s.clone()),
+                        Stmt::LinUnpack { .. } => lin_stmts.push(s.clone()),
+                    }
+                }
+                let sp = self.expr(tail)?;
+                ctx.extend(sp.ctx);
+                Split {
+                    ctx,
+                    nl: sp.nl,
+                    lin: Expr::block(lin_stmts, sp.lin),
+                }
+            }
+            Expr::Ret { nl, lin } => Split {
+                ctx: vec![],
+                nl: Expr::Ret {
+                    nl: nl.clone(),
+                    lin: vec![],
+                },
+                lin: Expr::Ret {
+                    nl: vec![],
+                    lin: lin.clone(),
+                },
+            },
+            Expr::App { func, nl, lin } => {
+                let Some(h) = self.halves.get(func) else {
+                    return Err(PassError::new(
+                        self.func,
+                        &format!("call to `{func}`, which is not defined before this function"),
+                    ));
+                };
+                let us: Vec<Binder> = h
+                    .nl_rets
+                    .iter()
+                    .map(|t| Binder::new(self.fresh.var("u"), t.clone()))
+                    .collect();
+                let w = self.fresh.var("w");
+                let mut binders = us.clone();
+                binders.push(Binder::new(w.clone(), h.tape.clone()));
+                Split {
+                    ctx: vec![Stmt::Let {
+                        nl: binders,
+                        lin: vec![],
+                        rhs: Expr::App {
+                            func: h.nl.clone(),
+                            nl: nl.clone(),
+                            lin: vec![],
+                        },
+                    }],
+                    nl: Expr::Ret {
+                        nl: us.into_iter().map(|b| b.var).collect(),
+                        lin: vec![],
+                    },
+                    lin: Expr::App {
+                        func: h.lin.clone(),
+                        nl: vec![w],
+                        lin: lin.clone(),
+                    },
+                }
+            }
+            Expr::Lit { .. } | Expr::Const { .. } | Expr::Tup(_) | Expr::Prim { .. } => nl_leaf(e),
+            Expr::LinZero(_)
+            | Expr::LinTup(_)
+            | Expr::LinAdd(..)
+            | Expr::LinNeg(_)
+            | Expr::LinScale(..)
+            | Expr::Dup(_) => lin_leaf(e),
+            Expr::Drop(inner) => {
+                let sp = self.expr(inner)?;
+                let drop = |e: Expr| {
+                    if is_nothing(&e) {
+                        e
+                    } else {
+                        Expr::Drop(Box::new(e))
+                    }
+                };
+                Split {
+                    ctx: sp.ctx,
+                    nl: drop(sp.nl),
+                    lin: drop(sp.lin),
+                }
+            }
+        })
+    }
+}
+
+fn cheap(e: &Expr) -> bool {
+    match e {
+        Expr::Lit { .. } | Expr::Const { .. } | Expr::Tup(_) => true,
+        Expr::Prim { prim, .. } => matches!(
+            prim,
+            Prim::Add
+                | Prim::Sub
+                | Prim::Mul
+                | Prim::Neg
+                | Prim::Abs
+                | Prim::Signum
+                | Prim::Min
+                | Prim::Max
+                | Prim::Le
+        ),
+        _ => false,
+    }
+}
+
+/// Moves cheap bindings the residual reads from the tape into the residual,
+/// from the last binding to the first, whenever the operands they need are
+/// no more scalars than the value they would save; then deletes from the
+/// forward pass whatever only those bindings used.
+fn recompute_cheap(ctx: &mut Vec<Stmt>, nl: &mut Expr, lin: &mut Expr, types: &HashMap<Var, Ty>) {
+    let mut needed: HashSet<Var> = free_vars(lin).nl.into_iter().collect();
+    let mut moved: Vec<Stmt> = Vec::new();
+    for s in ctx.iter().rev() {
+        let Stmt::Let {
+            nl: bs,
+            lin: lb,
+            rhs,
+        } = s
+        else {
+            continue;
+        };
+        if bs.len() != 1 || !lb.is_empty() || !needed.contains(&bs[0].var) || !cheap(rhs) {
+            continue;
+        }
+        let operands = stmt_free_vars(s).nl;
+        let extra: u64 = operands
+            .iter()
+            .filter(|v| !needed.contains(*v))
+            .map(|v| types.get(v).map_or(1, Ty::scalars))
+            .sum();
+        if extra <= bs[0].ty.scalars() {
+            needed.remove(&bs[0].var);
+            needed.extend(operands);
+            moved.push(s.clone());
+        }
+    }
+    if moved.is_empty() {
+        return;
+    }
+    moved.reverse();
+    let body = std::mem::replace(lin, nothing());
+    *lin = match body {
+        Expr::Block { stmts, tail } => {
+            moved.extend(stmts);
+            Expr::block(moved, *tail)
+        }
+        other => Expr::block(moved, other),
+    };
+
+    // Dead code in the forward pass: pure single bindings nobody reads any
+    // more (the forward pass reads its context, its result and the tape).
+    let mut counts = use_counts(&Expr::block(ctx.clone(), nl.clone()));
+    for v in &needed {
+        *counts.entry(v.clone()).or_insert(0) += 1;
+    }
+    let mut keep = vec![true; ctx.len()];
+    for (i, s) in ctx.iter().enumerate().rev() {
+        if let Stmt::Let {
+            nl: bs,
+            lin: lb,
+            rhs,
+        } = s
+        {
+            if bs.len() == 1
+                && lb.is_empty()
+                && cheap(rhs)
+                && counts.get(&bs[0].var).copied().unwrap_or(0) == 0
+            {
+                keep[i] = false;
+                crate::visit::stmt_uses(s, &mut |v: &Var, _| {
+                    if let Some(c) = counts.get_mut(v) {
+                        *c = c.saturating_sub(1);
+                    }
+                });
+            }
+        }
+    }
+    let mut it = keep.into_iter();
+    ctx.retain(|_| it.next().unwrap_or(true));
+}

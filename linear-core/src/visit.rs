@@ -1,0 +1,236 @@
+//! Traversals shared by the passes: variable uses, free variables, fresh
+//! names, and the size measure of section 8.
+//!
+//! Linearity of a use is syntactic: the position a variable occupies
+//! (`Ret`'s second list, `LinAdd`'s operands, `LinScale`'s right operand, …)
+//! says whether it is read as linear. No environment is needed.
+
+use std::collections::{HashMap, HashSet};
+
+use crate::ir::{Expr, Func, Program, Stmt, Var};
+
+/// Calls `f(var, is_linear)` for every variable occurrence in `e`, nested
+/// blocks included, in evaluation order.
+pub fn for_each_use<F: FnMut(&Var, bool) + ?Sized>(e: &Expr, f: &mut F) {
+    match e {
+        Expr::Block { stmts, tail } => {
+            for s in stmts {
+                stmt_uses(s, f);
+            }
+            for_each_use(tail, f);
+        }
+        Expr::Ret { nl, lin } | Expr::App { nl, lin, .. } => {
+            nl.iter().for_each(|v| f(v, false));
+            lin.iter().for_each(|v| f(v, true));
+        }
+        Expr::Lit { .. } | Expr::Const { .. } | Expr::LinZero(_) => {}
+        Expr::Tup(vs) | Expr::Prim { args: vs, .. } => vs.iter().for_each(|v| f(v, false)),
+        Expr::LinTup(vs) => vs.iter().for_each(|v| f(v, true)),
+        Expr::LinAdd(a, b) => {
+            f(a, true);
+            f(b, true);
+        }
+        Expr::LinNeg(a) | Expr::Dup(a) => f(a, true),
+        Expr::LinScale(s, a) => {
+            f(s, false);
+            f(a, true);
+        }
+        Expr::Drop(e) => for_each_use(e, f),
+    }
+}
+
+/// The uses in one statement (its right-hand side or unpacked tuple).
+pub fn stmt_uses<F: FnMut(&Var, bool) + ?Sized>(s: &Stmt, f: &mut F) {
+    match s {
+        Stmt::Let { rhs, .. } => for_each_use(rhs, f),
+        Stmt::Unpack { tuple, .. } => f(tuple, false),
+        Stmt::LinUnpack { tuple, .. } => f(tuple, true),
+    }
+}
+
+/// Calls `f(var, is_linear)` for every binder inside `e` (not `e`'s free
+/// variables' binders, which are outside it).
+pub fn for_each_bind(e: &Expr, f: &mut impl FnMut(&Var, bool)) {
+    match e {
+        Expr::Block { stmts, tail } => {
+            for s in stmts {
+                stmt_binds(s, f);
+                if let Stmt::Let { rhs, .. } = s {
+                    for_each_bind(rhs, f);
+                }
+            }
+            for_each_bind(tail, f);
+        }
+        Expr::Drop(e) => for_each_bind(e, f),
+        Expr::Ret { .. }
+        | Expr::App { .. }
+        | Expr::Lit { .. }
+        | Expr::Const { .. }
+        | Expr::Tup(_)
+        | Expr::Prim { .. }
+        | Expr::LinZero(_)
+        | Expr::LinTup(_)
+        | Expr::LinAdd(..)
+        | Expr::LinNeg(_)
+        | Expr::LinScale(..)
+        | Expr::Dup(_) => {}
+    }
+}
+
+/// The variables a statement itself binds (not those bound inside its
+/// right-hand side).
+pub fn stmt_binds(s: &Stmt, f: &mut impl FnMut(&Var, bool)) {
+    match s {
+        Stmt::Let { nl, lin, .. } => {
+            nl.iter().for_each(|b| f(&b.var, false));
+            lin.iter().for_each(|b| f(&b.var, true));
+        }
+        Stmt::Unpack { vars, .. } => vars.iter().for_each(|b| f(&b.var, false)),
+        Stmt::LinUnpack { vars, .. } => vars.iter().for_each(|b| f(&b.var, true)),
+    }
+}
+
+/// Free variables of an expression, split by linearity, each listed once in
+/// order of first use. Relies on unique binding within a function.
+#[derive(Clone, Debug, Default)]
+pub struct FreeVars {
+    pub nl: Vec<Var>,
+    pub lin: Vec<Var>,
+}
+
+pub fn free_vars(e: &Expr) -> FreeVars {
+    let mut bound = HashSet::new();
+    for_each_bind(e, &mut |v, _| {
+        bound.insert(v.clone());
+    });
+    collect_free(|f| for_each_use(e, f), &bound)
+}
+
+pub fn stmt_free_vars(s: &Stmt) -> FreeVars {
+    let mut bound = HashSet::new();
+    if let Stmt::Let { rhs, .. } = s {
+        for_each_bind(rhs, &mut |v, _| {
+            bound.insert(v.clone());
+        });
+    }
+    collect_free(|f| stmt_uses(s, f), &bound)
+}
+
+fn collect_free(visit: impl FnOnce(&mut dyn FnMut(&Var, bool)), bound: &HashSet<Var>) -> FreeVars {
+    let mut seen = HashSet::new();
+    let mut out = FreeVars::default();
+    visit(&mut |v: &Var, lin: bool| {
+        if !bound.contains(v) && seen.insert(v.clone()) {
+            if lin {
+                out.lin.push(v.clone());
+            } else {
+                out.nl.push(v.clone());
+            }
+        }
+    });
+    out
+}
+
+/// Number of occurrences of each variable in a function body.
+pub fn use_counts(e: &Expr) -> HashMap<Var, usize> {
+    let mut counts = HashMap::new();
+    for_each_use(e, &mut |v, _| *counts.entry(v.clone()).or_insert(0) += 1);
+    counts
+}
+
+/// A supply of variable names not yet used in one function.
+///
+/// Generated names are `base.N`: the dot keeps them apart from every name
+/// lowered from Rust, and the set of taken names keeps them apart from each
+/// other and from names an earlier pass generated.
+#[derive(Clone, Debug, Default)]
+pub struct Fresh {
+    taken: HashSet<Var>,
+    next: u64,
+}
+
+impl Fresh {
+    /// A supply avoiding every name bound or used in `f`.
+    pub fn for_func(f: &Func) -> Fresh {
+        let mut fresh = Fresh::default();
+        fresh.reserve_func(f);
+        fresh
+    }
+
+    pub fn reserve_func(&mut self, f: &Func) {
+        for b in f.nl_params.iter().chain(&f.lin_params) {
+            self.taken.insert(b.var.clone());
+        }
+        for_each_bind(&f.body, &mut |v, _| {
+            self.taken.insert(v.clone());
+        });
+        for_each_use(&f.body, &mut |v, _| {
+            self.taken.insert(v.clone());
+        });
+    }
+
+    pub fn reserve(&mut self, v: &Var) {
+        self.taken.insert(v.clone());
+    }
+
+    /// A new name built from `hint` (up to its first dot).
+    pub fn var(&mut self, hint: &str) -> Var {
+        let base = hint.split('.').next().unwrap_or("v");
+        let base = if base.is_empty() { "v" } else { base };
+        loop {
+            self.next += 1;
+            let v = Var::new(&format!("{base}.{}", self.next));
+            if self.taken.insert(v.clone()) {
+                return v;
+            }
+        }
+    }
+}
+
+/// A function name derived from `base` that no function in `p` has.
+pub fn derived_name(p: &Program, base: &Var, suffix: &str) -> Var {
+    let mut name = Var::new(&format!("{base}.{suffix}"));
+    let mut n = 1;
+    while p.func(name.as_str()).is_some() {
+        n += 1;
+        name = Var::new(&format!("{base}.{suffix}{n}"));
+    }
+    name
+}
+
+/// Program size in the sense of section 8: every node of the grammar counts
+/// 1, variable references included. Types count 1 per annotation (the
+/// paper's type synonyms for tapes), so a call site's size does not grow
+/// with the callee's tape.
+pub fn size(p: &Program) -> usize {
+    p.funcs.iter().map(func_size).sum()
+}
+
+pub fn func_size(f: &Func) -> usize {
+    1 + f.nl_params.len()
+        + f.lin_params.len()
+        + f.nl_rets.len()
+        + f.lin_rets.len()
+        + expr_size(&f.body)
+}
+
+pub fn expr_size(e: &Expr) -> usize {
+    match e {
+        Expr::Block { stmts, tail } => {
+            stmts
+                .iter()
+                .map(|s| match s {
+                    Stmt::Let { nl, lin, rhs } => 1 + nl.len() + lin.len() + expr_size(rhs),
+                    Stmt::Unpack { vars, .. } | Stmt::LinUnpack { vars, .. } => 2 + vars.len(),
+                })
+                .sum::<usize>()
+                + expr_size(tail)
+        }
+        Expr::Ret { nl, lin } | Expr::App { nl, lin, .. } => 1 + nl.len() + lin.len(),
+        Expr::Lit { .. } | Expr::Const { .. } | Expr::LinZero(_) => 1,
+        Expr::Tup(vs) | Expr::Prim { args: vs, .. } | Expr::LinTup(vs) => 1 + vs.len(),
+        Expr::LinAdd(..) | Expr::LinScale(..) => 3,
+        Expr::LinNeg(_) | Expr::Dup(_) => 2,
+        Expr::Drop(e) => 1 + expr_size(e),
+    }
+}

@@ -1,0 +1,252 @@
+//! The text form of Linear A, printed close to the paper's notation.
+//!
+//! ```text
+//! def f.jvp(u: f64; u.d: f64) -> (f64; f64) =
+//!   let v: f64; = sin(u) in
+//!   let du: f64; = cos(u) in
+//!   let ; v.d: f64 = du * u.d in
+//!   let w: f64; = -v in
+//!   let ; w.d: f64 = -v.d in
+//!   (w; w.d)
+//! ```
+//!
+//! The semicolon separates non-linear from linear positions everywhere: in
+//! parameter lists, result types, binders, returns and calls. Linear
+//! operations are written like their non-linear twins (`+`, `-`, `*`,
+//! `tup`); the parser tells them apart by the linearity of the operands,
+//! which the binders declare. `tup(; ..)` is a linear tuple. A nested block
+//! is written in braces. [`crate::parse`] reads this form back: printing
+//! then parsing yields the same program.
+
+use std::fmt::{self, Write};
+
+use crate::ir::{Binder, Expr, Float, Func, Prim, Program, Stmt, Ty, Var};
+
+impl fmt::Display for Ty {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Ty::Real(fl) => f.write_str(fl.name()),
+            Ty::Tuple(ts) => {
+                f.write_str("(")?;
+                for (i, t) in ts.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{t}")?;
+                }
+                if ts.len() == 1 {
+                    f.write_str(",")?;
+                }
+                f.write_str(")")
+            }
+        }
+    }
+}
+
+impl fmt::Display for Program {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, func) in self.funcs.iter().enumerate() {
+            if i > 0 {
+                f.write_str("\n")?;
+            }
+            write!(f, "{func}")?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for Func {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut out = String::new();
+        write!(out, "def {}(", self.name)?;
+        binders(&mut out, &self.nl_params, &self.lin_params);
+        out.push_str(") -> (");
+        list(&mut out, &self.nl_rets);
+        out.push(';');
+        if !self.lin_rets.is_empty() {
+            out.push(' ');
+            list(&mut out, &self.lin_rets);
+        }
+        out.push_str(") =\n");
+        block_lines(&mut out, &self.body, 1);
+        out.push('\n');
+        f.write_str(&out)
+    }
+}
+
+impl fmt::Display for Expr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut out = String::new();
+        expr(&mut out, self, 0);
+        f.write_str(&out)
+    }
+}
+
+fn indent(out: &mut String, depth: usize) {
+    for _ in 0..depth {
+        out.push_str("  ");
+    }
+}
+
+fn list<T: fmt::Display>(out: &mut String, items: &[T]) {
+    for (i, t) in items.iter().enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        let _ = write!(out, "{t}");
+    }
+}
+
+fn binder_list(out: &mut String, bs: &[Binder]) {
+    for (i, b) in bs.iter().enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        let _ = write!(out, "{}: {}", b.var, b.ty);
+    }
+}
+
+fn binders(out: &mut String, nl: &[Binder], lin: &[Binder]) {
+    binder_list(out, nl);
+    out.push(';');
+    if !lin.is_empty() {
+        out.push(' ');
+        binder_list(out, lin);
+    }
+}
+
+fn vars(out: &mut String, nl: &[Var], lin: &[Var]) {
+    list(out, nl);
+    out.push(';');
+    if !lin.is_empty() {
+        out.push(' ');
+        list(out, lin);
+    }
+}
+
+/// Prints `e` as the lines of a block body at `depth`, without a trailing
+/// newline.
+fn block_lines(out: &mut String, e: &Expr, depth: usize) {
+    if let Expr::Block { stmts, tail } = e {
+        for s in stmts {
+            indent(out, depth);
+            stmt(out, s, depth);
+            out.push('\n');
+        }
+        block_lines(out, tail, depth);
+    } else {
+        indent(out, depth);
+        expr(out, e, depth);
+    }
+}
+
+fn stmt(out: &mut String, s: &Stmt, depth: usize) {
+    match s {
+        Stmt::Let { nl, lin, rhs } => {
+            out.push_str("let ");
+            binders(out, nl, lin);
+            out.push_str(" = ");
+            expr(out, rhs, depth);
+            out.push_str(" in");
+        }
+        Stmt::Unpack { vars, tuple } => {
+            out.push_str("unpack (");
+            binder_list(out, vars);
+            let _ = write!(out, ") = {tuple} in");
+        }
+        Stmt::LinUnpack { vars, tuple } => {
+            out.push_str("unpack ; (");
+            binder_list(out, vars);
+            let _ = write!(out, ") = {tuple} in");
+        }
+    }
+}
+
+pub(crate) fn lit(out: &mut String, value: f64, float: Float) {
+    // `{:?}` prints the shortest text that parses back to the same value.
+    let _ = write!(out, "{value:?}");
+    if float == Float::F32 {
+        out.push_str("f32");
+    }
+}
+
+fn expr(out: &mut String, e: &Expr, depth: usize) {
+    match e {
+        Expr::Block { .. } => {
+            out.push_str("{\n");
+            block_lines(out, e, depth + 1);
+            out.push('\n');
+            indent(out, depth);
+            out.push('}');
+        }
+        Expr::Ret { nl, lin } => {
+            out.push('(');
+            vars(out, nl, lin);
+            out.push(')');
+        }
+        Expr::App { func, nl, lin } => {
+            let _ = write!(out, "{func}(");
+            vars(out, nl, lin);
+            out.push(')');
+        }
+        Expr::Lit { value, float } => lit(out, *value, *float),
+        Expr::Const { name, ty } => {
+            let _ = write!(out, "const({name}: {ty})");
+        }
+        Expr::Tup(vs) => {
+            out.push_str("tup(");
+            list(out, vs);
+            out.push(')');
+        }
+        Expr::LinTup(vs) => {
+            out.push_str("tup(;");
+            if !vs.is_empty() {
+                out.push(' ');
+                list(out, vs);
+            }
+            out.push(')');
+        }
+        Expr::Prim { prim, args } => match prim {
+            Prim::Add | Prim::Sub | Prim::Mul | Prim::Div => {
+                let op = match prim {
+                    Prim::Add => "+",
+                    Prim::Sub => "-",
+                    Prim::Mul => "*",
+                    _ => "/",
+                };
+                let _ = write!(out, "{} {op} {}", args[0], args[1]);
+            }
+            Prim::Neg => {
+                let _ = write!(out, "-{}", args[0]);
+            }
+            Prim::Powi(n) => {
+                let _ = write!(out, "powi({}, {n})", args[0]);
+            }
+            _ => {
+                let _ = write!(out, "{}(", prim.name());
+                list(out, args);
+                out.push(')');
+            }
+        },
+        Expr::LinZero(t) => {
+            let _ = write!(out, "zero({t})");
+        }
+        Expr::LinAdd(a, b) => {
+            let _ = write!(out, "{a} + {b}");
+        }
+        Expr::LinNeg(a) => {
+            let _ = write!(out, "-{a}");
+        }
+        Expr::LinScale(s, a) => {
+            let _ = write!(out, "{s} * {a}");
+        }
+        Expr::Dup(a) => {
+            let _ = write!(out, "dup({a})");
+        }
+        Expr::Drop(e) => {
+            out.push_str("drop(");
+            expr(out, e, depth);
+            out.push(')');
+        }
+    }
+}

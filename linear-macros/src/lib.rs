@@ -1,0 +1,1 @@
+//! The proc-macro crate: one-line entry points into linear-core.

@@ -1,0 +1,1 @@
+//! linear-ad (facade; filled in by the macro work).
