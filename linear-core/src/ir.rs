@@ -402,15 +402,20 @@ impl Expr {
             lin: vec![v],
         }
     }
-    /// A block; an empty statement list yields the tail itself.
-    pub fn block(stmts: Vec<Stmt>, tail: Expr) -> Expr {
-        if stmts.is_empty() {
-            tail
-        } else {
-            Expr::Block {
+    /// A block in canonical form: an empty statement list yields the tail
+    /// itself, and a tail that is a block is merged into this one (the text
+    /// form cannot tell the two apart, so every pass builds blocks here).
+    pub fn block(mut stmts: Vec<Stmt>, tail: Expr) -> Expr {
+        match tail {
+            Expr::Block { stmts: inner, tail } => {
+                stmts.extend(inner);
+                Expr::Block { stmts, tail }
+            }
+            tail if stmts.is_empty() => tail,
+            tail => Expr::Block {
                 stmts,
                 tail: Box::new(tail),
-            }
+            },
         }
     }
 }

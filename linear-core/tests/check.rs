@@ -1,0 +1,203 @@
+//! The type checker (Fig. 3, Def. 6.1): each ill-typed program expects its
+//! own error, naming the variable and what went wrong.
+
+use expect_test::{expect, Expect};
+use linear_core::check::{check, check_linear_b};
+use linear_core::parse::parse_program;
+
+fn err_a(src: &str, want: Expect) {
+    let p = parse_program(src).expect("parses");
+    want.assert_eq(&check(&p).expect_err("must be rejected").to_string());
+}
+
+fn err_b(src: &str, want: Expect) {
+    let p = parse_program(src).expect("parses");
+    check(&p).expect("well-typed in Linear A");
+    want.assert_eq(
+        &check_linear_b(&p)
+            .expect_err("must be rejected")
+            .to_string(),
+    );
+}
+
+#[test]
+fn linear_variable_used_twice() {
+    err_a(
+        "def f(; dx: f64) -> (; f64) = dx + dx",
+        expect![[
+            r#"in `f`: linear variable `dx` is used 2 times; every linear variable is consumed exactly once (use `dup` to fan it out)"#
+        ]],
+    );
+}
+
+#[test]
+fn linear_variable_never_used() {
+    err_a(
+        "def f(x: f64; dx: f64) -> (f64;) = (x;)",
+        expect![[
+            r#"in `f`: linear variable `dx` is never used; every linear variable is consumed exactly once (use `drop` to discard it)"#
+        ]],
+    );
+}
+
+#[test]
+fn non_linear_variable_never_used() {
+    err_a(
+        "def f(x: f64, y: f64;) -> (f64;) = (x;)",
+        expect![[
+            r#"in `f`: non-linear variable `y` is never used; every non-linear variable is used at least once (use `drop` to discard it)"#
+        ]],
+    );
+}
+
+#[test]
+fn linear_variable_in_a_non_linear_primitive() {
+    err_a(
+        "def f(; dx: f64) -> (; f64) = let y: f64; = sin(dx) in zero(f64)",
+        expect![[r#"in `f`: linear variable `dx` is used where a non-linear value is expected"#]],
+    );
+}
+
+#[test]
+fn product_of_two_linear_variables() {
+    err_a(
+        "def f(; dx: f64, dy: f64) -> (; f64) = dx * dy",
+        expect![[r#"in `f`: linear variable `dx` is used where a non-linear value is expected"#]],
+    );
+}
+
+#[test]
+fn non_linear_variable_in_a_linear_position() {
+    err_a(
+        "def f(x: f64;) -> (; f64, f64) = dup(x)",
+        expect![[r#"in `f`: non-linear variable `x` is used where a linear value is expected"#]],
+    );
+}
+
+#[test]
+fn unbound_variable() {
+    err_a(
+        "def f(x: f64;) -> (f64;) = let y: f64; = x + z in (y;)",
+        expect![[r#"in `f`: variable `z` is not bound"#]],
+    );
+}
+
+#[test]
+fn variable_bound_twice() {
+    err_a(
+        "def f(x: f64;) -> (f64;) = let x: f64; = sin(x) in (x;)",
+        expect![[
+            r#"in `f`: variable `x` is bound twice; bindings must be unique within a function"#
+        ]],
+    );
+}
+
+#[test]
+fn variable_used_outside_its_block() {
+    err_a(
+        "def f(x: f64;) -> (f64;) = let y: f64; = { let z: f64; = sin(x) in (z;) } in let w: f64; = y + z in (w;)",
+        expect![[r#"in `f`: variable `z` is used outside the block that binds it"#]],
+    );
+}
+
+#[test]
+fn recursion_is_rejected() {
+    err_a(
+        "def f(x: f64;) -> (f64;) = f(x;)",
+        expect![[r#"in `f`: call to `f`, which is not defined before this function"#]],
+    );
+}
+
+#[test]
+fn call_with_wrong_arity() {
+    err_a(
+        "def g(x: f64;) -> (f64;) = (x;)\ndef f(x: f64;) -> (f64;) = g(x, x;)",
+        expect![[r#"in `f`: `g` takes 1 non-linear and 0 linear arguments, given 2 and 0"#]],
+    );
+}
+
+#[test]
+fn let_type_mismatch() {
+    err_a(
+        "def f(x: f64;) -> (f64;) = let t: (f64, f64); = sin(x) in unpack (a: f64, b: f64) = t in a + b",
+        expect![[r#"in `f`: let binding `t` declares ((f64, f64); ) but its right-hand side returns (f64; )"#]],
+    );
+}
+
+#[test]
+fn linear_addition_of_different_types() {
+    err_a(
+        "def f(; dx: f64, dt: (f64,)) -> (; f64) = dx + dt",
+        expect![[r#"in `f`: linear addition of `dx: f64` and `dt: (f64,)`, which differ in type"#]],
+    );
+}
+
+#[test]
+fn mixed_float_types() {
+    err_a(
+        "def f(x: f64, y: f32;) -> (f64;) = x + y",
+        expect![[r#"in `f`: `add` mixes f32 and f64 operands (`y`)"#]],
+    );
+}
+
+#[test]
+fn unpack_of_the_wrong_shape() {
+    err_a(
+        "def f(t: (f64, f64);) -> (f64;) = unpack (a: f64) = t in (a;)",
+        expect![[r#"in `f`: unpacking `t: (f64, f64)` into binders of type (f64,)"#]],
+    );
+}
+
+#[test]
+fn body_disagrees_with_signature() {
+    err_a(
+        "def f(x: f64;) -> (f64, f64;) = (x;)",
+        expect![[r#"in `f`: body returns (f64; ) but the function declares (f64, f64; )"#]],
+    );
+}
+
+#[test]
+fn linear_b_forbids_mixed_results() {
+    err_b(
+        "def f(x: f64; dx: f64) -> (f64; f64) = (x; dx)",
+        expect![[
+            r#"in `f`: function returns both non-linear and linear results, which Linear B forbids (Def. 6.1)"#
+        ]],
+    );
+}
+
+#[test]
+fn linear_b_forbids_mixed_bindings() {
+    err_b(
+        "def f(x: f64; dx: f64) -> (; f64) = let y: f64; dy: f64 = (x; dx) in let ; = drop((y;)) in (; dy)",
+        expect![[r#"in `f`: expression returns both non-linear and linear results, which Linear B forbids (Def. 6.1): (x; dx)"#]],
+    );
+}
+
+#[test]
+fn linear_b_forbids_non_linear_code_reading_linear_variables() {
+    err_b(
+        "def f(x: f64; dx: f64) -> (f64;) = let y: f64; = { let ; = drop((; dx)) in (x;) } in (y;)",
+        expect![[
+            r#"in `f`: non-linear expression reads linear variable `dx`, which Linear B forbids (Def. 6.1): { …"#
+        ]],
+    );
+}
+
+#[test]
+fn the_paper_examples_type_check() {
+    // g(x; y) = (x²; x² y) from section 4, in both linear and non-linear
+    // taggings, and no other (footnote to section 4).
+    let g = "def g(x: f64; y: f64) -> (f64; f64) = let a: f64; = x * x in let ; b: f64 = a * y in (a; b)";
+    check(&parse_program(g).unwrap()).unwrap();
+    let g_nl = "def g(x: f64, y: f64;) -> (f64, f64;) = let a: f64; = x * x in let b: f64; = a * y in (a, b;)";
+    check(&parse_program(g_nl).unwrap()).unwrap();
+    let g_bad = "def g(; x: f64, y: f64) -> (; f64, f64) = let ; a: f64 = x * x in let ; b: f64 = a * y in (; a, b)";
+    assert!(check(&parse_program(g_bad).unwrap()).is_err());
+}
+
+#[test]
+fn parse_errors_carry_a_position() {
+    let e = parse_program("def f(x: f64;) -> (f64;) =\n  let y: f64; = sin(x) (y;)").unwrap_err();
+    expect!["2:24: expected `in`, found `(`"].assert_eq(&e.to_string());
+}

@@ -1,0 +1,97 @@
+//! File tests: each `tests/files/*.la` program goes through every stage of
+//! the pipeline; the printed output of each stage is compared with
+//! `tests/files/*.out`. Regenerate the expectations with
+//! `UPDATE_EXPECT=1 cargo test -p linear-core --test golden`, then read the
+//! diff.
+
+use std::fmt::Write;
+use std::path::Path;
+
+use linear_core::check::{check, check_linear_b};
+use linear_core::parse::parse_program;
+use linear_core::passes::{
+    erase::erase, jvp::jvp, simplify::simplify, transpose::transpose, unzip,
+};
+
+fn stages(src: &str) -> String {
+    let mut out = String::new();
+    let p = parse_program(src).expect("input parses");
+    check(&p).expect("input type-checks");
+    let j = jvp(&p).expect("J applies");
+    check(&j).expect("J output type-checks");
+    let js = simplify(&j);
+    check(&js).expect("simplified J output type-checks");
+    let u = unzip::unzip(&js, unzip::Checkpoint::SaveAll).expect("U applies");
+    check_linear_b(&u).expect("U output is Linear B");
+    let us = simplify(&u);
+    check_linear_b(&us).expect("simplified U output is Linear B");
+    let t = transpose(&us).expect("T applies");
+    check_linear_b(&t).expect("T output is Linear B");
+    let ts = simplify(&t);
+    check_linear_b(&ts).expect("simplified T output is Linear B");
+    let l = erase(&js).expect("L applies");
+    check(&l).expect("L output type-checks");
+    for (title, prog) in [
+        ("J", &j),
+        ("simplify(J)", &js),
+        ("U(simplify(J)), simplified", &us),
+        ("T(U), simplified (transposes only)", &ts),
+        ("L(simplify(J))", &l),
+    ] {
+        let _ = writeln!(out, "== {title} ==");
+        if title.starts_with("T(") {
+            for f in prog
+                .funcs
+                .iter()
+                .filter(|f| f.name.as_str().ends_with(".t"))
+            {
+                let _ = writeln!(out, "{f}");
+            }
+        } else {
+            let _ = writeln!(out, "{prog}");
+        }
+    }
+    out
+}
+
+#[test]
+fn pipeline_file_tests() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/files");
+    let mut inputs: Vec<_> = std::fs::read_dir(&dir)
+        .expect("tests/files exists")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "la"))
+        .collect();
+    inputs.sort();
+    assert!(inputs.len() >= 4, "file tests missing");
+    for input in inputs {
+        let src = std::fs::read_to_string(&input).expect("readable");
+        let expected = input.with_extension("out");
+        expect_test::expect_file![expected].assert_eq(&stages(&src));
+    }
+}
+
+/// Every file test's input and outputs also survive print → parse.
+#[test]
+fn file_tests_round_trip_through_text() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/files");
+    for e in std::fs::read_dir(dir).expect("tests/files exists") {
+        let path = e.expect("entry").path();
+        if path.extension().is_some_and(|x| x == "la") {
+            let p = parse_program(&std::fs::read_to_string(&path).unwrap()).unwrap();
+            for q in [
+                p.clone(),
+                jvp(&p).unwrap(),
+                transpose(&unzip::unzip(&jvp(&p).unwrap(), unzip::Checkpoint::SaveAll).unwrap())
+                    .unwrap(),
+            ] {
+                assert_eq!(
+                    parse_program(&q.to_string()).unwrap(),
+                    q,
+                    "{}",
+                    path.display()
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,406 @@
+//! The paper's theorems, checked on thousands of random well-typed programs.
+//!
+//! For each program P (entry point: its last function `fN`):
+//!
+//! * the generator's output type-checks and its text form round-trips;
+//! * J(P) type-checks in Linear A; its non-linear results equal P's
+//!   exactly and its linear results match a dual-number directional
+//!   derivative (Thm 5.1);
+//! * U(J(P)) type-checks in Linear B; forward pass then residual compute
+//!   J's results exactly with exactly J's work (Thm 6.2); the recomputing
+//!   checkpoint policy gives the same results with a tape no larger;
+//! * T(U) type-checks in Linear B; ⟨ẋ, T(ė)[ÿ]⟩ = ⟨ė[ẋ], ÿ⟩ up to rounding
+//!   and W[T(ė)] + L_in ≤ W[ė] + L_out exactly (Thm 7.1); T(T(ė))
+//!   computes ė with no more work (Cor. 7.2);
+//! * |J(P)|, |U(J(P))|, |T(U(J(P)))| are bounded by constants times their
+//!   input's size (Thm 8.1);
+//! * the simplifier preserves types, results, and never increases work;
+//! * L(J(P)) is non-linear, computes J(P)'s results, with J(P)'s work.
+//!
+//! `LINEAR_CORE_CASES` sets the number of programs (default 2000).
+
+mod common;
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+use common::{close, dual_run, gen_program, random_value, Dual, Rng};
+use linear_core::check::{check, check_linear_b};
+use linear_core::eval::{dot, run, Value};
+use linear_core::parse::parse_program;
+use linear_core::passes::erase::erase;
+use linear_core::passes::jvp::jvp;
+use linear_core::passes::simplify::simplify;
+use linear_core::passes::transpose::transpose;
+use linear_core::passes::unzip::{unzip, Checkpoint};
+use linear_core::visit::size;
+use linear_core::{Program, Ty, Var};
+use proptest::prelude::*;
+use proptest::test_runner::{Config, TestCaseError, TestRunner};
+
+#[derive(Default, Debug)]
+struct Stats {
+    cases: u64,
+    skipped_nonfinite: u64,
+    functions: u64,
+    c_j: f64,
+    c_u: f64,
+    c_t: f64,
+    c_l: f64,
+    work_j: f64,
+    tape_save: u64,
+    tape_recompute: u64,
+    smaller_tapes: u64,
+    simplified_work_saved: u64,
+    transposes_strict: u64,
+}
+
+fn scalars(vs: &[Value]) -> u64 {
+    vs.iter().map(Value::scalars).sum()
+}
+
+fn all_finite(vs: &[Value]) -> bool {
+    let mut xs = Vec::new();
+    vs.iter().for_each(|v| v.flatten(&mut xs));
+    xs.iter().all(|x| x.is_finite())
+}
+
+fn fail(msg: String) -> TestCaseError {
+    TestCaseError::fail(msg)
+}
+
+fn tys_values(rng: &mut Rng, tys: &[Ty]) -> Vec<Value> {
+    tys.iter().map(|t| random_value(rng, t)).collect()
+}
+
+fn ratio(a: usize, b: usize) -> f64 {
+    a as f64 / b.max(1) as f64
+}
+
+fn one_program(seed: u64, size_: usize, st: &RefCell<Stats>) -> Result<(), TestCaseError> {
+    let nocst = HashMap::new();
+    let p = gen_program(seed, size_);
+    check(&p).map_err(|e| fail(format!("generator made an ill-typed program: {e}\n{p}")))?;
+    let back = parse_program(&p.to_string()).map_err(|e| fail(format!("parse: {e}\n{p}")))?;
+    prop_assert_eq!(&back, &p, "text round trip");
+
+    let main = p
+        .funcs
+        .last()
+        .map(|f| f.name.clone())
+        .unwrap_or_else(|| Var::new("f0"));
+    let entry = p.func(main.as_str()).unwrap().clone();
+    let mut rng = Rng(seed ^ 0x5eed);
+    let x = tys_values(
+        &mut rng,
+        &entry
+            .nl_params
+            .iter()
+            .map(|b| b.ty.clone())
+            .collect::<Vec<_>>(),
+    );
+    let dx = tys_values(
+        &mut rng,
+        &entry
+            .nl_params
+            .iter()
+            .map(|b| b.ty.clone())
+            .collect::<Vec<_>>(),
+    );
+    let ybar = tys_values(&mut rng, &entry.nl_rets);
+    let orig = run(&p, main.as_str(), &x, &[], &nocst).map_err(|e| fail(e.0))?;
+    if !all_finite(&orig.nl) {
+        st.borrow_mut().skipped_nonfinite += 1;
+        return Ok(());
+    }
+
+    // J (Thm 5.1).
+    let j = jvp(&p).map_err(|e| fail(e.to_string()))?;
+    check(&j).map_err(|e| fail(format!("J output ill-typed: {e}\n{j}")))?;
+    let fj = format!("{main}.jvp");
+    let jo = run(&j, &fj, &x, &dx, &nocst).map_err(|e| fail(e.0))?;
+    prop_assert_eq!(&jo.nl, &orig.nl, "J's non-linear results differ from P's");
+    let duals: Vec<Dual> = x
+        .iter()
+        .zip(&dx)
+        .map(|(a, b)| Dual::from_values(a, b))
+        .collect();
+    let reference: Vec<Value> = dual_run(&p, main.as_str(), duals)
+        .iter()
+        .map(Dual::tangent)
+        .collect();
+    if !all_finite(&reference) || !all_finite(&jo.lin) {
+        st.borrow_mut().skipped_nonfinite += 1;
+        return Ok(());
+    }
+    prop_assert!(
+        close(&jo.lin, &reference, 1e-8),
+        "J's tangent {:?} differs from the dual-number reference {:?}\n{}",
+        jo.lin,
+        reference,
+        p
+    );
+
+    // U (Thm 6.2).
+    let u = unzip(&j, Checkpoint::SaveAll).map_err(|e| fail(e.to_string()))?;
+    check_linear_b(&u).map_err(|e| fail(format!("U output not Linear B: {e}\n{u}")))?;
+    let (fnl, flin) = (format!("{fj}.nl"), format!("{fj}.lin"));
+    let fwd = run(&u, &fnl, &x, &[], &nocst).map_err(|e| fail(e.0))?;
+    let k = fwd.nl.len() - 1;
+    let tape = fwd.nl[k].clone();
+    let res = run(&u, &flin, std::slice::from_ref(&tape), &dx, &nocst).map_err(|e| fail(e.0))?;
+    prop_assert_eq!(&fwd.nl[..k], &jo.nl[..], "unzipped forward pass results");
+    prop_assert_eq!(&res.lin, &jo.lin, "unzipped residual results");
+    prop_assert_eq!(
+        fwd.work + res.work,
+        jo.work,
+        "unzipping must preserve work exactly"
+    );
+
+    let u2 = unzip(&j, Checkpoint::RecomputeCheap).map_err(|e| fail(e.to_string()))?;
+    check_linear_b(&u2).map_err(|e| fail(format!("U (recompute) not Linear B: {e}\n{u2}")))?;
+    let fwd2 = run(&u2, &fnl, &x, &[], &nocst).map_err(|e| fail(e.0))?;
+    let tape2 = fwd2.nl[k].clone();
+    let res2 = run(&u2, &flin, std::slice::from_ref(&tape2), &dx, &nocst).map_err(|e| fail(e.0))?;
+    prop_assert_eq!(&fwd2.nl[..k], &jo.nl[..]);
+    prop_assert!(
+        close(&res2.lin, &jo.lin, 1e-12),
+        "recomputing policy changed the derivative"
+    );
+    prop_assert!(
+        tape2.scalars() <= tape.scalars(),
+        "recomputing policy grew the tape"
+    );
+
+    // T (Thm 7.1) and T∘T (Cor. 7.2).
+    let t = transpose(&u).map_err(|e| fail(e.to_string()))?;
+    check_linear_b(&t).map_err(|e| fail(format!("T output not Linear B: {e}\n{t}")))?;
+    let ft = format!("{flin}.t");
+    let tb = run(&t, &ft, std::slice::from_ref(&tape), &ybar, &nocst).map_err(|e| fail(e.0))?;
+    let (lhs, rhs) = (dot(&dx, &tb.lin), dot(&res.lin, &ybar));
+    prop_assert!(
+        (lhs - rhs).abs() <= 1e-9 * (1.0 + lhs.abs() + rhs.abs()),
+        "dot-product identity fails: <x, T(e)[y]> = {lhs}, <e[x], y> = {rhs}"
+    );
+    prop_assert!(
+        tb.work + scalars(&dx) <= res.work + scalars(&ybar),
+        "transposition work: {} + {} > {} + {}",
+        tb.work,
+        scalars(&dx),
+        res.work,
+        scalars(&ybar)
+    );
+    let tt = transpose(&t).map_err(|e| fail(e.to_string()))?;
+    check_linear_b(&tt).map_err(|e| fail(format!("T(T) not Linear B: {e}")))?;
+    let again = run(
+        &tt,
+        &format!("{ft}.t"),
+        std::slice::from_ref(&tape),
+        &dx,
+        &nocst,
+    )
+    .map_err(|e| fail(e.0))?;
+    prop_assert!(close(&again.lin, &res.lin, 1e-12), "T(T(e)) differs from e");
+    prop_assert!(again.work <= res.work, "T(T(e)) does more work than e");
+
+    // Simplifier: types, results, work.
+    for (prog, name, args, lin, linear_b, reference) in [
+        (&j, fj.as_str(), &x, &dx, false, (&jo.nl, &jo.lin, jo.work)),
+        (
+            &u,
+            flin.as_str(),
+            &vec![tape.clone()],
+            &dx,
+            true,
+            (&vec![], &res.lin, res.work),
+        ),
+        (
+            &t,
+            ft.as_str(),
+            &vec![tape.clone()],
+            &ybar,
+            true,
+            (&vec![], &tb.lin, tb.work),
+        ),
+    ] {
+        let s = simplify(prog);
+        let checked = if linear_b {
+            check_linear_b(&s)
+        } else {
+            check(&s)
+        };
+        checked.map_err(|e| {
+            fail(format!(
+                "simplified program ill-typed: {e}\n{prog}\n=>\n{s}"
+            ))
+        })?;
+        let o = run(&s, name, args, lin, &nocst).map_err(|e| fail(e.0))?;
+        prop_assert!(
+            close(&o.nl, reference.0, 1e-12) && close(&o.lin, reference.1, 1e-12),
+            "simplifier changed results"
+        );
+        prop_assert!(
+            o.work <= reference.2,
+            "simplifier increased work {} -> {}",
+            reference.2,
+            o.work
+        );
+        st.borrow_mut().simplified_work_saved += reference.2 - o.work;
+    }
+
+    // L (Lemma 4.3).
+    let e = erase(&j).map_err(|e| fail(e.to_string()))?;
+    check(&e).map_err(|er| fail(format!("L output ill-typed: {er}\n{e}")))?;
+    prop_assert!(e.funcs.iter().all(|f| f.is_nonlinear()));
+    let args: Vec<Value> = x.iter().chain(&dx).cloned().collect();
+    let eo = run(&e, &fj, &args, &[], &nocst).map_err(|e| fail(e.0))?;
+    let want: Vec<Value> = jo.nl.iter().chain(&jo.lin).cloned().collect();
+    prop_assert_eq!(&eo.nl, &want, "erasure changed results");
+    prop_assert_eq!(eo.work, jo.work, "erasure changed work");
+
+    let mut s = st.borrow_mut();
+    s.cases += 1;
+    s.functions += p.funcs.len() as u64;
+    s.c_j = s.c_j.max(ratio(size(&j), size(&p)));
+    s.c_u = s.c_u.max(ratio(size(&u), size(&j)));
+    let transposed: usize = t
+        .funcs
+        .iter()
+        .filter(|f| f.name.as_str().ends_with(".t"))
+        .map(linear_core::visit::func_size)
+        .sum();
+    s.c_t = s.c_t.max(ratio(transposed, size(&u)));
+    s.c_l = s.c_l.max(ratio(size(&e), size(&j)));
+    s.work_j = s.work_j.max(jo.work as f64 / orig.work.max(1) as f64);
+    s.tape_save += tape.scalars();
+    s.tape_recompute += tape2.scalars();
+    s.smaller_tapes += u64::from(tape2.scalars() < tape.scalars());
+    s.transposes_strict += u64::from(tb.work + scalars(&dx) < res.work + scalars(&ybar));
+    Ok(())
+}
+
+#[test]
+fn theorems_hold_on_random_programs() {
+    let cases: u32 = std::env::var("LINEAR_CORE_CASES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(2000);
+    let stats = RefCell::new(Stats::default());
+    let mut runner = TestRunner::new(Config {
+        cases,
+        failure_persistence: None,
+        ..Config::default()
+    });
+    let result = runner.run(&(any::<u64>(), 2usize..14), |(seed, sz)| {
+        one_program(seed, sz, &stats)
+    });
+    if let Err(e) = result {
+        panic!("{e}");
+    }
+    let s = stats.into_inner();
+    println!(
+        "theorems: {} programs ({} functions) checked, {} skipped for non-finite values",
+        s.cases, s.functions, s.skipped_nonfinite
+    );
+    println!(
+        "Thm 8.1 size constants measured: |J(P)| <= {:.2}|P|, |U(J)| <= {:.2}|J|, |T(U)| <= {:.2}|U|, |L(J)| <= {:.2}|J|",
+        s.c_j, s.c_u, s.c_t, s.c_l
+    );
+    println!(
+        "Thm 5.1 work constant measured: W[J(P)] <= {:.2} W[P]",
+        s.work_j
+    );
+    println!(
+        "tapes: {} scalars saved with SaveAll, {} with RecomputeCheap ({} programs with a smaller tape)",
+        s.tape_save, s.tape_recompute, s.smaller_tapes
+    );
+    println!(
+        "Thm 7.1: work inequality strict in {} programs; simplifier removed {} units of work",
+        s.transposes_strict, s.simplified_work_saved
+    );
+    assert!(
+        s.cases as f64 >= 0.95 * f64::from(cases),
+        "too many programs skipped"
+    );
+    // Thm 8.1's constants exist: the measured ones stay below the bounds the
+    // rules imply (J emits at most ~12 nodes per source node, U and T a
+    // small constant per node).
+    assert!(s.c_j <= 25.0, "J grew code by {:.2}", s.c_j);
+    assert!(s.c_u <= 3.0, "U grew code by {:.2}", s.c_u);
+    assert!(s.c_t <= 3.0, "T grew code by {:.2}", s.c_t);
+    assert!(s.c_l <= 3.0, "L grew code by {:.2}", s.c_l);
+    // The recomputing policy must actually trade tape for work somewhere.
+    assert!(
+        s.smaller_tapes > 0,
+        "RecomputeCheap never produced a smaller tape"
+    );
+}
+
+/// A program of many functions and statements keeps the size ratios:
+/// growth is linear, not quadratic, in program size.
+#[test]
+fn code_size_is_linear_in_program_size() {
+    let mut ratios = Vec::new();
+    for sz in [4usize, 16, 64] {
+        let mut worst: f64 = 0.0;
+        for seed in 0..40u64 {
+            let p = gen_program(seed * 7919 + sz as u64, sz);
+            let j = jvp(&p).unwrap();
+            let u = unzip(&j, Checkpoint::SaveAll).unwrap();
+            let t = transpose(&u).unwrap();
+            worst = worst.max(ratio(size(&t), size(&p)));
+        }
+        ratios.push(worst);
+    }
+    println!("|T(U(J(P)))| / |P| for statement budgets 4, 16, 64: {ratios:.2?}");
+    assert!(
+        ratios[2] <= ratios[0] * 1.5 + 1.0,
+        "size ratio grows with program size: {ratios:?}"
+    );
+    let _ = Program::default();
+}
+
+/// TDropLin short-circuits dead code: the transpose of `drop(ė)` runs
+/// nothing of `ė`, so Thm 7.1's work inequality is strict where work is
+/// dropped. Work that only feeds a dropped variable is still transposed (to
+/// scalings of zero cotangents), which the simplifier then removes.
+#[test]
+fn transposing_a_drop_skips_the_dropped_work() {
+    let nocst = HashMap::new();
+    let c = Value::Real(1.5);
+    let (dx, dy, ybar) = (Value::Real(2.0), Value::Real(3.0), Value::Real(5.0));
+    let run_both = |src: &str| {
+        let p = parse_program(src).unwrap();
+        check_linear_b(&p).unwrap();
+        let t = transpose(&p).unwrap();
+        check_linear_b(&t).unwrap();
+        let fwd = run(&p, "r", &[c.clone()], &[dx.clone(), dy.clone()], &nocst).unwrap();
+        let back = run(&t, "r.t", &[c.clone()], &[ybar.clone()], &nocst).unwrap();
+        // ė = 0·dx + 1·dy: its transpose sends ÿ to (0, ÿ).
+        assert_eq!(back.lin, vec![Value::Real(0.0), Value::Real(5.0)]);
+        (fwd.work, back.work, t)
+    };
+    // The dropped expression does the work: W[ė] = 2 scalings + 1 dropped
+    // scalar; W[ë] = a drop of the now unread `c`.
+    let (w, wt, _) = run_both(
+        "def r(c: f64; dx: f64, dy: f64) -> (; f64) =
+           let ; = drop({ let ; a: f64 = c * dx in let ; b: f64 = c * a in (; b) }) in (; dy)",
+    );
+    assert_eq!((w, wt), (3, 1));
+    assert!(wt + 2 < w + 1, "Thm 7.1 should be strict here");
+    // The dropped variable was computed outside the drop: the inequality is
+    // tight (2 + 2 = 3 + 1), and the simplifier removes the zero scalings.
+    let (w, wt, t) = run_both(
+        "def r(c: f64; dx: f64, dy: f64) -> (; f64) =
+           let ; a: f64 = c * dx in let ; b: f64 = c * a in let ; = drop((; b)) in (; dy)",
+    );
+    assert_eq!((w, wt), (3, 2));
+    let s = simplify(&t);
+    check_linear_b(&s).unwrap();
+    let back = run(&s, "r.t", &[c.clone()], &[ybar.clone()], &nocst).unwrap();
+    assert_eq!(back.lin, vec![Value::Real(0.0), Value::Real(5.0)]);
+    assert_eq!(
+        back.work, 1,
+        "only the drop of the unread coefficient remains:\n{s}"
+    );
+}
