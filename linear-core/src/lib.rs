@@ -10,12 +10,18 @@
 //!   transposition T (Fig. 10), linearity erasure L (sec. 4.5), and a
 //!   simplifier.
 //!
-//! The proc-macro crate lowers Rust to this IR, runs the passes and prints
-//! Rust; everything here is testable without rustc.
+//! * [`lower`]: Rust (syn) to Linear A; [`codegen`]: Linear A to Rust;
+//!   [`expand`]: the `#[differentiable]` attribute from tokens to tokens.
+//!
+//! The proc-macro crate only forwards to [`expand`]; everything here is
+//! testable without rustc.
 
 pub mod check;
+pub mod codegen;
 pub mod eval;
+pub mod expand;
 pub mod ir;
+pub mod lower;
 pub mod parse;
 pub mod passes;
 pub mod visit;

@@ -173,6 +173,16 @@ impl Fresh {
         self.taken.insert(v.clone());
     }
 
+    /// `hint` itself if it is still free, else a new name built from it.
+    pub fn named(&mut self, hint: &str) -> Var {
+        let v = Var::new(hint);
+        if self.taken.insert(v.clone()) {
+            v
+        } else {
+            self.var(hint)
+        }
+    }
+
     /// A new name built from `hint` (up to its first dot).
     pub fn var(&mut self, hint: &str) -> Var {
         let base = hint.split('.').next().unwrap_or("v");

@@ -374,8 +374,22 @@ fn transposing_a_drop_skips_the_dropped_work() {
         check_linear_b(&p).unwrap();
         let t = transpose(&p).unwrap();
         check_linear_b(&t).unwrap();
-        let fwd = run(&p, "r", std::slice::from_ref(&c), &[dx.clone(), dy.clone()], &nocst).unwrap();
-        let back = run(&t, "r.t", std::slice::from_ref(&c), std::slice::from_ref(&ybar), &nocst).unwrap();
+        let fwd = run(
+            &p,
+            "r",
+            std::slice::from_ref(&c),
+            &[dx.clone(), dy.clone()],
+            &nocst,
+        )
+        .unwrap();
+        let back = run(
+            &t,
+            "r.t",
+            std::slice::from_ref(&c),
+            std::slice::from_ref(&ybar),
+            &nocst,
+        )
+        .unwrap();
         // ė = 0·dx + 1·dy: its transpose sends ÿ to (0, ÿ).
         assert_eq!(back.lin, vec![Value::Real(0.0), Value::Real(5.0)]);
         (fwd.work, back.work, t)
@@ -397,7 +411,14 @@ fn transposing_a_drop_skips_the_dropped_work() {
     assert_eq!((w, wt), (3, 2));
     let s = simplify(&t);
     check_linear_b(&s).unwrap();
-    let back = run(&s, "r.t", std::slice::from_ref(&c), std::slice::from_ref(&ybar), &nocst).unwrap();
+    let back = run(
+        &s,
+        "r.t",
+        std::slice::from_ref(&c),
+        std::slice::from_ref(&ybar),
+        &nocst,
+    )
+    .unwrap();
     assert_eq!(back.lin, vec![Value::Real(0.0), Value::Real(5.0)]);
     assert_eq!(
         back.work, 1,

@@ -46,7 +46,7 @@ pub enum Checkpoint {
     /// exactly the work of the unzipped function.
     SaveAll,
     /// Recompute in the residual every intermediate that is cheap to
-    /// compute (literals, constants, tuples and the arithmetic primitives
+    /// compute (literals, tuples and the arithmetic primitives
     /// `+ - * neg abs signum min max le`) when doing so does not make the
     /// tape larger: its operands are already on the tape, or it has none.
     /// Trades a little residual work for tape memory; transcendental
@@ -342,7 +342,10 @@ impl Unzip<'_> {
 
 fn cheap(e: &Expr) -> bool {
     match e {
-        Expr::Lit { .. } | Expr::Const { .. } | Expr::Tup(_) => true,
+        // A constant names a value of the enclosing function (a prelude
+        // variable in generated Rust) that the residual cannot see.
+        Expr::Lit { .. } | Expr::Tup(_) => true,
+        Expr::Const { .. } => false,
         Expr::Prim { prim, .. } => matches!(
             prim,
             Prim::Add

@@ -1,0 +1,461 @@
+//! The `#[differentiable]` attribute, as a function from tokens to tokens
+//! (the proc-macro crate only forwards to it).
+//!
+//! For `fn f(..) -> R` it keeps `f` and adds, with `f`'s visibility:
+//!
+//! * `f_jvp(params.., tangents..) -> (R, R)`: J(f), simplified;
+//! * `f_lin(params..) -> (R, __FLinearization)`: the forward pass of
+//!   U(J(f)); the returned value holds the tape and implements
+//!   `linear_ad::LinearMap<In, R>` with `apply` = the residual of
+//!   U(J(f)) and `transpose` = T of that residual;
+//! * `f_vjp(params.., cotangent: R) -> (R, In)`: the forward pass followed
+//!   by the transposed residual, in one function.
+//!
+//! Every stage's output is type-checked again before code is generated
+//! (Linear A after J, Linear B after U and T). `#[differentiable(dump)]`,
+//! or `LINEAR_AD_DUMP=f` (a comma-separated list of names, or `*`) in the
+//! environment of the compiler, prints each stage's IR at compile time.
+//!
+//! On any error the output is the errors plus the original function, with
+//! `#[nondiff]` markers removed, so the user sees no cascade.
+
+use darling::ast::NestedMeta;
+use darling::FromMeta;
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote, ToTokens};
+
+use crate::check::{check, check_linear_b};
+use crate::codegen::{body, Names};
+use crate::ir::{Func, Program};
+use crate::lower::{lower_fn, Errors, Lowered, Shape};
+use crate::passes::{jvp::jvp, simplify::simplify, transpose::transpose, unzip};
+
+#[derive(Debug, Default, FromMeta)]
+struct Args {
+    /// Print every stage's IR at compile time.
+    #[darling(default)]
+    dump: bool,
+}
+
+/// Expands `#[differentiable(attr)] item`.
+pub fn differentiable(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let mut errs = Errors::default();
+    let args = match NestedMeta::parse_meta_list(attr) {
+        Ok(list) => Args::from_list(&list).unwrap_or_else(|e| {
+            errs.push_err(e.into());
+            Args::default()
+        }),
+        Err(e) => {
+            errs.push_err(e);
+            Args::default()
+        }
+    };
+    let item_fn: syn::ItemFn = match syn::parse2(item.clone()) {
+        Ok(f) => f,
+        Err(_) => {
+            let e = syn::Error::new(
+                Span::call_site(),
+                "`#[differentiable]` applies to functions (`fn name(..) -> f64 { .. }`)",
+            );
+            let e = e.to_compile_error();
+            return quote!(#item #e);
+        }
+    };
+    let clean = without_nondiff(&item_fn);
+    let lowered = lower_fn(&item_fn, &mut errs);
+    let lowered = match lowered {
+        Some(l) if errs.is_empty() => l,
+        _ => {
+            let e = errs.into_compile_errors();
+            return quote!(#clean #e);
+        }
+    };
+    match generate(&item_fn, &lowered, args.dump) {
+        Ok(generated) => quote!(#clean #generated),
+        Err(msg) => {
+            let e = syn::Error::new(
+                item_fn.sig.ident.span(),
+                format!("linear-ad internal error (please report it): {msg}"),
+            )
+            .to_compile_error();
+            quote!(#clean #e)
+        }
+    }
+}
+
+/// The function as written, minus the `#[nondiff]` markers rustc does not
+/// know.
+fn without_nondiff(f: &syn::ItemFn) -> syn::ItemFn {
+    let mut f = f.clone();
+    for input in f.sig.inputs.iter_mut() {
+        if let syn::FnArg::Typed(pt) = input {
+            pt.attrs.retain(|a| !a.path().is_ident("nondiff"));
+        }
+    }
+    f
+}
+
+fn wants_dump(name: &str, attr: bool) -> bool {
+    attr || std::env::var("LINEAR_AD_DUMP")
+        .map(|v| v.split(',').any(|n| n.trim() == "*" || n.trim() == name))
+        .unwrap_or(false)
+}
+
+/// The pipeline's stages for one function.
+pub struct Stages {
+    pub source: Program,
+    pub jvp: Program,
+    pub unzipped: Program,
+    pub transposed: Program,
+}
+
+/// Runs J, U and T with simplification in between, checking every output.
+pub fn pipeline(f: &Func) -> Result<Stages, String> {
+    let source = Program {
+        funcs: vec![f.clone()],
+    };
+    check(&source).map_err(|e| format!("lowered function: {e}"))?;
+    let j = simplify(&jvp(&source).map_err(|e| e.to_string())?);
+    check(&j).map_err(|e| format!("after J: {e}"))?;
+    let u = simplify(&unzip::unzip(&j, unzip::Checkpoint::SaveAll).map_err(|e| e.to_string())?);
+    check_linear_b(&u).map_err(|e| format!("after U: {e}"))?;
+    let t = simplify(&transpose(&u).map_err(|e| e.to_string())?);
+    check_linear_b(&t).map_err(|e| format!("after T: {e}"))?;
+    Ok(Stages {
+        source,
+        jvp: j,
+        unzipped: u,
+        transposed: t,
+    })
+}
+
+fn find<'a>(p: &'a Program, name: &str) -> Result<&'a Func, String> {
+    p.func(name)
+        .ok_or_else(|| format!("no function `{name}` after the pipeline"))
+}
+
+fn has_array(s: &Shape) -> bool {
+    match s {
+        Shape::Float(_) => false,
+        Shape::Tuple(ss) => ss.iter().any(has_array),
+        Shape::Array(..) => true,
+    }
+}
+
+/// Rust value of shape `s` to its IR representation (arrays to tuples).
+fn to_ir(e: TokenStream, s: &Shape, names: &mut Names) -> TokenStream {
+    if !has_array(s) {
+        return e;
+    }
+    let (parts, shapes): (Vec<syn::Ident>, Vec<&Shape>) = match s {
+        Shape::Float(_) => return e,
+        Shape::Tuple(ss) => (
+            ss.iter().map(|_| names_temp(names)).collect(),
+            ss.iter().collect(),
+        ),
+        Shape::Array(inner, n) => (
+            (0..*n).map(|_| names_temp(names)).collect(),
+            vec![&**inner; *n],
+        ),
+    };
+    let conv: Vec<TokenStream> = parts
+        .iter()
+        .zip(&shapes)
+        .map(|(p, s)| to_ir(quote!(#p), s, names))
+        .collect();
+    let pat = if matches!(s, Shape::Array(..)) {
+        quote!([#(#parts),*])
+    } else {
+        quote!((#(#parts,)*))
+    };
+    quote!({ let #pat = #e; (#(#conv,)*) })
+}
+
+/// IR representation to the Rust value of shape `s`.
+fn from_ir(e: TokenStream, s: &Shape, names: &mut Names) -> TokenStream {
+    if !has_array(s) {
+        return e;
+    }
+    let (parts, shapes): (Vec<syn::Ident>, Vec<&Shape>) = match s {
+        Shape::Float(_) => return e,
+        Shape::Tuple(ss) => (
+            ss.iter().map(|_| names_temp(names)).collect(),
+            ss.iter().collect(),
+        ),
+        Shape::Array(inner, n) => (
+            (0..*n).map(|_| names_temp(names)).collect(),
+            vec![&**inner; *n],
+        ),
+    };
+    let conv: Vec<TokenStream> = parts
+        .iter()
+        .zip(&shapes)
+        .map(|(p, s)| from_ir(quote!(#p), s, names))
+        .collect();
+    let built = if matches!(s, Shape::Array(..)) {
+        quote!([#(#conv),*])
+    } else {
+        quote!((#(#conv,)*))
+    };
+    quote!({ let (#(#parts,)*) = #e; #built })
+}
+
+fn names_temp(names: &mut Names) -> syn::Ident {
+    names.temp("x")
+}
+
+fn pascal(s: &str) -> String {
+    s.split('_')
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            let mut c = p.chars();
+            c.next()
+                .map(|f| f.to_ascii_uppercase().to_string() + c.as_str())
+                .unwrap_or_default()
+        })
+        .collect()
+}
+
+/// Idents of a pattern, for `let _ = &x;` markers that keep nondiff
+/// parameters used in every generated function.
+fn pattern_idents(p: &syn::Pat, out: &mut Vec<syn::Ident>) {
+    match p {
+        syn::Pat::Ident(i) => out.push(i.ident.clone()),
+        syn::Pat::Tuple(t) => t.elems.iter().for_each(|e| pattern_idents(e, out)),
+        syn::Pat::Slice(t) => t.elems.iter().for_each(|e| pattern_idents(e, out)),
+        syn::Pat::Paren(t) => pattern_idents(&t.pat, out),
+        syn::Pat::Type(t) => pattern_idents(&t.pat, out),
+        _ => {}
+    }
+}
+
+fn generate(item: &syn::ItemFn, l: &Lowered, dump: bool) -> Result<TokenStream, String> {
+    let name = item.sig.ident.to_string();
+    let stages = pipeline(&l.func)?;
+    if wants_dump(&name, dump) {
+        eprintln!(
+            "== linear-ad: `{name}` lowered ==\n{}\n== J (simplified) ==\n{}\n== U (simplified) ==\n{}\n== T of the residual (simplified) ==\n{}",
+            stages.source,
+            stages.jvp,
+            stages.unzipped,
+            stages.transposed.funcs.iter().filter(|f| f.name.as_str().ends_with(".t")).map(ToString::to_string).collect::<String>()
+        );
+    }
+    let fj = find(&stages.jvp, &format!("{name}.jvp"))?;
+    let fnl = find(&stages.unzipped, &format!("{name}.jvp.nl"))?;
+    let flin = find(&stages.unzipped, &format!("{name}.jvp.lin"))?;
+    let ft = find(&stages.transposed, &format!("{name}.jvp.lin.t"))?;
+
+    let vis = &item.vis;
+    let span = item.sig.ident.span();
+    let fname = &item.sig.ident;
+    let jvp_name = format_ident!("{}_jvp", fname);
+    let lin_name = format_ident!("{}_lin", fname);
+    let vjp_name = format_ident!("{}_vjp", fname);
+    let map_name = syn::Ident::new(&format!("__{}Linearization", pascal(&name)), span);
+
+    let active: Vec<(usize, &Shape)> = l
+        .params
+        .iter()
+        .enumerate()
+        .filter_map(|(i, p)| p.active.as_ref().map(|(s, _)| (i, s)))
+        .collect();
+    if active.is_empty() {
+        return Err("no differentiable parameter".into());
+    }
+    let mut names = Names::default();
+    // Parameter identifiers of the generated functions: the user's own for
+    // a plain name, else a hidden one.
+    let mut sig_params = Vec::new();
+    let mut primal_idents = Vec::new();
+    let mut used_markers = Vec::new();
+    for (i, p) in l.params.iter().enumerate() {
+        let ty = &p.ty;
+        match &p.active {
+            Some(_) => {
+                let id = match &p.pat {
+                    syn::Pat::Ident(pi) if pi.subpat.is_none() => pi.ident.clone(),
+                    _ => syn::Ident::new(&format!("__p{i}"), Span::mixed_site()),
+                };
+                sig_params.push(quote!(#id: #ty));
+                primal_idents.push(Some(id));
+            }
+            None => {
+                let pat = &p.pat;
+                sig_params.push(quote!(#pat: #ty));
+                let mut ids = Vec::new();
+                pattern_idents(pat, &mut ids);
+                used_markers.extend(ids.into_iter().map(|id| quote!(let _ = &#id;)));
+                primal_idents.push(None);
+            }
+        }
+    }
+    let tangent_idents: Vec<syn::Ident> = active
+        .iter()
+        .map(|(i, _)| match primal_idents[*i].as_ref() {
+            Some(id) if !id.to_string().starts_with("__") => {
+                syn::Ident::new(&format!("{id}_tangent"), Span::mixed_site())
+            }
+            _ => syn::Ident::new(&format!("__t{i}"), Span::mixed_site()),
+        })
+        .collect();
+    let tangent_params: Vec<TokenStream> = active
+        .iter()
+        .zip(&tangent_idents)
+        .map(|((_, s), id)| {
+            let t = s.rust();
+            quote!(#id: #t)
+        })
+        .collect();
+    let primal_ir: Vec<TokenStream> = active
+        .iter()
+        .map(|(i, s)| {
+            let id = primal_idents[*i]
+                .as_ref()
+                .map(|id| quote!(#id))
+                .unwrap_or_default();
+            to_ir(id, s, &mut names)
+        })
+        .collect();
+    let tangent_ir: Vec<TokenStream> = active
+        .iter()
+        .zip(&tangent_idents)
+        .map(|((_, s), id)| to_ir(quote!(#id), s, &mut names))
+        .collect();
+    let ret_ty = l.ret.rust();
+    let in_ty = if active.len() == 1 {
+        active[0].1.rust()
+    } else {
+        let ts = active.iter().map(|(_, s)| s.rust());
+        quote!((#(#ts,)*))
+    };
+    let prelude = &l.prelude;
+    let y = syn::Ident::new("__y", Span::mixed_site());
+    let dy = syn::Ident::new("__dy", Span::mixed_site());
+    let tape = syn::Ident::new("__tape", Span::mixed_site());
+    let y_out = from_ir(quote!(#y), &l.ret, &mut names);
+    let dy_out = from_ir(quote!(#dy), &l.ret, &mut names);
+
+    // f_jvp
+    let jvp_args: Vec<TokenStream> = primal_ir.iter().chain(&tangent_ir).cloned().collect();
+    let jvp_body = body(fj, &jvp_args);
+    let allow = quote!(#[allow(clippy::all, clippy::pedantic, unused_parens, unused_braces, non_snake_case)]);
+    let jvp_doc = format!("Forward mode of [`{name}`]: its value and its directional derivative along the given tangents (one per differentiable parameter). Generated by `#[differentiable]`.");
+    let jvp_fn = quote! {
+        #[doc = #jvp_doc]
+        #allow
+        #[inline]
+        #vis fn #jvp_name(#(#sig_params,)* #(#tangent_params,)*) -> (#ret_ty, #ret_ty) {
+            #(#used_markers)*
+            #(#prelude)*
+            let (#y, #dy) = #jvp_body;
+            (#y_out, #dy_out)
+        }
+    };
+
+    // f_lin and its linearization type.
+    let tape_ty = crate::lower::ty_rust(
+        &fnl.nl_rets
+            .last()
+            .cloned()
+            .unwrap_or(crate::ir::Ty::Tuple(vec![])),
+    );
+    let fwd_body = body(fnl, &primal_ir);
+    let lin_doc = format!("Linearizes [`{name}`] once: its value, and a [`LinearMap`](::linear_ad::LinearMap) that applies the derivative at this point (`apply`, forward mode) and its transpose (`transpose`, reverse mode) from one saved tape. Generated by `#[differentiable]`.");
+    let map_doc = format!("The linearization of [`{name}`] at a point, returned by [`{lin_name}`]: the tape of values its derivative needs. Generated by `#[differentiable]`.");
+    let tangent = syn::Ident::new("__tangent", Span::mixed_site());
+    let cotangent = syn::Ident::new("__cotangent", Span::mixed_site());
+    let self_tape = quote!(self.tape);
+    // For several parameters, destructure once, then convert each part.
+    let r = syn::Ident::new("__r", Span::mixed_site());
+    let apply_body = if active.len() == 1 {
+        let arg = to_ir(quote!(#tangent), active[0].1, &mut names);
+        let b = body(flin, &[self_tape.clone(), arg]);
+        let conv = from_ir(quote!(#r), &l.ret, &mut names);
+        quote!({ let #r = #b; #conv })
+    } else {
+        let parts: Vec<syn::Ident> = (0..active.len())
+            .map(|k| format_ident!("__d{}", k, span = Span::mixed_site()))
+            .collect();
+        let convs: Vec<TokenStream> = parts
+            .iter()
+            .zip(&active)
+            .map(|(p, (_, s))| to_ir(quote!(#p), s, &mut names))
+            .collect();
+        let mut args = vec![self_tape.clone()];
+        args.extend(convs);
+        let b = body(flin, &args);
+        let conv = from_ir(quote!(#r), &l.ret, &mut names);
+        quote!({ let (#(#parts,)*) = #tangent; let #r = #b; #conv })
+    };
+    let ct_ir = to_ir(quote!(#cotangent), &l.ret, &mut names);
+    let transpose_pack = |names: &mut Names, value: TokenStream| -> TokenStream {
+        if active.len() == 1 {
+            from_ir(value, active[0].1, names)
+        } else {
+            let parts: Vec<syn::Ident> = (0..active.len())
+                .map(|k| format_ident!("__c{}", k, span = Span::mixed_site()))
+                .collect();
+            let outs: Vec<TokenStream> = parts
+                .iter()
+                .zip(&active)
+                .map(|(p, (_, s))| from_ir(quote!(#p), s, names))
+                .collect();
+            quote!({ let (#(#parts,)*) = #value; (#(#outs,)*) })
+        }
+    };
+    let t_body = body(ft, &[self_tape.clone(), ct_ir.clone()]);
+    let transpose_out = transpose_pack(&mut names, t_body);
+    let lin_fn = quote! {
+        #[doc = #map_doc]
+        #[derive(Clone, Copy, Debug)]
+        #allow
+        #vis struct #map_name {
+            tape: #tape_ty,
+        }
+
+        #allow
+        impl ::linear_ad::LinearMap<#in_ty, #ret_ty> for #map_name {
+            #[inline]
+            fn apply(&self, #tangent: #in_ty) -> #ret_ty {
+                #apply_body
+            }
+            #[inline]
+            fn transpose(&self, #cotangent: #ret_ty) -> #in_ty {
+                #transpose_out
+            }
+        }
+
+        #[doc = #lin_doc]
+        #allow
+        #[inline]
+        #vis fn #lin_name(#(#sig_params,)*) -> (#ret_ty, #map_name) {
+            #(#used_markers)*
+            #(#prelude)*
+            let (#y, #tape) = #fwd_body;
+            (#y_out, #map_name { tape: #tape })
+        }
+    };
+
+    // f_vjp: the forward pass, then the transposed residual, fused.
+    let t_body2 = body(ft, &[quote!(#tape), ct_ir]);
+    let vjp_out = transpose_pack(&mut names, t_body2);
+    let vjp_doc = format!("Reverse mode of [`{name}`]: its value and the cotangents of its differentiable parameters for the given output cotangent (the gradient, for an output cotangent of 1). Generated by `#[differentiable]`.");
+    let vjp_fn = quote! {
+        #[doc = #vjp_doc]
+        #allow
+        #[inline]
+        #vis fn #vjp_name(#(#sig_params,)* #cotangent: #ret_ty) -> (#ret_ty, #in_ty) {
+            #(#used_markers)*
+            #(#prelude)*
+            let (#y, #tape) = #fwd_body;
+            (#y_out, #vjp_out)
+        }
+    };
+    Ok(quote!(#jvp_fn #lin_fn #vjp_fn))
+}
+
+/// For tests: the generated items as text.
+pub fn expand_to_string(attr: TokenStream, item: TokenStream) -> String {
+    differentiable(attr, item).to_token_stream().to_string()
+}

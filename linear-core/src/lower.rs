@@ -1,0 +1,1200 @@
+//! Lowering: a Rust function (as parsed by syn) to a non-linear Linear A
+//! function, the input of J.
+//!
+//! Activity analysis comes first: an expression that reads no active
+//! variable (a float parameter not marked `#[nondiff]`, or a local computed
+//! from one) is *inactive*. Inactive code is kept as Rust, verbatim, in a
+//! prelude that every generated function runs first; where an active
+//! expression reads an inactive value, the value enters the IR as a
+//! [`Expr::Const`] naming a prelude variable (or as a literal). Inactive
+//! locals are renamed to fresh hygienic names (`Span::mixed_site`) in the
+//! prelude, one per binding, so Rust shadowing and reassignment keep their
+//! meaning.
+//!
+//! Active code is lowered to A-normal form, one IR binding per operation,
+//! with `let mut` and compound assignment turned into fresh bindings (SSA).
+//! Tuple fields and constant array indices unpack the tuple once and reuse
+//! the components.
+//!
+//! The supported subset is straight-line code; every other construct is
+//! reported at its span, all errors at once (the [`Errors`] collector), and
+//! lowering carries on past an error with a placeholder value so later
+//! errors are found too.
+//!
+//! Output invariants: the function type-checks in Linear A (unused values
+//! are dropped explicitly) and has no linear parameters or results.
+
+use std::collections::HashMap;
+
+use proc_macro2::{Span, TokenStream, TokenTree};
+use quote::{quote, quote_spanned, ToTokens};
+use syn::spanned::Spanned;
+use syn::visit_mut::VisitMut;
+
+use crate::ir::{Binder, Expr, Float, Func, Prim, Stmt, Ty, Var};
+use crate::visit::Fresh;
+
+/// Collects every error of one macro invocation, serde_derive style; the
+/// caller must check it.
+#[derive(Default)]
+pub struct Errors {
+    errors: Vec<syn::Error>,
+}
+
+impl Errors {
+    pub fn push(&mut self, span: Span, msg: impl std::fmt::Display) {
+        self.errors.push(syn::Error::new(span, msg));
+    }
+    pub fn push_err(&mut self, e: syn::Error) {
+        self.errors.push(e);
+    }
+    pub fn is_empty(&self) -> bool {
+        self.errors.is_empty()
+    }
+    /// All errors as `compile_error!` invocations.
+    pub fn into_compile_errors(self) -> TokenStream {
+        self.errors
+            .iter()
+            .map(syn::Error::to_compile_error)
+            .collect()
+    }
+}
+
+/// The Rust type of a differentiable value.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Shape {
+    Float(Float),
+    Tuple(Vec<Shape>),
+    Array(Box<Shape>, usize),
+}
+
+impl Shape {
+    /// The IR type: arrays are tuples of their elements.
+    pub fn ty(&self) -> Ty {
+        match self {
+            Shape::Float(f) => Ty::Real(*f),
+            Shape::Tuple(s) => Ty::Tuple(s.iter().map(Shape::ty).collect()),
+            Shape::Array(s, n) => Ty::Tuple(vec![s.ty(); *n]),
+        }
+    }
+
+    /// The Rust type.
+    pub fn rust(&self) -> TokenStream {
+        match self {
+            Shape::Float(Float::F64) => quote!(f64),
+            Shape::Float(Float::F32) => quote!(f32),
+            Shape::Tuple(s) => {
+                let s = s.iter().map(Shape::rust);
+                quote!((#(#s,)*))
+            }
+            Shape::Array(s, n) => {
+                let s = s.rust();
+                quote!([#s; #n])
+            }
+        }
+    }
+
+    fn float(&self) -> Option<Float> {
+        match self {
+            Shape::Float(f) => Some(*f),
+            Shape::Tuple(s) => s.iter().find_map(Shape::float),
+            Shape::Array(s, _) => s.float(),
+        }
+    }
+
+    /// Reads a shape from a Rust type; `None` if it is not a float, tuple
+    /// or array of them.
+    pub fn from_type(t: &syn::Type) -> Option<Shape> {
+        match t {
+            syn::Type::Path(p) if p.qself.is_none() => {
+                if p.path.is_ident("f64") {
+                    Some(Shape::Float(Float::F64))
+                } else if p.path.is_ident("f32") {
+                    Some(Shape::Float(Float::F32))
+                } else {
+                    None
+                }
+            }
+            syn::Type::Tuple(t) => t
+                .elems
+                .iter()
+                .map(Shape::from_type)
+                .collect::<Option<_>>()
+                .map(Shape::Tuple),
+            syn::Type::Array(a) => {
+                let n = match &a.len {
+                    syn::Expr::Lit(syn::ExprLit {
+                        lit: syn::Lit::Int(i),
+                        ..
+                    }) => i.base10_parse::<usize>().ok()?,
+                    _ => return None,
+                };
+                Some(Shape::Array(Box::new(Shape::from_type(&a.elem)?), n))
+            }
+            syn::Type::Paren(p) => Shape::from_type(&p.elem),
+            syn::Type::Group(g) => Shape::from_type(&g.elem),
+            _ => None,
+        }
+    }
+}
+
+fn is_constant_type(t: &syn::Type) -> bool {
+    const INTS: [&str; 13] = [
+        "i8", "i16", "i32", "i64", "i128", "isize", "u8", "u16", "u32", "u64", "u128", "usize",
+        "bool",
+    ];
+    matches!(t, syn::Type::Path(p) if p.qself.is_none() && INTS.iter().any(|i| p.path.is_ident(i)))
+}
+
+/// A parameter of the user's function.
+pub struct Param {
+    /// The pattern as written (its identifiers keep the user's spans, so
+    /// inactive code in the prelude refers to them).
+    pub pat: syn::Pat,
+    pub ty: syn::Type,
+    /// `Some` for a differentiable parameter: its shape and IR variable.
+    pub active: Option<(Shape, Var)>,
+}
+
+/// A lowered function and what code generation needs to rebuild its Rust
+/// interface.
+pub struct Lowered {
+    pub func: Func,
+    pub params: Vec<Param>,
+    pub ret: Shape,
+    /// Inactive statements, in order, run first by every generated function
+    /// that computes primal values.
+    pub prelude: Vec<TokenStream>,
+}
+
+/// Lowers `item`; on failure the errors are in `errs` and the result is
+/// `None` (or a partial lowering, which must not be used if `errs` is
+/// non-empty).
+pub fn lower_fn(item: &syn::ItemFn, errs: &mut Errors) -> Option<Lowered> {
+    let sig = &item.sig;
+    signature_checks(sig, errs);
+    let ret = match &sig.output {
+        syn::ReturnType::Default => {
+            errs.push(sig.ident.span(), "a differentiable function must return a value: f32, f64, or tuples and arrays of them");
+            None
+        }
+        syn::ReturnType::Type(_, t) => {
+            let s = Shape::from_type(t);
+            if s.is_none() {
+                errs.push(t.span(), format!("unsupported return type `{}`: differentiable functions return f32, f64, or tuples and fixed-size arrays of them", t.to_token_stream()));
+            }
+            s
+        }
+    };
+    let mut l = Lowerer {
+        errs,
+        fresh: Fresh::default(),
+        scopes: vec![HashMap::new()],
+        out: Vec::new(),
+        prelude: Vec::new(),
+        float: None,
+        unpacked: HashMap::new(),
+        types: HashMap::new(),
+        next_const: 0,
+    };
+    let mut params = Vec::new();
+    let mut nl_params = Vec::new();
+    for input in &sig.inputs {
+        let syn::FnArg::Typed(pt) = input else {
+            l.errs.push(
+                input.span(),
+                "`self` parameters are not supported: differentiable functions are free functions",
+            );
+            continue;
+        };
+        let nondiff = pt.attrs.iter().any(|a| a.path().is_ident("nondiff"));
+        for a in &pt.attrs {
+            if !a.path().is_ident("nondiff") {
+                l.errs.push(
+                    a.span(),
+                    "unknown attribute on a parameter: the only one allowed is `#[nondiff]`",
+                );
+            }
+        }
+        let mut pat = (*pt.pat).clone();
+        let ty = (*pt.ty).clone();
+        if nondiff || is_constant_type(&ty) {
+            if nondiff && Shape::from_type(&ty).is_none() && !is_constant_type(&ty) {
+                l.errs.push(
+                    ty.span(),
+                    "`#[nondiff]` applies to float parameters; other types are not supported",
+                );
+            }
+            l.bind_pattern_inactive(&pat);
+            params.push(Param {
+                pat,
+                ty,
+                active: None,
+            });
+            continue;
+        }
+        let Some(shape) = Shape::from_type(&ty) else {
+            l.errs.push(ty.span(), format!(
+                "unsupported parameter type `{}`: use f32, f64, tuples or fixed-size arrays of them, or an integer or bool (a constant); mark a float constant with `#[nondiff]`",
+                ty.to_token_stream()
+            ));
+            continue;
+        };
+        if l.float.is_none() {
+            l.float = shape.float();
+        }
+        let hint = match &pat {
+            syn::Pat::Ident(i) => i.ident.to_string(),
+            _ => "p".to_string(),
+        };
+        let v = l.fresh.named(&hint);
+        let ty_ir = shape.ty();
+        l.types.insert(v.clone(), ty_ir.clone());
+        nl_params.push(Binder::new(v.clone(), ty_ir.clone()));
+        l.bind_pattern(&pat, Val::Active(v.clone(), ty_ir));
+        strip_mut(&mut pat);
+        params.push(Param {
+            pat,
+            ty,
+            active: Some((shape, v)),
+        });
+    }
+    let ret = ret?;
+    if l.float.is_none() {
+        l.float = ret.float();
+    }
+    let result = l.block_body(&item.block.stmts, true);
+    let ret_ty = ret.ty();
+    let mut rets = Vec::new();
+    if let Some((v, span)) = result {
+        let var = l.materialize(v, &ret_ty, span);
+        rets.push(var);
+    }
+    if !l.errs.is_empty() {
+        return None;
+    }
+    let mut func = Func {
+        name: Var::new(&sig.ident.to_string()),
+        nl_params,
+        lin_params: vec![],
+        nl_rets: vec![ret_ty],
+        lin_rets: vec![],
+        body: Expr::block(
+            std::mem::take(&mut l.out),
+            Expr::Ret {
+                nl: rets,
+                lin: vec![],
+            },
+        ),
+    };
+    crate::passes::transpose::drop_unused(&mut func);
+    Some(Lowered {
+        func,
+        params,
+        ret,
+        prelude: l.prelude,
+    })
+}
+
+fn strip_mut(p: &mut syn::Pat) {
+    struct StripMut;
+    impl VisitMut for StripMut {
+        fn visit_pat_ident_mut(&mut self, i: &mut syn::PatIdent) {
+            i.mutability = None;
+            syn::visit_mut::visit_pat_ident_mut(self, i);
+        }
+    }
+    StripMut.visit_pat_mut(p);
+}
+
+fn signature_checks(sig: &syn::Signature, errs: &mut Errors) {
+    if let Some(c) = &sig.constness {
+        errs.push(
+            c.span(),
+            "`const fn` cannot be differentiable: the generated functions are not const",
+        );
+    }
+    if let Some(a) = &sig.asyncness {
+        errs.push(a.span(), "`async fn` cannot be differentiable");
+    }
+    if !sig.generics.params.is_empty() {
+        errs.push(
+            sig.generics.span(),
+            "generic functions are not supported yet: write the function for f64 or f32",
+        );
+    }
+    if let Some(v) = &sig.variadic {
+        errs.push(v.span(), "variadic functions are not supported");
+    }
+}
+
+/// What a Rust expression lowered to.
+#[derive(Clone, Debug)]
+enum Val {
+    /// An IR variable of the given type.
+    Active(Var, Ty),
+    /// Rust code computing a constant (identifiers already renamed).
+    Inactive(TokenStream),
+}
+
+#[derive(Clone, Debug)]
+enum Binding {
+    Active(Var, Ty, bool),
+    /// A prelude variable (renamed) and whether it is mutable.
+    Inactive(syn::Ident, bool),
+    /// A nondiff parameter: referred to by its own name.
+    Param,
+}
+
+struct Lowerer<'a> {
+    errs: &'a mut Errors,
+    fresh: Fresh,
+    scopes: Vec<HashMap<String, Binding>>,
+    out: Vec<Stmt>,
+    prelude: Vec<TokenStream>,
+    float: Option<Float>,
+    unpacked: HashMap<Var, Vec<Var>>,
+    types: HashMap<Var, Ty>,
+    next_const: usize,
+}
+
+fn describe(e: &syn::Expr) -> &'static str {
+    match e {
+        syn::Expr::If(_) => "`if` expressions",
+        syn::Expr::Match(_) => "`match` expressions",
+        syn::Expr::ForLoop(_) | syn::Expr::While(_) | syn::Expr::Loop(_) => "loops",
+        syn::Expr::Closure(_) => "closures",
+        syn::Expr::Reference(_) => "references",
+        syn::Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => "dereferences",
+        syn::Expr::Struct(_) => "struct expressions",
+        syn::Expr::Macro(_) => "macro invocations on differentiable values",
+        syn::Expr::Assign(_) => "assignments inside expressions",
+        syn::Expr::Return(_) => "`return` before the end of the function",
+        syn::Expr::Break(_) | syn::Expr::Continue(_) => "`break` and `continue`",
+        syn::Expr::Range(_) => "ranges",
+        syn::Expr::Try(_) => "the `?` operator",
+        syn::Expr::Repeat(_) => "array repeat expressions `[x; N]` of differentiable values",
+        syn::Expr::Unsafe(_) => "`unsafe` blocks",
+        syn::Expr::Let(_) => "`let` expressions",
+        syn::Expr::Async(_) | syn::Expr::Await(_) => "async code",
+        _ => "this kind of expression",
+    }
+}
+
+const METHODS: &str = "sin, cos, tan, asin, acos, atan, atan2, sinh, cosh, tanh, exp, exp2, ln, log2, log10, sqrt, cbrt, powi, powf, recip, abs, hypot, min, max, signum, mul_add";
+
+impl Lowerer<'_> {
+    fn float(&self) -> Float {
+        self.float.unwrap_or(Float::F64)
+    }
+
+    fn lookup(&self, name: &str) -> Option<&Binding> {
+        self.scopes.iter().rev().find_map(|s| s.get(name))
+    }
+
+    fn set(&mut self, name: String, b: Binding) {
+        if let Some(s) = self.scopes.last_mut() {
+            s.insert(name, b);
+        }
+    }
+
+    fn emit(&mut self, hint: &str, ty: Ty, rhs: Expr) -> Var {
+        let v = self.fresh.var(hint);
+        self.types.insert(v.clone(), ty.clone());
+        self.out.push(Stmt::Let {
+            nl: vec![Binder::new(v.clone(), ty)],
+            lin: vec![],
+            rhs,
+        });
+        v
+    }
+
+    fn placeholder(&mut self) -> Val {
+        let f = self.float();
+        let v = self.emit(
+            "err",
+            Ty::Real(f),
+            Expr::Lit {
+                value: 0.0,
+                float: f,
+            },
+        );
+        Val::Active(v, Ty::Real(f))
+    }
+
+    /// Does `tokens` mention an active local (not as a field or method
+    /// name, nor as a later path segment)?
+    fn mentions_active(&self, tokens: TokenStream) -> bool {
+        let mut prev_dot = false;
+        let mut prev_colon = false;
+        for tt in tokens {
+            match &tt {
+                TokenTree::Ident(i) => {
+                    if !prev_dot && !prev_colon {
+                        if let Some(Binding::Active(..)) = self.lookup(&i.to_string()) {
+                            return true;
+                        }
+                    }
+                    prev_dot = false;
+                    prev_colon = false;
+                }
+                TokenTree::Punct(p) => {
+                    prev_dot = p.as_char() == '.';
+                    prev_colon = p.as_char() == ':';
+                }
+                TokenTree::Group(g) => {
+                    if self.mentions_active(g.stream()) {
+                        return true;
+                    }
+                    prev_dot = false;
+                    prev_colon = false;
+                }
+                TokenTree::Literal(_) => {
+                    prev_dot = false;
+                    prev_colon = false;
+                }
+            }
+        }
+        false
+    }
+
+    /// The expression with inactive locals renamed to their prelude names.
+    fn rename_inactive(&self, e: &syn::Expr) -> TokenStream {
+        struct Rename<'b, 'c>(&'b Lowerer<'c>);
+        impl VisitMut for Rename<'_, '_> {
+            fn visit_expr_path_mut(&mut self, p: &mut syn::ExprPath) {
+                if p.qself.is_none() && p.path.segments.len() == 1 && p.path.leading_colon.is_none()
+                {
+                    let name = p.path.segments[0].ident.to_string();
+                    if let Some(Binding::Inactive(id, _)) = self.0.lookup(&name) {
+                        p.path.segments[0].ident = id.clone();
+                    }
+                }
+            }
+            fn visit_macro_mut(&mut self, m: &mut syn::Macro) {
+                m.tokens = rename_tokens(self.0, m.tokens.clone());
+            }
+        }
+        let mut e = e.clone();
+        Rename(self).visit_expr_mut(&mut e);
+        e.to_token_stream()
+    }
+
+    fn new_inactive_name(&mut self, base: &str) -> syn::Ident {
+        self.next_const += 1;
+        syn::Ident::new(&format!("__{base}_{}", self.next_const), Span::mixed_site())
+    }
+
+    /// An IR variable holding an inactive value, of IR type `ty`.
+    fn materialize(&mut self, v: Val, ty: &Ty, span: Span) -> Var {
+        match v {
+            Val::Active(var, t) => {
+                if &t != ty {
+                    self.errs.push(
+                        span,
+                        format!("type mismatch: this value has type {t} where {ty} is expected"),
+                    );
+                }
+                var
+            }
+            Val::Inactive(tokens) => {
+                if let (Ty::Real(f), Some(x)) = (ty, float_literal(&tokens)) {
+                    return self.emit(
+                        "k",
+                        ty.clone(),
+                        Expr::Lit {
+                            value: x,
+                            float: *f,
+                        },
+                    );
+                }
+                let id = self.new_inactive_name("c");
+                let rust_ty = ty_rust(ty);
+                self.prelude
+                    .push(quote_spanned!(span=> let #id: #rust_ty = #tokens;));
+                self.emit(
+                    "c",
+                    ty.clone(),
+                    Expr::Const {
+                        name: Var::new(&id.to_string()),
+                        ty: ty.clone(),
+                    },
+                )
+            }
+        }
+    }
+
+    fn scalar(&mut self, v: Val, span: Span) -> Var {
+        let f = self.float();
+        match &v {
+            Val::Active(var, Ty::Real(_)) => var.clone(),
+            Val::Active(_, t) => {
+                self.errs.push(span, format!("arithmetic on a value of type {t}: only scalars (f32, f64) support arithmetic; destructure the tuple or index the array first"));
+                self.placeholder_var()
+            }
+            Val::Inactive(_) => self.materialize(v, &Ty::Real(f), span),
+        }
+    }
+
+    fn placeholder_var(&mut self) -> Var {
+        match self.placeholder() {
+            Val::Active(v, _) => v,
+            Val::Inactive(_) => Var::new("err"),
+        }
+    }
+
+    fn prim(&mut self, prim: Prim, args: Vec<Var>, hint: &str) -> Val {
+        let f = args
+            .first()
+            .and_then(|a| self.types.get(a))
+            .and_then(Ty::float)
+            .unwrap_or(self.float());
+        let v = self.emit(hint, Ty::Real(f), Expr::Prim { prim, args });
+        Val::Active(v, Ty::Real(f))
+    }
+
+    /// Binds a pattern of nondiff parameters: each identifier refers to
+    /// itself in the prelude.
+    fn bind_pattern_inactive(&mut self, p: &syn::Pat) {
+        struct Idents(Vec<String>);
+        impl VisitMut for Idents {
+            fn visit_pat_ident_mut(&mut self, i: &mut syn::PatIdent) {
+                self.0.push(i.ident.to_string());
+            }
+        }
+        let mut ids = Idents(vec![]);
+        ids.visit_pat_mut(&mut p.clone());
+        for name in ids.0 {
+            self.set(name, Binding::Param);
+        }
+    }
+
+    /// The components of tuple variable `v`, unpacking it on first use.
+    fn components(&mut self, v: &Var, ty: &Ty, span: Span) -> Option<Vec<(Var, Ty)>> {
+        let Ty::Tuple(ts) = ty else {
+            self.errs.push(
+                span,
+                format!("this value has type {ty}, not a tuple or array"),
+            );
+            return None;
+        };
+        if let Some(cs) = self.unpacked.get(v) {
+            return Some(cs.iter().cloned().zip(ts.iter().cloned()).collect());
+        }
+        let base = v.as_str().split('.').next().unwrap_or("t").to_string();
+        let vars: Vec<Var> = ts.iter().map(|_| self.fresh.var(&base)).collect();
+        for (c, t) in vars.iter().zip(ts) {
+            self.types.insert(c.clone(), t.clone());
+        }
+        self.out.push(Stmt::Unpack {
+            vars: vars
+                .iter()
+                .cloned()
+                .zip(ts.iter().cloned())
+                .map(|(v, t)| Binder::new(v, t))
+                .collect(),
+            tuple: v.clone(),
+        });
+        self.unpacked.insert(v.clone(), vars.clone());
+        Some(vars.into_iter().zip(ts.iter().cloned()).collect())
+    }
+
+    fn bind_pattern(&mut self, p: &syn::Pat, v: Val) {
+        match p {
+            syn::Pat::Ident(i) if i.subpat.is_none() && i.by_ref.is_none() => {
+                let name = i.ident.to_string();
+                match v {
+                    Val::Active(var, ty) => {
+                        self.set(name, Binding::Active(var, ty, i.mutability.is_some()))
+                    }
+                    Val::Inactive(tokens) => {
+                        let id = self.new_inactive_name(&name);
+                        self.prelude.push(quote!(let #id = #tokens;));
+                        self.set(name, Binding::Inactive(id, i.mutability.is_some()));
+                    }
+                }
+            }
+            syn::Pat::Type(t) => self.bind_pattern(&t.pat, v),
+            syn::Pat::Paren(pp) => self.bind_pattern(&pp.pat, v),
+            syn::Pat::Wild(_) => {}
+            syn::Pat::Tuple(syn::PatTuple { elems, .. })
+            | syn::Pat::Slice(syn::PatSlice { elems, .. }) => match v {
+                Val::Active(var, ty) => {
+                    let Some(cs) = self.components(&var, &ty, p.span()) else {
+                        return;
+                    };
+                    if cs.len() != elems.len()
+                        || elems.iter().any(|e| matches!(e, syn::Pat::Rest(_)))
+                    {
+                        self.errs.push(p.span(), format!("this pattern has {} elements but the value has {}; `..` is not supported", elems.len(), cs.len()));
+                        return;
+                    }
+                    for (e, (c, t)) in elems.iter().zip(cs) {
+                        self.bind_pattern(e, Val::Active(c, t));
+                    }
+                }
+                Val::Inactive(tokens) => {
+                    let id = self.new_inactive_name("t");
+                    self.prelude.push(quote!(let #id = #tokens;));
+                    for (k, e) in elems.iter().enumerate() {
+                        let sel = if matches!(p, syn::Pat::Slice(_)) {
+                            quote!(#id[#k])
+                        } else {
+                            let idx = syn::Index::from(k);
+                            quote!(#id.#idx)
+                        };
+                        self.bind_pattern(e, Val::Inactive(sel));
+                    }
+                }
+            },
+            _ => self.errs.push(
+                p.span(),
+                "unsupported pattern: use a name, `_`, or tuple and array patterns of them",
+            ),
+        }
+    }
+
+    /// Lowers the statements of a block; returns the value of its tail (or
+    /// final `return`).
+    fn block_body(&mut self, stmts: &[syn::Stmt], is_fn: bool) -> Option<(Val, Span)> {
+        let mut result = None;
+        for (i, s) in stmts.iter().enumerate() {
+            let last = i + 1 == stmts.len();
+            match s {
+                syn::Stmt::Local(local) => self.local(local),
+                syn::Stmt::Item(item) => self.errs.push(item.span(), "items inside a differentiable function are not supported; define them outside it"),
+                syn::Stmt::Macro(m) => {
+                    if self.mentions_active(m.mac.tokens.clone()) {
+                        self.errs.push(m.span(), "macro invocations on differentiable values are not supported");
+                    } else {
+                        let renamed = rename_tokens(self, m.to_token_stream());
+                        self.prelude.push(renamed);
+                    }
+                }
+                syn::Stmt::Expr(e, semi) => {
+                    if let (syn::Expr::Return(r), true, true) = (e, last, is_fn) {
+                        match &r.expr {
+                            Some(e) => result = Some((self.expr(e, "r"), e.span())),
+                            None => self.errs.push(r.span(), "`return` without a value"),
+                        }
+                    } else if semi.is_none() && last {
+                        result = Some((self.expr(e, "r"), e.span()));
+                    } else {
+                        self.expr_stmt(e);
+                    }
+                }
+            }
+        }
+        if result.is_none() {
+            let span = stmts.last().map_or_else(Span::call_site, |s| s.span());
+            self.errs.push(span, "the block must end with an expression (its value) or, at the end of the function, `return value;`");
+        }
+        result
+    }
+
+    fn local(&mut self, local: &syn::Local) {
+        let Some(init) = &local.init else {
+            self.errs.push(
+                local.span(),
+                "`let` without a value is not supported: initialise the variable",
+            );
+            return;
+        };
+        if let Some((_, e)) = &init.diverge {
+            self.errs.push(e.span(), "`let … else` is not supported");
+        }
+        let hint = match &local.pat {
+            syn::Pat::Ident(i) => i.ident.to_string(),
+            syn::Pat::Type(t) => match &*t.pat {
+                syn::Pat::Ident(i) => i.ident.to_string(),
+                _ => "v".into(),
+            },
+            _ => "v".into(),
+        };
+        let v = self.expr(&init.expr, &hint);
+        // A type annotation on an active value must describe its IR type.
+        if let (syn::Pat::Type(t), Val::Active(_, ty)) = (&local.pat, &v) {
+            if let Some(s) = Shape::from_type(&t.ty) {
+                if &s.ty() != ty {
+                    self.errs.push(
+                        t.ty.span(),
+                        format!("this value has type {ty}, not `{}`", t.ty.to_token_stream()),
+                    );
+                }
+            }
+        }
+        self.bind_pattern(&local.pat, v);
+    }
+
+    /// `x = e;`, `x op= e;`, or an inactive statement.
+    fn expr_stmt(&mut self, e: &syn::Expr) {
+        let (target, value) = match e {
+            syn::Expr::Assign(a) => (&*a.left, self.assign_rhs(&a.left, None, &a.right)),
+            syn::Expr::Binary(b) => {
+                let op = match b.op {
+                    syn::BinOp::AddAssign(_) => Some(Prim::Add),
+                    syn::BinOp::SubAssign(_) => Some(Prim::Sub),
+                    syn::BinOp::MulAssign(_) => Some(Prim::Mul),
+                    syn::BinOp::DivAssign(_) => Some(Prim::Div),
+                    _ => None,
+                };
+                match op {
+                    Some(op) => (&*b.left, self.assign_rhs(&b.left, Some(op), &b.right)),
+                    None => return self.effect_stmt(e),
+                }
+            }
+            _ => return self.effect_stmt(e),
+        };
+        let Some(value) = value else { return };
+        let syn::Expr::Path(p) = target else { return };
+        let Some(id) = p.path.get_ident() else { return };
+        let name = id.to_string();
+        match self.lookup(&name).cloned() {
+            Some(Binding::Active(_, _, true)) | Some(Binding::Inactive(_, true)) => match value {
+                Val::Active(var, ty) => self.set_existing(&name, Binding::Active(var, ty, true)),
+                Val::Inactive(tokens) => {
+                    let nid = self.new_inactive_name(&name);
+                    self.prelude.push(quote!(let #nid = #tokens;));
+                    self.set_existing(&name, Binding::Inactive(nid, true));
+                }
+            },
+            Some(Binding::Param) => self.errs.push(
+                id.span(),
+                "assigning to a parameter is not supported: bind a new `let mut` variable",
+            ),
+            Some(_) => self.errs.push(
+                id.span(),
+                format!(
+                    "cannot assign twice to immutable variable `{name}`: declare it with `let mut`"
+                ),
+            ),
+            None => self.errs.push(
+                id.span(),
+                format!("`{name}` is not a local variable of this function"),
+            ),
+        }
+    }
+
+    /// Rebinds `name` in the scope that declared it.
+    fn set_existing(&mut self, name: &str, b: Binding) {
+        for s in self.scopes.iter_mut().rev() {
+            if let Some(slot) = s.get_mut(name) {
+                *slot = b;
+                return;
+            }
+        }
+    }
+
+    fn assign_rhs(&mut self, left: &syn::Expr, op: Option<Prim>, right: &syn::Expr) -> Option<Val> {
+        let syn::Expr::Path(p) = left else {
+            self.errs.push(
+                left.span(),
+                "only assignments to local variables are supported",
+            );
+            return None;
+        };
+        let Some(id) = p.path.get_ident() else {
+            self.errs.push(
+                left.span(),
+                "only assignments to local variables are supported",
+            );
+            return None;
+        };
+        let hint = id.to_string();
+        let rhs = self.expr(right, &hint);
+        let Some(op) = op else { return Some(rhs) };
+        let cur = self.expr(left, &hint);
+        Some(self.binary(op, cur, rhs, left.span(), right.span(), &hint))
+    }
+
+    fn effect_stmt(&mut self, e: &syn::Expr) {
+        if self.mentions_active(e.to_token_stream()) {
+            self.errs.push(e.span(), format!("{} are not supported in differentiable functions yet (straight-line code only)", describe(e)));
+            return;
+        }
+        let renamed = self.rename_inactive(e);
+        self.prelude.push(quote!(#renamed;));
+    }
+
+    fn binary(&mut self, op: Prim, a: Val, b: Val, sa: Span, sb: Span, hint: &str) -> Val {
+        if let (Val::Inactive(x), Val::Inactive(y)) = (&a, &b) {
+            let o = match op {
+                Prim::Add => quote!(+),
+                Prim::Sub => quote!(-),
+                Prim::Mul => quote!(*),
+                _ => quote!(/),
+            };
+            return Val::Inactive(quote!((#x #o #y)));
+        }
+        let x = self.scalar(a, sa);
+        let y = self.scalar(b, sb);
+        self.prim(op, vec![x, y], hint)
+    }
+
+    fn expr(&mut self, e: &syn::Expr, hint: &str) -> Val {
+        if !self.mentions_active(e.to_token_stream()) {
+            return Val::Inactive(self.rename_inactive(e));
+        }
+        match e {
+            syn::Expr::Path(p) => {
+                let Some(id) = p.path.get_ident() else {
+                    self.errs.push(p.span(), "unsupported path");
+                    return self.placeholder();
+                };
+                match self.lookup(&id.to_string()).cloned() {
+                    Some(Binding::Active(v, t, _)) => Val::Active(v, t),
+                    _ => Val::Inactive(self.rename_inactive(e)),
+                }
+            }
+            syn::Expr::Paren(p) => self.expr(&p.expr, hint),
+            syn::Expr::Group(g) => self.expr(&g.expr, hint),
+            syn::Expr::Binary(b) => {
+                let op = match b.op {
+                    syn::BinOp::Add(_) => Prim::Add,
+                    syn::BinOp::Sub(_) => Prim::Sub,
+                    syn::BinOp::Mul(_) => Prim::Mul,
+                    syn::BinOp::Div(_) => Prim::Div,
+                    syn::BinOp::Rem(_) => {
+                        self.errs.push(
+                            b.op.span(),
+                            "`%` is not differentiable here; it is not supported",
+                        );
+                        return self.placeholder();
+                    }
+                    syn::BinOp::Lt(_)
+                    | syn::BinOp::Le(_)
+                    | syn::BinOp::Gt(_)
+                    | syn::BinOp::Ge(_)
+                    | syn::BinOp::Eq(_)
+                    | syn::BinOp::Ne(_) => {
+                        self.errs.push(b.op.span(), "comparisons of differentiable values are not supported yet (they need control flow); `min`, `max` and `abs` are");
+                        return self.placeholder();
+                    }
+                    _ => {
+                        self.errs.push(
+                            b.op.span(),
+                            format!(
+                                "operator `{}` is not supported on differentiable values",
+                                b.op.to_token_stream()
+                            ),
+                        );
+                        return self.placeholder();
+                    }
+                };
+                let a = self.expr(&b.left, hint);
+                let c = self.expr(&b.right, hint);
+                self.binary(op, a, c, b.left.span(), b.right.span(), hint)
+            }
+            syn::Expr::Unary(u) => match u.op {
+                syn::UnOp::Neg(_) => {
+                    let a = self.expr(&u.expr, hint);
+                    let x = self.scalar(a, u.expr.span());
+                    self.prim(Prim::Neg, vec![x], hint)
+                }
+                _ => {
+                    self.errs.push(
+                        u.span(),
+                        format!("{} are not supported on differentiable values", describe(e)),
+                    );
+                    self.placeholder()
+                }
+            },
+            syn::Expr::MethodCall(m) => {
+                let recv = self.expr(&m.receiver, hint);
+                let args: Vec<(Val, Span)> = m
+                    .args
+                    .iter()
+                    .map(|a| (self.expr(a, hint), a.span()))
+                    .collect();
+                self.call_prim(
+                    &m.method.to_string(),
+                    m.method.span(),
+                    (recv, m.receiver.span()),
+                    args,
+                    &m.args.iter().collect::<Vec<_>>(),
+                    hint,
+                )
+            }
+            syn::Expr::Call(c) => {
+                let name = match &*c.func {
+                    syn::Expr::Path(p) if p.path.segments.len() == 2 => {
+                        let ty = p.path.segments[0].ident.to_string();
+                        (ty == "f64" || ty == "f32").then(|| p.path.segments[1].ident.clone())
+                    }
+                    _ => None,
+                };
+                let Some(method) = name else {
+                    self.errs.push(c.func.span(), format!(
+                        "calls with differentiable arguments are supported for the float methods ({METHODS}), as `x.sin()` or `f64::sin(x)`; calls to other functions are not supported yet"
+                    ));
+                    return self.placeholder();
+                };
+                let mut it = c.args.iter();
+                let Some(first) = it.next() else {
+                    self.errs.push(c.span(), "missing argument");
+                    return self.placeholder();
+                };
+                let recv = (self.expr(first, hint), first.span());
+                let rest: Vec<&syn::Expr> = it.collect();
+                let args: Vec<(Val, Span)> = rest
+                    .iter()
+                    .map(|a| (self.expr(a, hint), a.span()))
+                    .collect();
+                self.call_prim(&method.to_string(), method.span(), recv, args, &rest, hint)
+            }
+            syn::Expr::Tuple(t) => {
+                let vals: Vec<(Val, Span)> = t
+                    .elems
+                    .iter()
+                    .map(|x| (self.expr(x, hint), x.span()))
+                    .collect();
+                self.aggregate(vals, hint)
+            }
+            syn::Expr::Array(a) => {
+                let vals: Vec<(Val, Span)> = a
+                    .elems
+                    .iter()
+                    .map(|x| (self.expr(x, hint), x.span()))
+                    .collect();
+                self.aggregate(vals, hint)
+            }
+            syn::Expr::Field(f) => {
+                let syn::Member::Unnamed(idx) = &f.member else {
+                    self.errs.push(f.member.span(), "named fields are not supported: differentiable values are floats, tuples and arrays");
+                    return self.placeholder();
+                };
+                let base = self.expr(&f.base, hint);
+                self.select(base, idx.index as usize, f.span())
+            }
+            syn::Expr::Index(ix) => {
+                let k = match &*ix.index {
+                    syn::Expr::Lit(syn::ExprLit {
+                        lit: syn::Lit::Int(i),
+                        ..
+                    }) => i.base10_parse::<usize>().ok(),
+                    _ => None,
+                };
+                let Some(k) = k else {
+                    self.errs.push(ix.index.span(), "array indices must be integer literals for now (dynamic indexing comes with arrays support)");
+                    return self.placeholder();
+                };
+                let base = self.expr(&ix.expr, hint);
+                self.select(base, k, ix.span())
+            }
+            syn::Expr::Block(b) if b.label.is_none() => {
+                self.scopes.push(HashMap::new());
+                let r = self.block_body(&b.block.stmts, false);
+                self.scopes.pop();
+                match r {
+                    Some((v, _)) => v,
+                    None => self.placeholder(),
+                }
+            }
+            syn::Expr::Cast(c) => {
+                let v = self.expr(&c.expr, hint);
+                match (Shape::from_type(&c.ty), &v) {
+                    (Some(Shape::Float(f)), Val::Active(_, Ty::Real(g))) if f == *g => v,
+                    _ => {
+                        self.errs.push(c.span(), "casting a differentiable value is not supported (casting constants is)");
+                        self.placeholder()
+                    }
+                }
+            }
+            _ => {
+                self.errs.push(e.span(), format!("{} are not supported in differentiable functions yet (straight-line code only)", describe(e)));
+                self.placeholder()
+            }
+        }
+    }
+
+    fn aggregate(&mut self, vals: Vec<(Val, Span)>, hint: &str) -> Val {
+        let f = self.float();
+        let mut vars = Vec::new();
+        let mut tys = Vec::new();
+        for (v, span) in vals {
+            let ty = match &v {
+                Val::Active(_, t) => t.clone(),
+                Val::Inactive(_) => Ty::Real(f),
+            };
+            vars.push(self.materialize(v, &ty, span));
+            tys.push(ty);
+        }
+        let ty = Ty::Tuple(tys);
+        let v = self.emit(hint, ty.clone(), Expr::Tup(vars));
+        Val::Active(v, ty)
+    }
+
+    fn select(&mut self, base: Val, k: usize, span: Span) -> Val {
+        match base {
+            Val::Active(v, ty) => {
+                let Some(cs) = self.components(&v, &ty, span) else {
+                    return self.placeholder();
+                };
+                match cs.get(k) {
+                    Some((c, t)) => Val::Active(c.clone(), t.clone()),
+                    None => {
+                        self.errs.push(
+                            span,
+                            format!(
+                                "index {k} is out of bounds for a value with {} elements",
+                                cs.len()
+                            ),
+                        );
+                        self.placeholder()
+                    }
+                }
+            }
+            Val::Inactive(t) => {
+                let idx = syn::Index::from(k);
+                Val::Inactive(quote!(#t.#idx))
+            }
+        }
+    }
+
+    fn call_prim(
+        &mut self,
+        method: &str,
+        mspan: Span,
+        recv: (Val, Span),
+        args: Vec<(Val, Span)>,
+        raw_args: &[&syn::Expr],
+        hint: &str,
+    ) -> Val {
+        let unary = match method {
+            "sin" => Some(Prim::Sin),
+            "cos" => Some(Prim::Cos),
+            "tan" => Some(Prim::Tan),
+            "asin" => Some(Prim::Asin),
+            "acos" => Some(Prim::Acos),
+            "atan" => Some(Prim::Atan),
+            "sinh" => Some(Prim::Sinh),
+            "cosh" => Some(Prim::Cosh),
+            "tanh" => Some(Prim::Tanh),
+            "exp" => Some(Prim::Exp),
+            "exp2" => Some(Prim::Exp2),
+            "ln" => Some(Prim::Ln),
+            "log2" => Some(Prim::Log2),
+            "log10" => Some(Prim::Log10),
+            "sqrt" => Some(Prim::Sqrt),
+            "cbrt" => Some(Prim::Cbrt),
+            "recip" => Some(Prim::Recip),
+            "abs" => Some(Prim::Abs),
+            "signum" => Some(Prim::Signum),
+            _ => None,
+        };
+        let binary = match method {
+            "atan2" => Some(Prim::Atan2),
+            "powf" => Some(Prim::Powf),
+            "hypot" => Some(Prim::Hypot),
+            "min" => Some(Prim::Min),
+            "max" => Some(Prim::Max),
+            _ => None,
+        };
+        let want = if unary.is_some() {
+            0
+        } else if binary.is_some() || method == "powi" {
+            1
+        } else if method == "mul_add" {
+            2
+        } else {
+            self.errs.push(mspan, format!("`{method}` is not a differentiable operation; the supported float methods are {METHODS}"));
+            return self.placeholder();
+        };
+        if args.len() != want {
+            self.errs.push(
+                mspan,
+                format!("`{method}` takes {want} argument(s) besides the receiver"),
+            );
+            return self.placeholder();
+        }
+        let x = self.scalar(recv.0, recv.1);
+        if let Some(p) = unary {
+            return self.prim(p, vec![x], hint);
+        }
+        if method == "powi" {
+            let n = raw_args.first().and_then(|a| int_literal(a));
+            let Some(n) = n else {
+                self.errs.push(args[0].1, "`powi` needs an integer literal exponent here (for example `x.powi(3)`); use `powf` for other exponents");
+                return self.placeholder();
+            };
+            return self.prim(Prim::Powi(n), vec![x], hint);
+        }
+        let mut it = args.into_iter();
+        let (a, sa) = it.next().unwrap_or((Val::Inactive(quote!(0.0)), mspan));
+        let y = self.scalar(a, sa);
+        if let Some(p) = binary {
+            return self.prim(p, vec![x, y], hint);
+        }
+        // mul_add(a, b) = x * a + b.
+        let (b, sb) = it.next().unwrap_or((Val::Inactive(quote!(0.0)), mspan));
+        let z = self.scalar(b, sb);
+        let Val::Active(p, _) = self.prim(Prim::Mul, vec![x, y], hint) else {
+            return self.placeholder();
+        };
+        self.prim(Prim::Add, vec![p, z], hint)
+    }
+}
+
+fn rename_tokens(l: &Lowerer, tokens: TokenStream) -> TokenStream {
+    tokens
+        .into_iter()
+        .map(|tt| match tt {
+            TokenTree::Ident(i) => match l.lookup(&i.to_string()) {
+                Some(Binding::Inactive(id, _)) => TokenTree::Ident(id.clone()),
+                _ => TokenTree::Ident(i),
+            },
+            TokenTree::Group(g) => {
+                let mut ng = proc_macro2::Group::new(g.delimiter(), rename_tokens(l, g.stream()));
+                ng.set_span(g.span());
+                TokenTree::Group(ng)
+            }
+            other => other,
+        })
+        .collect()
+}
+
+fn int_literal(e: &syn::Expr) -> Option<i32> {
+    match e {
+        syn::Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Int(i),
+            ..
+        }) => i.base10_parse().ok(),
+        syn::Expr::Unary(u) if matches!(u.op, syn::UnOp::Neg(_)) => {
+            int_literal(&u.expr).map(|n| -n)
+        }
+        syn::Expr::Paren(p) => int_literal(&p.expr),
+        syn::Expr::Group(g) => int_literal(&g.expr),
+        _ => None,
+    }
+}
+
+/// The value of a float (or integer-valued) literal, possibly negated or
+/// parenthesised.
+fn float_literal(tokens: &TokenStream) -> Option<f64> {
+    let e: syn::Expr = syn::parse2(tokens.clone()).ok()?;
+    fn val(e: &syn::Expr) -> Option<f64> {
+        match e {
+            syn::Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Float(f),
+                ..
+            }) => f.base10_parse().ok(),
+            syn::Expr::Unary(u) if matches!(u.op, syn::UnOp::Neg(_)) => val(&u.expr).map(|x| -x),
+            syn::Expr::Paren(p) => val(&p.expr),
+            syn::Expr::Group(g) => val(&g.expr),
+            _ => None,
+        }
+    }
+    val(&e)
+}
+
+/// The Rust spelling of an IR type (tuples for tuples).
+pub fn ty_rust(t: &Ty) -> TokenStream {
+    match t {
+        Ty::Real(Float::F64) => quote!(f64),
+        Ty::Real(Float::F32) => quote!(f32),
+        Ty::Tuple(ts) => {
+            let ts = ts.iter().map(ty_rust);
+            quote!((#(#ts,)*))
+        }
+    }
+}
