@@ -39,17 +39,28 @@ use crate::visit::Fresh;
 #[derive(Default)]
 pub struct Errors {
     errors: Vec<syn::Error>,
+    silent: bool,
 }
 
 impl Errors {
     pub fn push(&mut self, span: Span, msg: impl std::fmt::Display) {
         self.errors.push(syn::Error::new(span, msg));
     }
+    /// An error covering all of `node`'s tokens (stable Rust cannot join
+    /// spans; `new_spanned` marks the first and last token).
+    pub fn spanned(&mut self, node: impl ToTokens, msg: impl std::fmt::Display) {
+        self.errors.push(syn::Error::new_spanned(node, msg));
+    }
+    /// A problem rustc reports itself on the original function: stop
+    /// generating code without adding a second message.
+    pub fn rustc_reports(&mut self) {
+        self.silent = true;
+    }
     pub fn push_err(&mut self, e: syn::Error) {
         self.errors.push(e);
     }
     pub fn is_empty(&self) -> bool {
-        self.errors.is_empty()
+        self.errors.is_empty() && !self.silent
     }
     /// All errors as `compile_error!` invocations.
     pub fn into_compile_errors(self) -> TokenStream {
@@ -138,6 +149,17 @@ impl Shape {
     }
 }
 
+/// A type as the user wrote it, without the token printer's spaces.
+fn show_type(t: &syn::Type) -> String {
+    let s = t.to_token_stream().to_string();
+    s.replace(" < ", "<")
+        .replace("< ", "<")
+        .replace(" >", ">")
+        .replace(" ,", ",")
+        .replace("& ", "&")
+        .replace(" ;", ";")
+}
+
 fn is_constant_type(t: &syn::Type) -> bool {
     const INTS: [&str; 13] = [
         "i8", "i16", "i32", "i64", "i128", "isize", "u8", "u16", "u32", "u64", "u128", "usize",
@@ -173,15 +195,25 @@ pub struct Lowered {
 pub fn lower_fn(item: &syn::ItemFn, errs: &mut Errors) -> Option<Lowered> {
     let sig = &item.sig;
     signature_checks(sig, errs);
+    if !sig.generics.params.is_empty() {
+        // The parameter and return types name the generics: reporting them
+        // too would only repeat this error.
+        return None;
+    }
+    if !sig.generics.params.is_empty() {
+        // The parameter and return types name the generics: reporting them
+        // too would only repeat this error.
+        return None;
+    }
     let ret = match &sig.output {
         syn::ReturnType::Default => {
-            errs.push(sig.ident.span(), "a differentiable function must return a value: f32, f64, or tuples and arrays of them");
+            errs.spanned(&sig.ident, "a differentiable function must return a value: f32, f64, or tuples and arrays of them");
             None
         }
         syn::ReturnType::Type(_, t) => {
             let s = Shape::from_type(t);
             if s.is_none() {
-                errs.push(t.span(), format!("unsupported return type `{}`: differentiable functions return f32, f64, or tuples and fixed-size arrays of them", t.to_token_stream()));
+                errs.spanned(t, format!("unsupported return type `{}`: differentiable functions return f32, f64, or tuples and fixed-size arrays of them", show_type(t)));
             }
             s
         }
@@ -196,35 +228,24 @@ pub fn lower_fn(item: &syn::ItemFn, errs: &mut Errors) -> Option<Lowered> {
         unpacked: HashMap::new(),
         types: HashMap::new(),
         next_const: 0,
+        poison: Default::default(),
     };
     let mut params = Vec::new();
     let mut nl_params = Vec::new();
     for input in &sig.inputs {
         let syn::FnArg::Typed(pt) = input else {
-            l.errs.push(
-                input.span(),
+            l.errs.spanned(
+                input,
                 "`self` parameters are not supported: differentiable functions are free functions",
             );
             continue;
         };
         let nondiff = pt.attrs.iter().any(|a| a.path().is_ident("nondiff"));
-        for a in &pt.attrs {
-            if !a.path().is_ident("nondiff") {
-                l.errs.push(
-                    a.span(),
-                    "unknown attribute on a parameter: the only one allowed is `#[nondiff]`",
-                );
-            }
-        }
         let mut pat = (*pt.pat).clone();
         let ty = (*pt.ty).clone();
+        // Constants: integers, bools, and anything marked `#[nondiff]`
+        // (data slices, strings, floats held fixed) pass through unchanged.
         if nondiff || is_constant_type(&ty) {
-            if nondiff && Shape::from_type(&ty).is_none() && !is_constant_type(&ty) {
-                l.errs.push(
-                    ty.span(),
-                    "`#[nondiff]` applies to float parameters; other types are not supported",
-                );
-            }
             l.bind_pattern_inactive(&pat);
             params.push(Param {
                 pat,
@@ -234,9 +255,9 @@ pub fn lower_fn(item: &syn::ItemFn, errs: &mut Errors) -> Option<Lowered> {
             continue;
         }
         let Some(shape) = Shape::from_type(&ty) else {
-            l.errs.push(ty.span(), format!(
-                "unsupported parameter type `{}`: use f32, f64, tuples or fixed-size arrays of them, or an integer or bool (a constant); mark a float constant with `#[nondiff]`",
-                ty.to_token_stream()
+            l.errs.spanned(&ty, format!(
+                "unsupported parameter type `{}`: differentiable parameters are f32, f64, or tuples and fixed-size arrays of them; integers and bools are constants; mark any other parameter `#[nondiff]` to use it as a constant",
+                show_type(&ty)
             ));
             continue;
         };
@@ -309,22 +330,22 @@ fn strip_mut(p: &mut syn::Pat) {
 
 fn signature_checks(sig: &syn::Signature, errs: &mut Errors) {
     if let Some(c) = &sig.constness {
-        errs.push(
-            c.span(),
+        errs.spanned(
+            c,
             "`const fn` cannot be differentiable: the generated functions are not const",
         );
     }
     if let Some(a) = &sig.asyncness {
-        errs.push(a.span(), "`async fn` cannot be differentiable");
+        errs.spanned(a, "`async fn` cannot be differentiable");
     }
     if !sig.generics.params.is_empty() {
-        errs.push(
-            sig.generics.span(),
+        errs.spanned(
+            &sig.generics,
             "generic functions are not supported yet: write the function for f64 or f32",
         );
     }
     if let Some(v) = &sig.variadic {
-        errs.push(v.span(), "variadic functions are not supported");
+        errs.spanned(v, "variadic functions are not supported");
     }
 }
 
@@ -344,6 +365,9 @@ enum Binding {
     Inactive(syn::Ident, bool),
     /// A nondiff parameter: referred to by its own name.
     Param,
+    /// Bound to the placeholder of an earlier error: anything reading it is
+    /// not lowered and not reported again.
+    Poisoned,
 }
 
 struct Lowerer<'a> {
@@ -356,6 +380,8 @@ struct Lowerer<'a> {
     unpacked: HashMap<Var, Vec<Var>>,
     types: HashMap<Var, Ty>,
     next_const: usize,
+    /// Placeholder variables standing for values that failed to lower.
+    poison: std::collections::HashSet<Var>,
 }
 
 fn describe(e: &syn::Expr) -> &'static str {
@@ -386,6 +412,22 @@ const METHODS: &str = "sin, cos, tan, asin, acos, atan, atan2, sinh, cosh, tanh,
 impl Lowerer<'_> {
     fn float(&self) -> Float {
         self.float.unwrap_or(Float::F64)
+    }
+
+    fn active_names(&self) -> impl Iterator<Item = &String> + '_ {
+        self.scopes
+            .iter()
+            .flat_map(|s| s.iter())
+            .filter(|(_, b)| matches!(b, Binding::Active(..) | Binding::Poisoned))
+            .map(|(n, _)| n)
+    }
+
+    fn mentions_poisoned(&self, tokens: TokenStream) -> bool {
+        tokens.into_iter().any(|tt| match tt {
+            TokenTree::Ident(i) => matches!(self.lookup(&i.to_string()), Some(Binding::Poisoned)),
+            TokenTree::Group(g) => self.mentions_poisoned(g.stream()),
+            _ => false,
+        })
     }
 
     fn lookup(&self, name: &str) -> Option<&Binding> {
@@ -419,6 +461,7 @@ impl Lowerer<'_> {
                 float: f,
             },
         );
+        self.poison.insert(v.clone());
         Val::Active(v, Ty::Real(f))
     }
 
@@ -431,7 +474,9 @@ impl Lowerer<'_> {
             match &tt {
                 TokenTree::Ident(i) => {
                     if !prev_dot && !prev_colon {
-                        if let Some(Binding::Active(..)) = self.lookup(&i.to_string()) {
+                        if let Some(Binding::Active(..) | Binding::Poisoned) =
+                            self.lookup(&i.to_string())
+                        {
                             return true;
                         }
                     }
@@ -449,7 +494,16 @@ impl Lowerer<'_> {
                     prev_dot = false;
                     prev_colon = false;
                 }
-                TokenTree::Literal(_) => {
+                TokenTree::Literal(lit) => {
+                    // Inline format arguments: `println!("{x}")` reads `x`.
+                    let text = lit.to_string();
+                    if text.starts_with('"')
+                        && self
+                            .active_names()
+                            .any(|n| text.contains(&format!("{{{n}")))
+                    {
+                        return true;
+                    }
                     prev_dot = false;
                     prev_colon = false;
                 }
@@ -527,6 +581,7 @@ impl Lowerer<'_> {
     fn scalar(&mut self, v: Val, span: Span) -> Var {
         let f = self.float();
         match &v {
+            Val::Active(var, _) if self.poison.contains(var) => var.clone(),
             Val::Active(var, Ty::Real(_)) => var.clone(),
             Val::Active(_, t) => {
                 self.errs.push(span, format!("arithmetic on a value of type {t}: only scalars (f32, f64) support arithmetic; destructure the tuple or index the array first"));
@@ -570,7 +625,14 @@ impl Lowerer<'_> {
     }
 
     /// The components of tuple variable `v`, unpacking it on first use.
+    fn is_poison(&self, v: &Val) -> bool {
+        matches!(v, Val::Active(var, _) if self.poison.contains(var))
+    }
+
     fn components(&mut self, v: &Var, ty: &Ty, span: Span) -> Option<Vec<(Var, Ty)>> {
+        if self.poison.contains(v) {
+            return None;
+        }
         let Ty::Tuple(ts) = ty else {
             self.errs.push(
                 span,
@@ -604,6 +666,9 @@ impl Lowerer<'_> {
             syn::Pat::Ident(i) if i.subpat.is_none() && i.by_ref.is_none() => {
                 let name = i.ident.to_string();
                 match v {
+                    Val::Active(var, _) if self.poison.contains(&var) => {
+                        self.set(name, Binding::Poisoned)
+                    }
                     Val::Active(var, ty) => {
                         self.set(name, Binding::Active(var, ty, i.mutability.is_some()))
                     }
@@ -626,7 +691,7 @@ impl Lowerer<'_> {
                     if cs.len() != elems.len()
                         || elems.iter().any(|e| matches!(e, syn::Pat::Rest(_)))
                     {
-                        self.errs.push(p.span(), format!("this pattern has {} elements but the value has {}; `..` is not supported", elems.len(), cs.len()));
+                        self.errs.spanned(p, format!("this pattern has {} elements but the value has {}; `..` is not supported", elems.len(), cs.len()));
                         return;
                     }
                     for (e, (c, t)) in elems.iter().zip(cs) {
@@ -647,8 +712,8 @@ impl Lowerer<'_> {
                     }
                 }
             },
-            _ => self.errs.push(
-                p.span(),
+            _ => self.errs.spanned(
+                p,
                 "unsupported pattern: use a name, `_`, or tuple and array patterns of them",
             ),
         }
@@ -662,10 +727,10 @@ impl Lowerer<'_> {
             let last = i + 1 == stmts.len();
             match s {
                 syn::Stmt::Local(local) => self.local(local),
-                syn::Stmt::Item(item) => self.errs.push(item.span(), "items inside a differentiable function are not supported; define them outside it"),
+                syn::Stmt::Item(item) => self.errs.spanned(item, "items inside a differentiable function are not supported; define them outside it"),
                 syn::Stmt::Macro(m) => {
                     if self.mentions_active(m.mac.tokens.clone()) {
-                        self.errs.push(m.span(), "macro invocations on differentiable values are not supported");
+                        self.errs.spanned(m, "macro invocations on differentiable values are not supported");
                     } else {
                         let renamed = rename_tokens(self, m.to_token_stream());
                         self.prelude.push(renamed);
@@ -675,7 +740,7 @@ impl Lowerer<'_> {
                     if let (syn::Expr::Return(r), true, true) = (e, last, is_fn) {
                         match &r.expr {
                             Some(e) => result = Some((self.expr(e, "r"), e.span())),
-                            None => self.errs.push(r.span(), "`return` without a value"),
+                            None => self.errs.spanned(r, "`return` without a value"),
                         }
                     } else if semi.is_none() && last {
                         result = Some((self.expr(e, "r"), e.span()));
@@ -694,14 +759,14 @@ impl Lowerer<'_> {
 
     fn local(&mut self, local: &syn::Local) {
         let Some(init) = &local.init else {
-            self.errs.push(
-                local.span(),
+            self.errs.spanned(
+                local,
                 "`let` without a value is not supported: initialise the variable",
             );
             return;
         };
         if let Some((_, e)) = &init.diverge {
-            self.errs.push(e.span(), "`let … else` is not supported");
+            self.errs.spanned(e, "`let … else` is not supported");
         }
         let hint = match &local.pat {
             syn::Pat::Ident(i) => i.ident.to_string(),
@@ -716,9 +781,9 @@ impl Lowerer<'_> {
         if let (syn::Pat::Type(t), Val::Active(_, ty)) = (&local.pat, &v) {
             if let Some(s) = Shape::from_type(&t.ty) {
                 if &s.ty() != ty {
-                    self.errs.push(
-                        t.ty.span(),
-                        format!("this value has type {ty}, not `{}`", t.ty.to_token_stream()),
+                    self.errs.spanned(
+                        &t.ty,
+                        format!("this value has type {ty}, not `{}`", show_type(&t.ty)),
                     );
                 }
             }
@@ -758,20 +823,13 @@ impl Lowerer<'_> {
                     self.set_existing(&name, Binding::Inactive(nid, true));
                 }
             },
-            Some(Binding::Param) => self.errs.push(
-                id.span(),
+            Some(Binding::Param) => self.errs.spanned(
+                id,
                 "assigning to a parameter is not supported: bind a new `let mut` variable",
             ),
-            Some(_) => self.errs.push(
-                id.span(),
-                format!(
-                    "cannot assign twice to immutable variable `{name}`: declare it with `let mut`"
-                ),
-            ),
-            None => self.errs.push(
-                id.span(),
-                format!("`{name}` is not a local variable of this function"),
-            ),
+            // rustc reports both on the original function.
+            Some(Binding::Poisoned) => {}
+            Some(_) | None => self.errs.rustc_reports(),
         }
     }
 
@@ -787,17 +845,13 @@ impl Lowerer<'_> {
 
     fn assign_rhs(&mut self, left: &syn::Expr, op: Option<Prim>, right: &syn::Expr) -> Option<Val> {
         let syn::Expr::Path(p) = left else {
-            self.errs.push(
-                left.span(),
-                "only assignments to local variables are supported",
-            );
+            self.errs
+                .spanned(left, "only assignments to local variables are supported");
             return None;
         };
         let Some(id) = p.path.get_ident() else {
-            self.errs.push(
-                left.span(),
-                "only assignments to local variables are supported",
-            );
+            self.errs
+                .spanned(left, "only assignments to local variables are supported");
             return None;
         };
         let hint = id.to_string();
@@ -809,7 +863,7 @@ impl Lowerer<'_> {
 
     fn effect_stmt(&mut self, e: &syn::Expr) {
         if self.mentions_active(e.to_token_stream()) {
-            self.errs.push(e.span(), format!("{} are not supported in differentiable functions yet (straight-line code only)", describe(e)));
+            self.errs.spanned(e, format!("{} are not supported in differentiable functions yet (straight-line code only)", describe(e)));
             return;
         }
         let renamed = self.rename_inactive(e);
@@ -832,13 +886,16 @@ impl Lowerer<'_> {
     }
 
     fn expr(&mut self, e: &syn::Expr, hint: &str) -> Val {
+        if self.mentions_poisoned(e.to_token_stream()) {
+            return self.placeholder();
+        }
         if !self.mentions_active(e.to_token_stream()) {
             return Val::Inactive(self.rename_inactive(e));
         }
         match e {
             syn::Expr::Path(p) => {
                 let Some(id) = p.path.get_ident() else {
-                    self.errs.push(p.span(), "unsupported path");
+                    self.errs.spanned(p, "unsupported path");
                     return self.placeholder();
                 };
                 match self.lookup(&id.to_string()).cloned() {
@@ -855,10 +912,8 @@ impl Lowerer<'_> {
                     syn::BinOp::Mul(_) => Prim::Mul,
                     syn::BinOp::Div(_) => Prim::Div,
                     syn::BinOp::Rem(_) => {
-                        self.errs.push(
-                            b.op.span(),
-                            "`%` is not differentiable here; it is not supported",
-                        );
+                        self.errs
+                            .spanned(b.op, "`%` is not differentiable here; it is not supported");
                         return self.placeholder();
                     }
                     syn::BinOp::Lt(_)
@@ -867,12 +922,12 @@ impl Lowerer<'_> {
                     | syn::BinOp::Ge(_)
                     | syn::BinOp::Eq(_)
                     | syn::BinOp::Ne(_) => {
-                        self.errs.push(b.op.span(), "comparisons of differentiable values are not supported yet (they need control flow); `min`, `max` and `abs` are");
+                        self.errs.spanned(b.op, "comparisons of differentiable values are not supported yet (they need control flow); `min`, `max` and `abs` are");
                         return self.placeholder();
                     }
                     _ => {
-                        self.errs.push(
-                            b.op.span(),
+                        self.errs.spanned(
+                            b.op,
                             format!(
                                 "operator `{}` is not supported on differentiable values",
                                 b.op.to_token_stream()
@@ -892,8 +947,8 @@ impl Lowerer<'_> {
                     self.prim(Prim::Neg, vec![x], hint)
                 }
                 _ => {
-                    self.errs.push(
-                        u.span(),
+                    self.errs.spanned(
+                        u,
                         format!("{} are not supported on differentiable values", describe(e)),
                     );
                     self.placeholder()
@@ -924,14 +979,14 @@ impl Lowerer<'_> {
                     _ => None,
                 };
                 let Some(method) = name else {
-                    self.errs.push(c.func.span(), format!(
+                    self.errs.spanned(&c.func, format!(
                         "calls with differentiable arguments are supported for the float methods ({METHODS}), as `x.sin()` or `f64::sin(x)`; calls to other functions are not supported yet"
                     ));
                     return self.placeholder();
                 };
                 let mut it = c.args.iter();
                 let Some(first) = it.next() else {
-                    self.errs.push(c.span(), "missing argument");
+                    self.errs.spanned(c, "missing argument");
                     return self.placeholder();
                 };
                 let recv = (self.expr(first, hint), first.span());
@@ -960,7 +1015,7 @@ impl Lowerer<'_> {
             }
             syn::Expr::Field(f) => {
                 let syn::Member::Unnamed(idx) = &f.member else {
-                    self.errs.push(f.member.span(), "named fields are not supported: differentiable values are floats, tuples and arrays");
+                    self.errs.spanned(&f.member, "named fields are not supported: differentiable values are floats, tuples and arrays");
                     return self.placeholder();
                 };
                 let base = self.expr(&f.base, hint);
@@ -975,7 +1030,7 @@ impl Lowerer<'_> {
                     _ => None,
                 };
                 let Some(k) = k else {
-                    self.errs.push(ix.index.span(), "array indices must be integer literals for now (dynamic indexing comes with arrays support)");
+                    self.errs.spanned(&ix.index, "array indices must be integer literals for now (dynamic indexing comes with arrays support)");
                     return self.placeholder();
                 };
                 let base = self.expr(&ix.expr, hint);
@@ -992,16 +1047,19 @@ impl Lowerer<'_> {
             }
             syn::Expr::Cast(c) => {
                 let v = self.expr(&c.expr, hint);
+                if self.is_poison(&v) {
+                    return v;
+                }
                 match (Shape::from_type(&c.ty), &v) {
                     (Some(Shape::Float(f)), Val::Active(_, Ty::Real(g))) if f == *g => v,
                     _ => {
-                        self.errs.push(c.span(), "casting a differentiable value is not supported (casting constants is)");
+                        self.errs.spanned(c, "casting a differentiable value is not supported (casting constants is)");
                         self.placeholder()
                     }
                 }
             }
             _ => {
-                self.errs.push(e.span(), format!("{} are not supported in differentiable functions yet (straight-line code only)", describe(e)));
+                self.errs.spanned(e, format!("{} are not supported in differentiable functions yet (straight-line code only)", describe(e)));
                 self.placeholder()
             }
         }

@@ -1,0 +1,12 @@
+use linear_ad::differentiable;
+
+pub fn helper(t: f64) -> f64 {
+    t * 2.0
+}
+
+#[differentiable]
+pub fn uses_helper(x: f64) -> f64 {
+    helper(x) + 1.0
+}
+
+fn main() {}
