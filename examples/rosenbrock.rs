@@ -19,10 +19,16 @@ fn main() {
     for i in 0..=20_000 {
         let (f, (gx, gy)) = rosenbrock_vjp(x, y, 1.0);
         if i % 4_000 == 0 {
-            println!("step {i:5}: f({x:+.6}, {y:+.6}) = {f:.3e}, |grad| = {:.3e}", gx.hypot(gy));
+            println!(
+                "step {i:5}: f({x:+.6}, {y:+.6}) = {f:.3e}, |grad| = {:.3e}",
+                gx.hypot(gy)
+            );
         }
         // The hand-written gradient, to show the two agree.
-        let exact = (-2.0 * (1.0 - x) - 400.0 * x * (y - x * x), 200.0 * (y - x * x));
+        let exact = (
+            -2.0 * (1.0 - x) - 400.0 * x * (y - x * x),
+            200.0 * (y - x * x),
+        );
         assert!((gx - exact.0).abs() <= 1e-12 * (1.0 + exact.0.abs()));
         assert!((gy - exact.1).abs() <= 1e-12 * (1.0 + exact.1.abs()));
         x -= step * gx;
