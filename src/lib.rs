@@ -66,3 +66,101 @@ pub trait LinearMap<In, Out> {
     /// A cotangent times the Jacobian (reverse mode, a VJP).
     fn transpose(&self, cotangent: Out) -> In;
 }
+
+/// Support for the code `#[differentiable]` generates: calls between
+/// differentiable functions use a uniform convention, so a caller needs to
+/// know nothing of its callee's parameters. Not a public API.
+#[doc(hidden)]
+pub mod __private {
+    /// Stands for the tangent of an argument that is constant at the call
+    /// site.
+    #[derive(Clone, Copy, Debug)]
+    pub struct Inactive;
+
+    /// Tangent spaces: values with a zero.
+    pub trait Vector: Copy {
+        fn zero() -> Self;
+    }
+
+    impl Vector for f64 {
+        #[inline]
+        fn zero() -> Self {
+            0.0
+        }
+    }
+
+    impl Vector for f32 {
+        #[inline]
+        fn zero() -> Self {
+            0.0
+        }
+    }
+
+    impl<T: Vector, const N: usize> Vector for [T; N] {
+        #[inline]
+        fn zero() -> Self {
+            [T::zero(); N]
+        }
+    }
+
+    macro_rules! tuple_vector {
+        ($($t:ident),*) => {
+            impl<$($t: Vector),*> Vector for ($($t,)*) {
+                #[inline]
+                fn zero() -> Self {
+                    ($($t::zero(),)*)
+                }
+            }
+        };
+    }
+        impl Vector for () {
+        #[inline]
+        fn zero() -> Self {}
+    }
+    tuple_vector!(A);
+    tuple_vector!(A, B);
+    tuple_vector!(A, B, C);
+    tuple_vector!(A, B, C, D);
+    tuple_vector!(A, B, C, D, E);
+    tuple_vector!(A, B, C, D, E, F);
+    tuple_vector!(A, B, C, D, E, F, G);
+    tuple_vector!(A, B, C, D, E, F, G, H);
+    tuple_vector!(A, B, C, D, E, F, G, H, I);
+    tuple_vector!(A, B, C, D, E, F, G, H, I, J);
+    tuple_vector!(A, B, C, D, E, F, G, H, I, J, K);
+    tuple_vector!(A, B, C, D, E, F, G, H, I, J, K, L);
+
+    /// What a caller may pass as the tangent of a differentiable parameter
+    /// of type `T`: a tangent of type `T`, or [`Inactive`] (zero).
+    #[diagnostic::on_unimplemented(
+        message = "the tangent passed here has type `{Self}`, but the called function's parameter has type `{T}`",
+        label = "argument of the wrong type for a differentiable parameter"
+    )]
+    pub trait Tangent<T> {
+        fn tangent(self) -> T;
+    }
+
+    impl<T: Vector> Tangent<T> for T {
+        #[inline]
+        fn tangent(self) -> T {
+            self
+        }
+    }
+
+    impl<T: Vector> Tangent<T> for Inactive {
+        #[inline]
+        fn tangent(self) -> T {
+            T::zero()
+        }
+    }
+
+    /// What a caller may pass for a constant parameter: only [`Inactive`].
+    #[diagnostic::on_unimplemented(
+        message = "a differentiable value is passed to a constant parameter",
+        label = "this argument depends on a differentiable input, but the called function's parameter is a constant (an integer, a bool, or marked `#[nondiff]`)",
+        note = "make that parameter differentiable, or compute this argument from constants only"
+    )]
+    pub trait Constant {}
+
+    impl Constant for Inactive {}
+}

@@ -33,7 +33,7 @@
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 
-use crate::ir::{Binder, Expr, Float, Func, Program, Stmt, Ty, Var};
+use crate::ir::{Binder, Expr, Extern, Float, Func, Program, Sig, Stmt, Ty, Var};
 use crate::visit::free_vars;
 
 #[derive(Clone, Debug, PartialEq)]
@@ -70,6 +70,19 @@ pub fn check_linear_b(p: &Program) -> Result<(), TypeError> {
 
 pub fn check_mode(p: &Program, mode: Mode) -> Result<(), TypeError> {
     let mut sigs: HashMap<Var, &Func> = HashMap::new();
+    for (i, e) in p.externs.iter().enumerate() {
+        let linear_tape = e
+            .lin_params
+            .iter()
+            .chain(&e.lin_rets)
+            .any(|t| !t.is_vector());
+        if linear_tape || p.externs[..i].iter().any(|o| o.name == e.name) {
+            return Err(TypeError {
+                func: e.name.clone(),
+                msg: "extern declared twice, or with a tape in a linear position".into(),
+            });
+        }
+    }
     for f in &p.funcs {
         let err = |msg: String| TypeError {
             func: f.name.clone(),
@@ -80,6 +93,7 @@ pub fn check_mode(p: &Program, mode: Mode) -> Result<(), TypeError> {
         }
         Checker {
             sigs: &sigs,
+            externs: &p.externs,
             mode,
             env: HashMap::new(),
             bound: HashSet::new(),
@@ -97,6 +111,7 @@ type Res<T> = Result<T, String>;
 
 struct Checker<'a> {
     sigs: &'a HashMap<Var, &'a Func>,
+    externs: &'a [Extern],
     mode: Mode,
     /// Variables in scope: type and linearity.
     env: HashMap<Var, (Ty, bool)>,
@@ -120,6 +135,7 @@ fn all_float(t: &Ty, f: Float) -> bool {
     match t {
         Ty::Real(g) => *g == f,
         Ty::Tuple(ts) => ts.iter().all(|t| all_float(t, f)),
+        Ty::Tape(_) => false,
     }
 }
 
@@ -129,11 +145,30 @@ fn show(ts: &[Ty]) -> String {
 }
 
 impl Checker<'_> {
+    /// A callee defined before this function, or an extern.
+    fn sig(&self, func: &Var) -> Option<Sig> {
+        if let Some(f) = self.sigs.get(func) {
+            return Some(f.sig());
+        }
+        self.externs.iter().find(|e| &e.name == func).map(|e| Sig {
+            nl_params: e.nl_params.clone(),
+            lin_params: e.lin_params.clone(),
+            nl_rets: e.nl_rets.clone(),
+            lin_rets: e.lin_rets.clone(),
+        })
+    }
+
     fn bind(&mut self, b: &Binder, linear: bool) -> Res<()> {
         if !self.bound.insert(b.var.clone()) {
             return Err(format!(
                 "variable `{}` is bound twice; bindings must be unique within a function",
                 b.var
+            ));
+        }
+        if linear && !b.ty.is_vector() {
+            return Err(format!(
+                "linear variable `{}` has type {}, which has no zero, sum or scaling",
+                b.var, b.ty
             ));
         }
         self.env.insert(b.var.clone(), (b.ty.clone(), linear));
@@ -272,7 +307,7 @@ impl Checker<'_> {
                 Ok((nl, lin))
             }
             Expr::App { func, nl, lin } => {
-                let Some(callee) = self.sigs.get(func).copied() else {
+                let Some(callee) = self.sig(func) else {
                     return Err(format!(
                         "call to `{func}`, which is not defined before this function"
                     ));
@@ -290,12 +325,13 @@ impl Checker<'_> {
                     (nl, &callee.nl_params, false),
                     (lin, &callee.lin_params, true),
                 ] {
-                    for (a, p) in args.iter().zip(params) {
+                    for (k, (a, p)) in args.iter().zip(params.iter()).enumerate() {
                         let t = self.use_var(a, linear)?;
-                        if t != p.ty {
+                        if &t != p {
                             return Err(format!(
-                                "argument `{a}` of type {t} passed to parameter `{}: {}` of `{func}`",
-                                p.var, p.ty
+                                "argument `{a}` of type {t} passed to {} parameter {} of `{func}`, of type {p}",
+                                kind(linear),
+                                k + 1
                             ));
                         }
                     }

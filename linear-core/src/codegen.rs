@@ -169,12 +169,43 @@ pub fn zero(t: &Ty) -> TokenStream {
             let zs = ts.iter().map(zero);
             quote!((#(#zs,)*))
         }
+        Ty::Tape(_) => quote!(()),
+    }
+}
+
+/// Emits calls: the IR of one macro invocation calls only externs (other
+/// `#[differentiable]` functions), whose Rust form the driver knows.
+pub trait CallGen {
+    /// Rust code for `func(nl; lin)`, whose arguments are the given local
+    /// variables, returning the call's results as the IR does (one value, or
+    /// a tuple of the non-linear then linear results).
+    fn call(
+        &self,
+        func: &Var,
+        nl: &[syn::Ident],
+        lin: &[syn::Ident],
+        names: &mut Names,
+    ) -> Option<TokenStream>;
+}
+
+/// For functions without calls.
+pub struct NoCalls;
+
+impl CallGen for NoCalls {
+    fn call(
+        &self,
+        _: &Var,
+        _: &[syn::Ident],
+        _: &[syn::Ident],
+        _: &mut Names,
+    ) -> Option<TokenStream> {
+        None
     }
 }
 
 /// Generates the statements and tail of function `f`'s body, its parameters
 /// bound to the given Rust expressions. Returns a block expression.
-pub fn body(f: &Func, args: &[TokenStream]) -> TokenStream {
+pub fn body(f: &Func, args: &[TokenStream], calls: &dyn CallGen) -> TokenStream {
     let mut names = Names::default();
     collect_types(f, &mut names.types);
     let mut binds = Vec::new();
@@ -182,7 +213,7 @@ pub fn body(f: &Func, args: &[TokenStream]) -> TokenStream {
         let id = names.ident(&b.var);
         binds.push(quote!(let #id = #a;));
     }
-    let e = gen_inner(&f.body, &mut names);
+    let e = gen_inner(&f.body, &mut names, calls);
     quote!({ #(#binds)* #e })
 }
 
@@ -229,14 +260,14 @@ fn collect_types(f: &Func, types: &mut HashMap<Var, Ty>) {
 }
 
 /// The statements of a block followed by its tail, without braces.
-fn gen_inner(e: &Expr, names: &mut Names) -> TokenStream {
+fn gen_inner(e: &Expr, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
     match e {
         Expr::Block { stmts, tail } => {
-            let ss: Vec<TokenStream> = stmts.iter().map(|s| gen_stmt(s, names)).collect();
-            let t = gen_expr(tail, names);
+            let ss: Vec<TokenStream> = stmts.iter().map(|s| gen_stmt(s, names, calls)).collect();
+            let t = gen_expr(tail, names, calls);
             quote!(#(#ss)* #t)
         }
-        other => gen_expr(other, names),
+        other => gen_expr(other, names, calls),
     }
 }
 
@@ -251,24 +282,24 @@ fn pattern(bs: &[Binder], names: &mut Names) -> TokenStream {
     }
 }
 
-fn gen_stmt(s: &Stmt, names: &mut Names) -> TokenStream {
+fn gen_stmt(s: &Stmt, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
     match s {
         Stmt::Let { nl, lin, rhs } => {
             let bs: Vec<Binder> = nl.iter().chain(lin).cloned().collect();
             if bs.is_empty() {
                 return match rhs {
                     Expr::Drop(inner) => {
-                        let v = gen_expr(inner, names);
+                        let v = gen_expr(inner, names, calls);
                         quote!(let _ = #v;)
                     }
                     Expr::Ret { nl, lin } if nl.is_empty() && lin.is_empty() => quote!(),
                     other => {
-                        let v = gen_expr(other, names);
+                        let v = gen_expr(other, names, calls);
                         quote!(let () = #v;)
                     }
                 };
             }
-            let v = gen_expr(rhs, names);
+            let v = gen_expr(rhs, names, calls);
             let p = pattern(&bs, names);
             quote!(let #p = #v;)
         }
@@ -288,20 +319,23 @@ fn tuple_of(vs: &[Var], names: &mut Names) -> TokenStream {
     }
 }
 
-fn gen_expr(e: &Expr, names: &mut Names) -> TokenStream {
+fn gen_expr(e: &Expr, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
     match e {
         Expr::Block { .. } => {
-            let inner = gen_inner(e, names);
+            let inner = gen_inner(e, names, calls);
             quote!({ #inner })
         }
         Expr::Ret { nl, lin } => {
             let vs: Vec<Var> = nl.iter().chain(lin).cloned().collect();
             tuple_of(&vs, names)
         }
-        Expr::App { func, .. } => {
-            let msg =
-                format!("linear-ad internal error: unexpected call to `{func}` in generated code");
-            quote!(::core::compile_error!(#msg))
+        Expr::App { func, nl, lin } => {
+            let nl: Vec<syn::Ident> = nl.iter().map(|v| names.ident(v)).collect();
+            let lin: Vec<syn::Ident> = lin.iter().map(|v| names.ident(v)).collect();
+            calls.call(func, &nl, &lin, names).unwrap_or_else(|| {
+                let msg = format!("linear-ad internal error: no code for a call to `{func}`");
+                quote!(::core::compile_error!(#msg))
+            })
         }
         Expr::Lit { value, float } => float_lit(*value, *float),
         Expr::Const { name, .. } => {
@@ -337,7 +371,7 @@ fn gen_expr(e: &Expr, names: &mut Names) -> TokenStream {
             quote!((#x, #x))
         }
         Expr::Drop(inner) => {
-            let v = gen_expr(inner, names);
+            let v = gen_expr(inner, names, calls);
             quote!({ let _ = #v; })
         }
     }
@@ -420,7 +454,8 @@ fn elementwise1(
     f: &dyn Fn(TokenStream) -> TokenStream,
 ) -> TokenStream {
     match t {
-        Ty::Real(_) => f(x),
+        // Tapes are never linear; the checker rules this arm out.
+        Ty::Real(_) | Ty::Tape(_) => f(x),
         Ty::Tuple(ts) => {
             let parts: Vec<syn::Ident> = ts.iter().map(|_| names.temp("e")).collect();
             let rs: Vec<TokenStream> = ts
@@ -441,7 +476,7 @@ fn elementwise2(
     f: &dyn Fn(TokenStream, TokenStream) -> TokenStream,
 ) -> TokenStream {
     match t {
-        Ty::Real(_) => f(x, y),
+        Ty::Real(_) | Ty::Tape(_) => f(x, y),
         Ty::Tuple(ts) => {
             let px: Vec<syn::Ident> = ts.iter().map(|_| names.temp("a")).collect();
             let py: Vec<syn::Ident> = ts.iter().map(|_| names.temp("b")).collect();

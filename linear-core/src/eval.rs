@@ -29,6 +29,8 @@ impl Value {
         match t {
             Ty::Real(_) => Value::Real(0.0),
             Ty::Tuple(ts) => Value::Tuple(ts.iter().map(Value::zero).collect()),
+            // Never linear (the checker forbids it): an empty value.
+            Ty::Tape(_) => Value::Tuple(vec![]),
         }
     }
 
@@ -59,6 +61,7 @@ impl Value {
         match t {
             Ty::Real(_) => Value::Real(xs.next().unwrap_or(0.0)),
             Ty::Tuple(ts) => Value::Tuple(ts.iter().map(|t| Value::unflatten(t, xs)).collect()),
+            Ty::Tape(_) => Value::Tuple(vec![]),
         }
     }
 
@@ -145,6 +148,11 @@ impl Machine<'_> {
         nl: Vec<Value>,
         lin: Vec<Value>,
     ) -> Result<(Vec<Value>, Vec<Value>), EvalError> {
+        if self.p.extern_(name.as_str()).is_some() {
+            return Err(EvalError(format!(
+                "`{name}` is external: the interpreter cannot run it"
+            )));
+        }
         let f = self
             .p
             .func(name.as_str())

@@ -52,11 +52,17 @@ impl Float {
     }
 }
 
-/// Types: reals and (nested) tuples of types (paper, Fig. 2).
+/// Types: reals and (nested) tuples of types (paper, Fig. 2), and the
+/// opaque tape of an external function.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Ty {
     Real(Float),
     Tuple(Vec<Ty>),
+    /// The tape returned by the forward pass of external function `f`
+    /// (`f.nl` for an extern `f` after U): its contents are the callee's
+    /// business. It is non-linear, is never unpacked, and carries no
+    /// scalars the cost model sees. Written `tape(f)`.
+    Tape(Var),
 }
 
 impl Ty {
@@ -69,6 +75,17 @@ impl Ty {
         match self {
             Ty::Real(_) => 1,
             Ty::Tuple(ts) => ts.iter().map(Ty::scalars).sum(),
+            Ty::Tape(_) => 0,
+        }
+    }
+
+    /// Whether values of this type can be linear (have a zero, a sum and a
+    /// scaling): reals and tuples of them, not tapes.
+    pub fn is_vector(&self) -> bool {
+        match self {
+            Ty::Real(_) => true,
+            Ty::Tuple(ts) => ts.iter().all(Ty::is_vector),
+            Ty::Tape(_) => false,
         }
     }
 
@@ -76,7 +93,7 @@ impl Ty {
     pub fn float(&self) -> Option<Float> {
         match self {
             Ty::Real(f) => Some(*f),
-            Ty::Tuple(_) => None,
+            Ty::Tuple(_) | Ty::Tape(_) => None,
         }
     }
 }
@@ -437,16 +454,71 @@ impl Func {
     pub fn is_nonlinear(&self) -> bool {
         self.lin_params.is_empty() && self.lin_rets.is_empty()
     }
+
+    pub fn sig(&self) -> Sig {
+        Sig {
+            nl_params: self.nl_params.iter().map(|b| b.ty.clone()).collect(),
+            lin_params: self.lin_params.iter().map(|b| b.ty.clone()).collect(),
+            nl_rets: self.nl_rets.clone(),
+            lin_rets: self.lin_rets.clone(),
+        }
+    }
 }
 
-/// An ordered list of definitions; each may call only earlier ones.
+/// A function defined outside the program (another `#[differentiable]`
+/// function, compiled separately): only its signature is known, and the
+/// passes map it to the signatures of its derived functions. Written
+/// `extern f(τ..; τ̇..) -> (σ..; σ̇..)`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Extern {
+    pub name: Var,
+    pub nl_params: Vec<Ty>,
+    pub lin_params: Vec<Ty>,
+    pub nl_rets: Vec<Ty>,
+    pub lin_rets: Vec<Ty>,
+}
+
+/// The signature of a callee, defined or external.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sig {
+    pub nl_params: Vec<Ty>,
+    pub lin_params: Vec<Ty>,
+    pub nl_rets: Vec<Ty>,
+    pub lin_rets: Vec<Ty>,
+}
+
+/// An ordered list of definitions, each calling only earlier ones or
+/// externs.
 #[derive(Clone, Debug, PartialEq, Default)]
 pub struct Program {
+    pub externs: Vec<Extern>,
     pub funcs: Vec<Func>,
 }
 
 impl Program {
     pub fn func(&self, name: &str) -> Option<&Func> {
         self.funcs.iter().find(|f| f.name.as_str() == name)
+    }
+
+    pub fn extern_(&self, name: &str) -> Option<&Extern> {
+        self.externs.iter().find(|f| f.name.as_str() == name)
+    }
+
+    /// Whether `name` is a function or an extern of this program.
+    pub fn defines(&self, name: &str) -> bool {
+        self.func(name).is_some() || self.extern_(name).is_some()
+    }
+
+    /// The signature of function or extern `name`.
+    pub fn sig(&self, name: &str) -> Option<Sig> {
+        if let Some(f) = self.func(name) {
+            return Some(f.sig());
+        }
+        self.extern_(name).map(|e| Sig {
+            nl_params: e.nl_params.clone(),
+            lin_params: e.lin_params.clone(),
+            nl_rets: e.nl_rets.clone(),
+            lin_rets: e.lin_rets.clone(),
+        })
     }
 }

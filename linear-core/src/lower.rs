@@ -31,7 +31,7 @@ use quote::{quote, quote_spanned, ToTokens};
 use syn::spanned::Spanned;
 use syn::visit_mut::VisitMut;
 
-use crate::ir::{Binder, Expr, Float, Func, Prim, Stmt, Ty, Var};
+use crate::ir::{Binder, Expr, Extern, Float, Func, Prim, Stmt, Ty, Var};
 use crate::visit::Fresh;
 
 /// Collects every error of one macro invocation, serde_derive style; the
@@ -187,6 +187,43 @@ pub struct Lowered {
     /// Inactive statements, in order, run first by every generated function
     /// that computes primal values.
     pub prelude: Vec<TokenStream>,
+    /// One extern per call to another function, named `call.N`.
+    pub externs: Vec<Extern>,
+    /// What code generation needs to emit each call, by extern name.
+    pub calls: HashMap<Var, CallSite>,
+}
+
+/// A call to another `#[differentiable]` function, compiled separately: the
+/// IR sees an extern taking the call's differentiable arguments; code
+/// generation calls the callee's generated functions.
+#[derive(Clone, Debug)]
+pub struct CallSite {
+    /// The callee as written (`g`, `geometry::g`).
+    pub path: syn::Path,
+    /// Each argument, in order.
+    pub args: Vec<CallArg>,
+    /// The Rust shape of the result.
+    pub ret: Shape,
+}
+
+#[derive(Clone, Debug)]
+pub enum CallArg {
+    /// A differentiable argument: the next non-linear IR argument, of this
+    /// Rust shape, written at this span.
+    Active(Shape, Span),
+    /// A constant, held in this prelude variable.
+    Inactive(syn::Ident),
+}
+
+impl Shape {
+    /// The Rust shape an IR type has when nothing says it is an array.
+    pub fn of_ty(t: &Ty) -> Shape {
+        match t {
+            Ty::Real(f) => Shape::Float(*f),
+            Ty::Tuple(ts) => Shape::Tuple(ts.iter().map(Shape::of_ty).collect()),
+            Ty::Tape(_) => Shape::Tuple(vec![]),
+        }
+    }
 }
 
 /// Lowers `item`; on failure the errors are in `errs` and the result is
@@ -229,6 +266,11 @@ pub fn lower_fn(item: &syn::ItemFn, errs: &mut Errors) -> Option<Lowered> {
         types: HashMap::new(),
         next_const: 0,
         poison: Default::default(),
+        shapes: HashMap::new(),
+        ret_hint: None,
+        fn_ret: None,
+        externs: Vec::new(),
+        calls: HashMap::new(),
     };
     let mut params = Vec::new();
     let mut nl_params = Vec::new();
@@ -271,6 +313,7 @@ pub fn lower_fn(item: &syn::ItemFn, errs: &mut Errors) -> Option<Lowered> {
         let v = l.fresh.named(&hint);
         let ty_ir = shape.ty();
         l.types.insert(v.clone(), ty_ir.clone());
+        l.shapes.insert(v.clone(), shape.clone());
         nl_params.push(Binder::new(v.clone(), ty_ir.clone()));
         l.bind_pattern(&pat, Val::Active(v.clone(), ty_ir));
         strip_mut(&mut pat);
@@ -284,6 +327,7 @@ pub fn lower_fn(item: &syn::ItemFn, errs: &mut Errors) -> Option<Lowered> {
     if l.float.is_none() {
         l.float = ret.float();
     }
+    l.fn_ret = Some(ret.clone());
     let result = l.block_body(&item.block.stmts, true);
     let ret_ty = ret.ty();
     let mut rets = Vec::new();
@@ -314,6 +358,8 @@ pub fn lower_fn(item: &syn::ItemFn, errs: &mut Errors) -> Option<Lowered> {
         params,
         ret,
         prelude: l.prelude,
+        externs: l.externs,
+        calls: l.calls,
     })
 }
 
@@ -382,6 +428,15 @@ struct Lowerer<'a> {
     next_const: usize,
     /// Placeholder variables standing for values that failed to lower.
     poison: std::collections::HashSet<Var>,
+    /// Rust shapes of IR variables where they are not the IR type's
+    /// default (arrays).
+    shapes: HashMap<Var, Shape>,
+    /// The result shape expected of the call being lowered (from a `let`
+    /// annotation or the function's return type).
+    ret_hint: Option<Shape>,
+    fn_ret: Option<Shape>,
+    externs: Vec<Extern>,
+    calls: HashMap<Var, CallSite>,
 }
 
 fn describe(e: &syn::Expr) -> &'static str {
@@ -648,6 +703,14 @@ impl Lowerer<'_> {
         for (c, t) in vars.iter().zip(ts) {
             self.types.insert(c.clone(), t.clone());
         }
+        let parts: Vec<Shape> = match self.shapes.get(v) {
+            Some(Shape::Array(s, n)) => vec![(**s).clone(); *n],
+            Some(Shape::Tuple(ss)) => ss.clone(),
+            _ => ts.iter().map(Shape::of_ty).collect(),
+        };
+        for (c, s) in vars.iter().zip(parts) {
+            self.shapes.insert(c.clone(), s);
+        }
         self.out.push(Stmt::Unpack {
             vars: vars
                 .iter()
@@ -739,11 +802,19 @@ impl Lowerer<'_> {
                 syn::Stmt::Expr(e, semi) => {
                     if let (syn::Expr::Return(r), true, true) = (e, last, is_fn) {
                         match &r.expr {
-                            Some(e) => result = Some((self.expr(e, "r"), e.span())),
+                            Some(e) => {
+                                self.ret_hint = self.fn_ret.clone();
+                                result = Some((self.expr(e, "r"), e.span()));
+                                self.ret_hint = None;
+                            }
                             None => self.errs.spanned(r, "`return` without a value"),
                         }
-                    } else if semi.is_none() && last {
+                                        } else if semi.is_none() && last {
+                        if is_fn {
+                            self.ret_hint = self.fn_ret.clone();
+                        }
                         result = Some((self.expr(e, "r"), e.span()));
+                        self.ret_hint = None;
                     } else {
                         self.expr_stmt(e);
                     }
@@ -776,7 +847,11 @@ impl Lowerer<'_> {
             },
             _ => "v".into(),
         };
+        if let syn::Pat::Type(t) = &local.pat {
+            self.ret_hint = Shape::from_type(&t.ty);
+        }
         let v = self.expr(&init.expr, &hint);
+        self.ret_hint = None;
         // A type annotation on an active value must describe its IR type.
         if let (syn::Pat::Type(t), Val::Active(_, ty)) = (&local.pat, &v) {
             if let Some(s) = Shape::from_type(&t.ty) {
@@ -886,6 +961,9 @@ impl Lowerer<'_> {
     }
 
     fn expr(&mut self, e: &syn::Expr, hint: &str) -> Val {
+        // The expected result shape applies to this expression only if it is
+        // a call (possibly parenthesised), not to calls nested inside it.
+        let ret_hint = self.ret_hint.take();
         if self.mentions_poisoned(e.to_token_stream()) {
             return self.placeholder();
         }
@@ -903,8 +981,14 @@ impl Lowerer<'_> {
                     _ => Val::Inactive(self.rename_inactive(e)),
                 }
             }
-            syn::Expr::Paren(p) => self.expr(&p.expr, hint),
-            syn::Expr::Group(g) => self.expr(&g.expr, hint),
+            syn::Expr::Paren(p) => {
+                self.ret_hint = ret_hint;
+                self.expr(&p.expr, hint)
+            }
+            syn::Expr::Group(g) => {
+                self.ret_hint = ret_hint;
+                self.expr(&g.expr, hint)
+            }
             syn::Expr::Binary(b) => {
                 let op = match b.op {
                     syn::BinOp::Add(_) => Prim::Add,
@@ -979,10 +1063,7 @@ impl Lowerer<'_> {
                     _ => None,
                 };
                 let Some(method) = name else {
-                    self.errs.spanned(&c.func, format!(
-                        "calls with differentiable arguments are supported for the float methods ({METHODS}), as `x.sin()` or `f64::sin(x)`; calls to other functions are not supported yet"
-                    ));
-                    return self.placeholder();
+                    return self.call_differentiable(c, ret_hint, hint);
                 };
                 let mut it = c.args.iter();
                 let Some(first) = it.next() else {
@@ -1003,7 +1084,7 @@ impl Lowerer<'_> {
                     .iter()
                     .map(|x| (self.expr(x, hint), x.span()))
                     .collect();
-                self.aggregate(vals, hint)
+                self.aggregate(vals, false, hint)
             }
             syn::Expr::Array(a) => {
                 let vals: Vec<(Val, Span)> = a
@@ -1011,7 +1092,7 @@ impl Lowerer<'_> {
                     .iter()
                     .map(|x| (self.expr(x, hint), x.span()))
                     .collect();
-                self.aggregate(vals, hint)
+                self.aggregate(vals, true, hint)
             }
             syn::Expr::Field(f) => {
                 let syn::Member::Unnamed(idx) = &f.member else {
@@ -1065,7 +1146,7 @@ impl Lowerer<'_> {
         }
     }
 
-    fn aggregate(&mut self, vals: Vec<(Val, Span)>, hint: &str) -> Val {
+    fn aggregate(&mut self, vals: Vec<(Val, Span)>, array: bool, hint: &str) -> Val {
         let f = self.float();
         let mut vars = Vec::new();
         let mut tys = Vec::new();
@@ -1077,9 +1158,87 @@ impl Lowerer<'_> {
             vars.push(self.materialize(v, &ty, span));
             tys.push(ty);
         }
+        let shapes: Vec<Shape> = vars.iter().map(|v| self.shape_of(v)).collect();
+        let shape = match shapes.first() {
+            Some(first) if array && shapes.iter().all(|s| s == first) => {
+                Shape::Array(Box::new(first.clone()), shapes.len())
+            }
+            _ => Shape::Tuple(shapes),
+        };
         let ty = Ty::Tuple(tys);
         let v = self.emit(hint, ty.clone(), Expr::Tup(vars));
+        self.shapes.insert(v.clone(), shape);
         Val::Active(v, ty)
+    }
+
+    fn shape_of(&self, v: &Var) -> Shape {
+        self.shapes.get(v).cloned().unwrap_or_else(|| {
+            self.types
+                .get(v)
+                .map_or(Shape::Float(self.float()), Shape::of_ty)
+        })
+    }
+
+    /// A call to another `#[differentiable]` function: an extern of the
+    /// call's differentiable arguments (see [`CallSite`]).
+    fn call_differentiable(&mut self, c: &syn::ExprCall, ret: Option<Shape>, hint: &str) -> Val {
+        let path = match &*c.func {
+            syn::Expr::Path(p) if p.qself.is_none() => p.path.clone(),
+            other => {
+                self.errs.spanned(other, "only calls to functions by name or path (`g(x)`, `module::g(x)`) are supported");
+                return self.placeholder();
+            }
+        };
+        if path.segments.last().is_some_and(|s| !s.arguments.is_none()) {
+            self.errs
+                .spanned(&path, "calls with generic arguments are not supported");
+            return self.placeholder();
+        }
+        let ret = ret.unwrap_or(Shape::Float(self.float()));
+        let name = Var::new(&format!("call.{}", self.calls.len() + 1));
+        let (mut args, mut nl, mut tys) = (Vec::new(), Vec::new(), Vec::new());
+        for a in &c.args {
+            match self.expr(a, hint) {
+                Val::Active(v, _) if self.poison.contains(&v) => return self.placeholder(),
+                Val::Active(v, ty) => {
+                    args.push(CallArg::Active(self.shape_of(&v), a.span()));
+                    nl.push(v);
+                    tys.push(ty);
+                }
+                Val::Inactive(tokens) => {
+                    let id = self.new_inactive_name("a");
+                    self.prelude.push(quote!(let #id = #tokens;));
+                    args.push(CallArg::Inactive(id));
+                }
+            }
+        }
+        let ret_ty = ret.ty();
+        self.externs.push(Extern {
+            name: name.clone(),
+            nl_params: tys,
+            lin_params: vec![],
+            nl_rets: vec![ret_ty.clone()],
+            lin_rets: vec![],
+        });
+        self.calls.insert(
+            name.clone(),
+            CallSite {
+                path,
+                args,
+                ret: ret.clone(),
+            },
+        );
+        let v = self.emit(
+            hint,
+            ret_ty.clone(),
+            Expr::App {
+                func: name,
+                nl,
+                lin: vec![],
+            },
+        );
+        self.shapes.insert(v.clone(), ret);
+        Val::Active(v, ret_ty)
     }
 
     fn select(&mut self, base: Val, k: usize, span: Span) -> Val {
@@ -1254,5 +1413,8 @@ pub fn ty_rust(t: &Ty) -> TokenStream {
             let ts = ts.iter().map(ty_rust);
             quote!((#(#ts,)*))
         }
+        // A callee's tape: its type is the callee's business; let Rust
+        // infer it where it can.
+        Ty::Tape(_) => quote!(_),
     }
 }

@@ -9,7 +9,7 @@
 use std::collections::HashSet;
 use std::fmt;
 
-use crate::ir::{Binder, Expr, Float, Func, Prim, Program, Stmt, Ty, Var};
+use crate::ir::{Binder, Expr, Extern, Float, Func, Prim, Program, Stmt, Ty, Var};
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct ParseError {
@@ -114,10 +114,15 @@ pub fn parse_program(src: &str) -> Result<Program, ParseError> {
         linear: HashSet::new(),
     };
     let mut funcs = Vec::new();
+    let mut externs = Vec::new();
     while p.peek() != &Tok::Eof {
-        funcs.push(p.func()?);
+        if p.is_kw("extern") {
+            externs.push(p.extern_()?);
+        } else {
+            funcs.push(p.func()?);
+        }
     }
-    Ok(Program { funcs })
+    Ok(Program { externs, funcs })
 }
 
 struct Parser {
@@ -209,7 +214,37 @@ impl Parser {
         })
     }
 
+    fn extern_(&mut self) -> Result<Extern, ParseError> {
+        self.expect_kw("extern")?;
+        let name = self.ident()?;
+        self.expect("(")?;
+        let nl_params = self.types_until(&[";"])?;
+        self.expect(";")?;
+        let lin_params = self.types_until(&[")"])?;
+        self.expect(")")?;
+        self.expect("->")?;
+        self.expect("(")?;
+        let nl_rets = self.types_until(&[";"])?;
+        self.expect(";")?;
+        let lin_rets = self.types_until(&[")"])?;
+        self.expect(")")?;
+        Ok(Extern {
+            name,
+            nl_params,
+            lin_params,
+            nl_rets,
+            lin_rets,
+        })
+    }
+
     fn ty(&mut self) -> Result<Ty, ParseError> {
+        if self.is_kw("tape") {
+            self.next();
+            self.expect("(")?;
+            let name = self.ident()?;
+            self.expect(")")?;
+            return Ok(Ty::Tape(name));
+        }
         if self.eat("(") {
             let mut ts = Vec::new();
             while !self.is(")") {

@@ -20,7 +20,7 @@
 
 use std::fmt::{self, Write};
 
-use crate::ir::{Binder, Expr, Float, Func, Prim, Program, Stmt, Ty, Var};
+use crate::ir::{Binder, Expr, Extern, Float, Func, Prim, Program, Stmt, Ty, Var};
 
 impl fmt::Display for Ty {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -39,12 +39,41 @@ impl fmt::Display for Ty {
                 }
                 f.write_str(")")
             }
+            Ty::Tape(name) => write!(f, "tape({name})"),
         }
+    }
+}
+
+impl fmt::Display for Extern {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut out = String::new();
+        let _ = write!(out, "extern {}(", self.name);
+        list(&mut out, &self.nl_params);
+        out.push(';');
+        if !self.lin_params.is_empty() {
+            out.push(' ');
+            list(&mut out, &self.lin_params);
+        }
+        out.push_str(") -> (");
+        list(&mut out, &self.nl_rets);
+        out.push(';');
+        if !self.lin_rets.is_empty() {
+            out.push(' ');
+            list(&mut out, &self.lin_rets);
+        }
+        out.push_str(")\n");
+        f.write_str(&out)
     }
 }
 
 impl fmt::Display for Program {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for e in &self.externs {
+            write!(f, "{e}")?;
+        }
+        if !self.externs.is_empty() && !self.funcs.is_empty() {
+            f.write_str("\n")?;
+        }
         for (i, func) in self.funcs.iter().enumerate() {
             if i > 0 {
                 f.write_str("\n")?;

@@ -32,21 +32,47 @@
 use std::collections::HashMap;
 
 use super::PassError;
-use crate::ir::{Binder, Expr, Float, Func, Prim, Program, Stmt, Ty, Var};
+use crate::ir::{Binder, Expr, Extern, Float, Func, Prim, Program, Stmt, Ty, Var};
 use crate::visit::{derived_name, stmt_free_vars, Fresh};
 
 /// Applies J to every function of `p`.
 pub fn jvp(p: &Program) -> Result<Program, PassError> {
     let mut names = HashMap::new();
-    for f in &p.funcs {
-        names.insert(f.name.clone(), derived_name(p, &f.name, "jvp"));
+    for name in p
+        .externs
+        .iter()
+        .map(|e| &e.name)
+        .chain(p.funcs.iter().map(|f| &f.name))
+    {
+        names.insert(name.clone(), derived_name(p, name, "jvp"));
     }
+    // An extern's derivative is another extern, with tangents of the same
+    // types as its parameters and results (JDef on the signature).
+    let externs = p
+        .externs
+        .iter()
+        .map(|e| {
+            if !e.lin_params.is_empty() || !e.lin_rets.is_empty() {
+                return Err(PassError::new(
+                    &e.name,
+                    "J applies to non-linear externs only",
+                ));
+            }
+            Ok(Extern {
+                name: names[&e.name].clone(),
+                nl_params: e.nl_params.clone(),
+                lin_params: e.nl_params.clone(),
+                nl_rets: e.nl_rets.clone(),
+                lin_rets: e.nl_rets.clone(),
+            })
+        })
+        .collect::<Result<_, _>>()?;
     let funcs = p
         .funcs
         .iter()
         .map(|f| jvp_func(f, &names))
         .collect::<Result<_, _>>()?;
-    Ok(Program { funcs })
+    Ok(Program { externs, funcs })
 }
 
 /// JDef: `f(v..;)` becomes `f.jvp(v..; v̇..)`. `names` maps each function

@@ -33,8 +33,14 @@ pub fn simplify(p: &Program) -> Program {
         .funcs
         .iter()
         .map(|f| (f.name.clone(), f.nl_rets.is_empty()))
+        .chain(
+            p.externs
+                .iter()
+                .map(|e| (e.name.clone(), e.nl_rets.is_empty())),
+        )
         .collect();
     Program {
+        externs: p.externs.clone(),
         funcs: p.funcs.iter().map(|f| simplify_func(f, &linear)).collect(),
     }
 }

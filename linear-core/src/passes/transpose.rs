@@ -37,7 +37,7 @@
 use std::collections::{HashMap, HashSet};
 
 use super::PassError;
-use crate::ir::{Binder, Expr, Func, Program, Stmt, Ty, Var};
+use crate::ir::{Binder, Expr, Extern, Func, Program, Stmt, Ty, Var};
 use crate::visit::{derived_name, for_each_use, free_vars, stmt_free_vars, Fresh};
 
 /// Whether T applies to `f`: it has no non-linear results.
@@ -52,6 +52,22 @@ pub fn transpose(p: &Program) -> Result<Program, PassError> {
         names.insert(f.name.clone(), derived_name(p, &f.name, "t"));
     }
     let mut out = Program::default();
+    // A linear extern `g` gets an extern transpose `g.t` (TDef on the
+    // signature).
+    for e in &p.externs {
+        out.externs.push(e.clone());
+        if e.nl_rets.is_empty() {
+            let t = derived_name(p, &e.name, "t");
+            names.insert(e.name.clone(), t.clone());
+            out.externs.push(Extern {
+                name: t,
+                nl_params: e.nl_params.clone(),
+                lin_params: e.lin_rets.clone(),
+                nl_rets: vec![],
+                lin_rets: e.lin_params.clone(),
+            });
+        }
+    }
     for f in &p.funcs {
         out.funcs.push(f.clone());
         if is_linear(f) {
@@ -268,7 +284,7 @@ impl Transpose<'_> {
                 ct.extend(lin.iter().cloned().zip(cts));
             }
             Expr::App { func, nl, lin } => {
-                let Some(callee) = self.p.func(func.as_str()) else {
+                let Some(callee) = self.p.sig(func.as_str()) else {
                     return Err(self.err(&format!("call to unknown function `{func}`")));
                 };
                 let Some(tname) = self.names.get(func).cloned() else {
@@ -277,14 +293,14 @@ impl Transpose<'_> {
                     )));
                 };
                 let mut binders = Vec::new();
-                for (a, p) in lin.iter().zip(&callee.lin_params) {
+                for (a, ty) in lin.iter().zip(&callee.lin_params) {
                     let c = self.fresh.var(&format!(
                         "ct_{}",
                         a.as_str().split('.').next().unwrap_or("v")
                     ));
-                    self.types.insert(c.clone(), p.ty.clone());
+                    self.types.insert(c.clone(), ty.clone());
                     ct.insert(a.clone(), c.clone());
-                    binders.push(Binder::new(c, p.ty.clone()));
+                    binders.push(Binder::new(c, ty.clone()));
                 }
                 Self::emit_lin(
                     out,

@@ -35,7 +35,7 @@
 use std::collections::{HashMap, HashSet};
 
 use super::PassError;
-use crate::ir::{Binder, Expr, Func, Prim, Program, Stmt, Ty, Var};
+use crate::ir::{Binder, Expr, Extern, Func, Prim, Program, Stmt, Ty, Var};
 use crate::visit::{derived_name, free_vars, stmt_free_vars, use_counts};
 
 /// Which non-linear intermediates the forward pass saves on the tape.
@@ -68,6 +68,40 @@ pub struct Halves {
 pub fn unzip(p: &Program, policy: Checkpoint) -> Result<Program, PassError> {
     let mut out = Program::default();
     let mut halves = HashMap::new();
+    // An extern `g` unzips to externs `g.nl` (its forward pass, returning an
+    // opaque tape) and `g.lin` (its residual, reading that tape).
+    for e in &p.externs {
+        let (nl, lin) = (
+            derived_name(p, &e.name, "nl"),
+            derived_name(p, &e.name, "lin"),
+        );
+        let tape = Ty::Tape(e.name.clone());
+        let mut nl_rets = e.nl_rets.clone();
+        nl_rets.push(tape.clone());
+        out.externs.push(Extern {
+            name: nl.clone(),
+            nl_params: e.nl_params.clone(),
+            lin_params: vec![],
+            nl_rets,
+            lin_rets: vec![],
+        });
+        out.externs.push(Extern {
+            name: lin.clone(),
+            nl_params: vec![tape.clone()],
+            lin_params: e.lin_params.clone(),
+            nl_rets: vec![],
+            lin_rets: e.lin_rets.clone(),
+        });
+        halves.insert(
+            e.name.clone(),
+            Halves {
+                nl,
+                lin,
+                nl_rets: e.nl_rets.clone(),
+                tape,
+            },
+        );
+    }
     for f in &p.funcs {
         let (fnl, flin) = unzip_func(f, p, &halves, policy)?;
         halves.insert(

@@ -34,6 +34,7 @@ pub fn random_value(rng: &mut Rng, t: &Ty) -> Value {
     match t {
         Ty::Real(_) => Value::Real(rng.real(-2.0, 2.0)),
         Ty::Tuple(ts) => Value::Tuple(ts.iter().map(|t| random_value(rng, t)).collect()),
+        Ty::Tape(_) => Value::Tuple(vec![]),
     }
 }
 
@@ -146,7 +147,8 @@ impl<'a> FnGen<'a> {
             }
         }
         match t {
-            Ty::Real(_) => match self.scalar() {
+            // Generated programs have no externs, hence no tapes.
+            Ty::Real(_) | Ty::Tape(_) => match self.scalar() {
                 Some(v) => v,
                 None => {
                     let v = self.bind(
@@ -268,7 +270,7 @@ impl<'a> FnGen<'a> {
                     .iter()
                     .filter_map(|(v, t, _)| match t {
                         Ty::Tuple(ts) => Some((v.clone(), ts.clone())),
-                        Ty::Real(_) => None,
+                        Ty::Real(_) | Ty::Tape(_) => None,
                     })
                     .collect();
                 if let Some((v, ts)) = tuples.get(self.rng.below(tuples.len())).cloned() {

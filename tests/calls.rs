@@ -1,0 +1,96 @@
+//! Calls between `#[differentiable]` functions: compiled as calls to the
+//! callee's generated functions (never inlined), across modules, with
+//! constant arguments, array arguments and tuple results.
+#![deny(warnings)]
+
+use linear_ad::{differentiable, LinearMap};
+
+mod geometry {
+    use linear_ad::differentiable;
+
+    #[differentiable]
+    pub fn norm(p: [f64; 3]) -> f64 {
+        (p[0] * p[0] + p[1] * p[1] + p[2] * p[2]).sqrt()
+    }
+
+    /// `c` and `n` are constants; `v` and `k` differentiable.
+    #[differentiable]
+    pub fn scale(v: (f64, f64), k: f64, #[nondiff] c: f64, n: usize) -> (f64, f64) {
+        let m = c * n as f64;
+        (v.0 * k * m, v.1.sin() * k)
+    }
+}
+
+#[differentiable]
+pub fn square(x: f64) -> f64 {
+    x * x
+}
+
+#[differentiable]
+pub fn uses_calls(x: f64, y: f64) -> f64 {
+    let a = square(x);
+    let n = geometry::norm([x, y, 1.0]);
+    let s: (f64, f64) = geometry::scale((a, y), n, 2.0, 3);
+    let t: (f64, f64) = geometry::scale((y, x), 1.5, 0.5, 2);
+    let b = square(2.0 * y) + s.0 * s.1 + t.0 - t.1;
+    // All arguments constant: an ordinary call, no derivative needed.
+    let k = square(3.0);
+    a * n + b * k
+}
+
+fn by_hand(x: f64, y: f64) -> f64 {
+    let a = x * x;
+    let n = (x * x + y * y + 1.0).sqrt();
+    let s = (a * n * 6.0, y.sin() * n);
+    let t = (y * 1.5 * 1.0, x.sin() * 1.5);
+    let b = 4.0 * y * y + s.0 * s.1 + t.0 - t.1;
+    a * n + b * 9.0
+}
+
+fn fd(f: impl Fn(f64, f64) -> f64, x: f64, y: f64, dx: f64, dy: f64) -> f64 {
+    let h = 1e-6;
+    (f(x + h * dx, y + h * dy) - f(x - h * dx, y - h * dy)) / (2.0 * h)
+}
+
+#[test]
+fn calls_compute_the_same_values_as_the_inlined_function() {
+    for (x, y) in [(0.3, -0.7), (1.2, 0.4)] {
+        assert!((uses_calls(x, y) - by_hand(x, y)).abs() < 1e-12 * by_hand(x, y).abs());
+    }
+}
+
+#[test]
+fn derivatives_through_calls() {
+    for (x, y) in [(0.3, -0.7), (1.2, 0.4), (-0.9, 0.25)] {
+        let (v, (gx, gy)) = uses_calls_vjp(x, y, 1.0);
+        assert_eq!(v, uses_calls(x, y));
+        let (nx, ny) = (fd(by_hand, x, y, 1.0, 0.0), fd(by_hand, x, y, 0.0, 1.0));
+        assert!(
+            (gx - nx).abs() < 1e-5 * (1.0 + nx.abs()),
+            "d/dx {gx} vs {nx}"
+        );
+        assert!(
+            (gy - ny).abs() < 1e-5 * (1.0 + ny.abs()),
+            "d/dy {gy} vs {ny}"
+        );
+
+        let (v2, t) = uses_calls_jvp(x, y, 0.6, -0.8);
+        assert_eq!(v2, v);
+        assert!((t - (0.6 * gx - 0.8 * gy)).abs() < 1e-10 * (1.0 + t.abs()));
+
+        let (_, lin) = uses_calls_lin(x, y);
+        assert_eq!(lin.apply((0.6, -0.8)), t);
+        assert_eq!(lin.transpose(1.0), (gx, gy));
+    }
+}
+
+#[test]
+fn callee_api_is_usable_directly() {
+    let p = [1.0, 2.0, 2.0];
+    let (n, g) = geometry::norm_vjp(p, 1.0);
+    assert_eq!(n, 3.0);
+    assert!((g[0] - 1.0 / 3.0).abs() < 1e-15 && (g[2] - 2.0 / 3.0).abs() < 1e-15);
+    let ((a, b), (dv, dk)) = geometry::scale_vjp((1.0, 0.5), 2.0, 1.0, 1, (1.0, 0.0));
+    assert_eq!((a, b), (2.0, 0.5f64.sin() * 2.0));
+    assert_eq!((dv, dk), ((2.0, 0.0), 1.0));
+}
