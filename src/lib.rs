@@ -113,7 +113,7 @@ pub mod __private {
             }
         };
     }
-        impl Vector for () {
+    impl Vector for () {
         #[inline]
         fn zero() -> Self {}
     }

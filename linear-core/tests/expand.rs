@@ -1,0 +1,146 @@
+//! The `#[differentiable]` expansion as a function: it never panics, on
+//! well-formed or mangled input, and what it lowers Rust to is pinned as
+//! IR text.
+
+use linear_core::expand::{differentiable, pipeline};
+use linear_core::lower::{lower_fn, Errors};
+use proc_macro2::{TokenStream, TokenTree};
+use proptest::prelude::*;
+
+const SOURCES: &[&str] = &[
+    "pub fn f(x: f64, y: f64) -> f64 { let a = x * y; a.sin() + x }",
+    "fn g(p: [f64; 3], (u, v): (f64, f64), n: usize) -> (f64, [f64; 2]) {
+        let w = (n as f64).sqrt();
+        let mut acc = p[0] * u;
+        acc += p[1] * v * w;
+        let [a, b, _c] = p;
+        (acc, [a * b, acc / (1.0 + b * b)])
+    }",
+    "fn h(x: f64, #[nondiff] k: f64) -> f64 { let t: (f64, f64) = geo::pair(x, k); t.0.powi(3) - t.1.atan2(x) }",
+    "fn bad(x: f64) -> f64 { if x > 0.0 { x } else { -x } }",
+    "fn calls(x: f32) -> f32 { let y = helper(x, 2.0f32, 3); f32::max(y, x).mul_add(x, 1.0) }",
+];
+
+fn tokens(src: &str) -> Vec<TokenTree> {
+    src.parse::<TokenStream>()
+        .expect("sources lex")
+        .into_iter()
+        .collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 3000, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// Deleting, duplicating or swapping top-level token trees of real
+    /// inputs never makes the expansion panic; it always returns tokens.
+    #[test]
+    fn expansion_never_panics(src in 0..SOURCES.len(), edits in prop::collection::vec((0u8..3, any::<prop::sample::Index>(), any::<prop::sample::Index>()), 0..6)) {
+        let mut toks = tokens(SOURCES[src]);
+        for (kind, i, j) in edits {
+            if toks.is_empty() { break; }
+            let (a, b) = (i.index(toks.len()), j.index(toks.len()));
+            match kind {
+                0 => { toks.remove(a); }
+                1 => { let t = toks[a].clone(); toks.insert(b, t); }
+                _ => toks.swap(a, b),
+            }
+        }
+        let item: TokenStream = toks.into_iter().collect();
+        let out = std::panic::catch_unwind(|| differentiable(TokenStream::new(), item.clone()).to_string());
+        prop_assert!(out.is_ok(), "expansion panicked on: {}", item);
+        // Attribute arguments are parsed too.
+        let attr: TokenStream = "dump = 3, nonsense".parse().unwrap();
+        let out = std::panic::catch_unwind(|| differentiable(attr.clone(), item.clone()).to_string());
+        prop_assert!(out.is_ok(), "expansion panicked on arguments: {}", attr);
+    }
+}
+
+fn lowered(src: &str) -> String {
+    let item: syn::ItemFn = syn::parse_str(src).expect("parses");
+    let mut errs = Errors::default();
+    let l = lower_fn(&item, &mut errs).expect("lowers");
+    assert!(errs.is_empty());
+    let stages = pipeline(&l.func, &l.externs).expect("pipeline");
+    format!("{}\n{}", stages.source, stages.unzipped)
+}
+
+#[test]
+fn lowering_of_the_quickstart_function() {
+    expect_test::expect![[r#"
+        def f(x: f64, y: f64;) -> (f64;) =
+          let a.1: f64; = x * y in
+          let r.2: f64; = sin(a.1) in
+          let r.3: f64; = r.2 + x in
+          (r.3;)
+
+        def f.jvp.nl(x: f64, y: f64;) -> (f64, (f64, f64, f64);) =
+          let z.5: f64; = x * y in
+          let z.10: f64; = sin(z.5) in
+          let c.11: f64; = cos(z.5) in
+          let z.14: f64; = z.10 + x in
+          let tape.2: (f64, f64, f64); = tup(x, y, c.11) in
+          (z.14, tape.2;)
+
+        def f.jvp.lin(tape.2: (f64, f64, f64); dx.1: f64, dy.2: f64) -> (; f64) =
+          unpack (x: f64, y: f64, c.11: f64) = tape.2 in
+          let ; dx.3: f64, dx.4: f64 = dup(dx.1) in
+          let ; dz.6: f64 = x * dy.2 in
+          let ; dz.7: f64 = y * dx.3 in
+          let ; dz.8: f64 = dz.6 + dz.7 in
+          let ; dz.12: f64 = c.11 * dz.8 in
+          let ; dz.15: f64 = dz.12 + dx.4 in
+          (; dz.15)
+    "#]]
+    .assert_eq(&lowered(SOURCES[0]));
+}
+
+#[test]
+fn lowering_of_calls_constants_and_arrays() {
+    expect_test::expect![[r#"
+        extern call.1(f64;) -> ((f64, f64);)
+
+        def h(x: f64;) -> (f64;) =
+          let t.1: (f64, f64); = call.1(x;) in
+          unpack (t.2: f64, t.3: f64) = t.1 in
+          let r.4: f64; = powi(t.2, 3) in
+          let r.5: f64; = atan2(t.3, x) in
+          let r.6: f64; = r.4 - r.5 in
+          (r.6;)
+
+        extern call.1.jvp.nl(f64;) -> ((f64, f64), tape(call.1.jvp);)
+        extern call.1.jvp.lin(tape(call.1.jvp); f64) -> (; (f64, f64))
+
+        def h.jvp.nl(x: f64;) -> (f64, (tape(call.1.jvp), f64, f64, f64);) =
+          let u.1: (f64, f64), w.2: tape(call.1.jvp); = call.1.jvp.nl(x;) in
+          unpack (t.2: f64, t.3: f64) = u.1 in
+          let z.7: f64; = powi(t.2, 3) in
+          let c.8: f64; = powi(t.2, 2) in
+          let k.9: f64; = 3.0 in
+          let c.10: f64; = k.9 * c.8 in
+          let z.13: f64; = atan2(t.3, x) in
+          let c.14: f64; = t.3 * t.3 in
+          let c.15: f64; = x * x in
+          let c.16: f64; = c.14 + c.15 in
+          let c.17: f64; = recip(c.16) in
+          let c.18: f64; = x * c.17 in
+          let c.19: f64; = t.3 * c.17 in
+          let n.20: f64; = -c.19 in
+          let z.25: f64; = z.7 - z.13 in
+          let tape.4: (tape(call.1.jvp), f64, f64, f64); = tup(w.2, c.10, c.18, n.20) in
+          (z.25, tape.4;)
+
+        def h.jvp.lin(tape.4: (tape(call.1.jvp), f64, f64, f64); dx.1: f64) -> (; f64) =
+          unpack (w.2: tape(call.1.jvp), c.10: f64, c.18: f64, n.20: f64) = tape.4 in
+          let ; dx.2: f64, dx.3: f64 = dup(dx.1) in
+          let ; dt.4: (f64, f64) = call.1.jvp.lin(w.2; dx.2) in
+          unpack ; (dt.5: f64, dt.6: f64) = dt.4 in
+          let ; dz.11: f64 = c.10 * dt.5 in
+          let ; dz.21: f64 = c.18 * dt.6 in
+          let ; dz.22: f64 = n.20 * dx.3 in
+          let ; dz.23: f64 = dz.21 + dz.22 in
+          let ; dz.26: f64 = -dz.23 in
+          let ; dz.27: f64 = dz.11 + dz.26 in
+          (; dz.27)
+    "#]]
+    .assert_eq(&lowered(SOURCES[2]));
+}
