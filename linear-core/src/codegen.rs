@@ -150,15 +150,62 @@ pub fn float_lit(value: f64, float: Float) -> TokenStream {
             quote!(#ty::NEG_INFINITY)
         };
     }
-    let lit = match float {
-        Float::F64 => Literal::f64_suffixed(value.abs()),
-        Float::F32 => Literal::f32_suffixed(value.abs() as f32),
+    let lit = match std_constant(value.abs(), float) {
+        Some(name) => {
+            let name = format_ident!("{}", name);
+            quote!(::core::#ty::consts::#name)
+        }
+        None => match float {
+            Float::F64 => {
+                let l = Literal::f64_suffixed(value.abs());
+                quote!(#l)
+            }
+            Float::F32 => {
+                let l = Literal::f32_suffixed(value.abs() as f32);
+                quote!(#l)
+            }
+        },
     };
     if value.is_sign_negative() {
         quote!((-#lit))
     } else {
         quote!(#lit)
     }
+}
+
+/// The name of the `core::{f32,f64}::consts` constant equal to `v`, so
+/// generated code names it rather than spelling its digits (which clippy's
+/// `approx_constant` rejects).
+fn std_constant(v: f64, float: Float) -> Option<&'static str> {
+    use std::f64::consts as c;
+    const TABLE: [(&str, f64); 19] = [
+        ("E", c::E),
+        ("FRAC_1_PI", c::FRAC_1_PI),
+        ("FRAC_1_SQRT_2", c::FRAC_1_SQRT_2),
+        ("FRAC_2_PI", c::FRAC_2_PI),
+        ("FRAC_2_SQRT_PI", c::FRAC_2_SQRT_PI),
+        ("FRAC_PI_2", c::FRAC_PI_2),
+        ("FRAC_PI_3", c::FRAC_PI_3),
+        ("FRAC_PI_4", c::FRAC_PI_4),
+        ("FRAC_PI_6", c::FRAC_PI_6),
+        ("FRAC_PI_8", c::FRAC_PI_8),
+        ("LN_10", c::LN_10),
+        ("LN_2", c::LN_2),
+        ("LOG10_E", c::LOG10_E),
+        ("LOG2_E", c::LOG2_E),
+        ("LOG2_10", c::LOG2_10),
+        ("LOG10_2", c::LOG10_2),
+        ("PI", c::PI),
+        ("SQRT_2", c::SQRT_2),
+        ("TAU", c::TAU),
+    ];
+    TABLE.iter().find_map(|(name, k)| {
+        let same = match float {
+            Float::F64 => *k == v,
+            Float::F32 => (*k as f32) == (v as f32),
+        };
+        same.then_some(*name)
+    })
 }
 
 /// The zero of a type.
