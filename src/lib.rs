@@ -53,7 +53,7 @@
 
 #![forbid(unsafe_code)]
 
-pub use linear_macros::differentiable;
+pub use linear_macros::{differentiable, linear};
 
 /// A linear map and its transpose, as produced by `f_lin`: a Jacobian
 /// evaluated at one point, without the matrix.
@@ -163,4 +163,43 @@ pub mod __private {
     pub trait Constant {}
 
     impl Constant for Inactive {}
+
+    /// A linear argument's position in a call to another `#[linear]`
+    /// function's transpose.
+    #[derive(Clone, Copy, Debug)]
+    pub struct LinSlot;
+
+    /// A coefficient argument in a call to another `#[linear]` function's
+    /// transpose.
+    #[derive(Clone, Copy, Debug)]
+    pub struct Coef<T>(pub T);
+
+    /// What a caller may pass for a coefficient parameter of a `#[linear]`
+    /// function: a coefficient.
+    #[diagnostic::on_unimplemented(
+        message = "a linear value is passed to a coefficient parameter",
+        label = "this argument depends on the linear parameters, but the called function's parameter is a coefficient: the call would not be linear",
+        note = "mark that parameter `#[linear]` in the called function, or pass a value that does not depend on the linear parameters"
+    )]
+    pub trait CoefArg<T> {
+        fn coef(self) -> T;
+    }
+
+    impl<T> CoefArg<T> for Coef<T> {
+        #[inline]
+        fn coef(self) -> T {
+            self.0
+        }
+    }
+
+    /// What a caller may pass for a linear parameter of a `#[linear]`
+    /// function: a linear value.
+    #[diagnostic::on_unimplemented(
+        message = "a value that does not depend on the linear parameters is passed to a linear parameter",
+        label = "the called function is linear in this parameter, so this argument makes the call affine",
+        note = "pass a linear value, or `0.0`"
+    )]
+    pub trait LinearSlot {}
+
+    impl LinearSlot for LinSlot {}
 }

@@ -682,7 +682,7 @@ impl CallGen for Calls<'_> {
                         out.push(quote_spanned!(*span=> ::core::convert::identity(#conv)));
                         k += 1;
                     }
-                    CallArg::Inactive(_) => out.push(inactive.clone()),
+                    CallArg::Inactive(..) => out.push(inactive.clone()),
                 }
             }
             Some(out)
@@ -702,7 +702,7 @@ impl CallGen for Calls<'_> {
                             args.push(from_ir(quote!(#v), s, names));
                             k += 1;
                         }
-                        CallArg::Inactive(id) => args.push(quote!(#id)),
+                        CallArg::Inactive(id, _) => args.push(quote!(#id)),
                     }
                 }
                 if stage == "jvp" {
@@ -733,7 +733,7 @@ impl CallGen for Calls<'_> {
                             outs.push(to_ir(got, s, names));
                             pats.push(quote!(#c));
                         }
-                        CallArg::Inactive(_) => pats.push(quote!(_)),
+                        CallArg::Inactive(..) => pats.push(quote!(_)),
                     }
                 }
                 let out = if outs.len() == 1 {
@@ -745,6 +745,308 @@ impl CallGen for Calls<'_> {
             }
             _ => return None,
         })
+    }
+}
+
+/// Expands `#[linear] item`: checks that `g` is linear in its `#[linear]`
+/// parameters (every rejection at its span, naming the linear values
+/// involved), and generates, with `g`'s visibility:
+///
+/// * `g_transpose(coefficients.., out_cotangent: R) -> In`: T of `g`, whose
+///   coefficient computations run as the Rust prelude;
+/// * `g_jvp`, `g_lin`, `g_vjp` as for `#[differentiable]`: a linear
+///   function is differentiable too (linearity erasure, then J). Its float
+///   coefficients are differentiable when its body lowers without calls,
+///   and constants otherwise (calls may touch coefficients with arbitrary
+///   functions).
+pub fn linear(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let mut errs = Errors::default();
+    let args = match NestedMeta::parse_meta_list(attr) {
+        Ok(list) => Args::from_list(&list).unwrap_or_else(|e| {
+            errs.push_err(e.into());
+            Args::default()
+        }),
+        Err(e) => {
+            errs.push_err(e);
+            Args::default()
+        }
+    };
+    let item_fn: syn::ItemFn = match syn::parse2(item.clone()) {
+        Ok(f) => f,
+        Err(_) => {
+            let e = syn::Error::new(
+                Span::call_site(),
+                "`#[linear]` applies to functions (`fn name(..) -> f64 { .. }`)",
+            )
+            .to_compile_error();
+            return quote!(#item #e);
+        }
+    };
+    let clean = without_markers(&item_fn);
+    let lowered = crate::lower::lower_fn_mode(&item_fn, &mut errs, crate::lower::Mode::Linear);
+    let lowered = match lowered {
+        Some(l) if errs.is_empty() => l,
+        _ => {
+            let e = errs.into_compile_errors();
+            return quote!(#clean #e);
+        }
+    };
+    match generate_linear(&item_fn, &clean, &lowered, args.dump) {
+        Ok(generated) => quote!(#clean #generated),
+        Err(msg) => {
+            let e = syn::Error::new(
+                item_fn.sig.ident.span(),
+                format!("linear-ad internal error (please report it): {msg}"),
+            )
+            .to_compile_error();
+            quote!(#clean #e)
+        }
+    }
+}
+
+/// The function as written, minus the `#[linear]` and `#[nondiff]`
+/// parameter markers rustc does not know.
+fn without_markers(f: &syn::ItemFn) -> syn::ItemFn {
+    let mut f = without_nondiff(f);
+    for input in f.sig.inputs.iter_mut() {
+        if let syn::FnArg::Typed(pt) = input {
+            pt.attrs.retain(|a| !a.path().is_ident("linear"));
+        }
+    }
+    f
+}
+
+fn generate_linear(
+    item: &syn::ItemFn,
+    clean: &syn::ItemFn,
+    l: &Lowered,
+    dump: bool,
+) -> Result<TokenStream, String> {
+    let name = item.sig.ident.to_string();
+    let source = Program {
+        externs: l.externs.clone(),
+        funcs: vec![l.func.clone()],
+    };
+    check_linear_b(&source).map_err(|e| format!("lowered linear function: {e}"))?;
+    let t = simplify(&transpose(&simplify(&source)).map_err(|e| e.to_string())?);
+    check_linear_b(&t).map_err(|e| format!("after T: {e}"))?;
+    if wants_dump(&name, dump) {
+        eprintln!("== linear-ad: `{name}` (#[linear]) lowered ==\n{source}\n== T ==\n{t}");
+    }
+    let gt = find(&t, &format!("{name}.t"))?;
+
+    // The differentiable triple, with float coefficients differentiable if
+    // that lowers without calls, else held constant.
+    let mut errs = Errors::default();
+    let diff = match lower_fn(clean, &mut errs) {
+        Some(d) if errs.is_empty() && d.externs.is_empty() => Some((clean.clone(), d)),
+        _ => {
+            let held = with_constant_coefficients(item);
+            let mut errs = Errors::default();
+            lower_fn(&held, &mut errs)
+                .filter(|_| errs.is_empty())
+                .map(|d| (held, d))
+        }
+    };
+    let vis = &item.vis;
+    let map_name = syn::Ident::new(
+        &format!("__{}Linearization", pascal(&name)),
+        item.sig.ident.span(),
+    );
+    let differentiable = match &diff {
+        Some((f, d)) => generate(f, d, false)?,
+        // Not expressible as a differentiable function: only the transpose,
+        // and the type callers refer to.
+        None => quote!(#[doc(hidden)] #vis struct #map_name;),
+    };
+
+    let mut names = Names::default();
+    let calls = LinearCalls { sites: &l.calls };
+    let lin: Vec<(&crate::lower::Param, &Shape)> = l
+        .params
+        .iter()
+        .filter_map(|p| p.active.as_ref().map(|(s, _)| (p, s)))
+        .collect();
+    let coefficients: Vec<&crate::lower::Param> =
+        l.params.iter().filter(|p| p.active.is_none()).collect();
+    let sig_params: Vec<TokenStream> = coefficients
+        .iter()
+        .map(|p| {
+            let (pat, ty) = (&p.pat, &p.ty);
+            quote!(#pat: #ty)
+        })
+        .collect();
+    let mut used = Vec::new();
+    for p in &coefficients {
+        let mut ids = Vec::new();
+        pattern_idents(&p.pat, &mut ids);
+        used.extend(ids.into_iter().map(|id| quote!(let _ = &#id;)));
+    }
+    let prelude = &l.prelude;
+    let ret_ty = l.ret.rust();
+    let ct = syn::Ident::new("out_cotangent", Span::mixed_site());
+    let ct_ir = to_ir(quote!(#ct), &l.ret, &mut names);
+    let b = body(gt, &[ct_ir], &calls);
+    let in_ty = if lin.len() == 1 {
+        lin[0].1.rust()
+    } else {
+        let ts = lin.iter().map(|(_, s)| s.rust());
+        quote!((#(#ts,)*))
+    };
+    let out = if lin.len() == 1 {
+        from_ir(b, lin[0].1, &mut names)
+    } else {
+        let parts: Vec<syn::Ident> = (0..lin.len())
+            .map(|k| format_ident!("__c{}", k, span = Span::mixed_site()))
+            .collect();
+        let outs: Vec<TokenStream> = parts
+            .iter()
+            .zip(&lin)
+            .map(|(p, (_, s))| from_ir(quote!(#p), s, &mut names))
+            .collect();
+        quote!({ let (#(#parts,)*) = #b; (#(#outs,)*) })
+    };
+    let t_name = format_ident!("{}_transpose", item.sig.ident);
+    let doc = format!(
+        "The transpose (adjoint) of [`{name}`] in its `#[linear]` parameters: for every output cotangent ȳ and input x, ⟨x, {name}_transpose(ȳ)⟩ = ⟨{name}(x), ȳ⟩. Generated by `#[linear]`."
+    );
+    let user_allows = item.attrs.iter().filter(|a| a.path().is_ident("allow"));
+    let allow = quote!(#[allow(clippy::too_many_arguments)] #(#user_allows)*);
+
+    // The callee-side half of calls from other `#[linear]` functions: one
+    // slot per parameter; a coefficient slot takes `Coef(value)`, a linear
+    // slot `LinSlot`, so a mismatch is a type error at that argument.
+    let d: Vec<syn::Ident> = (0..l.params.len())
+        .map(|i| format_ident!("__d{}", i, span = Span::mixed_site()))
+        .collect();
+    let mut slot_tys = Vec::new();
+    let mut coef_args = Vec::new();
+    let mut per_ty = Vec::new();
+    let mut per = Vec::new();
+    let c: Vec<syn::Ident> = (0..lin.len())
+        .map(|k| format_ident!("__c{}", k, span = Span::mixed_site()))
+        .collect();
+    let mut k = 0;
+    for (p, di) in l.params.iter().zip(&d) {
+        match &p.active {
+            Some((s, _)) => {
+                slot_tys.push(quote!(impl ::linear_ad::__private::LinearSlot));
+                per_ty.push(s.rust());
+                let ck = &c[k];
+                per.push(quote!(#ck));
+                k += 1;
+            }
+            None => {
+                let ty = &p.ty;
+                slot_tys.push(quote!(impl ::linear_ad::__private::CoefArg<#ty>));
+                coef_args.push(quote!(::linear_ad::__private::CoefArg::coef(#di)));
+                per_ty.push(quote!(::linear_ad::__private::Inactive));
+                per.push(quote!(::linear_ad::__private::Inactive));
+            }
+        }
+    }
+    let linear_slots: Vec<&syn::Ident> = l
+        .params
+        .iter()
+        .zip(&d)
+        .filter(|(p, _)| p.active.is_some())
+        .map(|(_, di)| di)
+        .collect();
+    let unpack = if lin.len() == 1 {
+        let c0 = &c[0];
+        quote!(let #c0 = #t_name(#(#coef_args,)* #ct);)
+    } else {
+        quote!(let (#(#c,)*) = #t_name(#(#coef_args,)* #ct);)
+    };
+    Ok(quote! {
+        #[doc = #doc]
+        #allow
+        #[inline]
+        #vis fn #t_name(#(#sig_params,)* #ct: #ret_ty) -> #in_ty {
+            #(#used)*
+            #(#prelude)*
+            #out
+        }
+
+        #differentiable
+
+        #[doc(hidden)]
+        #allow
+        impl #map_name {
+            #[inline]
+            pub fn __linear_transpose(#(#d: #slot_tys,)* #ct: #ret_ty) -> (#(#per_ty,)*) {
+                #(let _ = #linear_slots;)*
+                #unpack
+                (#(#per,)*)
+            }
+        }
+    })
+}
+
+/// `f` with every parameter not marked `#[linear]` marked `#[nondiff]`.
+fn with_constant_coefficients(f: &syn::ItemFn) -> syn::ItemFn {
+    let mut f = f.clone();
+    for input in f.sig.inputs.iter_mut() {
+        if let syn::FnArg::Typed(pt) = input {
+            let linear = pt.attrs.iter().any(|a| a.path().is_ident("linear"));
+            pt.attrs.retain(|a| !a.path().is_ident("linear"));
+            if !linear {
+                pt.attrs.push(syn::parse_quote!(#[nondiff]));
+            }
+        }
+    }
+    f
+}
+
+/// Rust for the transposed calls of a `#[linear]` function to other
+/// `#[linear]` functions (`call.N.t`).
+struct LinearCalls<'a> {
+    sites: &'a HashMap<Var, CallSite>,
+}
+
+impl CallGen for LinearCalls<'_> {
+    fn call(
+        &self,
+        func: &Var,
+        _nl: &[syn::Ident],
+        lin: &[syn::Ident],
+        names: &mut Names,
+    ) -> Option<TokenStream> {
+        let calls = Calls { sites: self.sites };
+        let (site, stage) = calls.site(func)?;
+        if stage != "t" {
+            return None;
+        }
+        let g = Calls::callee_name(site);
+        let ty = Calls::sibling(&site.path, format!("__{}Linearization", pascal(&g)));
+        let ct = lin.first()?;
+        let ct_rust = from_ir(quote!(#ct), &site.ret, names);
+        let (mut slots, mut pats, mut outs) = (Vec::new(), Vec::new(), Vec::new());
+        for a in &site.args {
+            match a {
+                CallArg::Active(s, span) => {
+                    slots.push(quote_spanned!(*span=> ::linear_ad::__private::LinSlot));
+                    let c = names.temp("c");
+                    // Through `Tangent`, so a coefficient position (already
+                    // reported at its argument) converts without a second
+                    // error.
+                    let t = s.rust();
+                    let got = quote_spanned!(*span=> <_ as ::linear_ad::__private::Tangent<#t>>::tangent(#c));
+                    outs.push(to_ir(got, s, names));
+                    pats.push(quote!(#c));
+                }
+                CallArg::Inactive(id, span) => {
+                    slots.push(quote_spanned!(*span=> ::linear_ad::__private::Coef(#id)));
+                    pats.push(quote!(_));
+                }
+            }
+        }
+        let out = if outs.len() == 1 {
+            outs[0].clone()
+        } else {
+            quote!((#(#outs,)*))
+        };
+        Some(quote!({ let (#(#pats,)*) = <#ty>::__linear_transpose(#(#slots,)* #ct_rust); #out }))
     }
 }
 

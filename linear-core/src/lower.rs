@@ -149,6 +149,19 @@ impl Shape {
     }
 }
 
+/// Tokens as the user wrote them, without most of the printer's spaces.
+fn show_tokens(t: &TokenStream) -> String {
+    let s = t.to_string();
+    s.replace(" . ", ".")
+        .replace(" (", "(")
+        .replace("( ", "(")
+        .replace(" )", ")")
+        .replace(" ,", ",")
+        .replace(" [", "[")
+        .replace("[ ", "[")
+        .replace(" ]", "]")
+}
+
 /// A type as the user wrote it, without the token printer's spaces.
 fn show_type(t: &syn::Type) -> String {
     let s = t.to_token_stream().to_string();
@@ -211,8 +224,8 @@ pub enum CallArg {
     /// A differentiable argument: the next non-linear IR argument, of this
     /// Rust shape, written at this span.
     Active(Shape, Span),
-    /// A constant, held in this prelude variable.
-    Inactive(syn::Ident),
+    /// A constant, held in this prelude variable, written at this span.
+    Inactive(syn::Ident, Span),
 }
 
 impl Shape {
@@ -226,17 +239,29 @@ impl Shape {
     }
 }
 
-/// Lowers `item`; on failure the errors are in `errs` and the result is
-/// `None` (or a partial lowering, which must not be used if `errs` is
-/// non-empty).
+/// What the lowered function is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// `#[differentiable]`: float parameters are differentiable inputs and
+    /// the function is non-linear, the input of J.
+    Differentiable,
+    /// `#[linear]`: parameters marked `#[linear]` are the linear inputs,
+    /// every other parameter is a coefficient (a constant of the Rust
+    /// prelude), and the function must be linear in the linear inputs; the
+    /// lowered function has linear parameters and result, the input of T.
+    Linear,
+}
+
+/// Lowers `item` for `#[differentiable]`; on failure the errors are in
+/// `errs` and the result is `None`.
 pub fn lower_fn(item: &syn::ItemFn, errs: &mut Errors) -> Option<Lowered> {
+    lower_fn_mode(item, errs, Mode::Differentiable)
+}
+
+/// Lowers `item` in the given mode.
+pub fn lower_fn_mode(item: &syn::ItemFn, errs: &mut Errors, mode: Mode) -> Option<Lowered> {
     let sig = &item.sig;
     signature_checks(sig, errs);
-    if !sig.generics.params.is_empty() {
-        // The parameter and return types name the generics: reporting them
-        // too would only repeat this error.
-        return None;
-    }
     if !sig.generics.params.is_empty() {
         // The parameter and return types name the generics: reporting them
         // too would only repeat this error.
@@ -256,6 +281,7 @@ pub fn lower_fn(item: &syn::ItemFn, errs: &mut Errors) -> Option<Lowered> {
         }
     };
     let mut l = Lowerer {
+        mode,
         errs,
         fresh: Fresh::default(),
         scopes: vec![HashMap::new()],
@@ -266,6 +292,8 @@ pub fn lower_fn(item: &syn::ItemFn, errs: &mut Errors) -> Option<Lowered> {
         types: HashMap::new(),
         next_const: 0,
         poison: Default::default(),
+        linear_params: Vec::new(),
+        tail: None,
         shapes: HashMap::new(),
         ret_hint: None,
         fn_ret: None,
@@ -283,11 +311,18 @@ pub fn lower_fn(item: &syn::ItemFn, errs: &mut Errors) -> Option<Lowered> {
             continue;
         };
         let nondiff = pt.attrs.iter().any(|a| a.path().is_ident("nondiff"));
+        let marked_linear = pt.attrs.iter().any(|a| a.path().is_ident("linear"));
         let mut pat = (*pt.pat).clone();
         let ty = (*pt.ty).clone();
         // Constants: integers, bools, and anything marked `#[nondiff]`
-        // (data slices, strings, floats held fixed) pass through unchanged.
-        if nondiff || is_constant_type(&ty) {
+        // (data slices, strings, floats held fixed) pass through unchanged;
+        // in a `#[linear]` function, every parameter not marked `#[linear]`
+        // (a coefficient).
+        let constant = match mode {
+            Mode::Differentiable => nondiff || is_constant_type(&ty),
+            Mode::Linear => !marked_linear,
+        };
+        if constant {
             l.bind_pattern_inactive(&pat);
             params.push(Param {
                 pat,
@@ -315,6 +350,7 @@ pub fn lower_fn(item: &syn::ItemFn, errs: &mut Errors) -> Option<Lowered> {
         l.types.insert(v.clone(), ty_ir.clone());
         l.shapes.insert(v.clone(), shape.clone());
         nl_params.push(Binder::new(v.clone(), ty_ir.clone()));
+        l.linear_params.push(v.clone());
         l.bind_pattern(&pat, Val::Active(v.clone(), ty_ir));
         strip_mut(&mut pat);
         params.push(Param {
@@ -322,6 +358,14 @@ pub fn lower_fn(item: &syn::ItemFn, errs: &mut Errors) -> Option<Lowered> {
             ty,
             active: Some((shape, v)),
         });
+    }
+    if mode == Mode::Linear && l.linear_params.is_empty() && l.errs.is_empty() {
+        l.errs.spanned(
+            &sig.ident,
+            "a `#[linear]` function needs at least one `#[linear]` parameter: mark the parameters it is linear in (`#[linear] x: f64`); the others are coefficients",
+        );
+        // Everything in the body would be a coefficient: nothing more to say.
+        return None;
     }
     let ret = ret?;
     if l.float.is_none() {
@@ -332,26 +376,50 @@ pub fn lower_fn(item: &syn::ItemFn, errs: &mut Errors) -> Option<Lowered> {
     let ret_ty = ret.ty();
     let mut rets = Vec::new();
     if let Some((v, span)) = result {
-        let var = l.materialize(v, &ret_ty, span);
+        let var = match mode {
+            Mode::Differentiable => l.materialize(v, &ret_ty, span),
+            Mode::Linear => {
+                let node = l.tail.clone().unwrap_or_default();
+                l.linear_value(v, &ret_ty, &node, "the result")
+            }
+        };
         rets.push(var);
     }
     if !l.errs.is_empty() {
         return None;
     }
-    let mut func = Func {
-        name: Var::new(&sig.ident.to_string()),
-        nl_params,
-        lin_params: vec![],
-        nl_rets: vec![ret_ty],
-        lin_rets: vec![],
-        body: Expr::block(
-            std::mem::take(&mut l.out),
-            Expr::Ret {
-                nl: rets,
-                lin: vec![],
-            },
-        ),
+    let body = std::mem::take(&mut l.out);
+    let mut func = match mode {
+        Mode::Differentiable => Func {
+            name: Var::new(&sig.ident.to_string()),
+            nl_params,
+            lin_params: vec![],
+            nl_rets: vec![ret_ty],
+            lin_rets: vec![],
+            body: Expr::block(
+                body,
+                Expr::Ret {
+                    nl: rets,
+                    lin: vec![],
+                },
+            ),
+        },
+        Mode::Linear => Func {
+            name: Var::new(&sig.ident.to_string()),
+            nl_params: vec![],
+            lin_params: nl_params,
+            nl_rets: vec![],
+            lin_rets: vec![ret_ty],
+            body: Expr::block(
+                body,
+                Expr::Ret {
+                    nl: vec![],
+                    lin: rets,
+                },
+            ),
+        },
     };
+    crate::visit::insert_dups_and_drops(&mut func);
     crate::passes::transpose::drop_unused(&mut func);
     Some(Lowered {
         func,
@@ -417,6 +485,7 @@ enum Binding {
 }
 
 struct Lowerer<'a> {
+    mode: Mode,
     errs: &'a mut Errors,
     fresh: Fresh,
     scopes: Vec<HashMap<String, Binding>>,
@@ -428,6 +497,10 @@ struct Lowerer<'a> {
     next_const: usize,
     /// Placeholder variables standing for values that failed to lower.
     poison: std::collections::HashSet<Var>,
+    /// The differentiable (or, in linear mode, linear) parameters.
+    linear_params: Vec<Var>,
+    /// The function's result expression, for messages about it.
+    tail: Option<TokenStream>,
     /// Rust shapes of IR variables where they are not the IR type's
     /// default (arrays).
     shapes: HashMap<Var, Shape>,
@@ -495,6 +568,164 @@ impl Lowerer<'_> {
         }
     }
 
+    fn emit_lin(&mut self, hint: &str, ty: Ty, rhs: Expr) -> Var {
+        let v = self.fresh.var(hint);
+        self.types.insert(v.clone(), ty.clone());
+        self.out.push(Stmt::Let {
+            nl: vec![],
+            lin: vec![Binder::new(v.clone(), ty)],
+            rhs,
+        });
+        v
+    }
+
+    /// The linear variables `tokens` mentions, for messages: "`x` and `y`".
+    fn linear_names(&self, tokens: TokenStream) -> String {
+        let mut names: Vec<String> = Vec::new();
+        fn walk(l: &Lowerer, t: TokenStream, names: &mut Vec<String>) {
+            for tt in t {
+                match tt {
+                    TokenTree::Ident(i) => {
+                        let n = i.to_string();
+                        if matches!(l.lookup(&n), Some(Binding::Active(..))) && !names.contains(&n)
+                        {
+                            names.push(n);
+                        }
+                    }
+                    TokenTree::Group(g) => walk(l, g.stream(), names),
+                    _ => {}
+                }
+            }
+        }
+        walk(self, tokens, &mut names);
+        let quoted: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
+        match quoted.len() {
+            0 => "a linear value".to_string(),
+            1 => quoted[0].clone(),
+            _ => {
+                let (last, rest) = quoted.split_last().unwrap_or((&quoted[0], &[]));
+                format!("{} and {last}", rest.join(", "))
+            }
+        }
+    }
+
+    /// A value required to be linear (a function result, a tuple
+    /// component): a linear value, or the literal `0.0` (the linear zero).
+    fn linear_value(&mut self, v: Val, ty: &Ty, node: &TokenStream, what: &str) -> Var {
+        match v {
+            Val::Active(var, _) => var,
+            Val::Inactive(tokens) => {
+                if float_literal(&tokens) == Some(0.0) || (ty.scalars() == 0 && tokens.is_empty()) {
+                    return self.emit_lin("zero", ty.clone(), Expr::LinZero(ty.clone()));
+                }
+                let params = self.linear_param_names();
+                self.errs.spanned(
+                    node,
+                    format!(
+                        "{what} `{}` does not depend on the linear parameters ({params}): a `#[linear]` function must be linear in them, and a constant other than 0.0 makes it affine",
+                        show_tokens(node)
+                    ),
+                );
+                self.placeholder_var()
+            }
+        }
+    }
+
+    fn linear_param_names(&self) -> String {
+        let names: Vec<String> = self
+            .scopes
+            .first()
+            .map(|s| {
+                let mut v: Vec<String> = s
+                    .iter()
+                    .filter(|(_, b)| matches!(b, Binding::Active(..)))
+                    .map(|(n, _)| format!("`{n}`"))
+                    .collect();
+                v.sort();
+                v
+            })
+            .unwrap_or_default();
+        names.join(", ")
+    }
+
+    /// `a op b` in a `#[linear]` function: sums and differences of linear
+    /// values, linear values scaled by or divided by coefficients.
+    fn linear_binary(&mut self, op: Prim, a: Val, b: Val, whole: &TokenStream, hint: &str) -> Val {
+        let f = self.float();
+        let text = show_tokens(whole);
+        match (op, a, b) {
+            (_, Val::Inactive(x), Val::Inactive(y)) => {
+                let o = match op {
+                    Prim::Add => quote!(+),
+                    Prim::Sub => quote!(-),
+                    Prim::Mul => quote!(*),
+                    _ => quote!(/),
+                };
+                Val::Inactive(quote!((#x #o #y)))
+            }
+            (Prim::Add, Val::Active(x, t), Val::Active(y, _)) => {
+                Val::Active(self.emit_lin(hint, t.clone(), Expr::LinAdd(x, y)), t)
+            }
+            (Prim::Sub, Val::Active(x, t), Val::Active(y, _)) => {
+                let n = self.emit_lin(hint, t.clone(), Expr::LinNeg(y));
+                Val::Active(self.emit_lin(hint, t.clone(), Expr::LinAdd(x, n)), t)
+            }
+            (Prim::Add | Prim::Sub, Val::Active(x, t), Val::Inactive(c))
+                if float_literal(&c) == Some(0.0) =>
+            {
+                Val::Active(x, t)
+            }
+            (Prim::Add, Val::Inactive(c), Val::Active(x, t)) if float_literal(&c) == Some(0.0) => {
+                Val::Active(x, t)
+            }
+            (Prim::Sub, Val::Inactive(c), Val::Active(x, t)) if float_literal(&c) == Some(0.0) => {
+                Val::Active(self.emit_lin(hint, t.clone(), Expr::LinNeg(x)), t)
+            }
+            (Prim::Add | Prim::Sub, Val::Active(..), Val::Inactive(c))
+            | (Prim::Add | Prim::Sub, Val::Inactive(c), Val::Active(..)) => {
+                let names = self.linear_names(whole.clone());
+                self.errs.spanned(
+                    whole,
+                    format!(
+                        "`{text}` adds `{}`, which does not depend on the linear parameters, to the linear value {names}: the result is affine, not linear",
+                        show_tokens(&c)
+                    ),
+                );
+                self.placeholder()
+            }
+            (Prim::Mul, Val::Active(..), Val::Active(..)) => {
+                let names = self.linear_names(whole.clone());
+                self.errs.spanned(
+                    whole,
+                    format!("`{text}` multiplies two linear values ({names}): a product of linear values is not linear; one factor must be a coefficient"),
+                );
+                self.placeholder()
+            }
+            (Prim::Mul, Val::Active(x, t), Val::Inactive(c))
+            | (Prim::Mul, Val::Inactive(c), Val::Active(x, t)) => {
+                let k = self.materialize(Val::Inactive(c), &Ty::Real(f), Span::call_site());
+                Val::Active(self.emit_lin(hint, t.clone(), Expr::LinScale(k, x)), t)
+            }
+            (Prim::Div, Val::Active(x, t), Val::Inactive(c)) => {
+                let one = crate::codegen::float_lit(1.0, f);
+                let k = self.materialize(
+                    Val::Inactive(quote!((#one / (#c)))),
+                    &Ty::Real(f),
+                    Span::call_site(),
+                );
+                Val::Active(self.emit_lin(hint, t.clone(), Expr::LinScale(k, x)), t)
+            }
+            _ => {
+                let names = self.linear_names(whole.clone());
+                self.errs.spanned(
+                    whole,
+                    format!("`{text}` divides by the linear value {names}: the result is not linear in it"),
+                );
+                self.placeholder()
+            }
+        }
+    }
+
     fn emit(&mut self, hint: &str, ty: Ty, rhs: Expr) -> Var {
         let v = self.fresh.var(hint);
         self.types.insert(v.clone(), ty.clone());
@@ -508,6 +739,11 @@ impl Lowerer<'_> {
 
     fn placeholder(&mut self) -> Val {
         let f = self.float();
+        if self.mode == Mode::Linear {
+            let v = self.emit_lin("err", Ty::Real(f), Expr::LinZero(Ty::Real(f)));
+            self.poison.insert(v.clone());
+            return Val::Active(v, Ty::Real(f));
+        }
         let v = self.emit(
             "err",
             Ty::Real(f),
@@ -711,14 +947,21 @@ impl Lowerer<'_> {
         for (c, s) in vars.iter().zip(parts) {
             self.shapes.insert(c.clone(), s);
         }
-        self.out.push(Stmt::Unpack {
-            vars: vars
-                .iter()
-                .cloned()
-                .zip(ts.iter().cloned())
-                .map(|(v, t)| Binder::new(v, t))
-                .collect(),
-            tuple: v.clone(),
+        let binders: Vec<Binder> = vars
+            .iter()
+            .cloned()
+            .zip(ts.iter().cloned())
+            .map(|(v, t)| Binder::new(v, t))
+            .collect();
+        self.out.push(match self.mode {
+            Mode::Differentiable => Stmt::Unpack {
+                vars: binders,
+                tuple: v.clone(),
+            },
+            Mode::Linear => Stmt::LinUnpack {
+                vars: binders,
+                tuple: v.clone(),
+            },
         });
         self.unpacked.insert(v.clone(), vars.clone());
         Some(vars.into_iter().zip(ts.iter().cloned()).collect())
@@ -802,16 +1045,18 @@ impl Lowerer<'_> {
                 syn::Stmt::Expr(e, semi) => {
                     if let (syn::Expr::Return(r), true, true) = (e, last, is_fn) {
                         match &r.expr {
-                            Some(e) => {
+                                                        Some(e) => {
                                 self.ret_hint = self.fn_ret.clone();
+                                self.tail = Some(e.to_token_stream());
                                 result = Some((self.expr(e, "r"), e.span()));
                                 self.ret_hint = None;
                             }
                             None => self.errs.spanned(r, "`return` without a value"),
                         }
-                                        } else if semi.is_none() && last {
+                                                            } else if semi.is_none() && last {
                         if is_fn {
                             self.ret_hint = self.fn_ret.clone();
+                            self.tail = Some(e.to_token_stream());
                         }
                         result = Some((self.expr(e, "r"), e.span()));
                         self.ret_hint = None;
@@ -933,7 +1178,14 @@ impl Lowerer<'_> {
         let rhs = self.expr(right, &hint);
         let Some(op) = op else { return Some(rhs) };
         let cur = self.expr(left, &hint);
-        Some(self.binary(op, cur, rhs, left.span(), right.span(), &hint))
+        let sym = match op {
+            Prim::Add => quote!(+=),
+            Prim::Sub => quote!(-=),
+            Prim::Mul => quote!(*=),
+            _ => quote!(/=),
+        };
+        let whole = quote!(#left #sym #right);
+        Some(self.binary(op, cur, rhs, left.span(), right.span(), &whole, &hint))
     }
 
     fn effect_stmt(&mut self, e: &syn::Expr) {
@@ -945,7 +1197,20 @@ impl Lowerer<'_> {
         self.prelude.push(quote!(#renamed;));
     }
 
-    fn binary(&mut self, op: Prim, a: Val, b: Val, sa: Span, sb: Span, hint: &str) -> Val {
+    #[allow(clippy::too_many_arguments)]
+    fn binary(
+        &mut self,
+        op: Prim,
+        a: Val,
+        b: Val,
+        sa: Span,
+        sb: Span,
+        whole: &TokenStream,
+        hint: &str,
+    ) -> Val {
+        if self.mode == Mode::Linear {
+            return self.linear_binary(op, a, b, whole, hint);
+        }
         if let (Val::Inactive(x), Val::Inactive(y)) = (&a, &b) {
             let o = match op {
                 Prim::Add => quote!(+),
@@ -1006,7 +1271,15 @@ impl Lowerer<'_> {
                     | syn::BinOp::Ge(_)
                     | syn::BinOp::Eq(_)
                     | syn::BinOp::Ne(_) => {
-                        self.errs.spanned(b.op, "comparisons of differentiable values are not supported yet (they need control flow); `min`, `max` and `abs` are");
+                        if self.mode == Mode::Linear {
+                            let names = self.linear_names(e.to_token_stream());
+                            self.errs.spanned(
+                                e,
+                                format!("comparing the linear value {names} is not linear"),
+                            );
+                        } else {
+                            self.errs.spanned(b.op, "comparisons of differentiable values are not supported yet (they need control flow); `min`, `max` and `abs` are");
+                        }
                         return self.placeholder();
                     }
                     _ => {
@@ -1022,9 +1295,16 @@ impl Lowerer<'_> {
                 };
                 let a = self.expr(&b.left, hint);
                 let c = self.expr(&b.right, hint);
-                self.binary(op, a, c, b.left.span(), b.right.span(), hint)
+                let whole = b.to_token_stream();
+                self.binary(op, a, c, b.left.span(), b.right.span(), &whole, hint)
             }
             syn::Expr::Unary(u) => match u.op {
+                syn::UnOp::Neg(_) if self.mode == Mode::Linear => match self.expr(&u.expr, hint) {
+                    Val::Active(x, t) => {
+                        Val::Active(self.emit_lin(hint, t.clone(), Expr::LinNeg(x)), t)
+                    }
+                    inactive => inactive,
+                },
                 syn::UnOp::Neg(_) => {
                     let a = self.expr(&u.expr, hint);
                     let x = self.scalar(a, u.expr.span());
@@ -1038,6 +1318,17 @@ impl Lowerer<'_> {
                     self.placeholder()
                 }
             },
+            syn::Expr::MethodCall(m) if self.mode == Mode::Linear => {
+                let names = self.linear_names(e.to_token_stream());
+                self.errs.spanned(
+                    e,
+                    format!(
+                        "`{}` of the linear value {names} is not linear: a `#[linear]` function may add, subtract and negate linear values and scale or divide them by coefficients",
+                        m.method
+                    ),
+                );
+                self.placeholder()
+            }
             syn::Expr::MethodCall(m) => {
                 let recv = self.expr(&m.receiver, hint);
                 let args: Vec<(Val, Span)> = m
@@ -1062,7 +1353,18 @@ impl Lowerer<'_> {
                     }
                     _ => None,
                 };
+                if let (Some(method), Mode::Linear) = (&name, self.mode) {
+                    let names = self.linear_names(e.to_token_stream());
+                    self.errs.spanned(
+                        e,
+                        format!("`{method}` of the linear value {names} is not linear: a `#[linear]` function may add, subtract and negate linear values and scale or divide them by coefficients"),
+                    );
+                    return self.placeholder();
+                }
                 let Some(method) = name else {
+                    if self.mode == Mode::Linear {
+                        return self.call_linear(c, ret_hint, hint);
+                    }
                     return self.call_differentiable(c, ret_hint, hint);
                 };
                 let mut it = c.args.iter();
@@ -1079,18 +1381,18 @@ impl Lowerer<'_> {
                 self.call_prim(&method.to_string(), method.span(), recv, args, &rest, hint)
             }
             syn::Expr::Tuple(t) => {
-                let vals: Vec<(Val, Span)> = t
+                let vals: Vec<(Val, Span, TokenStream)> = t
                     .elems
                     .iter()
-                    .map(|x| (self.expr(x, hint), x.span()))
+                    .map(|x| (self.expr(x, hint), x.span(), x.to_token_stream()))
                     .collect();
                 self.aggregate(vals, false, hint)
             }
             syn::Expr::Array(a) => {
-                let vals: Vec<(Val, Span)> = a
+                let vals: Vec<(Val, Span, TokenStream)> = a
                     .elems
                     .iter()
-                    .map(|x| (self.expr(x, hint), x.span()))
+                    .map(|x| (self.expr(x, hint), x.span(), x.to_token_stream()))
                     .collect();
                 self.aggregate(vals, true, hint)
             }
@@ -1134,7 +1436,12 @@ impl Lowerer<'_> {
                 match (Shape::from_type(&c.ty), &v) {
                     (Some(Shape::Float(f)), Val::Active(_, Ty::Real(g))) if f == *g => v,
                     _ => {
-                        self.errs.spanned(c, "casting a differentiable value is not supported (casting constants is)");
+                        if self.mode == Mode::Linear {
+                            let names = self.linear_names(e.to_token_stream());
+                            self.errs.spanned(c, format!("casting the linear value {names} to another type is not supported (casting coefficients is)"));
+                        } else {
+                            self.errs.spanned(c, "casting a differentiable value is not supported (casting constants is)");
+                        }
                         self.placeholder()
                     }
                 }
@@ -1146,19 +1453,30 @@ impl Lowerer<'_> {
         }
     }
 
-    fn aggregate(&mut self, vals: Vec<(Val, Span)>, array: bool, hint: &str) -> Val {
+    fn aggregate(&mut self, vals: Vec<(Val, Span, TokenStream)>, array: bool, hint: &str) -> Val {
         let f = self.float();
         let mut vars = Vec::new();
         let mut tys = Vec::new();
-        for (v, span) in vals {
+        for (v, span, node) in vals {
             let ty = match &v {
                 Val::Active(_, t) => t.clone(),
                 Val::Inactive(_) => Ty::Real(f),
             };
-            vars.push(self.materialize(v, &ty, span));
+            let var = if self.mode == Mode::Linear {
+                self.linear_value(v, &ty, &node, "this tuple component")
+            } else {
+                self.materialize(v, &ty, span)
+            };
+            vars.push(var);
             tys.push(ty);
         }
         let shapes: Vec<Shape> = vars.iter().map(|v| self.shape_of(v)).collect();
+        if self.mode == Mode::Linear {
+            let ty = Ty::Tuple(tys);
+            let v = self.emit_lin(hint, ty.clone(), Expr::LinTup(vars));
+            self.shapes.insert(v.clone(), Shape::Tuple(shapes));
+            return Val::Active(v, ty);
+        }
         let shape = match shapes.first() {
             Some(first) if array && shapes.iter().all(|s| s == first) => {
                 Shape::Array(Box::new(first.clone()), shapes.len())
@@ -1177,6 +1495,71 @@ impl Lowerer<'_> {
                 .get(v)
                 .map_or(Shape::Float(self.float()), Shape::of_ty)
         })
+    }
+
+    /// A call from a `#[linear]` function to another `#[linear]` function:
+    /// a linear extern of the call's linear arguments (`0.0` counts as a
+    /// linear zero); coefficient arguments stay in the prelude.
+    fn call_linear(&mut self, c: &syn::ExprCall, ret: Option<Shape>, hint: &str) -> Val {
+        let path = match &*c.func {
+            syn::Expr::Path(p) if p.qself.is_none() => p.path.clone(),
+            other => {
+                self.errs.spanned(other, "only calls to functions by name or path (`g(x)`, `module::g(x)`) are supported");
+                return self.placeholder();
+            }
+        };
+        let f = self.float();
+        let ret = ret.unwrap_or(Shape::Float(f));
+        let name = Var::new(&format!("call.{}", self.calls.len() + 1));
+        let (mut args, mut lin, mut tys) = (Vec::new(), Vec::new(), Vec::new());
+        for a in &c.args {
+            match self.expr(a, hint) {
+                Val::Active(v, _) if self.poison.contains(&v) => return self.placeholder(),
+                Val::Active(v, ty) => {
+                    args.push(CallArg::Active(self.shape_of(&v), a.span()));
+                    lin.push(v);
+                    tys.push(ty);
+                }
+                Val::Inactive(tokens) if float_literal(&tokens) == Some(0.0) => {
+                    let z = self.emit_lin("zero", Ty::Real(f), Expr::LinZero(Ty::Real(f)));
+                    args.push(CallArg::Active(Shape::Float(f), a.span()));
+                    lin.push(z);
+                    tys.push(Ty::Real(f));
+                }
+                Val::Inactive(tokens) => {
+                    let id = self.new_inactive_name("a");
+                    self.prelude.push(quote!(let #id = #tokens;));
+                    args.push(CallArg::Inactive(id, a.span()));
+                }
+            }
+        }
+        let ret_ty = ret.ty();
+        self.externs.push(Extern {
+            name: name.clone(),
+            nl_params: vec![],
+            lin_params: tys,
+            nl_rets: vec![],
+            lin_rets: vec![ret_ty.clone()],
+        });
+        self.calls.insert(
+            name.clone(),
+            CallSite {
+                path,
+                args,
+                ret: ret.clone(),
+            },
+        );
+        let v = self.emit_lin(
+            hint,
+            ret_ty.clone(),
+            Expr::App {
+                func: name,
+                nl: vec![],
+                lin,
+            },
+        );
+        self.shapes.insert(v.clone(), ret);
+        Val::Active(v, ret_ty)
     }
 
     /// A call to another `#[differentiable]` function: an extern of the
@@ -1208,7 +1591,7 @@ impl Lowerer<'_> {
                 Val::Inactive(tokens) => {
                     let id = self.new_inactive_name("a");
                     self.prelude.push(quote!(let #id = #tokens;));
-                    args.push(CallArg::Inactive(id));
+                    args.push(CallArg::Inactive(id, a.span()));
                 }
             }
         }

@@ -7,7 +7,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::ir::{Expr, Func, Program, Stmt, Var};
+use crate::ir::{Binder, Expr, Func, Program, Stmt, Var};
 
 /// Calls `f(var, is_linear)` for every variable occurrence in `e`, nested
 /// blocks included, in evaluation order.
@@ -242,5 +242,128 @@ pub fn expr_size(e: &Expr) -> usize {
         Expr::LinAdd(..) | Expr::LinScale(..) => 3,
         Expr::LinNeg(_) | Expr::Dup(_) => 2,
         Expr::Drop(e) => 1 + expr_size(e),
+    }
+}
+
+/// Makes every linear variable of `f` used exactly once, as Fig. 3 demands:
+/// a linear variable read k > 1 times is fanned out by k-1 `dup`s right
+/// after its binding (each read gets its own copy); one never read is
+/// dropped there. Lowering from a language without linear types (Rust)
+/// produces such code; J produces dups itself.
+pub fn insert_dups_and_drops(f: &mut Func) {
+    let mut counts: HashMap<Var, usize> = HashMap::new();
+    for_each_use(&f.body, &mut |v, lin| {
+        if lin {
+            *counts.entry(v.clone()).or_insert(0) += 1;
+        }
+    });
+    let mut fix = Linearize {
+        counts,
+        fresh: Fresh::for_func(f),
+        copies: HashMap::new(),
+    };
+    let head: Vec<Stmt> = f.lin_params.iter().flat_map(|b| fix.fan(b)).collect();
+    fix.walk(&mut f.body);
+    if !head.is_empty() {
+        let body = std::mem::replace(
+            &mut f.body,
+            Expr::Ret {
+                nl: vec![],
+                lin: vec![],
+            },
+        );
+        f.body = Expr::block(head, body);
+    }
+}
+
+struct Linearize {
+    counts: HashMap<Var, usize>,
+    fresh: Fresh,
+    /// The copies each fanned-out variable's reads take, last read first.
+    copies: HashMap<Var, Vec<Var>>,
+}
+
+impl Linearize {
+    /// The `dup`s (or the `drop`) to put right after binding `b`.
+    fn fan(&mut self, b: &Binder) -> Vec<Stmt> {
+        let n = self.counts.get(&b.var).copied().unwrap_or(0);
+        if n == 1 {
+            return Vec::new();
+        }
+        if n == 0 {
+            return vec![Stmt::Let {
+                nl: vec![],
+                lin: vec![],
+                rhs: Expr::Drop(Box::new(Expr::lin_var(b.var.clone()))),
+            }];
+        }
+        let mut out = Vec::new();
+        let mut cur = b.var.clone();
+        let mut mine = Vec::new();
+        for _ in 1..n {
+            let (x, y) = (
+                self.fresh.var(b.var.as_str()),
+                self.fresh.var(b.var.as_str()),
+            );
+            out.push(Stmt::Let {
+                nl: vec![],
+                lin: vec![
+                    Binder::new(x.clone(), b.ty.clone()),
+                    Binder::new(y.clone(), b.ty.clone()),
+                ],
+                rhs: Expr::Dup(cur),
+            });
+            mine.push(x);
+            cur = y;
+        }
+        mine.push(cur);
+        mine.reverse();
+        self.copies.insert(b.var.clone(), mine);
+        out
+    }
+
+    /// Gives a read its own copy.
+    fn take(&mut self, v: &mut Var) {
+        if let Some(c) = self.copies.get_mut(v).and_then(Vec::pop) {
+            *v = c;
+        }
+    }
+
+    fn walk(&mut self, e: &mut Expr) {
+        match e {
+            Expr::Block { stmts, tail } => {
+                let old = std::mem::take(stmts);
+                for mut s in old {
+                    match &mut s {
+                        Stmt::Let { rhs, .. } => self.walk(rhs),
+                        Stmt::LinUnpack { tuple, .. } => self.take(tuple),
+                        Stmt::Unpack { .. } => {}
+                    }
+                    let extra: Vec<Stmt> = match &s {
+                        Stmt::Let { lin, .. } | Stmt::LinUnpack { vars: lin, .. } => {
+                            lin.iter().flat_map(|b| self.fan(b)).collect()
+                        }
+                        Stmt::Unpack { .. } => Vec::new(),
+                    };
+                    stmts.push(s);
+                    stmts.extend(extra);
+                }
+                self.walk(tail);
+            }
+            Expr::Ret { lin, .. } | Expr::App { lin, .. } | Expr::LinTup(lin) => {
+                lin.iter_mut().for_each(|v| self.take(v));
+            }
+            Expr::LinAdd(a, b) => {
+                self.take(a);
+                self.take(b);
+            }
+            Expr::LinNeg(a) | Expr::LinScale(_, a) | Expr::Dup(a) => self.take(a),
+            Expr::Drop(inner) => self.walk(inner),
+            Expr::Lit { .. }
+            | Expr::Const { .. }
+            | Expr::Tup(_)
+            | Expr::Prim { .. }
+            | Expr::LinZero(_) => {}
+        }
     }
 }

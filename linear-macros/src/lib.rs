@@ -11,3 +11,10 @@ use proc_macro::TokenStream;
 pub fn differentiable(attr: TokenStream, item: TokenStream) -> TokenStream {
     linear_core::expand::differentiable(attr.into(), item.into()).into()
 }
+
+/// Proves a function linear in its `#[linear]` parameters and generates its
+/// transpose `g_transpose`. See the `linear-ad` crate documentation.
+#[proc_macro_attribute]
+pub fn linear(attr: TokenStream, item: TokenStream) -> TokenStream {
+    linear_core::expand::linear(attr.into(), item.into()).into()
+}
