@@ -50,6 +50,45 @@
 //!
 //! `#[differentiable(dump)]`, or `LINEAR_AD_DUMP=name` in the compiler's
 //! environment, prints the Linear A program of every stage at compile time.
+//!
+//! ## Linear functions and their transposes
+//!
+//! `#[linear]` proves a function linear in its `#[linear]` parameters, at
+//! compile time, and generates its transpose:
+//!
+//! ```
+//! use linear_ad::linear;
+//!
+//! #[linear]
+//! pub fn axpy(a: f64, #[linear] x: f64, #[linear] y: f64) -> f64 {
+//!     a * x + y
+//! }
+//!
+//! // ⟨(x, y), axpyᵀ(ȳ)⟩ = ⟨axpy(x, y), ȳ⟩
+//! assert_eq!(axpy_transpose(2.0, 3.0), (6.0, 3.0));
+//! ```
+//!
+//! ## Custom derivatives
+//!
+//! `#[differentiable(jvp = d)]` takes the derivative from `d`, a `#[linear]`
+//! function of the primal parameters and one `#[linear]` tangent per
+//! differentiable parameter; reverse mode is `d`'s derived transpose.
+//!
+//! ```
+//! use linear_ad::{differentiable, linear};
+//!
+//! #[differentiable(jvp = softplus_tangent)]
+//! pub fn softplus(x: f64) -> f64 {
+//!     if x > 30.0 { x } else { x.exp().ln_1p() }
+//! }
+//!
+//! #[linear]
+//! pub fn softplus_tangent(x: f64, #[linear] dx: f64) -> f64 {
+//!     dx / (1.0 + (-x).exp())
+//! }
+//!
+//! assert_eq!(softplus_vjp(1000.0, 1.0), (1000.0, 1.0));
+//! ```
 
 #![forbid(unsafe_code)]
 

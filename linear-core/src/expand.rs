@@ -37,6 +37,11 @@ struct Args {
     /// Print every stage's IR at compile time.
     #[darling(default)]
     dump: bool,
+    /// A user-supplied derivative: a `#[linear]` function taking the
+    /// primal parameters, then one `#[linear]` tangent per differentiable
+    /// parameter, and returning the output tangent.
+    #[darling(default)]
+    jvp: Option<syn::Path>,
 }
 
 /// Expands `#[differentiable(attr)] item`.
@@ -64,6 +69,9 @@ pub fn differentiable(attr: TokenStream, item: TokenStream) -> TokenStream {
         }
     };
     let clean = without_nondiff(&item_fn);
+    if let Some(path) = &args.jvp {
+        return custom_derivative(&item_fn, &clean, path, errs);
+    }
     let lowered = lower_fn(&item_fn, &mut errs);
     let lowered = match lowered {
         Some(l) if errs.is_empty() => l,
@@ -477,7 +485,7 @@ fn generate(item: &syn::ItemFn, l: &Lowered, dump: bool) -> Result<TokenStream, 
             (#y_out, #vjp_out)
         }
     };
-    let companions = companions(item, l, &map_name, &ret_ty, &active, &allow);
+    let companions = companions(item, &l.params, &map_name, &ret_ty, &active, &allow);
     Ok(quote!(#jvp_fn #lin_fn #vjp_fn #companions))
 }
 
@@ -492,7 +500,7 @@ fn generate(item: &syn::ItemFn, l: &Lowered, dump: bool) -> Result<TokenStream, 
 /// once.
 fn companions(
     item: &syn::ItemFn,
-    l: &Lowered,
+    params: &[crate::lower::Param],
     map_name: &syn::Ident,
     ret_ty: &TokenStream,
     active: &[(usize, &Shape)],
@@ -503,16 +511,16 @@ fn companions(
         format_ident!("{}_jvp", fname),
         format_ident!("{}_lin", fname),
     );
-    let n = l.params.len();
+    let n = params.len();
     let a: Vec<syn::Ident> = (0..n)
         .map(|i| format_ident!("__a{}", i, span = Span::mixed_site()))
         .collect();
     let d: Vec<syn::Ident> = (0..n)
         .map(|i| format_ident!("__d{}", i, span = Span::mixed_site()))
         .collect();
-    let tys: Vec<&syn::Type> = l.params.iter().map(|p| &p.ty).collect();
+    let tys: Vec<&syn::Type> = params.iter().map(|p| &p.ty).collect();
     let slot_tys = |constant: TokenStream| -> Vec<TokenStream> {
-        l.params
+        params
             .iter()
             .map(|p| match &p.active {
                 Some((s, _)) => {
@@ -532,8 +540,7 @@ fn companions(
             quote!(::linear_ad::__private::Tangent::tangent(#di))
         })
         .collect();
-    let constants: Vec<&syn::Ident> = l
-        .params
+    let constants: Vec<&syn::Ident> = params
         .iter()
         .zip(&d)
         .filter(|(p, _)| p.active.is_none())
@@ -556,7 +563,7 @@ fn companions(
     };
     let mut k = 0;
     let (mut per_param, mut per_param_ty) = (Vec::new(), Vec::new());
-    for p in &l.params {
+    for p in params {
         match &p.active {
             Some((s, _)) => {
                 let ck = &c[k];
@@ -626,8 +633,11 @@ impl Calls<'_> {
     }
 
     fn callee_name(site: &CallSite) -> String {
-        site.path
-            .segments
+        Self::callee_name_of(&site.path)
+    }
+
+    fn callee_name_of(path: &syn::Path) -> String {
+        path.segments
             .last()
             .map(|s| s.ident.to_string())
             .unwrap_or_default()
@@ -745,6 +755,167 @@ impl CallGen for Calls<'_> {
             }
             _ => return None,
         })
+    }
+}
+
+/// `#[differentiable(jvp = d)]`: the derivative is the user's `#[linear]`
+/// function `d`, so `f`'s body need not be in the supported subset. The
+/// linearization saves `f`'s arguments; `apply` calls `d`, and `transpose`
+/// calls `d_transpose`, which `#[linear]` derived by transposition (reverse
+/// mode is never written by hand). `d`'s linearity was proved by
+/// `#[linear]`; its signature is checked by rustc at the calls below, whose
+/// tokens carry the span of `d`'s path.
+fn custom_derivative(
+    item: &syn::ItemFn,
+    clean: &syn::ItemFn,
+    path: &syn::Path,
+    mut errs: Errors,
+) -> TokenStream {
+    let sig = &item.sig;
+    let ret = match &sig.output {
+        syn::ReturnType::Type(_, t) => Shape::from_type(t),
+        syn::ReturnType::Default => None,
+    };
+    let Some(ret) = ret else {
+        errs.spanned(&sig.output, "a function with a custom derivative must return f32, f64, or tuples and fixed-size arrays of them");
+        let e = errs.into_compile_errors();
+        return quote!(#clean #e);
+    };
+    if !sig.generics.params.is_empty() {
+        errs.spanned(
+            &sig.generics,
+            "generic functions are not supported yet: write the function for f64 or f32",
+        );
+    }
+    let mut params = Vec::new();
+    for (i, input) in sig.inputs.iter().enumerate() {
+        let syn::FnArg::Typed(pt) = input else {
+            errs.spanned(
+                input,
+                "`self` parameters are not supported: differentiable functions are free functions",
+            );
+            continue;
+        };
+        let nondiff = pt.attrs.iter().any(|a| a.path().is_ident("nondiff"));
+        let ty = (*pt.ty).clone();
+        let shape = Shape::from_type(&ty);
+        let plain = shape.is_some() || crate::lower::is_constant_type(&ty);
+        if !plain {
+            errs.spanned(&ty, "with a custom derivative, the linearization stores every argument, so parameters must be floats, tuples and arrays of them, integers or bools");
+            continue;
+        }
+        let id = format_ident!("__a{}", i);
+        let pat: syn::Pat = syn::parse_quote!(#id);
+        let active = match shape {
+            Some(s) if !nondiff => Some((s, Var::new(&format!("a{i}")))),
+            _ => None,
+        };
+        params.push(crate::lower::Param { pat, ty, active });
+    }
+    let active: Vec<(usize, &Shape)> = params
+        .iter()
+        .enumerate()
+        .filter_map(|(i, p)| p.active.as_ref().map(|(s, _)| (i, s)))
+        .collect();
+    if active.is_empty() && errs.is_empty() {
+        errs.spanned(&sig.ident, "a differentiable function needs a differentiable parameter (a float, tuple or array not marked `#[nondiff]`)");
+    }
+    if !errs.is_empty() {
+        let e = errs.into_compile_errors();
+        return quote!(#clean #e);
+    }
+
+    let vis = &item.vis;
+    let fname = &sig.ident;
+    let name = fname.to_string();
+    let span = fname.span();
+    let (jvp_name, lin_name, vjp_name) = (
+        format_ident!("{}_jvp", fname),
+        format_ident!("{}_lin", fname),
+        format_ident!("{}_vjp", fname),
+    );
+    let map_name = syn::Ident::new(&format!("__{}Linearization", pascal(&name)), span);
+    let d = path;
+    let dt = Calls::sibling(path, format!("{}_transpose", Calls::callee_name_of(path)));
+    let a: Vec<syn::Ident> = (0..params.len())
+        .map(|i| format_ident!("__a{}", i))
+        .collect();
+    let tys: Vec<&syn::Type> = params.iter().map(|p| &p.ty).collect();
+    let t: Vec<syn::Ident> = active
+        .iter()
+        .map(|(i, _)| format_ident!("__t{}", i, span = Span::mixed_site()))
+        .collect();
+    let t_tys: Vec<TokenStream> = active.iter().map(|(_, s)| s.rust()).collect();
+    let fields: Vec<syn::Ident> = (0..params.len()).map(|i| format_ident!("a{}", i)).collect();
+    let ret_ty = ret.rust();
+    let in_ty = if active.len() == 1 {
+        t_tys[0].clone()
+    } else {
+        quote!((#(#t_tys,)*))
+    };
+    let tangent = syn::Ident::new("__tangent", Span::mixed_site());
+    let cotangent = syn::Ident::new("__cotangent", Span::mixed_site());
+    let unpack_tangent = if active.len() == 1 {
+        let t0 = &t[0];
+        quote!(let #t0 = #tangent;)
+    } else {
+        quote!(let (#(#t,)*) = #tangent;)
+    };
+    let user_allows = item.attrs.iter().filter(|a| a.path().is_ident("allow"));
+    let allow = quote!(#[allow(clippy::too_many_arguments)] #(#user_allows)*);
+    let docs = (
+        format!("Forward mode of [`{name}`], by its custom derivative. Generated by `#[differentiable]`."),
+        format!("The linearization of [`{name}`] at a point (its arguments), returned by [`{lin_name}`]. Generated by `#[differentiable]`."),
+        format!("Linearizes [`{name}`] once; `apply` calls its custom derivative and `transpose` that derivative's transpose. Generated by `#[differentiable]`."),
+        format!("Reverse mode of [`{name}`], by the transpose of its custom derivative. Generated by `#[differentiable]`."),
+    );
+    let (jd, md, ld, vd) = (&docs.0, &docs.1, &docs.2, &docs.3);
+    let companions = companions(item, &params, &map_name, &ret_ty, &active, &allow);
+    quote! {
+        #clean
+
+        #[doc = #jd]
+        #allow
+        #[inline]
+        #vis fn #jvp_name(#(#a: #tys,)* #(#t: #t_tys,)*) -> (#ret_ty, #ret_ty) {
+            (#fname(#(#a,)*), #d(#(#a,)* #(#t,)*))
+        }
+
+        #[doc = #md]
+        #[derive(Clone, Copy, Debug)]
+        #allow
+        #vis struct #map_name {
+            #(#fields: #tys,)*
+        }
+
+        #allow
+        impl ::linear_ad::LinearMap<#in_ty, #ret_ty> for #map_name {
+            #[inline]
+            fn apply(&self, #tangent: #in_ty) -> #ret_ty {
+                #unpack_tangent
+                #d(#(self.#fields,)* #(#t,)*)
+            }
+            #[inline]
+            fn transpose(&self, #cotangent: #ret_ty) -> #in_ty {
+                #dt(#(self.#fields,)* #cotangent)
+            }
+        }
+
+        #[doc = #ld]
+        #allow
+        #[inline]
+        #vis fn #lin_name(#(#a: #tys,)*) -> (#ret_ty, #map_name) {
+            (#fname(#(#a,)*), #map_name { #(#fields: #a,)* })
+        }
+
+        #[doc = #vd]
+        #allow
+        #[inline]
+        #vis fn #vjp_name(#(#a: #tys,)* #cotangent: #ret_ty) -> (#ret_ty, #in_ty) {
+            (#fname(#(#a,)*), #dt(#(#a,)* #cotangent))
+        }
+
+        #companions
     }
 }
 

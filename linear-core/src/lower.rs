@@ -173,7 +173,7 @@ fn show_type(t: &syn::Type) -> String {
         .replace(" ;", ";")
 }
 
-fn is_constant_type(t: &syn::Type) -> bool {
+pub fn is_constant_type(t: &syn::Type) -> bool {
     const INTS: [&str; 13] = [
         "i8", "i16", "i32", "i64", "i128", "isize", "u8", "u16", "u32", "u64", "u128", "usize",
         "bool",
