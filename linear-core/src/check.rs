@@ -30,7 +30,7 @@
 //! The checker is total and never panics; passes call it on their output in
 //! debug builds and in tests.
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::fmt;
 
 use crate::ir::{Binder, Expr, Extern, Float, Func, Program, Sig, Stmt, Ty, Var};
@@ -69,7 +69,7 @@ pub fn check_linear_b(p: &Program) -> Result<(), TypeError> {
 }
 
 pub fn check_mode(p: &Program, mode: Mode) -> Result<(), TypeError> {
-    let mut sigs: HashMap<Var, &Func> = HashMap::new();
+    let mut sigs: HashMap<Var, &Func> = HashMap::default();
     for (i, e) in p.externs.iter().enumerate() {
         let linear_tape = e
             .lin_params
@@ -95,9 +95,9 @@ pub fn check_mode(p: &Program, mode: Mode) -> Result<(), TypeError> {
             sigs: &sigs,
             externs: &p.externs,
             mode,
-            env: HashMap::new(),
-            bound: HashSet::new(),
-            uses: HashMap::new(),
+            env: HashMap::default(),
+            bound: HashSet::default(),
+            uses: HashMap::default(),
             lin_reads: 0,
         }
         .func(f)

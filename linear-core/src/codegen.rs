@@ -15,7 +15,7 @@
 //! Input: a function that type-checks in Linear A. Calls ([`Expr::App`])
 //! are not generated here: the driver compiles each function separately.
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use proc_macro2::{Literal, Span, TokenStream};
 use quote::{format_ident, quote};

@@ -19,7 +19,7 @@
 //! On any error the output is the errors plus the original function, with
 //! `#[nondiff]` markers removed, so the user sees no cascade.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use darling::ast::NestedMeta;
 use darling::FromMeta;
@@ -119,19 +119,34 @@ pub struct Stages {
     pub transposed: Program,
 }
 
+/// The type check of a stage's output: the paper's invariants, verified
+/// again after every pass in tests and in debug builds of the macro (how
+/// `cargo build` compiles it by default); release builds of the macro skip
+/// it for speed.
+fn recheck(
+    r: impl FnOnce() -> Result<(), crate::check::TypeError>,
+    stage: &str,
+) -> Result<(), String> {
+    if cfg!(debug_assertions) {
+        r().map_err(|e| format!("{stage} {e}"))
+    } else {
+        Ok(())
+    }
+}
+
 /// Runs J, U and T with simplification in between, checking every output.
 pub fn pipeline(f: &Func, externs: &[Extern]) -> Result<Stages, String> {
     let source = Program {
         externs: externs.to_vec(),
         funcs: vec![f.clone()],
     };
-    check(&source).map_err(|e| format!("lowered function: {e}"))?;
+    recheck(|| check(&source), "lowered function:")?;
     let j = simplify(&jvp(&source).map_err(|e| e.to_string())?);
-    check(&j).map_err(|e| format!("after J: {e}"))?;
+    recheck(|| check(&j), "after J:")?;
     let u = simplify(&unzip::unzip(&j, unzip::Checkpoint::SaveAll).map_err(|e| e.to_string())?);
-    check_linear_b(&u).map_err(|e| format!("after U: {e}"))?;
+    recheck(|| check_linear_b(&u), "after U:")?;
     let t = simplify(&transpose(&u).map_err(|e| e.to_string())?);
-    check_linear_b(&t).map_err(|e| format!("after T: {e}"))?;
+    recheck(|| check_linear_b(&t), "after T:")?;
     Ok(Stages {
         source,
         jvp: j,
@@ -998,9 +1013,9 @@ fn generate_linear(
         externs: l.externs.clone(),
         funcs: vec![l.func.clone()],
     };
-    check_linear_b(&source).map_err(|e| format!("lowered linear function: {e}"))?;
+    recheck(|| check_linear_b(&source), "lowered linear function:")?;
     let t = simplify(&transpose(&simplify(&source)).map_err(|e| e.to_string())?);
-    check_linear_b(&t).map_err(|e| format!("after T: {e}"))?;
+    recheck(|| check_linear_b(&t), "after T:")?;
     if wants_dump(&name, dump) {
         eprintln!("== linear-ad: `{name}` (#[linear]) lowered ==\n{source}\n== T ==\n{t}");
     }

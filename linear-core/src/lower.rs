@@ -24,7 +24,7 @@
 //! Output invariants: the function type-checks in Linear A (unused values
 //! are dropped explicitly) and has no linear parameters or results.
 
-use std::collections::HashMap;
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use proc_macro2::{Span, TokenStream, TokenTree};
 use quote::{quote, quote_spanned, ToTokens};
@@ -284,21 +284,21 @@ pub fn lower_fn_mode(item: &syn::ItemFn, errs: &mut Errors, mode: Mode) -> Optio
         mode,
         errs,
         fresh: Fresh::default(),
-        scopes: vec![HashMap::new()],
+        scopes: vec![HashMap::default()],
         out: Vec::new(),
         prelude: Vec::new(),
         float: None,
-        unpacked: HashMap::new(),
-        types: HashMap::new(),
+        unpacked: HashMap::default(),
+        types: HashMap::default(),
         next_const: 0,
         poison: Default::default(),
         linear_params: Vec::new(),
         tail: None,
-        shapes: HashMap::new(),
+        shapes: HashMap::default(),
         ret_hint: None,
         fn_ret: None,
         externs: Vec::new(),
-        calls: HashMap::new(),
+        calls: HashMap::default(),
     };
     let mut params = Vec::new();
     let mut nl_params = Vec::new();
@@ -496,7 +496,7 @@ struct Lowerer<'a> {
     types: HashMap<Var, Ty>,
     next_const: usize,
     /// Placeholder variables standing for values that failed to lower.
-    poison: std::collections::HashSet<Var>,
+    poison: HashSet<Var>,
     /// The differentiable (or, in linear mode, linear) parameters.
     linear_params: Vec<Var>,
     /// The function's result expression, for messages about it.
@@ -1420,7 +1420,7 @@ impl Lowerer<'_> {
                 self.select(base, k, ix.span())
             }
             syn::Expr::Block(b) if b.label.is_none() => {
-                self.scopes.push(HashMap::new());
+                self.scopes.push(HashMap::default());
                 let r = self.block_body(&b.block.stmts, false);
                 self.scopes.pop();
                 match r {

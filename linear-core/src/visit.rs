@@ -5,7 +5,7 @@
 //! (`Ret`'s second list, `LinAdd`'s operands, `LinScale`'s right operand, …)
 //! says whether it is read as linear. No environment is needed.
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use crate::ir::{Binder, Expr, Func, Program, Stmt, Var};
 
@@ -99,7 +99,7 @@ pub struct FreeVars {
 }
 
 pub fn free_vars(e: &Expr) -> FreeVars {
-    let mut bound = HashSet::new();
+    let mut bound = HashSet::default();
     for_each_bind(e, &mut |v, _| {
         bound.insert(v.clone());
     });
@@ -107,7 +107,7 @@ pub fn free_vars(e: &Expr) -> FreeVars {
 }
 
 pub fn stmt_free_vars(s: &Stmt) -> FreeVars {
-    let mut bound = HashSet::new();
+    let mut bound = HashSet::default();
     if let Stmt::Let { rhs, .. } = s {
         for_each_bind(rhs, &mut |v, _| {
             bound.insert(v.clone());
@@ -117,7 +117,7 @@ pub fn stmt_free_vars(s: &Stmt) -> FreeVars {
 }
 
 fn collect_free(visit: impl FnOnce(&mut dyn FnMut(&Var, bool)), bound: &HashSet<Var>) -> FreeVars {
-    let mut seen = HashSet::new();
+    let mut seen = HashSet::default();
     let mut out = FreeVars::default();
     visit(&mut |v: &Var, lin: bool| {
         if !bound.contains(v) && seen.insert(v.clone()) {
@@ -133,7 +133,7 @@ fn collect_free(visit: impl FnOnce(&mut dyn FnMut(&Var, bool)), bound: &HashSet<
 
 /// Number of occurrences of each variable in a function body.
 pub fn use_counts(e: &Expr) -> HashMap<Var, usize> {
-    let mut counts = HashMap::new();
+    let mut counts = HashMap::default();
     for_each_use(e, &mut |v, _| *counts.entry(v.clone()).or_insert(0) += 1);
     counts
 }
@@ -251,7 +251,7 @@ pub fn expr_size(e: &Expr) -> usize {
 /// dropped there. Lowering from a language without linear types (Rust)
 /// produces such code; J produces dups itself.
 pub fn insert_dups_and_drops(f: &mut Func) {
-    let mut counts: HashMap<Var, usize> = HashMap::new();
+    let mut counts: HashMap<Var, usize> = HashMap::default();
     for_each_use(&f.body, &mut |v, lin| {
         if lin {
             *counts.entry(v.clone()).or_insert(0) += 1;
@@ -260,7 +260,7 @@ pub fn insert_dups_and_drops(f: &mut Func) {
     let mut fix = Linearize {
         counts,
         fresh: Fresh::for_func(f),
-        copies: HashMap::new(),
+        copies: HashMap::default(),
     };
     let head: Vec<Stmt> = f.lin_params.iter().flat_map(|b| fix.fan(b)).collect();
     fix.walk(&mut f.body);

@@ -20,7 +20,7 @@
 //! Input: a Linear A program that type-checks. Output: a purely non-linear
 //! program that type-checks, with every function keeping its name.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use super::PassError;
 use crate::ir::{Binder, Expr, Extern, Float, Func, Prim, Program, Stmt, Ty, Var};
@@ -30,7 +30,7 @@ pub fn erase(p: &Program) -> Result<Program, PassError> {
     let mut helpers = Helpers {
         p,
         funcs: Vec::new(),
-        names: HashMap::new(),
+        names: HashMap::default(),
     };
     let mut funcs = Vec::new();
     for f in &p.funcs {
@@ -211,8 +211,8 @@ impl Helpers<'_> {
 fn erase_func(f: &Func, h: &mut Helpers) -> Result<Func, PassError> {
     let mut e = Erase {
         h,
-        types: HashMap::new(),
-        rename: HashMap::new(),
+        types: HashMap::default(),
+        rename: HashMap::default(),
         func: &f.name,
     };
     for b in f.nl_params.iter().chain(&f.lin_params) {

@@ -15,6 +15,8 @@
 //! * JRet, JApp, JTup and every primitive rule: operands repeated within
 //!   one leaf (`x * x`, `(x, x;)`, `f(x, x;)`) get one tangent per
 //!   occurrence through a `dup` chain, the "variants" the text mentions.
+//! * JPrimMul on a square `x * x`: `2x ẋ`, one scaling instead of two and
+//!   a sum (the operand's tangent is not duplicated).
 //! * JLit, and constants: value with a linear zero tangent.
 //! * JDrop: `drop(J(e))`.
 //! * JPrim for every [`Prim`]: the primal result is bound first and the
@@ -29,7 +31,7 @@
 //! than its source (Thm 5.1, claim 2): no rule emits more than 9 operations
 //! per source operation.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use super::PassError;
 use crate::ir::{Binder, Expr, Extern, Float, Func, Prim, Program, Stmt, Ty, Var};
@@ -37,7 +39,7 @@ use crate::visit::{derived_name, stmt_free_vars, Fresh};
 
 /// Applies J to every function of `p`.
 pub fn jvp(p: &Program) -> Result<Program, PassError> {
-    let mut names = HashMap::new();
+    let mut names = HashMap::default();
     for name in p
         .externs
         .iter()
@@ -87,10 +89,10 @@ pub fn jvp_func(f: &Func, names: &HashMap<Var, Var>) -> Result<Func, PassError> 
     let mut j = Jvp {
         names,
         fresh: Fresh::for_func(f),
-        types: HashMap::new(),
+        types: HashMap::default(),
         func: &f.name,
     };
-    let mut sigma = HashMap::new();
+    let mut sigma = HashMap::default();
     let mut lin_params = Vec::new();
     for b in &f.nl_params {
         let d = j.tangent_of(&b.var);
@@ -153,11 +155,11 @@ impl Jvp<'_> {
         vs: &[Var],
         sigma: &mut Sigma,
     ) -> Result<Vec<Var>, PassError> {
-        let mut left: HashMap<&Var, usize> = HashMap::new();
+        let mut left: HashMap<&Var, usize> = HashMap::default();
         for v in vs {
             *left.entry(v).or_insert(0) += 1;
         }
-        let mut cur: HashMap<Var, Var> = HashMap::new();
+        let mut cur: HashMap<Var, Var> = HashMap::default();
         let mut ds = Vec::with_capacity(vs.len());
         for v in vs {
             let d = match cur.remove(v) {
@@ -260,7 +262,10 @@ impl Jvp<'_> {
                     None => Float::F64,
                 };
                 let mut out = Vec::new();
-                let ds = self.occurrences(&mut out, args, &mut sigma)?;
+                // A square `x * x` reads `x` once: its rule needs one tangent.
+                let square = *prim == Prim::Mul && args.len() == 2 && args[0] == args[1];
+                let read = if square { &args[..1] } else { &args[..] };
+                let ds = self.occurrences(&mut out, read, &mut sigma)?;
                 let mut b = Builder {
                     out,
                     fresh: &mut self.fresh,
@@ -314,7 +319,7 @@ impl Jvp<'_> {
         // Index of the last statement (stmts.len() for the tail) reading each
         // variable: a tangent must be split before statement i iff its
         // variable is read after i.
-        let mut last: HashMap<Var, usize> = HashMap::new();
+        let mut last: HashMap<Var, usize> = HashMap::default();
         let mut frees = Vec::with_capacity(stmts.len());
         for (i, s) in stmts.iter().enumerate() {
             let fv = stmt_free_vars(s);
@@ -332,7 +337,7 @@ impl Jvp<'_> {
 
         let mut out = Vec::new();
         for (i, (s, fv)) in stmts.iter().zip(frees).enumerate() {
-            let mut local = Sigma::new();
+            let mut local = Sigma::default();
             for v in fv {
                 let d = self.tangent(&mut sigma, &v)?;
                 if last.get(&v).copied().unwrap_or(0) > i {
@@ -483,6 +488,12 @@ fn jvp_prim(b: &mut Builder, prim: Prim, args: &[Var], ds: &[Var]) -> (Var, Var)
         Prim::Sub => {
             let n = b.neg(ds[1].clone());
             b.add(dx, n)
+        }
+        Prim::Mul if ds.len() == 1 => {
+            // A square: 2x ẋ, one scaling where JPrimMul would spend two and
+            // a sum (the caller passes one tangent for the repeated operand).
+            let c = b.prim(Prim::Add, &[x, x]);
+            b.scale(&c, dx)
         }
         Prim::Mul => {
             // JPrimMul: x * ẏ + y * ẋ.

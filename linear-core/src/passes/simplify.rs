@@ -21,7 +21,7 @@
 //! with the same signatures that type-checks in the same language, computes
 //! the same results, and does no more work.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use super::transpose::drop_unused;
 use crate::ir::{Binder, Expr, Func, Program, Stmt, Ty, Var};
@@ -50,8 +50,8 @@ pub fn simplify(p: &Program) -> Program {
 pub fn simplify_func(f: &Func, linear: &HashMap<Var, bool>) -> Func {
     let mut s = Simp {
         linear,
-        rename: HashMap::new(),
-        zero: HashMap::new(),
+        rename: HashMap::default(),
+        zero: HashMap::default(),
     };
     let body = s.expr(&f.body);
     let mut g = Func { body, ..f.clone() };

@@ -34,7 +34,7 @@
 //! Input: a Linear B program that type-checks. Output: a Linear B program
 //! that type-checks.
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use super::PassError;
 use crate::ir::{Binder, Expr, Extern, Func, Program, Stmt, Ty, Var};
@@ -47,7 +47,7 @@ pub fn is_linear(f: &Func) -> bool {
 
 /// Applies T: `p`'s functions followed, each, by its transpose if linear.
 pub fn transpose(p: &Program) -> Result<Program, PassError> {
-    let mut names = HashMap::new();
+    let mut names = HashMap::default();
     for f in p.funcs.iter().filter(|f| is_linear(f)) {
         names.insert(f.name.clone(), derived_name(p, &f.name, "t"));
     }
@@ -85,7 +85,7 @@ pub fn transpose_func(f: &Func, p: &Program, names: &HashMap<Var, Var>) -> Resul
         names,
         func: &f.name,
         fresh: Fresh::for_func(f),
-        types: HashMap::new(),
+        types: HashMap::default(),
     };
     for b in f.lin_params.iter().chain(&f.nl_params) {
         t.types.insert(b.var.clone(), b.ty.clone());
@@ -227,7 +227,7 @@ impl Transpose<'_> {
     /// the cotangents of `e`'s free linear variables. The statements are
     /// flat: names are unique, so nested blocks need no scope of their own.
     fn expr(&mut self, e: &Expr, cts: Vec<Var>, out: &mut Vec<Stmt>) -> Result<Cts, PassError> {
-        let mut ct = Cts::new();
+        let mut ct = Cts::default();
         match e {
             Expr::Block { stmts, tail } => {
                 // TLetNonLin / TUnpack: non-linear statements first, as is.
@@ -394,7 +394,7 @@ impl Transpose<'_> {
 /// of `f` that nothing reads, so that `f` satisfies Fig. 3's "used at least
 /// once" again after code was removed around it.
 pub fn drop_unused(f: &mut Func) {
-    let mut used = HashSet::new();
+    let mut used = HashSet::default();
     for_each_use(&f.body, &mut |v, _| {
         used.insert(v.clone());
     });

@@ -32,7 +32,7 @@
 //! Input: a Linear A program that type-checks. Output: a Linear B program
 //! that type-checks, two functions per input function, in input order.
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use super::PassError;
 use crate::ir::{Binder, Expr, Extern, Func, Prim, Program, Stmt, Ty, Var};
@@ -67,7 +67,7 @@ pub struct Halves {
 /// for each `f`, in order.
 pub fn unzip(p: &Program, policy: Checkpoint) -> Result<Program, PassError> {
     let mut out = Program::default();
-    let mut halves = HashMap::new();
+    let mut halves = HashMap::default();
     // An extern `g` unzips to externs `g.nl` (its forward pass, returning an
     // opaque tape) and `g.lin` (its residual, reading that tape).
     for e in &p.externs {
@@ -137,7 +137,7 @@ pub fn unzip_func(
     let mut nl = nl;
 
     // Types of every non-linear variable the forward pass binds.
-    let mut types: HashMap<Var, Ty> = HashMap::new();
+    let mut types: HashMap<Var, Ty> = HashMap::default();
     let mut order: Vec<Var> = Vec::new();
     for b in &f.nl_params {
         types.insert(b.var.clone(), b.ty.clone());

@@ -1,0 +1,656 @@
+//! Derivatives side by side, in one run per workload, on the same inputs:
+//! the primal, a hand-written derivative, linear-ad's `f_jvp`, `f_vjp` and
+//! `f_lin` + `apply`/`transpose`, num-dual (forward, vector duals), echidna
+//! (bytecode tape, recorded once and re-evaluated) and reverse (a run-time
+//! tape). Every implementation is checked against the hand-written one
+//! before it is timed. `cargo bench -p linear-ad-bench`, then
+//! `cargo run -p linear-ad-bench --bin report` writes BENCHMARKS.md.
+
+use std::hint::black_box;
+use std::ops::{Add, Div, Mul, Neg, Sub};
+use std::time::Duration;
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use linear_ad::LinearMap;
+use linear_ad_bench::*;
+use nalgebra::SVector;
+use num_dual::{DualNum, DualSVec64};
+use reverse::Gradient;
+
+/// What the generic versions of the workloads need of a number type.
+trait Real:
+    Copy
+    + Add<Output = Self>
+    + Sub<Output = Self>
+    + Mul<Output = Self>
+    + Div<Output = Self>
+    + Neg<Output = Self>
+{
+    fn addc(self, c: f64) -> Self;
+    fn mulc(self, c: f64) -> Self;
+    fn sin(self) -> Self;
+    fn cos(self) -> Self;
+    fn exp(self) -> Self;
+    fn ln(self) -> Self;
+    fn sqrt(self) -> Self;
+    fn tanh(self) -> Self;
+    fn powi(self, n: i32) -> Self;
+}
+
+macro_rules! real_via {
+    ($t:ty, $via:path, $add:expr, $mul:expr) => {
+        impl Real for $t {
+            fn addc(self, c: f64) -> Self {
+                ($add)(self, c)
+            }
+            fn mulc(self, c: f64) -> Self {
+                ($mul)(self, c)
+            }
+            fn sin(self) -> Self {
+                <$t as $via>::sin(&self)
+            }
+            fn cos(self) -> Self {
+                <$t as $via>::cos(&self)
+            }
+            fn exp(self) -> Self {
+                <$t as $via>::exp(&self)
+            }
+            fn ln(self) -> Self {
+                <$t as $via>::ln(&self)
+            }
+            fn sqrt(self) -> Self {
+                <$t as $via>::sqrt(&self)
+            }
+            fn tanh(self) -> Self {
+                <$t as $via>::tanh(&self)
+            }
+            fn powi(self, n: i32) -> Self {
+                <$t as $via>::powi(&self, n)
+            }
+        }
+    };
+}
+
+impl Real for f64 {
+    fn addc(self, c: f64) -> Self {
+        self + c
+    }
+    fn mulc(self, c: f64) -> Self {
+        self * c
+    }
+    fn sin(self) -> Self {
+        f64::sin(self)
+    }
+    fn cos(self) -> Self {
+        f64::cos(self)
+    }
+    fn exp(self) -> Self {
+        f64::exp(self)
+    }
+    fn ln(self) -> Self {
+        f64::ln(self)
+    }
+    fn sqrt(self) -> Self {
+        f64::sqrt(self)
+    }
+    fn tanh(self) -> Self {
+        f64::tanh(self)
+    }
+    fn powi(self, n: i32) -> Self {
+        f64::powi(self, n)
+    }
+}
+
+macro_rules! dual_svec {
+    ($($n:literal),*) => {$(
+        real_via!(DualSVec64<$n>, DualNum, |a: Self, c| a + c, |a: Self, c| a * c);
+    )*};
+}
+dual_svec!(1, 2, 4, 10, 15, 100);
+
+type BR = echidna::BReverse<f64>;
+
+impl Real for BR {
+    fn addc(self, c: f64) -> Self {
+        self + BR::constant(c)
+    }
+    fn mulc(self, c: f64) -> Self {
+        self * BR::constant(c)
+    }
+    fn sin(self) -> Self {
+        num_traits::Float::sin(self)
+    }
+    fn cos(self) -> Self {
+        num_traits::Float::cos(self)
+    }
+    fn exp(self) -> Self {
+        num_traits::Float::exp(self)
+    }
+    fn ln(self) -> Self {
+        num_traits::Float::ln(self)
+    }
+    fn sqrt(self) -> Self {
+        num_traits::Float::sqrt(self)
+    }
+    fn tanh(self) -> Self {
+        num_traits::Float::tanh(self)
+    }
+    fn powi(self, n: i32) -> Self {
+        num_traits::Float::powi(self, n)
+    }
+}
+
+impl<'a> Real for reverse::Var<'a> {
+    fn addc(self, c: f64) -> Self {
+        self + c
+    }
+    fn mulc(self, c: f64) -> Self {
+        self * c
+    }
+    fn sin(self) -> Self {
+        reverse::Var::sin(&self)
+    }
+    fn cos(self) -> Self {
+        reverse::Var::cos(&self)
+    }
+    fn exp(self) -> Self {
+        reverse::Var::exp(&self)
+    }
+    fn ln(self) -> Self {
+        reverse::Var::ln(&self)
+    }
+    fn sqrt(self) -> Self {
+        reverse::Var::sqrt(&self)
+    }
+    fn tanh(self) -> Self {
+        reverse::Var::tanh(&self)
+    }
+    fn powi(self, n: i32) -> Self {
+        reverse::Var::powi(&self, n)
+    }
+}
+
+// The workloads once more, generically: the same operations in the same
+// order as their `#[differentiable]` versions in src/lib.rs.
+
+fn g_scalar<T: Real>(x: T) -> T {
+    let (s, c) = (x.sin(), x.cos());
+    x.exp() / (s.powi(3) + c.powi(3)).sqrt()
+}
+
+fn g_rosenbrock<T: Real>(x: T, y: T) -> T {
+    let a = (-x).addc(1.0);
+    let b = y - x * x;
+    a * a + b.mulc(100.0) * b
+}
+
+fn g_long<T: Real>(a: T, b: T, c: T, d: T) -> T {
+    let s1 = a * b + c.sin() - d.cos() * a;
+    let s2 = (s1 * s1).addc(1.0).sqrt() / (b * b).addc(2.0);
+    let s3 = s2.exp() * c - (a - d).tanh() + s1 * d;
+    let s4 = (s3 * s3 + s2 * s2).addc(1.0).ln() + (a * c).sin();
+    let s5 = s4 * s1 - s3 / (s2 * s2).addc(1.0) + (c * d).sin() * (a * b).cos();
+    let s6 = s5 * s5 + s4 - s3 * s2 + s1;
+    let s7 = s6.mulc(0.1).tanh() * s5 + (s4 * s4).addc(1.0).sqrt();
+    s7 * s6 - s2.exp()
+}
+
+fn g_reprojection<T: Real>(cam: &[T], x: &[T], w: T, feat: [f64; 2]) -> [T; 2] {
+    let (r0, r1, r2, c0, c1, c2) = (cam[0], cam[1], cam[2], cam[3], cam[4], cam[5]);
+    let (f, u0, v0, k1, k2) = (cam[6], cam[7], cam[8], cam[9], cam[10]);
+    let (p0, p1, p2) = (x[0] - c0, x[1] - c1, x[2] - c2);
+    let theta = (r0 * r0 + r1 * r1 + r2 * r2).sqrt();
+    let (cos, sin) = (theta.cos(), theta.sin());
+    let (w0, w1, w2) = (r0 / theta, r1 / theta, r2 / theta);
+    let (x0, x1, x2) = (w1 * p2 - w2 * p1, w2 * p0 - w0 * p2, w0 * p1 - w1 * p0);
+    let tmp = (w0 * p0 + w1 * p1 + w2 * p2) * (-cos).addc(1.0);
+    let q0 = p0 * cos + x0 * sin + w0 * tmp;
+    let q1 = p1 * cos + x1 * sin + w1 * tmp;
+    let q2 = p2 * cos + x2 * sin + w2 * tmp;
+    let (m0, m1) = (q0 / q2, q1 / q2);
+    let rsq = m0 * m0 + m1 * m1;
+    let l = (k1 * rsq + k2 * rsq * rsq).addc(1.0);
+    let proj0 = f * (m0 * l) + u0;
+    let proj1 = f * (m1 * l) + v0;
+    [w * proj0.addc(-feat[0]), w * proj1.addc(-feat[1])]
+}
+
+fn g_rosenbrock_n<T: Real>(x: &[T]) -> T {
+    let mut acc: Option<T> = None;
+    for i in 0..x.len() - 1 {
+        let t = x[i + 1] - x[i] * x[i];
+        let u = (-x[i]).addc(1.0);
+        let s = t.mulc(100.0) * t + u * u;
+        acc = Some(match acc {
+            Some(a) => a + s,
+            None => s,
+        });
+    }
+    acc.unwrap_or_else(|| x[0].mulc(0.0))
+}
+
+fn close(a: f64, b: f64, what: &str) {
+    assert!(
+        (a - b).abs() <= 1e-9 * (1.0 + a.abs() + b.abs()),
+        "{what}: {a} vs {b}"
+    );
+}
+
+fn config() -> Criterion {
+    Criterion::default()
+        .warm_up_time(Duration::from_millis(300))
+        .measurement_time(Duration::from_millis(1500))
+        .sample_size(40)
+}
+
+/// num-dual's gradient of an N-input function, one forward pass with
+/// N-wide duals.
+fn nd_gradient<const N: usize>(
+    f: impl Fn(&[DualSVec64<N>]) -> DualSVec64<N>,
+    x: [f64; N],
+) -> (f64, [f64; N])
+where
+    DualSVec64<N>: Real,
+{
+    let (v, g) = num_dual::gradient(
+        |v: SVector<DualSVec64<N>, N>| f(v.as_slice()),
+        &SVector::from(x),
+    );
+    let mut out = [0.0; N];
+    out.copy_from_slice(g.as_slice());
+    (v, out)
+}
+
+/// reverse's gradient: a run-time tape per evaluation.
+fn rev_gradient<const N: usize>(
+    f: impl for<'a> Fn(&[reverse::Var<'a>]) -> reverse::Var<'a>,
+    x: [f64; N],
+) -> (f64, [f64; N]) {
+    let tape = reverse::Tape::new();
+    let vars = tape.add_vars(&x);
+    let y = f(&vars);
+    let grads = y.grad();
+    let mut out = [0.0; N];
+    for (o, v) in out.iter_mut().zip(&vars) {
+        *o = grads.wrt(v);
+    }
+    (y.val(), out)
+}
+
+fn scalar_workloads(c: &mut Criterion) {
+    // f(x) = exp(x)/sqrt(sin³x + cos³x)
+    let x = 0.7;
+    let want = scalar_hand(x);
+    close(scalar_vjp(x, 1.0).1, want.1, "scalar vjp");
+    close(scalar_jvp(x, 1.0).1, want.1, "scalar jvp");
+    close(scalar_lin(x).1.transpose(1.0), want.1, "scalar lin");
+    close(
+        nd_gradient(|v| g_scalar(v[0]), [x]).1[0],
+        want.1,
+        "scalar num-dual",
+    );
+    let (mut tape, _) = echidna::record(|v: &[BR]| g_scalar(v[0]), &[x]);
+    close(tape.gradient(&[x])[0], want.1, "scalar echidna");
+    close(
+        rev_gradient(|v| g_scalar(v[0]), [x]).1[0],
+        want.1,
+        "scalar reverse",
+    );
+    let mut g = c.benchmark_group("scalar");
+    g.bench_function("primal", |b| b.iter(|| scalar(black_box(x))));
+    g.bench_function("hand", |b| b.iter(|| scalar_hand(black_box(x))));
+    g.bench_function("linear_ad_jvp", |b| {
+        b.iter(|| scalar_jvp(black_box(x), 1.0))
+    });
+    g.bench_function("linear_ad_vjp", |b| {
+        b.iter(|| scalar_vjp(black_box(x), 1.0))
+    });
+    g.bench_function("linear_ad_lin_transpose", |b| {
+        b.iter(|| {
+            let (v, l) = scalar_lin(black_box(x));
+            (v, l.transpose(1.0))
+        })
+    });
+    g.bench_function("num_dual", |b| {
+        b.iter(|| nd_gradient(|v| g_scalar(v[0]), [black_box(x)]))
+    });
+    g.bench_function("echidna", |b| b.iter(|| tape.gradient(&[black_box(x)])));
+    g.bench_function("reverse", |b| {
+        b.iter(|| rev_gradient(|v| g_scalar(v[0]), [black_box(x)]))
+    });
+    g.finish();
+
+    // 2-D Rosenbrock
+    let (x, y) = (-1.2, 1.0);
+    let want = rosenbrock_hand(x, y);
+    let got = rosenbrock_vjp(x, y, 1.0).1;
+    close(got.0, want.1 .0, "rosenbrock vjp x");
+    close(got.1, want.1 .1, "rosenbrock vjp y");
+    close(
+        nd_gradient(|v| g_rosenbrock(v[0], v[1]), [x, y]).1[0],
+        want.1 .0,
+        "rosenbrock num-dual",
+    );
+    let (mut tape, _) = echidna::record(|v: &[BR]| g_rosenbrock(v[0], v[1]), &[x, y]);
+    close(tape.gradient(&[x, y])[1], want.1 .1, "rosenbrock echidna");
+    close(
+        rev_gradient(|v| g_rosenbrock(v[0], v[1]), [x, y]).1[1],
+        want.1 .1,
+        "rosenbrock reverse",
+    );
+    let mut g = c.benchmark_group("rosenbrock");
+    g.bench_function("primal", |b| {
+        b.iter(|| rosenbrock(black_box(x), black_box(y)))
+    });
+    g.bench_function("hand", |b| {
+        b.iter(|| rosenbrock_hand(black_box(x), black_box(y)))
+    });
+    g.bench_function("linear_ad_jvp", |b| {
+        b.iter(|| {
+            ({
+                let (x, y) = black_box((x, y));
+                (
+                    rosenbrock_jvp(x, y, 1.0, 0.0),
+                    rosenbrock_jvp(x, y, 0.0, 1.0).1,
+                )
+            })
+        })
+    });
+    g.bench_function("linear_ad_vjp", |b| {
+        b.iter(|| rosenbrock_vjp(black_box(x), black_box(y), 1.0))
+    });
+    g.bench_function("linear_ad_lin_transpose", |b| {
+        b.iter(|| {
+            let (v, l) = rosenbrock_lin(black_box(x), black_box(y));
+            (v, l.transpose(1.0))
+        })
+    });
+    g.bench_function("num_dual", |b| {
+        b.iter(|| nd_gradient(|v| g_rosenbrock(v[0], v[1]), black_box([x, y])))
+    });
+    g.bench_function("echidna", |b| b.iter(|| tape.gradient(&black_box([x, y]))));
+    g.bench_function("reverse", |b| {
+        b.iter(|| rev_gradient(|v| g_rosenbrock(v[0], v[1]), black_box([x, y])))
+    });
+    g.finish();
+
+    // 53 operations over 4 inputs
+    let v = [0.4, -0.3, 1.2, 0.8];
+    let want = long_hand(v[0], v[1], v[2], v[3]);
+    let got = long_vjp(v[0], v[1], v[2], v[3], 1.0).1;
+    for (k, gk) in [got.0, got.1, got.2, got.3].iter().enumerate() {
+        close(*gk, want.1[k], "long vjp vs hand");
+    }
+    let nd = nd_gradient(|u| g_long(u[0], u[1], u[2], u[3]), v);
+    let (mut tape, _) = echidna::record(|u: &[BR]| g_long(u[0], u[1], u[2], u[3]), &v);
+    let ec = tape.gradient(&v);
+    let rv = rev_gradient(|u| g_long(u[0], u[1], u[2], u[3]), v);
+    for k in 0..4 {
+        close(nd.1[k], want.1[k], "long num-dual");
+        close(ec[k], want.1[k], "long echidna");
+        close(rv.1[k], want.1[k], "long reverse");
+    }
+    let mut g = c.benchmark_group("long");
+    g.bench_function("primal", |b| {
+        b.iter(|| {
+            let v = black_box(v);
+            long(v[0], v[1], v[2], v[3])
+        })
+    });
+    g.bench_function("hand", |b| {
+        b.iter(|| {
+            let v = black_box(v);
+            long_hand(v[0], v[1], v[2], v[3])
+        })
+    });
+    g.bench_function("linear_ad_jvp", |b| {
+        b.iter(|| {
+            let v = black_box(v);
+            (
+                long_jvp(v[0], v[1], v[2], v[3], 1.0, 0.0, 0.0, 0.0),
+                long_jvp(v[0], v[1], v[2], v[3], 0.0, 1.0, 0.0, 0.0).1,
+                long_jvp(v[0], v[1], v[2], v[3], 0.0, 0.0, 1.0, 0.0).1,
+                long_jvp(v[0], v[1], v[2], v[3], 0.0, 0.0, 0.0, 1.0).1,
+            )
+        })
+    });
+    g.bench_function("linear_ad_vjp", |b| {
+        b.iter(|| {
+            let v = black_box(v);
+            long_vjp(v[0], v[1], v[2], v[3], 1.0)
+        })
+    });
+    g.bench_function("linear_ad_lin_transpose", |b| {
+        b.iter(|| {
+            let v = black_box(v);
+            let (r, l) = long_lin(v[0], v[1], v[2], v[3]);
+            (r, l.transpose(1.0))
+        })
+    });
+    g.bench_function("num_dual", |b| {
+        b.iter(|| nd_gradient(|u| g_long(u[0], u[1], u[2], u[3]), black_box(v)))
+    });
+    g.bench_function("echidna", |b| b.iter(|| tape.gradient(black_box(&v))));
+    g.bench_function("reverse", |b| {
+        b.iter(|| rev_gradient(|u| g_long(u[0], u[1], u[2], u[3]), black_box(v)))
+    });
+    g.finish();
+}
+
+/// Deterministic observations: camera, point, weight, feature.
+fn observations(n: usize) -> Vec<([f64; 11], [f64; 3], f64, [f64; 2])> {
+    (0..n)
+        .map(|i| {
+            let t = i as f64 * 0.37;
+            let cam = [
+                0.1 + 0.01 * t.sin(),
+                -0.2 + 0.02 * t.cos(),
+                0.05,
+                0.3,
+                -0.1,
+                -5.0 + 0.1 * t.sin(),
+                400.0,
+                320.0,
+                240.0,
+                -1e-3,
+                1e-6,
+            ];
+            let x = [
+                0.2 + 0.1 * t.cos(),
+                0.4 - 0.05 * t.sin(),
+                3.0 + 0.2 * t.cos(),
+            ];
+            (cam, x, 0.9, [300.0 + t, 280.0 - t])
+        })
+        .collect()
+}
+
+fn bundle_adjustment(c: &mut Criterion) {
+    let obs = observations(64);
+    // Correctness: the three ways of building the Jacobian agree with
+    // num-dual's.
+    for (cam, x, w, feat) in &obs[..4] {
+        let (_, lin) = reprojection_lin(*cam, *x, *w, *feat);
+        let nd = nd_jacobian(cam, x, *w, *feat);
+        for i in 0..2 {
+            let mut ybar = [0.0; 2];
+            ybar[i] = 1.0;
+            let (dc, dx, dw) = lin.transpose(ybar);
+            let row: Vec<f64> = dc.iter().chain(&dx).copied().chain([dw]).collect();
+            for j in 0..15 {
+                close(row[j], nd[i][j], "BA Jacobian vs num-dual");
+            }
+            let (_, (vc, vx, vw)) = reprojection_vjp(*cam, *x, *w, *feat, ybar);
+            assert_eq!((vc, vx, vw), (dc, dx, dw));
+        }
+    }
+    let mut g = c.benchmark_group("ba_jacobian_64_observations");
+    g.bench_function("primal", |b| {
+        b.iter(|| {
+            for (cam, x, w, feat) in black_box(&obs) {
+                black_box(reprojection(*cam, *x, *w, *feat));
+            }
+        })
+    });
+    g.bench_function("linear_ad_lin_2_transposes", |b| {
+        b.iter(|| {
+            for (cam, x, w, feat) in black_box(&obs) {
+                let (r, lin) = reprojection_lin(*cam, *x, *w, *feat);
+                black_box((r, lin.transpose([1.0, 0.0]), lin.transpose([0.0, 1.0])));
+            }
+        })
+    });
+    g.bench_function("linear_ad_vjp_x2", |b| {
+        b.iter(|| {
+            for (cam, x, w, feat) in black_box(&obs) {
+                black_box((
+                    reprojection_vjp(*cam, *x, *w, *feat, [1.0, 0.0]),
+                    reprojection_vjp(*cam, *x, *w, *feat, [0.0, 1.0]).1,
+                ));
+            }
+        })
+    });
+    g.bench_function("linear_ad_jvp_x15", |b| {
+        b.iter(|| {
+            for (cam, x, w, feat) in black_box(&obs) {
+                let mut cols = [[0.0; 2]; 15];
+                let mut value = [0.0; 2];
+                for (j, col) in cols.iter_mut().enumerate() {
+                    let mut e = [0.0; 15];
+                    e[j] = 1.0;
+                    let dc: [f64; 11] = e[..11].try_into().unwrap_or([0.0; 11]);
+                    let dx: [f64; 3] = e[11..14].try_into().unwrap_or([0.0; 3]);
+                    let (v, t) = reprojection_jvp(*cam, *x, *w, *feat, dc, dx, e[14]);
+                    value = v;
+                    *col = t;
+                }
+                black_box((value, cols));
+            }
+        })
+    });
+    g.bench_function("num_dual", |b| {
+        b.iter(|| {
+            for (cam, x, w, feat) in black_box(&obs) {
+                black_box(nd_jacobian(cam, x, *w, *feat));
+            }
+        })
+    });
+    let (mut tape, _) = echidna::record_multi(
+        |v: &[BR]| g_reprojection(&v[..11], &v[11..14], v[14], obs[0].3).to_vec(),
+        &flat(&obs[0]),
+    );
+    g.bench_function("echidna", |b| {
+        b.iter(|| {
+            for o in black_box(&obs) {
+                black_box(tape.jacobian(&flat(o)));
+            }
+        })
+    });
+    g.finish();
+}
+
+fn flat(o: &([f64; 11], [f64; 3], f64, [f64; 2])) -> [f64; 15] {
+    let mut v = [0.0; 15];
+    v[..11].copy_from_slice(&o.0);
+    v[11..14].copy_from_slice(&o.1);
+    v[14] = o.2;
+    v
+}
+
+fn nd_jacobian(cam: &[f64; 11], x: &[f64; 3], w: f64, feat: [f64; 2]) -> [[f64; 15]; 2] {
+    let mut v = [DualSVec64::<15>::from_re(0.0); 15];
+    for (j, vj) in v.iter_mut().enumerate() {
+        let re = if j < 11 {
+            cam[j]
+        } else if j < 14 {
+            x[j - 11]
+        } else {
+            w
+        };
+        *vj = DualSVec64::<15>::from_re(re);
+        let mut eps = SVector::<f64, 15>::zeros();
+        eps[j] = 1.0;
+        vj.eps = num_dual::Derivative::some(eps);
+    }
+    let r = g_reprojection(&v[..11], &v[11..14], v[14], feat);
+    let mut out = [[0.0; 15]; 2];
+    for (i, ri) in r.iter().enumerate() {
+        let d = ri
+            .eps
+            .unwrap_generic(nalgebra::Const::<15>, nalgebra::Const::<1>);
+        out[i].copy_from_slice(d.as_slice());
+    }
+    out
+}
+
+fn rosenbrock_sums(c: &mut Criterion) {
+    let x10: [f64; 10] = std::array::from_fn(|i| 0.5 + 0.1 * i as f64);
+    let x100: [f64; 100] = std::array::from_fn(|i| 0.5 + 0.01 * i as f64);
+    let want10 = rosenbrock_n_hand(&x10);
+    let want100 = rosenbrock_n_hand(&x100);
+    let got10 = rosenbrock_10_vjp(x10, 1.0).1;
+    let got100 = rosenbrock_100_vjp(x100, 1.0).1;
+    for k in 0..10 {
+        close(got10[k], want10.1[k], "rosenbrock 10");
+    }
+    for k in 0..100 {
+        close(got100[k], want100.1[k], "rosenbrock 100");
+    }
+    let nd100 = nd_gradient(|v| g_rosenbrock_n(v), x100);
+    let (mut tape100, _) = echidna::record(|v: &[BR]| g_rosenbrock_n(v), &x100);
+    let (mut tape10, _) = echidna::record(|v: &[BR]| g_rosenbrock_n(v), &x10);
+    let ec100 = tape100.gradient(&x100);
+    let rv100 = rev_gradient(|v| g_rosenbrock_n(v), x100);
+    for k in 0..100 {
+        close(nd100.1[k], want100.1[k], "rosenbrock 100 num-dual");
+        close(ec100[k], want100.1[k], "rosenbrock 100 echidna");
+        close(rv100.1[k], want100.1[k], "rosenbrock 100 reverse");
+    }
+    let mut g = c.benchmark_group("rosenbrock_10");
+    g.bench_function("primal", |b| b.iter(|| rosenbrock_10(black_box(x10))));
+    g.bench_function("hand", |b| b.iter(|| rosenbrock_n_hand(black_box(&x10))));
+    g.bench_function("linear_ad_vjp", |b| {
+        b.iter(|| rosenbrock_10_vjp(black_box(x10), 1.0))
+    });
+    g.bench_function("linear_ad_lin_transpose", |b| {
+        b.iter(|| {
+            let (v, l) = rosenbrock_10_lin(black_box(x10));
+            (v, l.transpose(1.0))
+        })
+    });
+    g.bench_function("num_dual", |b| {
+        b.iter(|| nd_gradient(|v| g_rosenbrock_n(v), black_box(x10)))
+    });
+    g.bench_function("echidna", |b| b.iter(|| tape10.gradient(black_box(&x10))));
+    g.bench_function("reverse", |b| {
+        b.iter(|| rev_gradient(|v| g_rosenbrock_n(v), black_box(x10)))
+    });
+    g.finish();
+    let mut g = c.benchmark_group("rosenbrock_100");
+    g.bench_function("primal", |b| b.iter(|| rosenbrock_100(black_box(x100))));
+    g.bench_function("hand", |b| b.iter(|| rosenbrock_n_hand(black_box(&x100))));
+    g.bench_function("linear_ad_vjp", |b| {
+        b.iter(|| rosenbrock_100_vjp(black_box(x100), 1.0))
+    });
+    g.bench_function("linear_ad_lin_transpose", |b| {
+        b.iter(|| {
+            let (v, l) = rosenbrock_100_lin(black_box(x100));
+            (v, l.transpose(1.0))
+        })
+    });
+    g.bench_function("num_dual", |b| {
+        b.iter(|| nd_gradient(|v| g_rosenbrock_n(v), black_box(x100)))
+    });
+    g.bench_function("echidna", |b| b.iter(|| tape100.gradient(black_box(&x100))));
+    g.bench_function("reverse", |b| {
+        b.iter(|| rev_gradient(|v| g_rosenbrock_n(v), black_box(x100)))
+    });
+    g.finish();
+}
+
+criterion_group! {
+    name = benches;
+    config = config();
+    targets = scalar_workloads, bundle_adjustment, rosenbrock_sums
+}
+criterion_main!(benches);

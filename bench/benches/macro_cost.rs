@@ -1,0 +1,105 @@
+//! The macro's own cost: the time `#[differentiable]` takes to expand a
+//! function (parse, lower, J, U, T with re-checking, code generation) for
+//! functions of 10 to 10,000 statements and for the bundle-adjustment
+//! residual, and the size of what it generates. Sizes go to
+//! `target/criterion/macro_cost_sizes.csv` for the report.
+
+use std::fmt::Write;
+use std::time::Duration;
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
+use linear_core::expand::{differentiable, pipeline};
+use linear_core::lower::{lower_fn, Errors};
+use linear_core::visit::size;
+use proc_macro2::TokenStream;
+
+/// A straight-line function of `n` statements cycling through arithmetic,
+/// transcendental functions and reuse of earlier values.
+fn source(n: usize) -> String {
+    let mut s = String::from("pub fn big(x: f64, y: f64) -> f64 {\n    let v0 = x * y;\n    let v1 = v0 + x;\n    let v2 = v1 * y;\n");
+    for i in 3..n {
+        let (a, b, c) = (i - 1, i - 2, i - 3);
+        let line = match i % 4 {
+            0 => format!("    let v{i} = v{a} * v{b} + x;\n"),
+            1 => format!("    let v{i} = v{a}.sin() * y - v{c};\n"),
+            2 => format!("    let v{i} = (v{a} - v{b}).tanh() + v{c} * 0.5;\n"),
+            _ => format!("    let v{i} = v{a}.exp().sqrt() / (v{b} * v{b} + 1.0);\n"),
+        };
+        s.push_str(&line);
+    }
+    let _ = writeln!(s, "    v{}\n}}", n - 1);
+    s
+}
+
+const BA: &str = "pub fn reprojection(cam: [f64; 11], x: [f64; 3], w: f64, #[nondiff] feat: [f64; 2]) -> [f64; 2] {
+    let [r0, r1, r2, c0, c1, c2, f, u0, v0, k1, k2] = cam;
+    let (p0, p1, p2) = (x[0] - c0, x[1] - c1, x[2] - c2);
+    let theta = (r0 * r0 + r1 * r1 + r2 * r2).sqrt();
+    let (cos, sin) = (theta.cos(), theta.sin());
+    let inv = 1.0 / theta;
+    let (w0, w1, w2) = (r0 * inv, r1 * inv, r2 * inv);
+    let (x0, x1, x2) = (w1 * p2 - w2 * p1, w2 * p0 - w0 * p2, w0 * p1 - w1 * p0);
+    let tmp = (w0 * p0 + w1 * p1 + w2 * p2) * (1.0 - cos);
+    let q0 = p0 * cos + x0 * sin + w0 * tmp;
+    let q1 = p1 * cos + x1 * sin + w1 * tmp;
+    let q2 = p2 * cos + x2 * sin + w2 * tmp;
+    let (m0, m1) = (q0 / q2, q1 / q2);
+    let rsq = m0 * m0 + m1 * m1;
+    let l = 1.0 + k1 * rsq + k2 * rsq * rsq;
+    let proj0 = f * (m0 * l) + u0;
+    let proj1 = f * (m1 * l) + v0;
+    [w * (proj0 - feat[0]), w * (proj1 - feat[1])]
+}";
+
+fn tokens(src: &str) -> TokenStream {
+    src.parse().expect("generated source lexes")
+}
+
+fn sizes(n: usize, src: &str) -> String {
+    let item: syn::ItemFn = syn::parse_str(src).expect("parses");
+    let mut errs = Errors::default();
+    let l = lower_fn(&item, &mut errs).expect("lowers");
+    let st = pipeline(&l.func, &l.externs).expect("pipeline");
+    let out = differentiable(TokenStream::new(), tokens(src)).to_string();
+    format!(
+        "{n},{},{},{},{},{},{}\n",
+        src.len(),
+        out.len(),
+        size(&st.source),
+        size(&st.jvp),
+        size(&st.unzipped),
+        size(&st.transposed)
+    )
+}
+
+fn macro_cost(c: &mut Criterion) {
+    let mut csv = String::from(
+        "statements,source_bytes,generated_bytes,ir_source,ir_jvp,ir_unzipped,ir_transposed\n",
+    );
+    let mut g = c.benchmark_group("macro_cost");
+    g.warm_up_time(Duration::from_millis(300));
+    for n in [10usize, 100, 1000, 10000] {
+        let src = source(n);
+        csv.push_str(&sizes(n, &src));
+        let toks = tokens(&src);
+        g.sample_size(if n >= 10000 { 10 } else { 20 });
+        g.measurement_time(Duration::from_secs(if n >= 10000 { 8 } else { 2 }));
+        g.bench_with_input(BenchmarkId::from_parameter(n), &toks, |b, t| {
+            b.iter(|| differentiable(TokenStream::new(), t.clone()))
+        });
+    }
+    g.finish();
+    let mut g = c.benchmark_group("macro_cost_ba");
+    g.sample_size(20).measurement_time(Duration::from_secs(2));
+    let ba = tokens(BA);
+    g.bench_function("reprojection", |b| {
+        b.iter(|| differentiable(TokenStream::new(), ba.clone()))
+    });
+    g.finish();
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/criterion");
+    let _ = std::fs::create_dir_all(&dir);
+    let _ = std::fs::write(dir.join("macro_cost_sizes.csv"), csv);
+}
+
+criterion_group!(benches, macro_cost);
+criterion_main!(benches);

@@ -1,0 +1,173 @@
+//! The benchmark workloads: each as a `#[differentiable]` function (the
+//! primal and what linear-ad differentiates), and a derivative written by
+//! hand. The baselines' generic versions live in `benches/derivatives.rs`,
+//! next to the AD types they are instantiated with.
+
+use linear_ad::differentiable;
+
+/// f(x) = exp(x) / sqrt(sin(x)³ + cos(x)³).
+#[differentiable]
+#[inline]
+pub fn scalar(x: f64) -> f64 {
+    let (s, c) = (x.sin(), x.cos());
+    x.exp() / (s.powi(3) + c.powi(3)).sqrt()
+}
+
+/// f'(x) by hand: with u = s³ + c³, f' = f (1 - u' / 2u).
+#[inline]
+pub fn scalar_hand(x: f64) -> (f64, f64) {
+    let (s, c) = (x.sin(), x.cos());
+    let u = s * s * s + c * c * c;
+    let f = x.exp() / u.sqrt();
+    let du = 3.0 * s * c * (s - c);
+    (f, f * (1.0 - du / (2.0 * u)))
+}
+
+/// The 2-D Rosenbrock function.
+#[differentiable]
+#[inline]
+pub fn rosenbrock(x: f64, y: f64) -> f64 {
+    let a = 1.0 - x;
+    let b = y - x * x;
+    a * a + 100.0 * b * b
+}
+
+#[inline]
+pub fn rosenbrock_hand(x: f64, y: f64) -> (f64, (f64, f64)) {
+    let a = 1.0 - x;
+    let b = y - x * x;
+    (a * a + 100.0 * b * b, (-2.0 * a - 400.0 * x * b, 200.0 * b))
+}
+
+/// An expression of 53 operations over 4 inputs.
+#[differentiable]
+#[inline]
+pub fn long(a: f64, b: f64, c: f64, d: f64) -> f64 {
+    let s1 = a * b + c.sin() - d.cos() * a;
+    let s2 = (s1 * s1 + 1.0).sqrt() / (b * b + 2.0);
+    let s3 = s2.exp() * c - (a - d).tanh() + s1 * d;
+    let s4 = (s3 * s3 + s2 * s2 + 1.0).ln() + (a * c).sin();
+    let s5 = s4 * s1 - s3 / (1.0 + s2 * s2) + (c * d).sin() * (a * b).cos();
+    let s6 = s5 * s5 + s4 - s3 * s2 + s1;
+    let s7 = (s6 * 0.1).tanh() * s5 + (s4 * s4 + 1.0).sqrt();
+    s7 * s6 - s2.exp()
+}
+
+/// The gradient of [`long`] by a hand-written adjoint sweep.
+#[inline]
+pub fn long_hand(a: f64, b: f64, c: f64, d: f64) -> (f64, [f64; 4]) {
+    let ab = a * b;
+    let (sc, cdd) = (c.sin(), d.cos());
+    let s1 = ab + sc - cdd * a;
+    let q = s1 * s1 + 1.0;
+    let rq = q.sqrt();
+    let den2 = b * b + 2.0;
+    let s2 = rq / den2;
+    let e2 = s2.exp();
+    let th = (a - d).tanh();
+    let s3 = e2 * c - th + s1 * d;
+    let w = s3 * s3 + s2 * s2 + 1.0;
+    let ac = a * c;
+    let s4 = w.ln() + ac.sin();
+    let p = 1.0 + s2 * s2;
+    let cdp = c * d;
+    let (scdp, cab) = (cdp.sin(), ab.cos());
+    let s5 = s4 * s1 - s3 / p + scdp * cab;
+    let s6 = s5 * s5 + s4 - s3 * s2 + s1;
+    let t = (s6 * 0.1).tanh();
+    let r = (s4 * s4 + 1.0).sqrt();
+    let s7 = t * s5 + r;
+    let out = s7 * s6 - e2;
+
+    let s7b = s6;
+    let mut s6b = s7;
+    let mut s2b = -e2;
+    let tb = s7b * s5;
+    let mut s5b = s7b * t;
+    let rb = s7b;
+    s6b += tb * (1.0 - t * t) * 0.1;
+    let mut s4b = rb * s4 / r;
+    s5b += s6b * 2.0 * s5;
+    s4b += s6b;
+    let mut s3b = -s6b * s2;
+    s2b -= s6b * s3;
+    let mut s1b = s6b;
+    let s4b_total = s4b + s5b * s1;
+    s1b += s5b * s4;
+    s3b -= s5b / p;
+    let pb = s5b * s3 / (p * p);
+    let cdpb = s5b * cdp.cos() * cab;
+    let mut abb = -s5b * scdp * ab.sin();
+    s2b += pb * 2.0 * s2;
+    let mut gc = cdpb * d;
+    let mut gd = cdpb * c;
+    let wb = s4b_total / w;
+    let acb = s4b_total * ac.cos();
+    s3b += wb * 2.0 * s3;
+    s2b += wb * 2.0 * s2;
+    let mut ga = acb * c;
+    gc += acb * a;
+    let e2b = s3b * c;
+    gc += s3b * e2;
+    let thb = -s3b;
+    s1b += s3b * d;
+    gd += s3b * s1;
+    s2b += e2b * e2;
+    let dth = thb * (1.0 - th * th);
+    ga += dth;
+    gd -= dth;
+    let rqb = s2b / den2;
+    let den2b = -s2b * s2 / den2;
+    let qb = rqb / (2.0 * rq);
+    s1b += qb * 2.0 * s1;
+    let mut gb = den2b * 2.0 * b;
+    abb += s1b;
+    gc += s1b * c.cos();
+    let cddb = -s1b * a;
+    ga -= s1b * cdd;
+    gd -= cddb * d.sin();
+    ga += abb * b;
+    gb += abb * a;
+    (out, [ga, gb, gc, gd])
+}
+
+/// The ADBench reprojection residual of one observation (see
+/// `examples/bundle_adjustment.rs`).
+#[differentiable]
+#[inline]
+pub fn reprojection(cam: [f64; 11], x: [f64; 3], w: f64, #[nondiff] feat: [f64; 2]) -> [f64; 2] {
+    let [r0, r1, r2, c0, c1, c2, f, u0, v0, k1, k2] = cam;
+    let (p0, p1, p2) = (x[0] - c0, x[1] - c1, x[2] - c2);
+    let theta = (r0 * r0 + r1 * r1 + r2 * r2).sqrt();
+    let (cos, sin) = (theta.cos(), theta.sin());
+    let inv = 1.0 / theta;
+    let (w0, w1, w2) = (r0 * inv, r1 * inv, r2 * inv);
+    let (x0, x1, x2) = (w1 * p2 - w2 * p1, w2 * p0 - w0 * p2, w0 * p1 - w1 * p0);
+    let tmp = (w0 * p0 + w1 * p1 + w2 * p2) * (1.0 - cos);
+    let q0 = p0 * cos + x0 * sin + w0 * tmp;
+    let q1 = p1 * cos + x1 * sin + w1 * tmp;
+    let q2 = p2 * cos + x2 * sin + w2 * tmp;
+    let (m0, m1) = (q0 / q2, q1 / q2);
+    let rsq = m0 * m0 + m1 * m1;
+    let l = 1.0 + k1 * rsq + k2 * rsq * rsq;
+    let proj0 = f * (m0 * l) + u0;
+    let proj1 = f * (m1 * l) + v0;
+    [w * (proj0 - feat[0]), w * (proj1 - feat[1])]
+}
+
+include!(concat!(env!("OUT_DIR"), "/rosenbrock_n.rs"));
+
+/// The Rosenbrock sum and its gradient by hand, for any N.
+#[inline]
+pub fn rosenbrock_n_hand<const N: usize>(x: &[f64; N]) -> (f64, [f64; N]) {
+    let mut f = 0.0;
+    let mut g = [0.0; N];
+    for i in 0..N - 1 {
+        let t = x[i + 1] - x[i] * x[i];
+        let u = 1.0 - x[i];
+        f += 100.0 * t * t + u * u;
+        g[i] += -400.0 * t * x[i] - 2.0 * u;
+        g[i + 1] += 200.0 * t;
+    }
+    (f, g)
+}

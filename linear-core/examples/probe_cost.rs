@@ -1,0 +1,82 @@
+use std::time::Instant;
+fn main() {
+    let n: usize = std::env::args()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(2000);
+    let mut s = String::from("pub fn big(x: f64, y: f64) -> f64 {\n let v0 = x * y;\n let v1 = v0 + x;\n let v2 = v1 * y;\n");
+    for i in 3..n {
+        let (a, b, c) = (i - 1, i - 2, i - 3);
+        s.push_str(&match i % 4 {
+            0 => format!(" let v{i} = v{a} * v{b} + x;\n"),
+            1 => format!(" let v{i} = v{a}.sin() * y - v{c};\n"),
+            2 => format!(" let v{i} = (v{a} - v{b}).tanh() + v{c} * 0.5;\n"),
+            _ => format!(" let v{i} = v{a}.exp().sqrt() / (v{b} * v{b} + 1.0);\n"),
+        });
+    }
+    s.push_str(&format!(" v{}\n}}", n - 1));
+    let t = Instant::now();
+    let item: syn::ItemFn = syn::parse_str(&s).unwrap();
+    eprintln!("parse {:?}", t.elapsed());
+    let t = Instant::now();
+    let mut errs = linear_core::lower::Errors::default();
+    let l = linear_core::lower::lower_fn(&item, &mut errs).unwrap();
+    eprintln!("lower {:?}", t.elapsed());
+    use linear_core::passes::*;
+    let p = linear_core::Program {
+        externs: vec![],
+        funcs: vec![l.func.clone()],
+    };
+    let t = Instant::now();
+    linear_core::check::check(&p).unwrap();
+    eprintln!("check {:?}", t.elapsed());
+    let t = Instant::now();
+    let j = jvp::jvp(&p).unwrap();
+    eprintln!("jvp {:?}", t.elapsed());
+    let t = Instant::now();
+    let js = simplify::simplify(&j);
+    eprintln!("simplify J {:?}", t.elapsed());
+    let t = Instant::now();
+    linear_core::check::check(&js).unwrap();
+    eprintln!("check J {:?}", t.elapsed());
+    let t = Instant::now();
+    let u = unzip::unzip(&js, unzip::Checkpoint::SaveAll).unwrap();
+    eprintln!("unzip {:?}", t.elapsed());
+    let t = Instant::now();
+    let us = simplify::simplify(&u);
+    eprintln!("simplify U {:?}", t.elapsed());
+    let t = Instant::now();
+    linear_core::check::check_linear_b(&us).unwrap();
+    eprintln!("check U {:?}", t.elapsed());
+    let t = Instant::now();
+    let tt = transpose::transpose(&us).unwrap();
+    eprintln!("transpose {:?}", t.elapsed());
+    let t = Instant::now();
+    let ts = simplify::simplify(&tt);
+    eprintln!("simplify T {:?}", t.elapsed());
+    let t = Instant::now();
+    linear_core::check::check_linear_b(&ts).unwrap();
+    eprintln!("check T {:?}", t.elapsed());
+    let fj = js.funcs[0].clone();
+    let args: Vec<proc_macro2::TokenStream> = fj
+        .nl_params
+        .iter()
+        .chain(&fj.lin_params)
+        .map(|_| quote::quote!(1.0))
+        .collect();
+    let t = Instant::now();
+    let b = linear_core::codegen::body(&fj, &args, &linear_core::codegen::NoCalls);
+    eprintln!("codegen body(J) {:?}", t.elapsed());
+    let t = Instant::now();
+    let bs = b.to_string();
+    eprintln!("body to_string {:?} {}", t.elapsed(), bs.len());
+    let toks: proc_macro2::TokenStream = s.parse().unwrap();
+    let t = Instant::now();
+    let out = linear_core::expand::differentiable(proc_macro2::TokenStream::new(), toks);
+    eprintln!("whole expand {:?}", t.elapsed());
+    let t = Instant::now();
+    let st = out.to_string();
+    eprintln!("to_string {:?} ({} bytes)", t.elapsed(), st.len());
+}
+#[allow(dead_code)]
+fn unused() {}
