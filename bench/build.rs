@@ -19,10 +19,10 @@ fn rosenbrock(n: usize) -> String {
         let _ = writeln!(s, "    let s{i} = 100.0 * t{i} * t{i} + u{i} * u{i};");
     }
     let _ = writeln!(s, "    let a0 = s0;");
-    for i in 1..n - 1 {
+    for i in 1..n - 2 {
         let _ = writeln!(s, "    let a{i} = a{} + s{i};", i - 1);
     }
-    let _ = writeln!(s, "    a{}", n - 2);
+    let _ = writeln!(s, "    a{} + s{}", n - 3, n - 2);
     let _ = writeln!(s, "}}");
     s
 }

@@ -236,6 +236,14 @@ fn close(a: f64, b: f64, what: &str) {
     );
 }
 
+fn close_all(a: &[f64], b: &[f64], what: &str) {
+    assert_eq!(a.len(), b.len(), "{what}: lengths");
+    a.iter().zip(b).for_each(|(x, y)| close(*x, *y, what));
+}
+
+/// One bundle-adjustment observation: camera, point, weight, feature.
+type Observation = ([f64; 11], [f64; 3], f64, [f64; 2]);
+
 fn config() -> Criterion {
     Criterion::default()
         .warm_up_time(Duration::from_millis(300))
@@ -347,13 +355,11 @@ fn scalar_workloads(c: &mut Criterion) {
     });
     g.bench_function("linear_ad_jvp", |b| {
         b.iter(|| {
-            ({
-                let (x, y) = black_box((x, y));
-                (
-                    rosenbrock_jvp(x, y, 1.0, 0.0),
-                    rosenbrock_jvp(x, y, 0.0, 1.0).1,
-                )
-            })
+            let (x, y) = black_box((x, y));
+            (
+                rosenbrock_jvp(x, y, 1.0, 0.0),
+                rosenbrock_jvp(x, y, 0.0, 1.0).1,
+            )
         })
     });
     g.bench_function("linear_ad_vjp", |b| {
@@ -385,11 +391,9 @@ fn scalar_workloads(c: &mut Criterion) {
     let (mut tape, _) = echidna::record(|u: &[BR]| g_long(u[0], u[1], u[2], u[3]), &v);
     let ec = tape.gradient(&v);
     let rv = rev_gradient(|u| g_long(u[0], u[1], u[2], u[3]), v);
-    for k in 0..4 {
-        close(nd.1[k], want.1[k], "long num-dual");
-        close(ec[k], want.1[k], "long echidna");
-        close(rv.1[k], want.1[k], "long reverse");
-    }
+    close_all(&nd.1, &want.1, "long num-dual");
+    close_all(&ec, &want.1, "long echidna");
+    close_all(&rv.1, &want.1, "long reverse");
     let mut g = c.benchmark_group("long");
     g.bench_function("primal", |b| {
         b.iter(|| {
@@ -438,7 +442,7 @@ fn scalar_workloads(c: &mut Criterion) {
 }
 
 /// Deterministic observations: camera, point, weight, feature.
-fn observations(n: usize) -> Vec<([f64; 11], [f64; 3], f64, [f64; 2])> {
+fn observations(n: usize) -> Vec<Observation> {
     (0..n)
         .map(|i| {
             let t = i as f64 * 0.37;
@@ -549,7 +553,7 @@ fn bundle_adjustment(c: &mut Criterion) {
     g.finish();
 }
 
-fn flat(o: &([f64; 11], [f64; 3], f64, [f64; 2])) -> [f64; 15] {
+fn flat(o: &Observation) -> [f64; 15] {
     let mut v = [0.0; 15];
     v[..11].copy_from_slice(&o.0);
     v[11..14].copy_from_slice(&o.1);
@@ -590,22 +594,16 @@ fn rosenbrock_sums(c: &mut Criterion) {
     let want100 = rosenbrock_n_hand(&x100);
     let got10 = rosenbrock_10_vjp(x10, 1.0).1;
     let got100 = rosenbrock_100_vjp(x100, 1.0).1;
-    for k in 0..10 {
-        close(got10[k], want10.1[k], "rosenbrock 10");
-    }
-    for k in 0..100 {
-        close(got100[k], want100.1[k], "rosenbrock 100");
-    }
-    let nd100 = nd_gradient(|v| g_rosenbrock_n(v), x100);
+    close_all(&got10, &want10.1, "rosenbrock 10");
+    close_all(&got100, &want100.1, "rosenbrock 100");
+    let nd100 = nd_gradient(g_rosenbrock_n, x100);
     let (mut tape100, _) = echidna::record(|v: &[BR]| g_rosenbrock_n(v), &x100);
     let (mut tape10, _) = echidna::record(|v: &[BR]| g_rosenbrock_n(v), &x10);
     let ec100 = tape100.gradient(&x100);
     let rv100 = rev_gradient(|v| g_rosenbrock_n(v), x100);
-    for k in 0..100 {
-        close(nd100.1[k], want100.1[k], "rosenbrock 100 num-dual");
-        close(ec100[k], want100.1[k], "rosenbrock 100 echidna");
-        close(rv100.1[k], want100.1[k], "rosenbrock 100 reverse");
-    }
+    close_all(&nd100.1, &want100.1, "rosenbrock 100 num-dual");
+    close_all(&ec100, &want100.1, "rosenbrock 100 echidna");
+    close_all(&rv100.1, &want100.1, "rosenbrock 100 reverse");
     let mut g = c.benchmark_group("rosenbrock_10");
     g.bench_function("primal", |b| b.iter(|| rosenbrock_10(black_box(x10))));
     g.bench_function("hand", |b| b.iter(|| rosenbrock_n_hand(black_box(&x10))));
@@ -619,7 +617,7 @@ fn rosenbrock_sums(c: &mut Criterion) {
         })
     });
     g.bench_function("num_dual", |b| {
-        b.iter(|| nd_gradient(|v| g_rosenbrock_n(v), black_box(x10)))
+        b.iter(|| nd_gradient(g_rosenbrock_n, black_box(x10)))
     });
     g.bench_function("echidna", |b| b.iter(|| tape10.gradient(black_box(&x10))));
     g.bench_function("reverse", |b| {
@@ -639,7 +637,7 @@ fn rosenbrock_sums(c: &mut Criterion) {
         })
     });
     g.bench_function("num_dual", |b| {
-        b.iter(|| nd_gradient(|v| g_rosenbrock_n(v), black_box(x100)))
+        b.iter(|| nd_gradient(g_rosenbrock_n, black_box(x100)))
     });
     g.bench_function("echidna", |b| b.iter(|| tape100.gradient(black_box(&x100))));
     g.bench_function("reverse", |b| {
