@@ -476,6 +476,10 @@ fn bundle_adjustment(c: &mut Criterion) {
     for (cam, x, w, feat) in &obs[..4] {
         let (_, lin) = reprojection_lin(*cam, *x, *w, *feat);
         let nd = nd_jacobian(cam, x, *w, *feat);
+        let (_, hand) = reprojection_jacobian_hand(cam, x, *w, *feat);
+        for i in 0..2 {
+            close_all(&hand[i], &nd[i], "BA hand-written Jacobian vs num-dual");
+        }
         for i in 0..2 {
             let mut ybar = [0.0; 2];
             ybar[i] = 1.0;
@@ -493,6 +497,13 @@ fn bundle_adjustment(c: &mut Criterion) {
         b.iter(|| {
             for (cam, x, w, feat) in black_box(&obs) {
                 black_box(reprojection(*cam, *x, *w, *feat));
+            }
+        })
+    });
+    g.bench_function("hand", |b| {
+        b.iter(|| {
+            for (cam, x, w, feat) in black_box(&obs) {
+                black_box(reprojection_jacobian_hand(cam, x, *w, *feat));
             }
         })
     });

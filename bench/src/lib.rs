@@ -171,3 +171,103 @@ pub fn rosenbrock_n_hand<const N: usize>(x: &[f64; N]) -> (f64, [f64; N]) {
     }
     (f, g)
 }
+
+type M3 = [[f64; 3]; 3];
+
+fn mat_mul(a: &M3, b: &M3) -> M3 {
+    let mut c = [[0.0; 3]; 3];
+    for (i, row) in c.iter_mut().enumerate() {
+        for (j, cij) in row.iter_mut().enumerate() {
+            *cij = a[i][0] * b[0][j] + a[i][1] * b[1][j] + a[i][2] * b[2][j];
+        }
+    }
+    c
+}
+
+fn skew(a: [f64; 3]) -> M3 {
+    [[0.0, -a[2], a[1]], [a[2], 0.0, -a[0]], [-a[1], a[0], 0.0]]
+}
+
+/// The residual and its 2×15 Jacobian (columns: the 11 camera parameters,
+/// the 3 point coordinates, the weight) written by hand from closed forms
+/// per stage: the rotation's Jacobian is Gallego & Yezzi's
+/// ∂(Rp)/∂r = −R[p]×(r rᵀ + (Rᵀ − I)[r]×)/‖r‖², then the projection,
+/// distortion and scaling as small matrices.
+#[inline]
+pub fn reprojection_jacobian_hand(
+    cam: &[f64; 11],
+    x: &[f64; 3],
+    w: f64,
+    feat: [f64; 2],
+) -> ([f64; 2], [[f64; 15]; 2]) {
+    let r = [cam[0], cam[1], cam[2]];
+    let (f, u0, v0, k1, k2) = (cam[6], cam[7], cam[8], cam[9], cam[10]);
+    let p = [x[0] - cam[3], x[1] - cam[4], x[2] - cam[5]];
+    let t2 = r[0] * r[0] + r[1] * r[1] + r[2] * r[2];
+    let theta = t2.sqrt();
+    let (c, s) = (theta.cos(), theta.sin());
+    let k = [r[0] / theta, r[1] / theta, r[2] / theta];
+    let kx = skew(k);
+    let mut rot = [[0.0; 3]; 3];
+    for i in 0..3 {
+        for j in 0..3 {
+            let id = if i == j { 1.0 } else { 0.0 };
+            rot[i][j] = c * id + s * kx[i][j] + (1.0 - c) * k[i] * k[j];
+        }
+    }
+    let q: [f64; 3] =
+        std::array::from_fn(|i| rot[i][0] * p[0] + rot[i][1] * p[1] + rot[i][2] * p[2]);
+    // ∂q/∂r = −R [p]× (r rᵀ + (Rᵀ − I)[r]×) / θ².
+    let rx = skew(r);
+    let mut m = [[0.0; 3]; 3];
+    for i in 0..3 {
+        for j in 0..3 {
+            let mut acc = r[i] * r[j];
+            for l in 0..3 {
+                let rt_minus_i = rot[l][i] - if l == i { 1.0 } else { 0.0 };
+                acc += rt_minus_i * rx[l][j];
+            }
+            m[i][j] = acc / t2;
+        }
+    }
+    let neg_r_px = mat_mul(&rot, &skew(p)).map(|row| row.map(|v| -v));
+    let dq_dr = mat_mul(&neg_r_px, &m);
+    // Projection and distortion.
+    let (m0, m1) = (q[0] / q[2], q[1] / q[2]);
+    let rsq = m0 * m0 + m1 * m1;
+    let l = 1.0 + k1 * rsq + k2 * rsq * rsq;
+    let dl = k1 + 2.0 * k2 * rsq;
+    let d = [m0 * l, m1 * l];
+    let proj = [f * d[0] + u0, f * d[1] + v0];
+    let err = [w * (proj[0] - feat[0]), w * (proj[1] - feat[1])];
+    // ∂d/∂m = L I + 2 dL m mᵀ; ∂m/∂q; then A = w f ∂d/∂m ∂m/∂q (2×3).
+    let dd_dm = [
+        [l + 2.0 * dl * m0 * m0, 2.0 * dl * m0 * m1],
+        [2.0 * dl * m1 * m0, l + 2.0 * dl * m1 * m1],
+    ];
+    let iq2 = 1.0 / q[2];
+    let dm_dq = [[iq2, 0.0, -m0 * iq2], [0.0, iq2, -m1 * iq2]];
+    let mut a = [[0.0; 3]; 2];
+    for i in 0..2 {
+        for j in 0..3 {
+            a[i][j] = w * f * (dd_dm[i][0] * dm_dq[0][j] + dd_dm[i][1] * dm_dq[1][j]);
+        }
+    }
+    let mut jac = [[0.0; 15]; 2];
+    for i in 0..2 {
+        for j in 0..3 {
+            let ar = a[i][0] * dq_dr[0][j] + a[i][1] * dq_dr[1][j] + a[i][2] * dq_dr[2][j];
+            let ap = a[i][0] * rot[0][j] + a[i][1] * rot[1][j] + a[i][2] * rot[2][j];
+            jac[i][j] = ar;
+            jac[i][3 + j] = -ap;
+            jac[i][11 + j] = ap;
+        }
+        let mi = if i == 0 { m0 } else { m1 };
+        jac[i][6] = w * d[i];
+        jac[i][7 + i] = w;
+        jac[i][9] = w * f * mi * rsq;
+        jac[i][10] = w * f * mi * rsq * rsq;
+        jac[i][14] = proj[i] - feat[i];
+    }
+    (err, jac)
+}
