@@ -253,8 +253,10 @@ impl CallGen for NoCalls {
 /// Generates the statements and tail of function `f`'s body, its parameters
 /// bound to the given Rust expressions. Returns a block expression.
 pub fn body(f: &Func, args: &[TokenStream], calls: &dyn CallGen) -> TokenStream {
-    let mut names = Names::default();
-    collect_types(f, &mut names.types);
+    let mut names = Names {
+        types: crate::visit::binder_types(f),
+        ..Names::default()
+    };
     let mut binds = Vec::new();
     for (b, a) in f.nl_params.iter().chain(&f.lin_params).zip(args) {
         let id = names.ident(&b.var);
@@ -262,48 +264,6 @@ pub fn body(f: &Func, args: &[TokenStream], calls: &dyn CallGen) -> TokenStream 
     }
     let e = gen_inner(&f.body, &mut names, calls);
     quote!({ #(#binds)* #e })
-}
-
-fn collect_types(f: &Func, types: &mut HashMap<Var, Ty>) {
-    fn walk(e: &Expr, types: &mut HashMap<Var, Ty>) {
-        match e {
-            Expr::Block { stmts, tail } => {
-                for s in stmts {
-                    match s {
-                        Stmt::Let { nl, lin, rhs } => {
-                            for b in nl.iter().chain(lin) {
-                                types.insert(b.var.clone(), b.ty.clone());
-                            }
-                            walk(rhs, types);
-                        }
-                        Stmt::Unpack { vars, .. } | Stmt::LinUnpack { vars, .. } => {
-                            for b in vars {
-                                types.insert(b.var.clone(), b.ty.clone());
-                            }
-                        }
-                    }
-                }
-                walk(tail, types);
-            }
-            Expr::Drop(e) => walk(e, types),
-            Expr::Ret { .. }
-            | Expr::App { .. }
-            | Expr::Lit { .. }
-            | Expr::Const { .. }
-            | Expr::Tup(_)
-            | Expr::Prim { .. }
-            | Expr::LinZero(_)
-            | Expr::LinTup(_)
-            | Expr::LinAdd(..)
-            | Expr::LinNeg(_)
-            | Expr::LinScale(..)
-            | Expr::Dup(_) => {}
-        }
-    }
-    for b in f.nl_params.iter().chain(&f.lin_params) {
-        types.insert(b.var.clone(), b.ty.clone());
-    }
-    walk(&f.body, types);
 }
 
 /// The statements of a block followed by its tail, without braces.

@@ -170,35 +170,17 @@ fn has_array(s: &Shape) -> bool {
 
 /// Rust value of shape `s` to its IR representation (arrays to tuples).
 fn to_ir(e: TokenStream, s: &Shape, names: &mut Names) -> TokenStream {
-    if !has_array(s) {
-        return e;
-    }
-    let (parts, shapes): (Vec<syn::Ident>, Vec<&Shape>) = match s {
-        Shape::Float(_) => return e,
-        Shape::Tuple(ss) => (
-            ss.iter().map(|_| names_temp(names)).collect(),
-            ss.iter().collect(),
-        ),
-        Shape::Array(inner, n) => (
-            (0..*n).map(|_| names_temp(names)).collect(),
-            vec![&**inner; *n],
-        ),
-    };
-    let conv: Vec<TokenStream> = parts
-        .iter()
-        .zip(&shapes)
-        .map(|(p, s)| to_ir(quote!(#p), s, names))
-        .collect();
-    let pat = if matches!(s, Shape::Array(..)) {
-        quote!([#(#parts),*])
-    } else {
-        quote!((#(#parts,)*))
-    };
-    quote!({ let #pat = #e; (#(#conv,)*) })
+    convert(e, s, names, true)
 }
 
 /// IR representation to the Rust value of shape `s`.
 fn from_ir(e: TokenStream, s: &Shape, names: &mut Names) -> TokenStream {
+    convert(e, s, names, false)
+}
+
+/// Destructures `e` and rebuilds it with every array of `s` as a tuple
+/// (`into_ir`) or every such tuple as an array again.
+fn convert(e: TokenStream, s: &Shape, names: &mut Names, into_ir: bool) -> TokenStream {
     if !has_array(s) {
         return e;
     }
@@ -216,14 +198,20 @@ fn from_ir(e: TokenStream, s: &Shape, names: &mut Names) -> TokenStream {
     let conv: Vec<TokenStream> = parts
         .iter()
         .zip(&shapes)
-        .map(|(p, s)| from_ir(quote!(#p), s, names))
+        .map(|(p, s)| convert(quote!(#p), s, names, into_ir))
         .collect();
-    let built = if matches!(s, Shape::Array(..)) {
+    let array = matches!(s, Shape::Array(..));
+    let pat = if array && into_ir {
+        quote!([#(#parts),*])
+    } else {
+        quote!((#(#parts,)*))
+    };
+    let built = if array && !into_ir {
         quote!([#(#conv),*])
     } else {
         quote!((#(#conv,)*))
     };
-    quote!({ let (#(#parts,)*) = #e; #built })
+    quote!({ let #pat = #e; #built })
 }
 
 fn names_temp(names: &mut Names) -> syn::Ident {

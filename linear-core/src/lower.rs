@@ -1362,10 +1362,7 @@ impl Lowerer<'_> {
                     return self.placeholder();
                 }
                 let Some(method) = name else {
-                    if self.mode == Mode::Linear {
-                        return self.call_linear(c, ret_hint, hint);
-                    }
-                    return self.call_differentiable(c, ret_hint, hint);
+                    return self.call_function(c, ret_hint, hint);
                 };
                 let mut it = c.args.iter();
                 let Some(first) = it.next() else {
@@ -1497,74 +1494,13 @@ impl Lowerer<'_> {
         })
     }
 
-    /// A call from a `#[linear]` function to another `#[linear]` function:
-    /// a linear extern of the call's linear arguments (`0.0` counts as a
-    /// linear zero); coefficient arguments stay in the prelude.
-    fn call_linear(&mut self, c: &syn::ExprCall, ret: Option<Shape>, hint: &str) -> Val {
-        let path = match &*c.func {
-            syn::Expr::Path(p) if p.qself.is_none() => p.path.clone(),
-            other => {
-                self.errs.spanned(other, "only calls to functions by name or path (`g(x)`, `module::g(x)`) are supported");
-                return self.placeholder();
-            }
-        };
-        let f = self.float();
-        let ret = ret.unwrap_or(Shape::Float(f));
-        let name = Var::new(&format!("call.{}", self.calls.len() + 1));
-        let (mut args, mut lin, mut tys) = (Vec::new(), Vec::new(), Vec::new());
-        for a in &c.args {
-            match self.expr(a, hint) {
-                Val::Active(v, _) if self.poison.contains(&v) => return self.placeholder(),
-                Val::Active(v, ty) => {
-                    args.push(CallArg::Active(self.shape_of(&v), a.span()));
-                    lin.push(v);
-                    tys.push(ty);
-                }
-                Val::Inactive(tokens) if float_literal(&tokens) == Some(0.0) => {
-                    let z = self.emit_lin("zero", Ty::Real(f), Expr::LinZero(Ty::Real(f)));
-                    args.push(CallArg::Active(Shape::Float(f), a.span()));
-                    lin.push(z);
-                    tys.push(Ty::Real(f));
-                }
-                Val::Inactive(tokens) => {
-                    let id = self.new_inactive_name("a");
-                    self.prelude.push(quote!(let #id = #tokens;));
-                    args.push(CallArg::Inactive(id, a.span()));
-                }
-            }
-        }
-        let ret_ty = ret.ty();
-        self.externs.push(Extern {
-            name: name.clone(),
-            nl_params: vec![],
-            lin_params: tys,
-            nl_rets: vec![],
-            lin_rets: vec![ret_ty.clone()],
-        });
-        self.calls.insert(
-            name.clone(),
-            CallSite {
-                path,
-                args,
-                ret: ret.clone(),
-            },
-        );
-        let v = self.emit_lin(
-            hint,
-            ret_ty.clone(),
-            Expr::App {
-                func: name,
-                nl: vec![],
-                lin,
-            },
-        );
-        self.shapes.insert(v.clone(), ret);
-        Val::Active(v, ret_ty)
-    }
-
-    /// A call to another `#[differentiable]` function: an extern of the
-    /// call's differentiable arguments (see [`CallSite`]).
-    fn call_differentiable(&mut self, c: &syn::ExprCall, ret: Option<Shape>, hint: &str) -> Val {
+    /// A call to another function compiled separately: an extern named
+    /// after the call site, taking the call's active arguments (see
+    /// [`CallSite`]); constant arguments stay in the prelude. In a
+    /// `#[differentiable]` function the callee is differentiable and the
+    /// extern non-linear; in a `#[linear]` function the callee is
+    /// `#[linear]`, the extern linear, and `0.0` is a linear zero argument.
+    fn call_function(&mut self, c: &syn::ExprCall, ret: Option<Shape>, hint: &str) -> Val {
         let path = match &*c.func {
             syn::Expr::Path(p) if p.qself.is_none() => p.path.clone(),
             other => {
@@ -1577,16 +1513,24 @@ impl Lowerer<'_> {
                 .spanned(&path, "calls with generic arguments are not supported");
             return self.placeholder();
         }
-        let ret = ret.unwrap_or(Shape::Float(self.float()));
+        let linear = self.mode == Mode::Linear;
+        let f = self.float();
+        let ret = ret.unwrap_or(Shape::Float(f));
         let name = Var::new(&format!("call.{}", self.calls.len() + 1));
-        let (mut args, mut nl, mut tys) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut args, mut vars, mut tys) = (Vec::new(), Vec::new(), Vec::new());
         for a in &c.args {
             match self.expr(a, hint) {
                 Val::Active(v, _) if self.poison.contains(&v) => return self.placeholder(),
                 Val::Active(v, ty) => {
                     args.push(CallArg::Active(self.shape_of(&v), a.span()));
-                    nl.push(v);
+                    vars.push(v);
                     tys.push(ty);
+                }
+                Val::Inactive(tokens) if linear && float_literal(&tokens) == Some(0.0) => {
+                    let z = self.emit_lin("zero", Ty::Real(f), Expr::LinZero(Ty::Real(f)));
+                    args.push(CallArg::Active(Shape::Float(f), a.span()));
+                    vars.push(z);
+                    tys.push(Ty::Real(f));
                 }
                 Val::Inactive(tokens) => {
                     let id = self.new_inactive_name("a");
@@ -1596,12 +1540,23 @@ impl Lowerer<'_> {
             }
         }
         let ret_ty = ret.ty();
-        self.externs.push(Extern {
-            name: name.clone(),
-            nl_params: tys,
-            lin_params: vec![],
-            nl_rets: vec![ret_ty.clone()],
-            lin_rets: vec![],
+        let (params, rets) = (tys, vec![ret_ty.clone()]);
+        self.externs.push(if linear {
+            Extern {
+                name: name.clone(),
+                nl_params: vec![],
+                lin_params: params,
+                nl_rets: vec![],
+                lin_rets: rets,
+            }
+        } else {
+            Extern {
+                name: name.clone(),
+                nl_params: params,
+                lin_params: vec![],
+                nl_rets: rets,
+                lin_rets: vec![],
+            }
         });
         self.calls.insert(
             name.clone(),
@@ -1611,15 +1566,27 @@ impl Lowerer<'_> {
                 ret: ret.clone(),
             },
         );
-        let v = self.emit(
-            hint,
-            ret_ty.clone(),
-            Expr::App {
-                func: name,
-                nl,
-                lin: vec![],
-            },
-        );
+        let v = if linear {
+            self.emit_lin(
+                hint,
+                ret_ty.clone(),
+                Expr::App {
+                    func: name,
+                    nl: vec![],
+                    lin: vars,
+                },
+            )
+        } else {
+            self.emit(
+                hint,
+                ret_ty.clone(),
+                Expr::App {
+                    func: name,
+                    nl: vars,
+                    lin: vec![],
+                },
+            )
+        };
         self.shapes.insert(v.clone(), ret);
         Val::Active(v, ret_ty)
     }

@@ -51,17 +51,27 @@ pub fn stmt_uses<F: FnMut(&Var, bool) + ?Sized>(s: &Stmt, f: &mut F) {
 /// Calls `f(var, is_linear)` for every binder inside `e` (not `e`'s free
 /// variables' binders, which are outside it).
 pub fn for_each_bind(e: &Expr, f: &mut impl FnMut(&Var, bool)) {
+    for_each_binder(e, &mut |b, lin| f(&b.var, lin));
+}
+
+/// Calls `f(binder, is_linear)` for every binder inside `e`, with its type.
+pub fn for_each_binder(e: &Expr, f: &mut impl FnMut(&Binder, bool)) {
     match e {
         Expr::Block { stmts, tail } => {
             for s in stmts {
-                stmt_binds(s, f);
-                if let Stmt::Let { rhs, .. } = s {
-                    for_each_bind(rhs, f);
+                match s {
+                    Stmt::Let { nl, lin, rhs } => {
+                        nl.iter().for_each(|b| f(b, false));
+                        lin.iter().for_each(|b| f(b, true));
+                        for_each_binder(rhs, f);
+                    }
+                    Stmt::Unpack { vars, .. } => vars.iter().for_each(|b| f(b, false)),
+                    Stmt::LinUnpack { vars, .. } => vars.iter().for_each(|b| f(b, true)),
                 }
             }
-            for_each_bind(tail, f);
+            for_each_binder(tail, f);
         }
-        Expr::Drop(e) => for_each_bind(e, f),
+        Expr::Drop(e) => for_each_binder(e, f),
         Expr::Ret { .. }
         | Expr::App { .. }
         | Expr::Lit { .. }
@@ -75,6 +85,18 @@ pub fn for_each_bind(e: &Expr, f: &mut impl FnMut(&Var, bool)) {
         | Expr::LinScale(..)
         | Expr::Dup(_) => {}
     }
+}
+
+/// The type of every variable `f` binds, parameters included.
+pub fn binder_types(f: &Func) -> HashMap<Var, crate::ir::Ty> {
+    let mut types = HashMap::default();
+    for b in f.nl_params.iter().chain(&f.lin_params) {
+        types.insert(b.var.clone(), b.ty.clone());
+    }
+    for_each_binder(&f.body, &mut |b, _| {
+        types.insert(b.var.clone(), b.ty.clone());
+    });
+    types
 }
 
 /// The variables a statement itself binds (not those bound inside its

@@ -85,12 +85,8 @@ pub fn transpose_func(f: &Func, p: &Program, names: &HashMap<Var, Var>) -> Resul
         names,
         func: &f.name,
         fresh: Fresh::for_func(f),
-        types: HashMap::default(),
+        types: crate::visit::binder_types(f),
     };
-    for b in f.lin_params.iter().chain(&f.nl_params) {
-        t.types.insert(b.var.clone(), b.ty.clone());
-    }
-    collect_types(&f.body, &mut t.types);
     let cts: Vec<Binder> = f
         .lin_rets
         .iter()
@@ -129,42 +125,6 @@ pub fn transpose_func(f: &Func, p: &Program, names: &HashMap<Var, Var>) -> Resul
     };
     drop_unused(&mut g);
     Ok(g)
-}
-
-fn collect_types(e: &Expr, types: &mut HashMap<Var, Ty>) {
-    match e {
-        Expr::Block { stmts, tail } => {
-            for s in stmts {
-                match s {
-                    Stmt::Let { nl, lin, rhs } => {
-                        for b in nl.iter().chain(lin) {
-                            types.insert(b.var.clone(), b.ty.clone());
-                        }
-                        collect_types(rhs, types);
-                    }
-                    Stmt::Unpack { vars, .. } | Stmt::LinUnpack { vars, .. } => {
-                        for b in vars {
-                            types.insert(b.var.clone(), b.ty.clone());
-                        }
-                    }
-                }
-            }
-            collect_types(tail, types);
-        }
-        Expr::Drop(e) => collect_types(e, types),
-        Expr::Ret { .. }
-        | Expr::App { .. }
-        | Expr::Lit { .. }
-        | Expr::Const { .. }
-        | Expr::Tup(_)
-        | Expr::Prim { .. }
-        | Expr::LinZero(_)
-        | Expr::LinTup(_)
-        | Expr::LinAdd(..)
-        | Expr::LinNeg(_)
-        | Expr::LinScale(..)
-        | Expr::Dup(_) => {}
-    }
 }
 
 /// A statement is linear, and transposed, iff it binds or reads a linear
