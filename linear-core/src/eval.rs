@@ -56,15 +56,6 @@ impl Value {
         }
     }
 
-    /// Rebuilds a value of type `t` from flattened scalars.
-    pub fn unflatten(t: &Ty, xs: &mut impl Iterator<Item = f64>) -> Value {
-        match t {
-            Ty::Real(_) => Value::Real(xs.next().unwrap_or(0.0)),
-            Ty::Tuple(ts) => Value::Tuple(ts.iter().map(|t| Value::unflatten(t, xs)).collect()),
-            Ty::Tape(_) => Value::Tuple(vec![]),
-        }
-    }
-
     fn zip(&self, other: &Value, f: &impl Fn(f64, f64) -> f64) -> Result<Value, EvalError> {
         match (self, other) {
             (Value::Real(a), Value::Real(b)) => Ok(Value::Real(f(*a, *b))),

@@ -24,7 +24,7 @@ use rustc_hash::FxHashMap as HashMap;
 use darling::ast::NestedMeta;
 use darling::FromMeta;
 use proc_macro2::{Span, TokenStream};
-use quote::{format_ident, quote, quote_spanned, ToTokens};
+use quote::{format_ident, quote, quote_spanned};
 
 use crate::check::{check, check_linear_b};
 use crate::codegen::{body, CallGen, Names};
@@ -1222,9 +1222,4 @@ impl CallGen for LinearCalls<'_> {
         };
         Some(quote!({ let (#(#pats,)*) = <#ty>::__linear_transpose(#(#slots,)* #ct_rust); #out }))
     }
-}
-
-/// For tests: the generated items as text.
-pub fn expand_to_string(attr: TokenStream, item: TokenStream) -> String {
-    differentiable(attr, item).to_token_stream().to_string()
 }

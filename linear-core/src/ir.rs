@@ -504,11 +504,6 @@ impl Program {
         self.externs.iter().find(|f| f.name.as_str() == name)
     }
 
-    /// Whether `name` is a function or an extern of this program.
-    pub fn defines(&self, name: &str) -> bool {
-        self.func(name).is_some() || self.extern_(name).is_some()
-    }
-
     /// The signature of function or extern `name`.
     pub fn sig(&self, name: &str) -> Option<Sig> {
         if let Some(f) = self.func(name) {

@@ -191,10 +191,6 @@ impl Fresh {
         });
     }
 
-    pub fn reserve(&mut self, v: &Var) {
-        self.taken.insert(v.clone());
-    }
-
     /// `hint` itself if it is still free, else a new name built from it.
     pub fn named(&mut self, hint: &str) -> Var {
         let v = Var::new(hint);
