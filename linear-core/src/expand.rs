@@ -44,8 +44,13 @@ struct Args {
     jvp: Option<syn::Path>,
 }
 
-/// Expands `#[differentiable(attr)] item`.
-pub fn differentiable(attr: TokenStream, item: TokenStream) -> TokenStream {
+/// The attribute's arguments (errors collected) and the function it is on;
+/// for anything but a function, the item unchanged and an error.
+fn parse_input(
+    attr: TokenStream,
+    item: TokenStream,
+    macro_name: &str,
+) -> Result<(Args, syn::ItemFn, Errors), TokenStream> {
     let mut errs = Errors::default();
     let args = match NestedMeta::parse_meta_list(attr) {
         Ok(list) => Args::from_list(&list).unwrap_or_else(|e| {
@@ -57,16 +62,22 @@ pub fn differentiable(attr: TokenStream, item: TokenStream) -> TokenStream {
             Args::default()
         }
     };
-    let item_fn: syn::ItemFn = match syn::parse2(item.clone()) {
-        Ok(f) => f,
+    match syn::parse2::<syn::ItemFn>(item.clone()) {
+        Ok(f) => Ok((args, f, errs)),
         Err(_) => {
-            let e = syn::Error::new(
-                Span::call_site(),
-                "`#[differentiable]` applies to functions (`fn name(..) -> f64 { .. }`)",
-            );
-            let e = e.to_compile_error();
-            return quote!(#item #e);
+            let msg =
+                format!("`#[{macro_name}]` applies to functions (`fn name(..) -> f64 {{ .. }}`)");
+            let e = syn::Error::new(Span::call_site(), msg).to_compile_error();
+            Err(quote!(#item #e))
         }
+    }
+}
+
+/// Expands `#[differentiable(attr)] item`.
+pub fn differentiable(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let (args, item_fn, mut errs) = match parse_input(attr, item, "differentiable") {
+        Ok(parsed) => parsed,
+        Err(out) => return out,
     };
     let clean = without_nondiff(&item_fn);
     if let Some(path) = &args.jvp {
@@ -934,28 +945,13 @@ fn custom_derivative(
 ///   and constants otherwise (calls may touch coefficients with arbitrary
 ///   functions).
 pub fn linear(attr: TokenStream, item: TokenStream) -> TokenStream {
-    let mut errs = Errors::default();
-    let args = match NestedMeta::parse_meta_list(attr) {
-        Ok(list) => Args::from_list(&list).unwrap_or_else(|e| {
-            errs.push_err(e.into());
-            Args::default()
-        }),
-        Err(e) => {
-            errs.push_err(e);
-            Args::default()
-        }
+    let (args, item_fn, mut errs) = match parse_input(attr, item, "linear") {
+        Ok(parsed) => parsed,
+        Err(out) => return out,
     };
-    let item_fn: syn::ItemFn = match syn::parse2(item.clone()) {
-        Ok(f) => f,
-        Err(_) => {
-            let e = syn::Error::new(
-                Span::call_site(),
-                "`#[linear]` applies to functions (`fn name(..) -> f64 { .. }`)",
-            )
-            .to_compile_error();
-            return quote!(#item #e);
-        }
-    };
+    if let Some(path) = &args.jvp {
+        errs.spanned(path, "`jvp = ..` belongs on `#[differentiable]`: a `#[linear]` function's derivative is itself");
+    }
     let clean = without_markers(&item_fn);
     let lowered = crate::lower::lower_fn_mode(&item_fn, &mut errs, crate::lower::Mode::Linear);
     let lowered = match lowered {
