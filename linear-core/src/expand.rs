@@ -79,11 +79,26 @@ pub fn differentiable(attr: TokenStream, item: TokenStream) -> TokenStream {
         Ok(parsed) => parsed,
         Err(out) => return out,
     };
-    let clean = without_nondiff(&item_fn);
+    let clean = without_markers(&item_fn);
     if let Some(path) = &args.jvp {
         return custom_derivative(&item_fn, &clean, path, errs);
     }
     let lowered = lower_fn(&item_fn, &mut errs);
+    finish(&item_fn, &clean, lowered, errs, |l| {
+        generate(&item_fn, l, args.dump)
+    })
+}
+
+/// The output of either attribute: the function as written (so the user
+/// sees no cascade), then the errors if lowering found any, else the
+/// generated items, else an internal error at the function's name.
+fn finish(
+    item_fn: &syn::ItemFn,
+    clean: &syn::ItemFn,
+    lowered: Option<Lowered>,
+    errs: Errors,
+    generate: impl FnOnce(&Lowered) -> Result<TokenStream, String>,
+) -> TokenStream {
     let lowered = match lowered {
         Some(l) if errs.is_empty() => l,
         _ => {
@@ -91,7 +106,7 @@ pub fn differentiable(attr: TokenStream, item: TokenStream) -> TokenStream {
             return quote!(#clean #e);
         }
     };
-    match generate(&item_fn, &lowered, args.dump) {
+    match generate(&lowered) {
         Ok(generated) => quote!(#clean #generated),
         Err(msg) => {
             let e = syn::Error::new(
@@ -104,13 +119,14 @@ pub fn differentiable(attr: TokenStream, item: TokenStream) -> TokenStream {
     }
 }
 
-/// The function as written, minus the `#[nondiff]` markers rustc does not
-/// know.
-fn without_nondiff(f: &syn::ItemFn) -> syn::ItemFn {
+/// The function as written, minus the `#[nondiff]` and `#[linear]`
+/// parameter markers rustc does not know.
+fn without_markers(f: &syn::ItemFn) -> syn::ItemFn {
     let mut f = f.clone();
     for input in f.sig.inputs.iter_mut() {
         if let syn::FnArg::Typed(pt) = input {
-            pt.attrs.retain(|a| !a.path().is_ident("nondiff"));
+            pt.attrs
+                .retain(|a| !a.path().is_ident("nondiff") && !a.path().is_ident("linear"));
         }
     }
     f
@@ -954,36 +970,9 @@ pub fn linear(attr: TokenStream, item: TokenStream) -> TokenStream {
     }
     let clean = without_markers(&item_fn);
     let lowered = crate::lower::lower_fn_mode(&item_fn, &mut errs, crate::lower::Mode::Linear);
-    let lowered = match lowered {
-        Some(l) if errs.is_empty() => l,
-        _ => {
-            let e = errs.into_compile_errors();
-            return quote!(#clean #e);
-        }
-    };
-    match generate_linear(&item_fn, &clean, &lowered, args.dump) {
-        Ok(generated) => quote!(#clean #generated),
-        Err(msg) => {
-            let e = syn::Error::new(
-                item_fn.sig.ident.span(),
-                format!("linear-ad internal error (please report it): {msg}"),
-            )
-            .to_compile_error();
-            quote!(#clean #e)
-        }
-    }
-}
-
-/// The function as written, minus the `#[linear]` and `#[nondiff]`
-/// parameter markers rustc does not know.
-fn without_markers(f: &syn::ItemFn) -> syn::ItemFn {
-    let mut f = without_nondiff(f);
-    for input in f.sig.inputs.iter_mut() {
-        if let syn::FnArg::Typed(pt) = input {
-            pt.attrs.retain(|a| !a.path().is_ident("linear"));
-        }
-    }
-    f
+    finish(&item_fn, &clean, lowered, errs, |l| {
+        generate_linear(&item_fn, &clean, l, args.dump)
+    })
 }
 
 fn generate_linear(

@@ -1229,10 +1229,11 @@ impl Lowerer<'_> {
         // The expected result shape applies to this expression only if it is
         // a call (possibly parenthesised), not to calls nested inside it.
         let ret_hint = self.ret_hint.take();
-        if self.mentions_poisoned(e.to_token_stream()) {
+        let tokens = e.to_token_stream();
+        if self.mentions_poisoned(tokens.clone()) {
             return self.placeholder();
         }
-        if !self.mentions_active(e.to_token_stream()) {
+        if !self.mentions_active(tokens) {
             return Val::Inactive(self.rename_inactive(e));
         }
         match e {

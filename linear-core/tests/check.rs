@@ -201,3 +201,30 @@ fn parse_errors_carry_a_position() {
     let e = parse_program("def f(x: f64;) -> (f64;) =\n  let y: f64; = sin(x) (y;)").unwrap_err();
     expect!["2:24: expected `in`, found `(`"].assert_eq(&e.to_string());
 }
+
+/// Lowering from Rust reads linear variables any number of times; the pass
+/// that inserts `dup`s and `drop`s must make such code well typed without
+/// changing what it computes.
+#[test]
+fn dups_and_drops_make_linear_code_well_typed() {
+    use linear_core::eval::{run, Value};
+    let src = "def f(c: f64; x: f64, y: f64) -> (; f64) = let ; a: f64 = x + x in let ; b: f64 = c * x in a + b";
+    let mut p = parse_program(src).unwrap();
+    let e = check(&p).unwrap_err().to_string();
+    assert!(e.contains("`x` is used 3 times"), "{e}");
+    linear_core::visit::insert_dups_and_drops(&mut p.funcs[0]);
+    check_linear_b(&p).unwrap();
+    let out = run(
+        &p,
+        "f",
+        &[Value::Real(2.0)],
+        &[Value::Real(3.0), Value::Real(5.0)],
+        &Default::default(),
+    )
+    .unwrap();
+    // 3 + 3 + 2·3, with y dropped.
+    assert_eq!(out.lin, vec![Value::Real(12.0)]);
+    let printed = p.to_string();
+    assert_eq!(printed.matches("dup(").count(), 2, "{printed}");
+    assert_eq!(printed.matches("drop(").count(), 1, "{printed}");
+}

@@ -34,7 +34,7 @@ use linear_core::passes::simplify::simplify;
 use linear_core::passes::transpose::transpose;
 use linear_core::passes::unzip::{unzip, Checkpoint};
 use linear_core::visit::size;
-use linear_core::{Program, Ty, Var};
+use linear_core::{Ty, Var};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 
@@ -357,7 +357,6 @@ fn code_size_is_linear_in_program_size() {
         ratios[2] <= ratios[0] * 1.5 + 1.0,
         "size ratio grows with program size: {ratios:?}"
     );
-    let _ = Program::default();
 }
 
 /// TDropLin short-circuits dead code: the transpose of `drop(ė)` runs
