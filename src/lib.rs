@@ -241,4 +241,23 @@ pub mod __private {
     pub trait LinearSlot {}
 
     impl LinearSlot for LinSlot {}
+
+    /// The tape of an `if`/`else`: which branch ran, and that branch's
+    /// saved values only. A `match` with more arms nests it.
+    #[derive(Clone, Copy, Debug)]
+    pub enum Branch<A, B> {
+        Then(A),
+        Else(B),
+    }
+
+    /// The tape of a loop holds one record per iteration.
+    pub use ::std::vec::Vec;
+}
+
+/// The memory a linearization holds: what `f_lin` saved to apply and
+/// transpose the derivative later. For a function with loops this grows
+/// with the number of iterations.
+pub trait TapeSize {
+    /// Bytes of the tape, its heap-allocated per-iteration records included.
+    fn tape_bytes(&self) -> usize;
 }

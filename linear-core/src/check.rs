@@ -20,11 +20,29 @@
 //!    float type; bindings, unpackings, returns and results agree with the
 //!    declared types.
 //!
+//! 6. Integer, boolean, sum and list values are non-linear only. Each
+//!    primitive gets operands of its kinds ([`crate::ir::Prim::kinds`]):
+//!    integer arithmetic on integers, comparisons on two reals of one float
+//!    type or two integers, boolean operators on booleans, conversions
+//!    between integers and reals.
+//! 7. A case scrutinises a `bool` (two arms, binding nothing) or a
+//!    `sum(τ..)` (one arm per alternative, binding a value of its type);
+//!    all arms return the same types and consume the same linear variables
+//!    (the error names the variable and the arm). An injection names a
+//!    sum type, an alternative of it and a value of that alternative's type.
+//! 8. A loop's range bounds and step are integers and its index an
+//!    integer; a list loop's element has the list's element type; a
+//!    `while` condition returns one bool and reads no linear variable. The
+//!    initial values have the carried types; the body returns the next
+//!    state (non-linear, then the collected values, then linear) and reads
+//!    no linear variable from outside the loop (outer linear values are
+//!    carried instead).
+//!
 //! With [`Mode::LinearB`] two more (Def. 6.1):
 //!
-//! 6. No function and no expression returns both non-linear and linear
+//! 9. No function and no expression returns both non-linear and linear
 //!    results.
-//! 7. An expression with a non-linear result reads no linear variable, not
+//! 10. An expression with a non-linear result reads no linear variable, not
 //!    even to drop it.
 //!
 //! The checker is total and never panics; passes call it on their output in
@@ -33,7 +51,7 @@
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::fmt;
 
-use crate::ir::{Binder, Expr, Extern, Float, Func, Program, Sig, Stmt, Ty, Var};
+use crate::ir::{Arm, Binder, Expr, Extern, Float, Func, Iter, Kind, Loop, Prim, Program, Sig, Stmt, Ty, Var};
 use crate::visit::free_vars;
 
 #[derive(Clone, Debug, PartialEq)]
@@ -135,9 +153,11 @@ fn all_float(t: &Ty, f: Float) -> bool {
     match t {
         Ty::Real(g) => *g == f,
         Ty::Tuple(ts) => ts.iter().all(|t| all_float(t, f)),
-        Ty::Tape(_) => false,
+        Ty::Int | Ty::Bool | Ty::Sum(_) | Ty::List(_) | Ty::Tape(_) => false,
     }
 }
+
+type Uses = Vec<(Var, usize)>;
 
 fn show(ts: &[Ty]) -> String {
     let v: Vec<String> = ts.iter().map(|t| t.to_string()).collect();
@@ -347,28 +367,20 @@ impl Checker<'_> {
                     .collect::<Res<Vec<_>>>()?;
                 Ok((vec![Ty::Tuple(ts)], vec![]))
             }
-            Expr::Prim { prim, args } => {
-                if args.len() != prim.arity() {
-                    return Err(format!(
-                        "`{}` takes {} operand(s), given {}",
-                        prim.name(),
-                        prim.arity(),
-                        args.len()
-                    ));
+            Expr::Prim { prim, args } => Ok((vec![self.prim(*prim, args)?], vec![])),
+            Expr::Int(_) => Ok((vec![Ty::Int], vec![])),
+            Expr::Bool(_) => Ok((vec![Ty::Bool], vec![])),
+            Expr::Inj { sum, tag, val } => {
+                let t = self.use_var(val, false)?;
+                match sum {
+                    Ty::Sum(ts) if ts.get(*tag) == Some(&t) => Ok((vec![sum.clone()], vec![])),
+                    _ => Err(format!(
+                        "injecting `{val}: {t}` as alternative {tag} of {sum}, which is not a sum with such an alternative"
+                    )),
                 }
-                let mut float = None;
-                for a in args {
-                    let f = self.scalar(a, &format!("`{}`", prim.name()))?;
-                    if float.is_some_and(|g| g != f) {
-                        return Err(format!(
-                            "`{}` mixes f32 and f64 operands (`{a}`)",
-                            prim.name()
-                        ));
-                    }
-                    float = Some(f);
-                }
-                Ok((vec![Ty::Real(float.unwrap_or(Float::F64))], vec![]))
             }
+            Expr::Case { scrut, arms } => self.case(scrut, arms),
+            Expr::Loop(l) => self.loop_(l),
             Expr::LinZero(t) => Ok((vec![], vec![t.clone()])),
             Expr::LinTup(vs) => {
                 let ts = vs
@@ -408,6 +420,219 @@ impl Checker<'_> {
                 Ok((vec![], vec![]))
             }
         }
+    }
+
+    fn prim(&mut self, prim: Prim, args: &[Var]) -> Res<Ty> {
+        let name = prim.name();
+        if args.len() != prim.arity() {
+            return Err(format!(
+                "`{name}` takes {} operand(s), given {}",
+                prim.arity(),
+                args.len()
+            ));
+        }
+        let mut tys = Vec::new();
+        for a in args {
+            tys.push(self.use_var(a, false)?);
+        }
+        let (operands, result) = prim.kinds();
+        let float = tys.first().and_then(Ty::float);
+        let ok = match operands {
+            Kind::Real => float.is_some() && tys.iter().all(|t| t.float() == float),
+            Kind::Int => tys.iter().all(|t| *t == Ty::Int),
+            Kind::Bool => tys.iter().all(|t| *t == Ty::Bool),
+            Kind::Ordered => tys.iter().all(|t| *t == Ty::Int) || (float.is_some() && tys.iter().all(|t| t.float() == float)),
+            Kind::RealOf(_) => false,
+        };
+        if !ok {
+            let given: Vec<String> = args.iter().zip(&tys).map(|(a, t)| format!("`{a}: {t}`")).collect();
+            return Err(format!("`{name}` is applied to {}, which are not operands of its kind ({operands:?})", given.join(", ")));
+        }
+        Ok(match result {
+            Kind::Real => Ty::Real(float.unwrap_or(Float::F64)),
+            Kind::Int => Ty::Int,
+            Kind::Bool | Kind::Ordered => Ty::Bool,
+            Kind::RealOf(f) => Ty::Real(f),
+        })
+    }
+
+    /// The use counts of the linear variables in scope.
+    fn linear_uses(&self) -> Uses {
+        let mut u: Uses = self
+            .env
+            .iter()
+            .filter(|(_, (_, lin))| *lin)
+            .map(|(v, _)| (v.clone(), self.uses.get(v).copied().unwrap_or(0)))
+            .collect();
+        u.sort();
+        u
+    }
+
+    fn restore_uses(&mut self, u: &Uses) {
+        for (v, n) in u {
+            self.uses.insert(v.clone(), *n);
+        }
+    }
+
+    /// Invariant 7.
+    fn case(&mut self, scrut: &Var, arms: &[Arm]) -> Res<(Vec<Ty>, Vec<Ty>)> {
+        let t = self.use_var(scrut, false)?;
+        let binds: Vec<Option<Ty>> = match &t {
+            Ty::Bool => vec![None, None],
+            Ty::Sum(ts) => ts.iter().cloned().map(Some).collect(),
+            other => {
+                return Err(format!(
+                    "case on `{scrut}: {other}`, which is neither a bool nor a sum"
+                ))
+            }
+        };
+        if binds.len() != arms.len() {
+            return Err(format!(
+                "case on `{scrut}: {t}` has {} arms where {} are needed",
+                arms.len(),
+                binds.len()
+            ));
+        }
+        let before = self.linear_uses();
+        let mut first: Option<((Vec<Ty>, Vec<Ty>), Uses)> = None;
+        for (k, (arm, want)) in arms.iter().zip(binds).enumerate() {
+            self.restore_uses(&before);
+            let mut scope = Vec::new();
+            match (&arm.bind, want) {
+                (None, None) => {}
+                (Some(b), Some(w)) if b.ty == w => {
+                    self.bind(b, false)?;
+                    scope.push((b.var.clone(), false));
+                }
+                (b, w) => {
+                    return Err(format!(
+                        "arm {} of the case on `{scrut}` binds {} where the scrutinee's alternative is {}",
+                        k + 1,
+                        b.as_ref().map_or("nothing".to_string(), |b| b.ty.to_string()),
+                        w.map_or("nothing".to_string(), |w| w.to_string())
+                    ))
+                }
+            }
+            let out = self.expr(&arm.body)?;
+            self.unbind(&scope)?;
+            let after = self.linear_uses();
+            match &first {
+                None => first = Some((out, after)),
+                Some((out0, after0)) => {
+                    if &out != out0 {
+                        return Err(format!(
+                            "arm {} of the case on `{scrut}` returns ({}; {}) but arm 1 returns ({}; {})",
+                            k + 1,
+                            show(&out.0),
+                            show(&out.1),
+                            show(&out0.0),
+                            show(&out0.1)
+                        ));
+                    }
+                    if let Some(((v, n0), (_, n))) =
+                        after0.iter().zip(&after).find(|(a, b)| a.1 != b.1)
+                    {
+                        let (used, unused) = if n0 > n { (1, k + 1) } else { (k + 1, 1) };
+                        return Err(format!(
+                            "linear variable `{v}` is consumed in arm {used} but not in arm {unused} of the case on `{scrut}`; every arm must consume the same linear variables (use `drop` in the other arm)"
+                        ));
+                    }
+                }
+            }
+        }
+        let Some((out, after)) = first else {
+            return Err(format!("case on `{scrut}` has no arms"));
+        };
+        self.restore_uses(&after);
+        Ok(out)
+    }
+
+    /// Invariant 8.
+    fn loop_(&mut self, l: &Loop) -> Res<(Vec<Ty>, Vec<Ty>)> {
+        let mut scope = Vec::new();
+        match &l.iter {
+            Iter::Range {
+                index, lo, hi, step, ..
+            } => {
+                for v in [lo, hi].into_iter().chain(step) {
+                    let t = self.use_var(v, false)?;
+                    if t != Ty::Int {
+                        return Err(format!("loop bound or step `{v}` has type {t}, not int"));
+                    }
+                }
+                if index.ty != Ty::Int {
+                    return Err(format!("loop index `{}` must have type int", index.var));
+                }
+            }
+            Iter::Each { elem, list, .. } => {
+                let t = self.use_var(list, false)?;
+                if t != Ty::List(Box::new(elem.ty.clone())) {
+                    return Err(format!(
+                        "loop over `{list}: {t}` binds `{}: {}`",
+                        elem.var, elem.ty
+                    ));
+                }
+            }
+            Iter::While { .. } => {}
+        }
+        for ((b, v), linear) in l
+            .nl
+            .iter()
+            .map(|c| (c, false))
+            .chain(l.lin.iter().map(|c| (c, true)))
+        {
+            let t = self.use_var(v, linear)?;
+            if t != b.ty {
+                return Err(format!(
+                    "loop state `{}: {}` starts from `{v}: {t}`",
+                    b.var, b.ty
+                ));
+            }
+        }
+        let outer = self.linear_uses();
+        if let Some(b) = l.iter.binder() {
+            self.bind(b, false)?;
+            scope.push((b.var.clone(), false));
+        }
+        for (b, _) in &l.nl {
+            self.bind(b, false)?;
+            scope.push((b.var.clone(), false));
+        }
+        if let Iter::While { cond } = &l.iter {
+            let reads = self.lin_reads;
+            let (nl, lin) = self.expr(cond)?;
+            if nl != [Ty::Bool] || !lin.is_empty() || self.lin_reads != reads {
+                return Err("a `while` condition must return one bool and read no linear variable".into());
+            }
+        }
+        for (b, _) in &l.lin {
+            self.bind(b, true)?;
+            scope.push((b.var.clone(), true));
+        }
+        let (nl, lin) = self.expr(&l.body)?;
+        if let Some((v, _)) = self
+            .linear_uses()
+            .iter()
+            .find(|(v, n)| outer.iter().any(|(w, m)| w == v && m != n))
+        {
+            return Err(format!(
+                "the loop body reads linear variable `{v}` from outside the loop; a loop body runs many times, so outer linear values must be carried in its state"
+            ));
+        }
+        self.unbind(&scope)?;
+        let (mut want_nl, want_lin) = l.result_types();
+        want_nl.truncate(l.nl.len());
+        want_nl.extend(l.collect.iter().cloned());
+        if nl != want_nl || lin != want_lin {
+            return Err(format!(
+                "the loop body returns ({}; {}) but the loop's state and collected values are ({}; {})",
+                show(&nl),
+                show(&lin),
+                show(&want_nl),
+                show(&want_lin)
+            ));
+        }
+        Ok(l.result_types())
     }
 
     fn stmt(&mut self, s: &Stmt, scope: &mut Vec<(Var, bool)>) -> Res<()> {

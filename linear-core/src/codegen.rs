@@ -12,6 +12,21 @@
 //! helper trait), so every operation is visible to the optimiser. `drop`
 //! becomes `let _ = …;` so no value is left unused.
 //!
+//! Control flow stays control flow: a case on a bool is an `if`, a case on
+//! a sum a `match` on `linear_ad::__private::Branch` (nested for more than
+//! two alternatives), a loop a Rust `for` (over a range or a list) or
+//! `loop` (`while`), never unrolled. A loop's state is one `let mut` tuple
+//! (its components are reals, integers and tangents: `Copy`), its
+//! collected outputs `Vec`s allocated once from the iterator's size hint
+//! (grown for `while`).
+//!
+//! Tapes are read, not copied: the forward pass owns the values it builds,
+//! but `apply` and `transpose` receive the tape as a tuple of the struct's
+//! fields in which every non-`Copy` part (a list, a sum holding one, a
+//! callee's tape) is a reference ([`Hold::Shallow`]). Each variable carries
+//! how it holds its value ([`Hold`]), so unpacking, matching and iterating
+//! borrow where the value is borrowed (`ref` patterns, `.iter()`).
+//!
 //! Input: a function that type-checks in Linear A. Calls ([`Expr::App`])
 //! are not generated here: the driver compiles each function separately.
 
@@ -20,8 +35,31 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use proc_macro2::{Literal, Span, TokenStream};
 use quote::{format_ident, quote};
 
-use crate::ir::{Binder, Expr, Float, Func, Prim, Stmt, Ty, Var};
+use crate::ir::{Arm, Binder, Expr, Float, Func, Iter, Loop, Prim, Stmt, Ty, Var};
 use crate::lower::ty_rust;
+
+/// How a generated local holds the value of its IR variable.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Hold {
+    /// The value itself.
+    #[default]
+    Owned,
+    /// A reference to the value (a non-`Copy` value borrowed from a tape).
+    Ref,
+    /// A tuple whose non-`Copy` components are references (the tape
+    /// handed to `apply` and `transpose`).
+    Shallow,
+}
+
+/// Whether Rust values of this type are `Copy` (lists and callees' tapes
+/// are not; a callee's tape may hold lists).
+pub fn is_copy(t: &Ty) -> bool {
+    match t {
+        Ty::Real(_) | Ty::Int | Ty::Bool => true,
+        Ty::Tuple(ts) | Ty::Sum(ts) => ts.iter().all(is_copy),
+        Ty::List(_) | Ty::Tape(_) => false,
+    }
+}
 
 /// Rust identifiers for the IR variables of one generated function.
 #[derive(Default)]
@@ -29,6 +67,7 @@ pub struct Names {
     map: HashMap<Var, syn::Ident>,
     taken: HashSet<String>,
     types: HashMap<Var, Ty>,
+    holds: HashMap<Var, Hold>,
     next: usize,
 }
 
@@ -62,6 +101,41 @@ impl Names {
         let id = syn::Ident::new(&name, Span::mixed_site());
         self.map.insert(v.clone(), id.clone());
         id
+    }
+
+    fn hold(&self, v: &Var) -> Hold {
+        self.holds.get(v).copied().unwrap_or_default()
+    }
+
+    /// How a component of type `t` of a borrowed value is held.
+    fn part_hold(t: &Ty, whole: Hold) -> Hold {
+        match whole {
+            Hold::Owned => Hold::Owned,
+            Hold::Ref | Hold::Shallow if is_copy(t) => Hold::Owned,
+            Hold::Ref | Hold::Shallow => Hold::Ref,
+        }
+    }
+
+    /// A binding pattern for a component of type `t` inside a borrowed
+    /// place: `ref x` where the component is not `Copy`.
+    fn bind_part(&mut self, b: &Binder, whole: Hold) -> TokenStream {
+        let id = self.ident(&b.var);
+        let h = Self::part_hold(&b.ty, whole);
+        self.holds.insert(b.var.clone(), h);
+        if whole == Hold::Ref && h == Hold::Ref {
+            quote!(ref #id)
+        } else {
+            quote!(#id)
+        }
+    }
+
+    /// The place to destructure a value held as `h`.
+    fn place(&mut self, v: &Var) -> TokenStream {
+        let id = self.ident(v);
+        match self.hold(v) {
+            Hold::Ref => quote!(*#id),
+            Hold::Owned | Hold::Shallow => quote!(#id),
+        }
     }
 
     /// A fresh identifier for a temporary that has no IR variable.
@@ -216,7 +290,8 @@ pub fn zero(t: &Ty) -> TokenStream {
             let zs = ts.iter().map(zero);
             quote!((#(#zs,)*))
         }
-        Ty::Tape(_) => quote!(()),
+        // Never linear (the checker forbids it).
+        Ty::Tape(_) | Ty::Int | Ty::Bool | Ty::Sum(_) | Ty::List(_) => quote!(()),
     }
 }
 
@@ -253,13 +328,20 @@ impl CallGen for NoCalls {
 /// Generates the statements and tail of function `f`'s body, its parameters
 /// bound to the given Rust expressions. Returns a block expression.
 pub fn body(f: &Func, args: &[TokenStream], calls: &dyn CallGen) -> TokenStream {
+    let held: Vec<(TokenStream, Hold)> = args.iter().map(|a| (a.clone(), Hold::Owned)).collect();
+    body_holding(f, &held, calls)
+}
+
+/// [`body`], with each argument's [`Hold`].
+pub fn body_holding(f: &Func, args: &[(TokenStream, Hold)], calls: &dyn CallGen) -> TokenStream {
     let mut names = Names {
         types: crate::visit::binder_types(f),
         ..Names::default()
     };
     let mut binds = Vec::new();
-    for (b, a) in f.nl_params.iter().chain(&f.lin_params).zip(args) {
+    for (b, (a, h)) in f.nl_params.iter().chain(&f.lin_params).zip(args) {
         let id = names.ident(&b.var);
+        names.holds.insert(b.var.clone(), *h);
         binds.push(quote!(let #id = #a;));
     }
     let e = gen_inner(&f.body, &mut names, calls);
@@ -311,9 +393,10 @@ fn gen_stmt(s: &Stmt, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
             quote!(let #p = #v;)
         }
         Stmt::Unpack { vars, tuple } | Stmt::LinUnpack { vars, tuple } => {
-            let t = names.ident(tuple);
-            let ids: Vec<syn::Ident> = vars.iter().map(|b| names.ident(&b.var)).collect();
-            quote!(let (#(#ids,)*) = #t;)
+            let whole = names.hold(tuple);
+            let t = names.place(tuple);
+            let pats: Vec<TokenStream> = vars.iter().map(|b| names.bind_part(b, whole)).collect();
+            quote!(let (#(#pats,)*) = #t;)
         }
     }
 }
@@ -381,7 +464,222 @@ fn gen_expr(e: &Expr, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
             let v = gen_expr(inner, names, calls);
             quote!({ let _ = #v; })
         }
+        Expr::Int(n) => {
+            let l = Literal::i64_unsuffixed(n.unsigned_abs() as i64);
+            if *n < 0 {
+                quote!((-#l))
+            } else {
+                quote!(#l)
+            }
+        }
+        Expr::Bool(b) => quote!(#b),
+        Expr::Inj { sum, tag, val } => {
+            let v = names.ident(val);
+            let n = match sum {
+                Ty::Sum(ts) => ts.len(),
+                _ => 1,
+            };
+            inject(quote!(#v), *tag, n)
+        }
+        Expr::Case { scrut, arms } => gen_case(scrut, arms, names, calls),
+        Expr::Loop(l) => gen_loop(l, names, calls),
     }
+}
+
+/// `Branch` constructors for alternative `tag` of an `n`-ary sum: the
+/// last alternative of a nest is `Else` of the innermost `Branch`.
+fn inject(v: TokenStream, tag: usize, n: usize) -> TokenStream {
+    let br = quote!(::linear_ad::__private::Branch);
+    if n <= 1 {
+        v
+    } else if tag == 0 {
+        quote!(#br::Then(#v))
+    } else {
+        let inner = inject(v, tag - 1, n - 1);
+        quote!(#br::Else(#inner))
+    }
+}
+
+/// The Rust type of an `n`-ary sum of the given alternatives.
+pub fn sum_type(ts: &[TokenStream]) -> TokenStream {
+    match ts {
+        [] => quote!(()),
+        [one] => one.clone(),
+        [first, rest @ ..] => {
+            let rest = sum_type(rest);
+            quote!(::linear_ad::__private::Branch<#first, #rest>)
+        }
+    }
+}
+
+fn gen_case(scrut: &Var, arms: &[Arm], names: &mut Names, calls: &dyn CallGen) -> TokenStream {
+    let scrut_ty = names.types.get(scrut).cloned();
+    if scrut_ty == Some(Ty::Bool) {
+        let c = names.ident(scrut);
+        let bodies: Vec<TokenStream> = arms
+            .iter()
+            .map(|a| {
+                let b = gen_inner(&a.body, names, calls);
+                quote!({ #b })
+            })
+            .collect();
+        let (t, e) = (&bodies[0], bodies.get(1).cloned().unwrap_or_default());
+        return quote!(if #c #t else #e);
+    }
+    let whole = names.hold(scrut);
+    let place = names.place(scrut);
+    let mut alts: Vec<(TokenStream, TokenStream)> = Vec::new();
+    for a in arms {
+        let pat = match &a.bind {
+            Some(b) => names.bind_part(b, whole),
+            None => quote!(_),
+        };
+        let b = gen_inner(&a.body, names, calls);
+        alts.push((pat, quote!({ #b })));
+    }
+    match_sum(place, whole, &alts, names)
+}
+
+/// `match` on a right-nested `Branch` with one arm per alternative; the
+/// alternatives after the first are matched in the `Else` value, borrowed
+/// if the whole is.
+fn match_sum(
+    place: TokenStream,
+    whole: Hold,
+    alts: &[(TokenStream, TokenStream)],
+    names: &mut Names,
+) -> TokenStream {
+    let br = quote!(::linear_ad::__private::Branch);
+    match alts {
+        [] => quote!(match #place {}),
+        [(p, b)] => quote!(match #place { #p => #b }),
+        [(p, b), rest @ ..] => {
+            let e = names.temp("alt");
+            let (bind, inner_place) = if whole == Hold::Ref {
+                (quote!(ref #e), quote!(*#e))
+            } else {
+                (quote!(#e), quote!(#e))
+            };
+            let inner = match_sum(inner_place, whole, rest, names);
+            quote!(match #place { #br::Then(#p) => #b, #br::Else(#bind) => #inner })
+        }
+    }
+}
+
+fn gen_loop(l: &Loop, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
+    let st = names.temp("state");
+    let it = names.temp("it");
+    let item = names.temp("item");
+    let inits: Vec<syn::Ident> = l
+        .nl
+        .iter()
+        .chain(&l.lin)
+        .map(|(_, v)| names.ident(v))
+        .collect();
+    let state: Vec<syn::Ident> = l
+        .nl
+        .iter()
+        .chain(&l.lin)
+        .map(|(b, _)| names.ident(&b.var))
+        .collect();
+    let cols: Vec<syn::Ident> = l.collect.iter().map(|_| names.temp("tape")).collect();
+    let vec = quote!(::linear_ad::__private::Vec);
+    let (header, bind_item) = match &l.iter {
+        Iter::Range {
+            index,
+            lo,
+            hi,
+            step,
+            rev,
+        } => {
+            let (lo, hi) = (names.ident(lo), names.ident(hi));
+            let mut range = quote!((#lo..#hi));
+            if let Some(s) = step {
+                let s = names.ident(s);
+                range = quote!(#range.step_by(#s));
+            }
+            if *rev {
+                range = quote!(#range.rev());
+            }
+            let i = names.ident(&index.var);
+            (range, quote!(let #i = #item;))
+        }
+        Iter::Each { elem, list, rev } => {
+            let whole = names.hold(list);
+            let lid = names.ident(list);
+            let e = names.ident(&elem.var);
+            let h = Names::part_hold(&elem.ty, whole);
+            names.holds.insert(elem.var.clone(), h);
+            let mut src = if whole == Hold::Owned {
+                quote!(#lid.into_iter())
+            } else {
+                quote!(#lid.iter())
+            };
+            if *rev {
+                src = quote!(#src.rev());
+            }
+            let bind = if whole != Hold::Owned && h == Hold::Owned {
+                quote!(let #e = *#item;)
+            } else {
+                quote!(let #e = #item;)
+            };
+            (src, bind)
+        }
+        Iter::While { .. } => (quote!(), quote!()),
+    };
+    let body = gen_expr(&l.body, names, calls);
+    let next: Vec<syn::Ident> = l.nl.iter().chain(&l.lin).map(|_| names.temp("next")).collect();
+    let (next_nl, next_lin) = next.split_at(l.nl.len());
+    let outs: Vec<syn::Ident> = l.collect.iter().map(|_| names.temp("out")).collect();
+    let unpack_state = quote!(let (#(#state,)*) = #st;);
+    let step = quote! {
+        let (#(#next_nl,)* #(#outs,)* #(#next_lin,)*) = #body;
+        #st = (#(#next,)*);
+        #(#cols.push(#outs);)*
+    };
+    let looped = match &l.iter {
+        Iter::While { cond } => {
+            let c = gen_expr(cond, names, calls);
+            let cols_init: Vec<TokenStream> = cols.iter().map(|c| quote!(let mut #c = #vec::new();)).collect();
+            quote! {
+                #(#cols_init)*
+                loop {
+                    #unpack_state
+                    if !#c { break; }
+                    #step
+                }
+            }
+        }
+        Iter::Range { .. } | Iter::Each { .. } => {
+            let cols_init: Vec<TokenStream> = cols
+                .iter()
+                .map(|c| quote!(let mut #c = #vec::with_capacity(::core::iter::Iterator::size_hint(&#it).0);))
+                .collect();
+            quote! {
+                let #it = #header;
+                #(#cols_init)*
+                for #item in #it {
+                    #bind_item
+                    #unpack_state
+                    #step
+                }
+            }
+        }
+    };
+    let fin: Vec<syn::Ident> = l.nl.iter().chain(&l.lin).map(|_| names.temp("fin")).collect();
+    let (fin_nl, fin_lin) = fin.split_at(l.nl.len());
+    let mutable = if l.nl.is_empty() && l.lin.is_empty() {
+        quote!()
+    } else {
+        quote!(mut)
+    };
+    quote!({
+        #[allow(unused_mut)]
+        let #mutable #st = (#(#inits,)*);
+        #looped
+        let (#(#fin,)*) = #st;
+        (#(#fin_nl,)* #(#cols,)* #(#fin_lin,)*)
+    })
 }
 
 fn gen_prim(prim: Prim, a: &[syn::Ident], names: &Names, args: &[Var]) -> TokenStream {
@@ -427,6 +725,29 @@ fn gen_prim(prim: Prim, a: &[syn::Ident], names: &Names, args: &[Var]) -> TokenS
             let (one, zero) = (float_lit(1.0, float), float_lit(0.0, float));
             quote!(if #x <= #y { #one } else { #zero })
         }
+        Prim::IAdd | Prim::ISub | Prim::IMul | Prim::IDiv | Prim::IRem | Prim::And | Prim::Or => {
+            let y = &a[1];
+            let op = match prim {
+                Prim::IAdd => quote!(+),
+                Prim::ISub => quote!(-),
+                Prim::IMul => quote!(*),
+                Prim::IDiv => quote!(/),
+                Prim::IRem => quote!(%),
+                Prim::And => quote!(&&),
+                _ => quote!(||),
+            };
+            quote!(#x #op #y)
+        }
+        Prim::Cmp(c) => {
+            let y = &a[1];
+            let op: TokenStream = c.symbol().parse().unwrap_or_default();
+            quote!(#x #op #y)
+        }
+        Prim::INeg => quote!(-#x),
+        Prim::Not => quote!(!#x),
+        Prim::ToReal(Float::F64) => quote!((#x as f64)),
+        Prim::ToReal(Float::F32) => quote!((#x as f32)),
+        Prim::ToInt => quote!((#x as i64)),
         Prim::Sin
         | Prim::Cos
         | Prim::Tan
@@ -461,8 +782,8 @@ fn elementwise1(
     f: &dyn Fn(TokenStream) -> TokenStream,
 ) -> TokenStream {
     match t {
-        // Tapes are never linear; the checker rules this arm out.
-        Ty::Real(_) | Ty::Tape(_) => f(x),
+        // Only reals and tuples are linear; the checker rules out the rest.
+        Ty::Real(_) | Ty::Tape(_) | Ty::Int | Ty::Bool | Ty::Sum(_) | Ty::List(_) => f(x),
         Ty::Tuple(ts) => {
             let parts: Vec<syn::Ident> = ts.iter().map(|_| names.temp("e")).collect();
             let rs: Vec<TokenStream> = ts
@@ -483,7 +804,7 @@ fn elementwise2(
     f: &dyn Fn(TokenStream, TokenStream) -> TokenStream,
 ) -> TokenStream {
     match t {
-        Ty::Real(_) | Ty::Tape(_) => f(x, y),
+        Ty::Real(_) | Ty::Tape(_) | Ty::Int | Ty::Bool | Ty::Sum(_) | Ty::List(_) => f(x, y),
         Ty::Tuple(ts) => {
             let px: Vec<syn::Ident> = ts.iter().map(|_| names.temp("a")).collect();
             let py: Vec<syn::Ident> = ts.iter().map(|_| names.temp("b")).collect();

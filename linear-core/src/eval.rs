@@ -6,8 +6,13 @@
 //! * `drop(e)` costs the work of `e` plus 1 per scalar (linear or not) that
 //!   `e` returns;
 //! * a call costs its body; `let` costs its bound expression plus its body;
-//! * everything else (literals, constants, tuples, unpacking, returns,
-//!   `dup`, linear zero) costs 0.
+//! * a case costs the arm that runs; a loop costs its iterations (bodies
+//!   and `while` conditions), nothing more: carrying state and collecting
+//!   per-iteration values into lists is data movement, like tuples;
+//! * everything else (literals, constants, tuples, injections, unpacking,
+//!   returns, `dup`, linear zero) costs 0.
+//!
+//! Integers and booleans count one scalar each when dropped, like reals.
 //!
 //! Values are computed in f64 whatever the declared float type. Input: a
 //! program that type-checks ([`crate::check`]); on anything else the
@@ -16,12 +21,17 @@
 use std::collections::HashMap;
 use std::fmt;
 
-use crate::ir::{Expr, Program, Stmt, Ty, Var};
+use crate::ir::{Expr, Iter, Loop, Program, Scalar, Stmt, Ty, Var};
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum Value {
     Real(f64),
+    Int(i64),
+    Bool(bool),
     Tuple(Vec<Value>),
+    /// Alternative `k` of a sum.
+    Sum(usize, Box<Value>),
+    List(Vec<Value>),
 }
 
 impl Value {
@@ -30,29 +40,48 @@ impl Value {
             Ty::Real(_) => Value::Real(0.0),
             Ty::Tuple(ts) => Value::Tuple(ts.iter().map(Value::zero).collect()),
             // Never linear (the checker forbids it): an empty value.
-            Ty::Tape(_) => Value::Tuple(vec![]),
+            Ty::Int | Ty::Bool | Ty::Sum(_) | Ty::List(_) | Ty::Tape(_) => Value::Tuple(vec![]),
         }
     }
 
     pub fn scalars(&self) -> u64 {
         match self {
-            Value::Real(_) => 1,
-            Value::Tuple(vs) => vs.iter().map(Value::scalars).sum(),
+            Value::Real(_) | Value::Int(_) | Value::Bool(_) => 1,
+            Value::Tuple(vs) | Value::List(vs) => vs.iter().map(Value::scalars).sum(),
+            Value::Sum(_, v) => v.scalars(),
         }
     }
 
     pub fn as_real(&self) -> Option<f64> {
         match self {
             Value::Real(x) => Some(*x),
-            Value::Tuple(_) => None,
+            Value::Int(_) | Value::Bool(_) | Value::Tuple(_) | Value::Sum(..) | Value::List(_) => {
+                None
+            }
         }
     }
 
-    /// The scalars in order, flattened.
+    fn scalar(&self) -> Option<Scalar> {
+        match self {
+            Value::Real(x) => Some(Scalar::Real(*x)),
+            Value::Int(n) => Some(Scalar::Int(*n)),
+            Value::Bool(b) => Some(Scalar::Bool(*b)),
+            Value::Tuple(_) | Value::Sum(..) | Value::List(_) => None,
+        }
+    }
+
+    /// The scalars in order, flattened (integers and booleans as reals, a
+    /// sum's tag before its value).
     pub fn flatten(&self, out: &mut Vec<f64>) {
         match self {
             Value::Real(x) => out.push(*x),
-            Value::Tuple(vs) => vs.iter().for_each(|v| v.flatten(out)),
+            Value::Int(n) => out.push(*n as f64),
+            Value::Bool(b) => out.push(f64::from(u8::from(*b))),
+            Value::Tuple(vs) | Value::List(vs) => vs.iter().for_each(|v| v.flatten(out)),
+            Value::Sum(k, v) => {
+                out.push(*k as f64);
+                v.flatten(out);
+            }
         }
     }
 
@@ -75,6 +104,8 @@ impl Value {
         match self {
             Value::Real(a) => Value::Real(f(*a)),
             Value::Tuple(vs) => Value::Tuple(vs.iter().map(|v| v.map(f)).collect()),
+            // Not vectors: linear operations never reach them.
+            Value::Int(_) | Value::Bool(_) | Value::Sum(..) | Value::List(_) => self.clone(),
         }
     }
 }
@@ -123,6 +154,10 @@ pub fn run(
         work: m.work,
     })
 }
+
+/// Iterations the interpreter allows one loop, so that a test program
+/// that never terminates fails instead of hanging.
+const MAX_ITERATIONS: i64 = 10_000_000;
 
 struct Machine<'a> {
     p: &'a Program,
@@ -218,11 +253,43 @@ impl Machine<'_> {
             Expr::Prim { prim, args } => {
                 let a = args
                     .iter()
-                    .map(|v| Self::real(env, v))
+                    .map(|v| {
+                        Self::get(env, v)?
+                            .scalar()
+                            .ok_or_else(|| EvalError(format!("`{v}` is not a scalar")))
+                    })
                     .collect::<Result<Vec<_>, _>>()?;
                 self.work += 1;
-                one(Value::Real(prim.eval(&a)))
+                one(match prim.eval_scalars(&a) {
+                    Some(Scalar::Real(x)) => Value::Real(x),
+                    Some(Scalar::Int(n)) => Value::Int(n),
+                    Some(Scalar::Bool(b)) => Value::Bool(b),
+                    None => {
+                        return Err(EvalError(format!(
+                            "`{}` cannot be applied to {a:?}",
+                            prim.name()
+                        )))
+                    }
+                })
             }
+            Expr::Int(n) => one(Value::Int(*n)),
+            Expr::Bool(b) => one(Value::Bool(*b)),
+            Expr::Inj { tag, val, .. } => one(Value::Sum(*tag, Box::new(Self::get(env, val)?))),
+            Expr::Case { scrut, arms } => {
+                let (k, inner) = match Self::get(env, scrut)? {
+                    Value::Bool(b) => (usize::from(!b), None),
+                    Value::Sum(k, v) => (k, Some(*v)),
+                    _ => return Err(EvalError(format!("case on `{scrut}`, not a bool or sum"))),
+                };
+                let arm = arms
+                    .get(k)
+                    .ok_or_else(|| EvalError(format!("no arm {k} in the case on `{scrut}`")))?;
+                if let (Some(b), Some(v)) = (&arm.bind, inner) {
+                    env.insert(b.var.clone(), v);
+                }
+                self.expr(&arm.body, env)
+            }
+            Expr::Loop(l) => self.loop_(l, env),
             Expr::LinZero(t) => lin1(Value::zero(t)),
             Expr::LinTup(vs) => lin1(Value::Tuple(
                 vs.iter()
@@ -255,6 +322,99 @@ impl Machine<'_> {
                 Ok((vec![], vec![]))
             }
         }
+    }
+
+    /// The values a loop header iterates over (indices or elements); `None`
+    /// for a `while` loop.
+    fn iteration(&self, it: &Iter, env: &Env) -> Result<Option<Vec<Value>>, EvalError> {
+        let int = |v: &Var| match Self::get(env, v)? {
+            Value::Int(n) => Ok(n),
+            _ => Err(EvalError(format!("`{v}` is not an integer"))),
+        };
+        Ok(Some(match it {
+            Iter::Range {
+                lo, hi, step, rev, ..
+            } => {
+                let (lo, hi) = (int(lo)?, int(hi)?);
+                let step = step.as_ref().map_or(Ok(1), int)?;
+                if step <= 0 {
+                    return Err(EvalError(format!("loop step {step} is not positive")));
+                }
+                let n = if hi > lo { (hi - lo - 1) / step + 1 } else { 0 };
+                if n > MAX_ITERATIONS {
+                    return Err(EvalError(format!("loop of {n} iterations")));
+                }
+                let mut v: Vec<Value> = (0..n).map(|k| Value::Int(lo + k * step)).collect();
+                if *rev {
+                    v.reverse();
+                }
+                v
+            }
+            Iter::Each { list, rev, .. } => {
+                let Value::List(mut v) = Self::get(env, list)? else {
+                    return Err(EvalError(format!("`{list}` is not a list")));
+                };
+                if *rev {
+                    v.reverse();
+                }
+                v
+            }
+            Iter::While { .. } => return Ok(None),
+        }))
+    }
+
+    fn loop_(&mut self, l: &Loop, env: &mut Env) -> Result<(Vec<Value>, Vec<Value>), EvalError> {
+        let mut nl: Vec<Value> = l
+            .nl
+            .iter()
+            .map(|(_, v)| Self::get(env, v))
+            .collect::<Result<_, _>>()?;
+        let mut lin: Vec<Value> = l
+            .lin
+            .iter()
+            .map(|(_, v)| Self::get(env, v))
+            .collect::<Result<_, _>>()?;
+        let mut lists: Vec<Vec<Value>> = vec![Vec::new(); l.collect.len()];
+        let items = self.iteration(&l.iter, env)?;
+        let mut k = 0;
+        loop {
+            for ((b, _), v) in l.nl.iter().zip(&nl) {
+                env.insert(b.var.clone(), v.clone());
+            }
+            match (&items, &l.iter) {
+                (Some(items), _) => {
+                    let Some(item) = items.get(k) else { break };
+                    if let Some(b) = l.iter.binder() {
+                        env.insert(b.var.clone(), item.clone());
+                    }
+                }
+                (None, Iter::While { cond }) => {
+                    let (c, _) = self.expr(cond, env)?;
+                    if c != [Value::Bool(true)] {
+                        break;
+                    }
+                    if k as i64 >= MAX_ITERATIONS {
+                        return Err(EvalError("a `while` loop ran too long".into()));
+                    }
+                }
+                (None, _) => return Err(EvalError("loop without iterations".into())),
+            }
+            for ((b, _), v) in l.lin.iter().zip(lin) {
+                env.insert(b.var.clone(), v);
+            }
+            let (mut vn, vl) = self.expr(&l.body, env)?;
+            if vn.len() != l.nl.len() + l.collect.len() || vl.len() != l.lin.len() {
+                return Err(EvalError("loop body returns the wrong number of values".into()));
+            }
+            for (list, v) in lists.iter_mut().zip(vn.drain(l.nl.len()..)) {
+                list.push(v);
+            }
+            nl = vn;
+            lin = vl;
+            k += 1;
+        }
+        nl.extend(lists.into_iter().map(Value::List));
+        Ok((nl, lin))
     }
 
     fn stmt(&mut self, s: &Stmt, env: &mut Env) -> Result<(), EvalError> {

@@ -689,7 +689,17 @@ impl Calls<'_> {
                 let ts = ts.iter().map(|t| self.rust_ty(t));
                 quote!((#(#ts,)*))
             }
-            Ty::Real(_) => crate::lower::ty_rust(t),
+            Ty::Sum(ts) => crate::codegen::sum_type(
+                &ts.iter().map(|t| self.rust_ty(t)).collect::<Vec<_>>(),
+            ),
+            Ty::List(t) => {
+                let t = self.rust_ty(t);
+                quote!(::linear_ad::__private::Vec<#t>)
+            }
+            // Integers never reach a tape (the residual reads reals, sums
+            // and lists only); `i64` keeps the struct well formed.
+            Ty::Int => quote!(i64),
+            Ty::Real(_) | Ty::Bool => crate::lower::ty_rust(t),
         }
     }
 }

@@ -26,11 +26,21 @@
 //! included). The verifier ([`crate::check`]) enforces this; the passes rely
 //! on it to hoist bindings out of nested blocks without renaming.
 //!
-//! The data types are laid out so that conditionals (a new `Expr` variant
-//! holding two blocks), loops with a tape (a variant holding a block and a
-//! trip count), and arrays (`Ty::Array` with an index primitive) are new
-//! variants: every pass matches exhaustively, so the compiler lists the rules
-//! each new form needs.
+//! Control flow (beyond the paper, following Dex and JAX):
+//!
+//! * [`Expr::Case`] selects one of several blocks: on a `bool` (`if`), or on
+//!   the tag of a sum value (the tape of a conditional after U). Every arm
+//!   returns the same types and consumes the same linear variables.
+//! * [`Expr::Loop`] is a scan: a header ([`Iter`]: an integer range, the
+//!   elements of a list, or a `while` condition), carried state (non-linear
+//!   and linear), and per-iteration non-linear outputs collected into
+//!   lists (the tape of a loop after U). A loop body reads no linear
+//!   variable from outside: J carries the tangents of the outer values it
+//!   reads, so T accumulates their cotangents across the reversed
+//!   iterations.
+//!
+//! Integers and booleans are non-linear scalars with no tangent (their
+//! tangent type is the empty tuple); sums and lists are non-linear only.
 
 use std::fmt;
 use std::rc::Rc;
@@ -52,12 +62,22 @@ impl Float {
     }
 }
 
-/// Types: reals and (nested) tuples of types (paper, Fig. 2), and the
-/// opaque tape of an external function.
+/// Types: reals and (nested) tuples of types (paper, Fig. 2), integers,
+/// booleans, sums and lists (non-linear only), and the opaque tape of an
+/// external function.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Ty {
     Real(Float),
+    /// An integer: a loop index, a count. Computed in i64 by the
+    /// interpreter; generated Rust lets the compiler infer its width.
+    Int,
+    Bool,
     Tuple(Vec<Ty>),
+    /// A tagged union `sum(τ0 | τ1 | ..)`: the tape of a conditional
+    /// records which arm ran and that arm's residuals only.
+    Sum(Vec<Ty>),
+    /// A list `list(τ)` of per-iteration values: the tape of a loop.
+    List(Box<Ty>),
     /// The tape returned by the forward pass of external function `f`
     /// (`f.nl` for an extern `f` after U): its contents are the callee's
     /// business. It is non-linear, is never unpacked, and carries no
@@ -71,29 +91,42 @@ impl Ty {
 
     /// Number of real scalars in a value of this type: the unit the cost
     /// model (section 4.3) charges `drop` and linear operations by.
+    /// Integers and booleans count 1; sums and lists, whose size is only
+    /// known at run time, 0 (the interpreter charges their values).
     pub fn scalars(&self) -> u64 {
         match self {
-            Ty::Real(_) => 1,
+            Ty::Real(_) | Ty::Int | Ty::Bool => 1,
             Ty::Tuple(ts) => ts.iter().map(Ty::scalars).sum(),
-            Ty::Tape(_) => 0,
+            Ty::Sum(_) | Ty::List(_) | Ty::Tape(_) => 0,
         }
     }
 
     /// Whether values of this type can be linear (have a zero, a sum and a
-    /// scaling): reals and tuples of them, not tapes.
+    /// scaling): reals and tuples of them, nothing else.
     pub fn is_vector(&self) -> bool {
         match self {
             Ty::Real(_) => true,
             Ty::Tuple(ts) => ts.iter().all(Ty::is_vector),
-            Ty::Tape(_) => false,
+            Ty::Int | Ty::Bool | Ty::Sum(_) | Ty::List(_) | Ty::Tape(_) => false,
         }
     }
 
-    /// The float type of a scalar, `None` for a tuple.
+    /// The type of the tangents of values of this type (J): reals for
+    /// reals, the empty tuple for integers and booleans (they have no
+    /// derivative), componentwise for tuples.
+    pub fn tangent(&self) -> Ty {
+        match self {
+            Ty::Real(_) => self.clone(),
+            Ty::Tuple(ts) => Ty::Tuple(ts.iter().map(Ty::tangent).collect()),
+            Ty::Int | Ty::Bool | Ty::Sum(_) | Ty::List(_) | Ty::Tape(_) => Ty::Tuple(vec![]),
+        }
+    }
+
+    /// The float type of a scalar, `None` for anything else.
     pub fn float(&self) -> Option<Float> {
         match self {
             Ty::Real(f) => Some(*f),
-            Ty::Tuple(_) | Ty::Tape(_) => None,
+            Ty::Int | Ty::Bool | Ty::Tuple(_) | Ty::Sum(_) | Ty::List(_) | Ty::Tape(_) => None,
         }
     }
 }
@@ -145,8 +178,61 @@ impl Binder {
     }
 }
 
-/// The non-linear primitives. Each costs 1 (section 4.3). All take and
-/// return scalars of one float type; `Powi` carries its integer exponent.
+/// A comparison, of two reals of one float type or of two integers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Cmp {
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    Eq,
+    Ne,
+}
+
+impl Cmp {
+    pub const ALL: [Cmp; 6] = [Cmp::Lt, Cmp::Le, Cmp::Gt, Cmp::Ge, Cmp::Eq, Cmp::Ne];
+
+    pub fn holds<T: PartialOrd>(self, a: T, b: T) -> bool {
+        match self {
+            Cmp::Lt => a < b,
+            Cmp::Le => a <= b,
+            Cmp::Gt => a > b,
+            Cmp::Ge => a >= b,
+            Cmp::Eq => a == b,
+            Cmp::Ne => a != b,
+        }
+    }
+
+    /// The Rust operator.
+    pub fn symbol(self) -> &'static str {
+        match self {
+            Cmp::Lt => "<",
+            Cmp::Le => "<=",
+            Cmp::Gt => ">",
+            Cmp::Ge => ">=",
+            Cmp::Eq => "==",
+            Cmp::Ne => "!=",
+        }
+    }
+}
+
+/// What a primitive's operands and result are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// Reals of one float type (the result has the operands' type).
+    Real,
+    Int,
+    Bool,
+    /// Reals of one float type, or integers (comparisons).
+    Ordered,
+    /// A real of the named type.
+    RealOf(Float),
+}
+
+/// The non-linear primitives. Each costs 1 (section 4.3). The real ones take
+/// and return scalars of one float type (`Powi` carries its integer
+/// exponent); the others compute on integers and booleans, compare, or
+/// convert between integers and reals ([`Prim::kinds`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Prim {
     Add,
@@ -184,10 +270,27 @@ pub enum Prim {
     /// `le(a, b)`: 1 if `a <= b`, else 0. Piecewise constant; it selects the
     /// active branch in the derivatives of `min` and `max`.
     Le,
+    /// Integer arithmetic (wrapping, as i64, in the interpreter; division
+    /// and remainder by zero are errors).
+    IAdd,
+    ISub,
+    IMul,
+    IDiv,
+    IRem,
+    INeg,
+    /// A comparison, giving a bool.
+    Cmp(Cmp),
+    And,
+    Or,
+    Not,
+    /// An integer as a real of the given type (`i as f64`).
+    ToReal(Float),
+    /// A real truncated to an integer (`x as i64`): piecewise constant.
+    ToInt,
 }
 
 impl Prim {
-    /// Every primitive, for tests that must cover them all.
+    /// Every real primitive, for tests that must cover them all.
     pub const ALL: [Prim; 31] = [
         Prim::Add,
         Prim::Sub,
@@ -222,6 +325,78 @@ impl Prim {
         Prim::Le,
     ];
 
+    /// The primitives on integers and booleans, comparisons and
+    /// conversions.
+    pub const DISCRETE: [Prim; 17] = [
+        Prim::IAdd,
+        Prim::ISub,
+        Prim::IMul,
+        Prim::IDiv,
+        Prim::IRem,
+        Prim::INeg,
+        Prim::Cmp(Cmp::Lt),
+        Prim::Cmp(Cmp::Le),
+        Prim::Cmp(Cmp::Gt),
+        Prim::Cmp(Cmp::Ge),
+        Prim::Cmp(Cmp::Eq),
+        Prim::Cmp(Cmp::Ne),
+        Prim::And,
+        Prim::Or,
+        Prim::Not,
+        Prim::ToReal(Float::F64),
+        Prim::ToInt,
+    ];
+
+    /// The kinds of the operands and of the result.
+    pub fn kinds(self) -> (Kind, Kind) {
+        match self {
+            Prim::IAdd | Prim::ISub | Prim::IMul | Prim::IDiv | Prim::IRem | Prim::INeg => {
+                (Kind::Int, Kind::Int)
+            }
+            Prim::Cmp(_) => (Kind::Ordered, Kind::Bool),
+            Prim::And | Prim::Or | Prim::Not => (Kind::Bool, Kind::Bool),
+            Prim::ToReal(f) => (Kind::Int, Kind::RealOf(f)),
+            Prim::ToInt => (Kind::Real, Kind::Int),
+            Prim::Add
+            | Prim::Sub
+            | Prim::Mul
+            | Prim::Div
+            | Prim::Neg
+            | Prim::Sin
+            | Prim::Cos
+            | Prim::Tan
+            | Prim::Asin
+            | Prim::Acos
+            | Prim::Atan
+            | Prim::Atan2
+            | Prim::Sinh
+            | Prim::Cosh
+            | Prim::Tanh
+            | Prim::Exp
+            | Prim::Exp2
+            | Prim::Ln
+            | Prim::Log2
+            | Prim::Log10
+            | Prim::Sqrt
+            | Prim::Cbrt
+            | Prim::Powi(_)
+            | Prim::Powf
+            | Prim::Recip
+            | Prim::Abs
+            | Prim::Hypot
+            | Prim::Min
+            | Prim::Max
+            | Prim::Signum
+            | Prim::Le => (Kind::Real, Kind::Real),
+        }
+    }
+
+    /// Whether this primitive computes on reals to a real (the ones J has a
+    /// derivative rule for; the others are piecewise constant).
+    pub fn is_real(self) -> bool {
+        self.kinds() == (Kind::Real, Kind::Real)
+    }
+
     /// Number of operands.
     pub fn arity(self) -> usize {
         match self {
@@ -234,8 +409,20 @@ impl Prim {
             | Prim::Hypot
             | Prim::Min
             | Prim::Max
-            | Prim::Le => 2,
+            | Prim::Le
+            | Prim::IAdd
+            | Prim::ISub
+            | Prim::IMul
+            | Prim::IDiv
+            | Prim::IRem
+            | Prim::Cmp(_)
+            | Prim::And
+            | Prim::Or => 2,
             Prim::Neg
+            | Prim::INeg
+            | Prim::Not
+            | Prim::ToReal(_)
+            | Prim::ToInt
             | Prim::Sin
             | Prim::Cos
             | Prim::Tan
@@ -294,19 +481,77 @@ impl Prim {
             Prim::Max => "max",
             Prim::Signum => "signum",
             Prim::Le => "le",
+            Prim::IAdd => "iadd",
+            Prim::ISub => "isub",
+            Prim::IMul => "imul",
+            Prim::IDiv => "idiv",
+            Prim::IRem => "irem",
+            Prim::INeg => "ineg",
+            Prim::Cmp(Cmp::Lt) => "lt",
+            Prim::Cmp(Cmp::Le) => "leq",
+            Prim::Cmp(Cmp::Gt) => "gt",
+            Prim::Cmp(Cmp::Ge) => "geq",
+            Prim::Cmp(Cmp::Eq) => "eq",
+            Prim::Cmp(Cmp::Ne) => "ne",
+            Prim::And => "and",
+            Prim::Or => "or",
+            Prim::Not => "not",
+            Prim::ToReal(Float::F64) => "f64",
+            Prim::ToReal(Float::F32) => "f32",
+            Prim::ToInt => "int",
         }
     }
 
     /// The primitive written `name(..)` in the text syntax, if any. `powi`
     /// is parsed separately because of its integer operand.
     pub fn from_call_name(name: &str) -> Option<Prim> {
+        if name == "f32" {
+            return Some(Prim::ToReal(Float::F32));
+        }
         Prim::ALL
             .iter()
+            .chain(&Prim::DISCRETE)
             .copied()
             .find(|p| p.name() == name && !matches!(p, Prim::Powi(_)))
     }
 
-    /// Evaluates the primitive on f64 operands.
+    /// Evaluates the primitive on scalar operands of the right kinds;
+    /// `None` on operands of the wrong kinds or an integer division by zero.
+    pub fn eval_scalars(self, a: &[Scalar]) -> Option<Scalar> {
+        use Scalar::{Bool as B, Int as I, Real as R};
+        Some(match (self, a) {
+            (Prim::IAdd, [I(x), I(y)]) => I(x.wrapping_add(*y)),
+            (Prim::ISub, [I(x), I(y)]) => I(x.wrapping_sub(*y)),
+            (Prim::IMul, [I(x), I(y)]) => I(x.wrapping_mul(*y)),
+            (Prim::IDiv, [I(x), I(y)]) => I(x.checked_div(*y)?),
+            (Prim::IRem, [I(x), I(y)]) => I(x.checked_rem(*y)?),
+            (Prim::INeg, [I(x)]) => I(x.wrapping_neg()),
+            (Prim::Cmp(c), [R(x), R(y)]) => B(c.holds(x, y)),
+            (Prim::Cmp(c), [I(x), I(y)]) => B(c.holds(x, y)),
+            (Prim::And, [B(x), B(y)]) => B(*x && *y),
+            (Prim::Or, [B(x), B(y)]) => B(*x || *y),
+            (Prim::Not, [B(x)]) => B(!x),
+            (Prim::ToReal(_), [I(x)]) => R(*x as f64),
+            (Prim::ToInt, [R(x)]) => I(*x as i64),
+            (p, _) if p.is_real() => {
+                let xs = a
+                    .iter()
+                    .map(|s| match s {
+                        R(x) => Some(*x),
+                        I(_) | B(_) => None,
+                    })
+                    .collect::<Option<Vec<f64>>>()?;
+                if xs.len() != p.arity() {
+                    return None;
+                }
+                R(p.eval(&xs))
+            }
+            _ => return None,
+        })
+    }
+
+    /// Evaluates a real primitive on f64 operands (NaN for the others,
+    /// which [`Prim::eval_scalars`] computes).
     pub fn eval(self, a: &[f64]) -> f64 {
         match self {
             Prim::Add => a[0] + a[1],
@@ -346,8 +591,28 @@ impl Prim {
                     0.0
                 }
             }
+            Prim::IAdd
+            | Prim::ISub
+            | Prim::IMul
+            | Prim::IDiv
+            | Prim::IRem
+            | Prim::INeg
+            | Prim::Cmp(_)
+            | Prim::And
+            | Prim::Or
+            | Prim::Not
+            | Prim::ToReal(_)
+            | Prim::ToInt => f64::NAN,
         }
     }
+}
+
+/// A scalar value, as primitives see it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Scalar {
+    Real(f64),
+    Int(i64),
+    Bool(bool),
 }
 
 /// One binding in a block (paper: the binding half of `let` and of the two
@@ -404,6 +669,124 @@ pub enum Expr {
     Dup(Var),
     /// Explicit `drop(e)`, no results.
     Drop(Box<Expr>),
+    /// An integer literal.
+    Int(i64),
+    /// A boolean literal.
+    Bool(bool),
+    /// Injection of `val` as alternative `tag` of the sum type `sum`.
+    Inj { sum: Ty, tag: usize, val: Var },
+    /// Selection: on a `bool` scrutinee, arm 0 runs if it is true and arm 1
+    /// if it is false (neither binds anything); on a `sum(τ..)` scrutinee,
+    /// arm k runs on alternative k and binds its value.
+    Case { scrut: Var, arms: Vec<Arm> },
+    /// A loop (a scan); see [`Loop`].
+    Loop(Box<Loop>),
+}
+
+/// One arm of a [`Expr::Case`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct Arm {
+    /// The alternative's value, for a case on a sum.
+    pub bind: Option<Binder>,
+    pub body: Expr,
+}
+
+/// A loop: `iter` runs `body` with the carried state bound, once per
+/// iteration. The body returns the next state's non-linear values, then one
+/// value per collected output, then the next state's linear values; the
+/// loop returns the final state's non-linear values, one list per collected
+/// output (the per-iteration values in iteration order), then the final
+/// linear values.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Loop {
+    pub iter: Iter,
+    /// Carried non-linear state: binder inside the body, initial value.
+    pub nl: Vec<(Binder, Var)>,
+    /// Carried linear state: binder inside the body, initial value.
+    pub lin: Vec<(Binder, Var)>,
+    /// Types of the per-iteration non-linear outputs collected into lists.
+    pub collect: Vec<Ty>,
+    pub body: Expr,
+}
+
+/// How a loop iterates.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Iter {
+    /// `index` over `(lo..hi).step_by(step)` (step 1 if `None`), in
+    /// reverse order if `rev`; the bounds and step are integers.
+    Range {
+        index: Binder,
+        lo: Var,
+        hi: Var,
+        step: Option<Var>,
+        rev: bool,
+    },
+    /// `elem` over the elements of a list, in reverse order if `rev`.
+    Each { elem: Binder, list: Var, rev: bool },
+    /// As long as `cond` (a non-linear expression of the carried
+    /// non-linear state and outer non-linear variables, returning a bool)
+    /// holds.
+    While { cond: Box<Expr> },
+}
+
+impl Iter {
+    /// The header's variables read outside the body, in order.
+    pub fn outer_vars(&self) -> Vec<Var> {
+        match self {
+            Iter::Range { lo, hi, step, .. } => {
+                let mut v = vec![lo.clone(), hi.clone()];
+                v.extend(step.iter().cloned());
+                v
+            }
+            Iter::Each { list, .. } => vec![list.clone()],
+            Iter::While { .. } => vec![],
+        }
+    }
+
+    /// The variable the header binds for the body, if any.
+    pub fn binder(&self) -> Option<&Binder> {
+        match self {
+            Iter::Range { index, .. } => Some(index),
+            Iter::Each { elem, .. } => Some(elem),
+            Iter::While { .. } => None,
+        }
+    }
+
+    /// The same iteration in the opposite order, if it has one (a `while`
+    /// loop runs forwards only).
+    pub fn reversed(&self) -> Option<Iter> {
+        match self {
+            Iter::Range {
+                index,
+                lo,
+                hi,
+                step,
+                rev,
+            } => Some(Iter::Range {
+                index: index.clone(),
+                lo: lo.clone(),
+                hi: hi.clone(),
+                step: step.clone(),
+                rev: !rev,
+            }),
+            Iter::Each { elem, list, rev } => Some(Iter::Each {
+                elem: elem.clone(),
+                list: list.clone(),
+                rev: !rev,
+            }),
+            Iter::While { .. } => None,
+        }
+    }
+}
+
+impl Loop {
+    /// Result types: final non-linear state and collected lists; final
+    /// linear state.
+    pub fn result_types(&self) -> (Vec<Ty>, Vec<Ty>) {
+        let mut nl: Vec<Ty> = self.nl.iter().map(|(b, _)| b.ty.clone()).collect();
+        nl.extend(self.collect.iter().map(|t| Ty::List(Box::new(t.clone()))));
+        (nl, self.lin.iter().map(|(b, _)| b.ty.clone()).collect())
+    }
 }
 
 impl Expr {

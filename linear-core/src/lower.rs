@@ -234,7 +234,8 @@ impl Shape {
         match t {
             Ty::Real(f) => Shape::Float(*f),
             Ty::Tuple(ts) => Shape::Tuple(ts.iter().map(Shape::of_ty).collect()),
-            Ty::Tape(_) => Shape::Tuple(vec![]),
+            // Not values of differentiable Rust types.
+            Ty::Tape(_) | Ty::Int | Ty::Bool | Ty::Sum(_) | Ty::List(_) => Shape::Tuple(vec![]),
         }
     }
 }
@@ -1765,7 +1766,13 @@ pub fn ty_rust(t: &Ty) -> TokenStream {
             quote!((#(#ts,)*))
         }
         // A callee's tape: its type is the callee's business; let Rust
-        // infer it where it can.
-        Ty::Tape(_) => quote!(_),
+        // infer it where it can. Integers take the width of the user's code.
+        Ty::Tape(_) | Ty::Int => quote!(_),
+        Ty::Bool => quote!(bool),
+        Ty::Sum(ts) => crate::codegen::sum_type(&ts.iter().map(ty_rust).collect::<Vec<_>>()),
+        Ty::List(t) => {
+            let t = ty_rust(t);
+            quote!(::linear_ad::__private::Vec<#t>)
+        }
     }
 }

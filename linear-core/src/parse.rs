@@ -9,7 +9,7 @@
 use std::collections::HashSet;
 use std::fmt;
 
-use crate::ir::{Binder, Expr, Extern, Float, Func, Prim, Program, Stmt, Ty, Var};
+use crate::ir::{Arm, Binder, Expr, Extern, Float, Func, Iter, Loop, Prim, Program, Stmt, Ty, Var};
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct ParseError {
@@ -44,8 +44,8 @@ impl fmt::Display for Tok {
     }
 }
 
-const PUNCTS: [&str; 14] = [
-    "->", "(", ")", "{", "}", ",", ";", ":", "=", "+", "-", "*", "/", "#",
+const PUNCTS: [&str; 16] = [
+    "->", "=>", "(", ")", "{", "}", ",", ";", ":", "=", "+", "-", "*", "/", "#", "|",
 ];
 
 fn lex(src: &str) -> Result<Vec<(Tok, usize, usize)>, ParseError> {
@@ -256,9 +256,28 @@ impl Parser {
             self.expect(")")?;
             return Ok(Ty::Tuple(ts));
         }
+        if self.is_kw("sum") {
+            self.next();
+            self.expect("(")?;
+            let mut ts = vec![self.ty()?];
+            while self.eat("|") {
+                ts.push(self.ty()?);
+            }
+            self.expect(")")?;
+            return Ok(Ty::Sum(ts));
+        }
+        if self.is_kw("list") {
+            self.next();
+            self.expect("(")?;
+            let t = self.ty()?;
+            self.expect(")")?;
+            return Ok(Ty::List(Box::new(t)));
+        }
         match self.next() {
             Tok::Ident(s) if s == "f64" => Ok(Ty::F64),
             Tok::Ident(s) if s == "f32" => Ok(Ty::F32),
+            Tok::Ident(s) if s == "int" => Ok(Ty::Int),
+            Tok::Ident(s) if s == "bool" => Ok(Ty::Bool),
             t => {
                 self.pos -= 1;
                 self.err(format!("expected a type, found {t}"))
@@ -358,6 +377,12 @@ impl Parser {
         let Tok::Num(text) = self.next() else {
             return self.err("expected a number");
         };
+        if let Some(d) = text.strip_suffix('i') {
+            return match d.parse::<i64>() {
+                Ok(n) => Ok(Expr::Int(if negate { -n } else { n })),
+                Err(_) => self.err(format!("malformed integer `{text}`")),
+            };
+        }
         let (digits, float) = if let Some(d) = text.strip_suffix("f32") {
             (d, Float::F32)
         } else {
@@ -401,9 +426,21 @@ impl Parser {
         if matches!(self.peek(), Tok::Num(_)) {
             return self.literal(false);
         }
+        if self.is_kw("case") {
+            self.next();
+            return self.case();
+        }
+        if self.is_kw("loop") {
+            self.next();
+            return self.loop_();
+        }
         let name = self.ident()?;
         if !self.is("(") {
-            return self.infix(name);
+            match name.as_str() {
+                "true" => return Ok(Expr::Bool(true)),
+                "false" => return Ok(Expr::Bool(false)),
+                _ => return self.infix(name),
+            }
         }
         self.next();
         match name.as_str() {
@@ -434,6 +471,21 @@ impl Parser {
                 let a = self.ident()?;
                 self.expect(")")?;
                 Ok(Expr::Dup(a))
+            }
+            "inj" => {
+                let val = self.ident()?;
+                self.expect(",")?;
+                let tag = match self.next() {
+                    Tok::Num(n) => n.parse::<usize>().ok(),
+                    _ => None,
+                };
+                let Some(tag) = tag else {
+                    return self.err("`inj` takes an alternative number");
+                };
+                self.expect(",")?;
+                let sum = self.ty()?;
+                self.expect(")")?;
+                Ok(Expr::Inj { sum, tag, val })
             }
             "drop" => {
                 let e = self.expr()?;
@@ -479,6 +531,121 @@ impl Parser {
                 }
             }
         }
+    }
+
+    /// `case v { arm | arm .. }` after `case`.
+    fn case(&mut self) -> Result<Expr, ParseError> {
+        let scrut = self.ident()?;
+        self.expect("{")?;
+        let mut arms = Vec::new();
+        loop {
+            let bind = if self.is_kw("true") || self.is_kw("false") {
+                self.next();
+                None
+            } else {
+                let var = self.ident()?;
+                self.expect(":")?;
+                let ty = self.ty()?;
+                Some(Binder { var, ty })
+            };
+            self.expect("=>")?;
+            let body = self.expr()?;
+            arms.push(Arm { bind, body });
+            if !self.eat("|") {
+                break;
+            }
+        }
+        self.expect("}")?;
+        Ok(Expr::Case { scrut, arms })
+    }
+
+    /// A loop after `loop`: header, `carry(..)`, `collect(..)`, body.
+    fn loop_(&mut self) -> Result<Expr, ParseError> {
+        let rev = |p: &mut Parser| {
+            let r = p.is_kw("rev");
+            if r {
+                p.next();
+            }
+            r
+        };
+        let iter = if self.is_kw("for") || self.is_kw("each") {
+            let each = self.is_kw("each");
+            self.next();
+            let var = self.ident()?;
+            self.expect(":")?;
+            let ty = self.ty()?;
+            self.expect_kw("in")?;
+            let b = Binder { var, ty };
+            if each {
+                let list = self.ident()?;
+                Iter::Each {
+                    elem: b,
+                    list,
+                    rev: rev(self),
+                }
+            } else {
+                self.expect_kw("range")?;
+                self.expect("(")?;
+                let lo = self.ident()?;
+                self.expect(",")?;
+                let hi = self.ident()?;
+                let step = if self.eat(",") {
+                    Some(self.ident()?)
+                } else {
+                    None
+                };
+                self.expect(")")?;
+                Iter::Range {
+                    index: b,
+                    lo,
+                    hi,
+                    step,
+                    rev: rev(self),
+                }
+            }
+        } else {
+            self.expect_kw("while")?;
+            Iter::While {
+                cond: Box::new(self.simple()?),
+            }
+        };
+        self.expect_kw("carry")?;
+        self.expect("(")?;
+        let nl = self.carry(false, ";")?;
+        self.expect(";")?;
+        let lin = self.carry(true, ")")?;
+        self.expect(")")?;
+        self.expect_kw("collect")?;
+        self.expect("(")?;
+        let collect = self.types_until(&[")"])?;
+        self.expect(")")?;
+        let body = self.simple()?;
+        Ok(Expr::Loop(Box::new(Loop {
+            iter,
+            nl,
+            lin,
+            collect,
+            body,
+        })))
+    }
+
+    fn carry(&mut self, linear: bool, end: &str) -> Result<Vec<(Binder, Var)>, ParseError> {
+        let mut out = Vec::new();
+        while !self.is(end) {
+            let var = self.ident()?;
+            self.expect(":")?;
+            let ty = self.ty()?;
+            self.expect("=")?;
+            let init = self.ident()?;
+            if linear {
+                self.linear.insert(var.clone());
+            }
+            out.push((Binder { var, ty }, init));
+            if !self.eat(",") {
+                break;
+            }
+        }
+        Ok(out)
     }
 
     /// After a leading name: `a + b`, `a - b`, `a * b`, `a / b`, or `a`

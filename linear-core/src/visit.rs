@@ -7,7 +7,7 @@
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
-use crate::ir::{Binder, Expr, Func, Program, Stmt, Var};
+use crate::ir::{Binder, Expr, Func, Iter, Program, Stmt, Var};
 
 /// Calls `f(var, is_linear)` for every variable occurrence in `e`, nested
 /// blocks included, in evaluation order.
@@ -36,6 +36,25 @@ pub fn for_each_use<F: FnMut(&Var, bool) + ?Sized>(e: &Expr, f: &mut F) {
             f(a, true);
         }
         Expr::Drop(e) => for_each_use(e, f),
+        Expr::Int(_) | Expr::Bool(_) => {}
+        Expr::Inj { val, .. } => f(val, false),
+        Expr::Case { scrut, arms } => {
+            f(scrut, false);
+            for a in arms {
+                for_each_use(&a.body, f);
+            }
+        }
+        Expr::Loop(l) => {
+            for v in l.iter.outer_vars() {
+                f(&v, false);
+            }
+            l.nl.iter().for_each(|(_, v)| f(v, false));
+            l.lin.iter().for_each(|(_, v)| f(v, true));
+            if let Iter::While { cond } = &l.iter {
+                for_each_use(cond, f);
+            }
+            for_each_use(&l.body, f);
+        }
     }
 }
 
@@ -72,6 +91,25 @@ pub fn for_each_binder(e: &Expr, f: &mut impl FnMut(&Binder, bool)) {
             for_each_binder(tail, f);
         }
         Expr::Drop(e) => for_each_binder(e, f),
+        Expr::Case { arms, .. } => {
+            for a in arms {
+                if let Some(b) = &a.bind {
+                    f(b, false);
+                }
+                for_each_binder(&a.body, f);
+            }
+        }
+        Expr::Loop(l) => {
+            if let Some(b) = l.iter.binder() {
+                f(b, false);
+            }
+            l.nl.iter().for_each(|(b, _)| f(b, false));
+            l.lin.iter().for_each(|(b, _)| f(b, true));
+            if let Iter::While { cond } = &l.iter {
+                for_each_binder(cond, f);
+            }
+            for_each_binder(&l.body, f);
+        }
         Expr::Ret { .. }
         | Expr::App { .. }
         | Expr::Lit { .. }
@@ -83,7 +121,10 @@ pub fn for_each_binder(e: &Expr, f: &mut impl FnMut(&Binder, bool)) {
         | Expr::LinAdd(..)
         | Expr::LinNeg(_)
         | Expr::LinScale(..)
-        | Expr::Dup(_) => {}
+        | Expr::Dup(_)
+        | Expr::Int(_)
+        | Expr::Bool(_)
+        | Expr::Inj { .. } => {}
     }
 }
 
@@ -260,6 +301,22 @@ pub fn expr_size(e: &Expr) -> usize {
         Expr::LinAdd(..) | Expr::LinScale(..) => 3,
         Expr::LinNeg(_) | Expr::Dup(_) => 2,
         Expr::Drop(e) => 1 + expr_size(e),
+        Expr::Int(_) | Expr::Bool(_) => 1,
+        Expr::Inj { .. } => 3,
+        Expr::Case { arms, .. } => {
+            2 + arms
+                .iter()
+                .map(|a| usize::from(a.bind.is_some()) + expr_size(&a.body))
+                .sum::<usize>()
+        }
+        Expr::Loop(l) => {
+            let header = match &l.iter {
+                Iter::Range { step, .. } => 3 + usize::from(step.is_some()),
+                Iter::Each { .. } => 2,
+                Iter::While { cond } => expr_size(cond),
+            };
+            1 + header + 2 * (l.nl.len() + l.lin.len()) + l.collect.len() + expr_size(&l.body)
+        }
     }
 }
 
@@ -377,7 +434,17 @@ impl Linearize {
             }
             Expr::LinNeg(a) | Expr::LinScale(_, a) | Expr::Dup(a) => self.take(a),
             Expr::Drop(inner) => self.walk(inner),
-            Expr::Lit { .. }
+            // Lowering in linear mode produces no control flow: arms would
+            // need their reads counted separately.
+            Expr::Case { arms, .. } => arms.iter_mut().for_each(|a| self.walk(&mut a.body)),
+            Expr::Loop(l) => {
+                l.lin.iter_mut().for_each(|(_, v)| self.take(v));
+                self.walk(&mut l.body);
+            }
+            Expr::Int(_)
+            | Expr::Bool(_)
+            | Expr::Inj { .. }
+            | Expr::Lit { .. }
             | Expr::Const { .. }
             | Expr::Tup(_)
             | Expr::Prim { .. }

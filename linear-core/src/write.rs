@@ -17,10 +17,23 @@
 //! which the binders declare. `tup(; ..)` is a linear tuple. A nested block
 //! is written in braces. [`crate::parse`] reads this form back: printing
 //! then parsing yields the same program.
+//!
+//! Control flow and the discrete types:
+//!
+//! ```text
+//! types      int  bool  sum(τ0 | τ1)  list(τ)
+//! literals   3i  -2i  true  false
+//! injection  inj(v, 1, sum((f64,) | ()))
+//! case       case c { true => e1 | false => e2 }
+//!            case t { a: (f64,) => e1 | b: () => e2 }
+//! loops      loop for i: int in range(lo, hi, step) rev carry(s: f64 = s0; ds: f64 = ds0) collect((f64,)) e
+//!            loop each t: (f64,) in ts rev carry(; c: f64 = c0) collect() e
+//!            loop while e carry(i: int = i0;) collect() e
+//! ```
 
 use std::fmt::{self, Write};
 
-use crate::ir::{Binder, Expr, Extern, Float, Func, Prim, Program, Stmt, Ty, Var};
+use crate::ir::{Binder, Expr, Extern, Float, Func, Iter, Loop, Prim, Program, Stmt, Ty, Var};
 
 impl fmt::Display for Ty {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -40,6 +53,19 @@ impl fmt::Display for Ty {
                 f.write_str(")")
             }
             Ty::Tape(name) => write!(f, "tape({name})"),
+            Ty::Int => f.write_str("int"),
+            Ty::Bool => f.write_str("bool"),
+            Ty::Sum(ts) => {
+                f.write_str("sum(")?;
+                for (i, t) in ts.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(" | ")?;
+                    }
+                    write!(f, "{t}")?;
+                }
+                f.write_str(")")
+            }
+            Ty::List(t) => write!(f, "list({t})"),
         }
     }
 }
@@ -277,5 +303,86 @@ fn expr(out: &mut String, e: &Expr, depth: usize) {
             expr(out, e, depth);
             out.push(')');
         }
+        Expr::Int(n) => {
+            let _ = write!(out, "{n}i");
+        }
+        Expr::Bool(b) => {
+            let _ = write!(out, "{b}");
+        }
+        Expr::Inj { sum, tag, val } => {
+            let _ = write!(out, "inj({val}, {tag}, {sum})");
+        }
+        Expr::Case { scrut, arms } => {
+            let _ = writeln!(out, "case {scrut} {{");
+            for (k, a) in arms.iter().enumerate() {
+                indent(out, depth + 1);
+                if k > 0 {
+                    out.push_str("| ");
+                }
+                match &a.bind {
+                    Some(b) => {
+                        let _ = write!(out, "{}: {} => ", b.var, b.ty);
+                    }
+                    None => out.push_str(if k == 0 { "true => " } else { "false => " }),
+                }
+                expr(out, &a.body, depth + 1);
+                out.push('\n');
+            }
+            indent(out, depth);
+            out.push('}');
+        }
+        Expr::Loop(l) => loop_(out, l, depth),
     }
+}
+
+fn loop_(out: &mut String, l: &Loop, depth: usize) {
+    out.push_str("loop ");
+    let rev = |out: &mut String, rev: bool| {
+        if rev {
+            out.push_str(" rev");
+        }
+    };
+    match &l.iter {
+        Iter::Range {
+            index,
+            lo,
+            hi,
+            step,
+            rev: r,
+        } => {
+            let _ = write!(out, "for {}: {} in range({lo}, {hi}", index.var, index.ty);
+            if let Some(s) = step {
+                let _ = write!(out, ", {s}");
+            }
+            out.push(')');
+            rev(out, *r);
+        }
+        Iter::Each { elem, list, rev: r } => {
+            let _ = write!(out, "each {}: {} in {list}", elem.var, elem.ty);
+            rev(out, *r);
+        }
+        Iter::While { cond } => {
+            out.push_str("while ");
+            expr(out, cond, depth);
+        }
+    }
+    out.push_str(" carry(");
+    let carry = |out: &mut String, cs: &[(Binder, Var)]| {
+        for (i, (b, v)) in cs.iter().enumerate() {
+            if i > 0 {
+                out.push_str(", ");
+            }
+            let _ = write!(out, "{}: {} = {v}", b.var, b.ty);
+        }
+    };
+    carry(out, &l.nl);
+    out.push(';');
+    if !l.lin.is_empty() {
+        out.push(' ');
+        carry(out, &l.lin);
+    }
+    out.push_str(") collect(");
+    list(out, &l.collect);
+    out.push_str(") ");
+    expr(out, &l.body, depth);
 }

@@ -17,7 +17,9 @@
 //! * the simplifier preserves types, results, and never increases work;
 //! * L(J(P)) is non-linear, computes J(P)'s results, with J(P)'s work.
 //!
-//! `LINEAR_CORE_CASES` sets the number of programs (default 2000).
+//! `LINEAR_CORE_CASES` sets the number of programs (default 2000);
+//! `LINEAR_CORE_SEED=seed,size` replays the one program a failure reported
+//! (its "minimal failing input").
 
 mod common;
 
@@ -241,7 +243,7 @@ fn one_program(seed: u64, size_: usize, st: &RefCell<Stats>) -> Result<(), TestC
         );
         prop_assert!(
             o.work <= reference.2,
-            "simplifier increased work {} -> {}",
+            "simplifier increased the work of `{name}` {} -> {}\n{prog}\n=>\n{s}",
             reference.2,
             o.work
         );
@@ -286,6 +288,15 @@ fn theorems_hold_on_random_programs() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(2000);
     let stats = RefCell::new(Stats::default());
+    if let Some((seed, size)) = std::env::var("LINEAR_CORE_SEED").ok().and_then(|s| {
+        let (a, b) = s.split_once(',')?;
+        Some((a.trim().parse().ok()?, b.trim().parse().ok()?))
+    }) {
+        if let Err(e) = one_program(seed, size, &stats) {
+            panic!("{e}\n{}", gen_program(seed, size));
+        }
+        return;
+    }
     let mut runner = TestRunner::new(Config {
         cases,
         failure_persistence: None,

@@ -23,7 +23,7 @@
 use rustc_hash::FxHashMap as HashMap;
 
 use super::PassError;
-use crate::ir::{Binder, Expr, Extern, Float, Func, Prim, Program, Stmt, Ty, Var};
+use crate::ir::{Arm, Binder, Expr, Extern, Float, Func, Iter, Loop, Prim, Program, Stmt, Ty, Var};
 
 /// Applies L to every function of `p`.
 pub fn erase(p: &Program) -> Result<Program, PassError> {
@@ -85,7 +85,7 @@ fn float_of(t: &Ty) -> Float {
     match t {
         Ty::Real(f) => *f,
         Ty::Tuple(ts) => ts.first().map_or(Float::F64, float_of),
-        Ty::Tape(_) => Float::F64,
+        Ty::Int | Ty::Bool | Ty::Sum(_) | Ty::List(_) | Ty::Tape(_) => Float::F64,
     }
 }
 
@@ -151,9 +151,12 @@ impl Helpers<'_> {
                     prim: Prim::Mul,
                     args: vec![s.clone(), ai],
                 },
-                // Linear values are never tapes (the checker forbids it):
-                // an ill-typed empty tuple, which the output's check reports.
-                (_, Ty::Tape(_)) => Expr::Tup(vec![]),
+                // Linear values are never of these types (the checker
+                // forbids it): an ill-typed empty tuple, which the output's
+                // check reports.
+                (_, Ty::Tape(_) | Ty::Int | Ty::Bool | Ty::Sum(_) | Ty::List(_)) => {
+                    Expr::Tup(vec![])
+                }
                 (_, Ty::Tuple(inner)) => {
                     let h = self.helper(op, inner);
                     let nl = match op {
@@ -275,7 +278,7 @@ impl Erase<'_, '_> {
                     args,
                 },
             },
-            Ty::Tape(_) => Expr::Tup(vec![]),
+            Ty::Tape(_) | Ty::Int | Ty::Bool | Ty::Sum(_) | Ty::List(_) => Expr::Tup(vec![]),
             Ty::Tuple(ts) => Expr::App {
                 func: self.h.helper(op, ts),
                 nl: args,
@@ -363,6 +366,84 @@ impl Erase<'_, '_> {
                 }
             }
             Expr::Drop(inner) => Expr::Drop(Box::new(self.expr(inner)?)),
+            Expr::Int(_) | Expr::Bool(_) => e.clone(),
+            Expr::Inj { sum, tag, val } => Expr::Inj {
+                sum: sum.clone(),
+                tag: *tag,
+                val: self.r(val),
+            },
+            Expr::Case { scrut, arms } => Expr::Case {
+                scrut: self.r(scrut),
+                arms: arms
+                    .iter()
+                    .map(|a| {
+                        if let Some(b) = &a.bind {
+                            self.types.insert(b.var.clone(), b.ty.clone());
+                        }
+                        Ok(Arm {
+                            bind: a.bind.clone(),
+                            body: self.expr(&a.body)?,
+                        })
+                    })
+                    .collect::<Result<_, PassError>>()?,
+            },
+            Expr::Loop(l) => Expr::Loop(Box::new(self.loop_(l)?)),
+        })
+    }
+
+    /// A loop with its linear state carried as non-linear state (after the
+    /// non-linear state and before nothing: the body returns the state,
+    /// then the collected values, so the formerly linear state moves
+    /// between them).
+    fn loop_(&mut self, l: &Loop) -> Result<Loop, PassError> {
+        if let Some(b) = l.iter.binder() {
+            self.types.insert(b.var.clone(), b.ty.clone());
+        }
+        for (b, _) in l.nl.iter().chain(&l.lin) {
+            self.types.insert(b.var.clone(), b.ty.clone());
+        }
+        let iter = match &l.iter {
+            Iter::Range {
+                index,
+                lo,
+                hi,
+                step,
+                rev,
+            } => Iter::Range {
+                index: index.clone(),
+                lo: self.r(lo),
+                hi: self.r(hi),
+                step: step.as_ref().map(|s| self.r(s)),
+                rev: *rev,
+            },
+            Iter::Each { elem, list, rev } => Iter::Each {
+                elem: elem.clone(),
+                list: self.r(list),
+                rev: *rev,
+            },
+            Iter::While { cond } => Iter::While {
+                cond: Box::new(self.expr(cond)?),
+            },
+        };
+        let nl = l
+            .nl
+            .iter()
+            .chain(&l.lin)
+            .map(|(b, v)| (b.clone(), self.r(v)))
+            .collect();
+        let body = self.expr(&l.body)?;
+        if !l.collect.is_empty() && !l.lin.is_empty() {
+            return Err(PassError::new(
+                self.func,
+                "erasing a loop with both linear state and collected values",
+            ));
+        }
+        Ok(Loop {
+            iter,
+            nl,
+            lin: vec![],
+            collect: l.collect.clone(),
+            body,
         })
     }
 }

@@ -34,8 +34,8 @@
 use rustc_hash::FxHashMap as HashMap;
 
 use super::PassError;
-use crate::ir::{Binder, Expr, Extern, Float, Func, Prim, Program, Stmt, Ty, Var};
-use crate::visit::{derived_name, stmt_free_vars, Fresh};
+use crate::ir::{Arm, Binder, Expr, Extern, Float, Func, Iter, Loop, Prim, Program, Stmt, Ty, Var};
+use crate::visit::{derived_name, free_vars, stmt_free_vars, Fresh};
 
 /// Applies J to every function of `p`.
 pub fn jvp(p: &Program) -> Result<Program, PassError> {
@@ -63,9 +63,9 @@ pub fn jvp(p: &Program) -> Result<Program, PassError> {
             Ok(Extern {
                 name: names[&e.name].clone(),
                 nl_params: e.nl_params.clone(),
-                lin_params: e.nl_params.clone(),
+                lin_params: e.nl_params.iter().map(Ty::tangent).collect(),
                 nl_rets: e.nl_rets.clone(),
-                lin_rets: e.nl_rets.clone(),
+                lin_rets: e.nl_rets.iter().map(Ty::tangent).collect(),
             })
         })
         .collect::<Result<_, _>>()?;
@@ -98,7 +98,7 @@ pub fn jvp_func(f: &Func, names: &HashMap<Var, Var>) -> Result<Func, PassError> 
         let d = j.tangent_of(&b.var);
         j.types.insert(b.var.clone(), b.ty.clone());
         sigma.insert(b.var.clone(), d.clone());
-        lin_params.push(Binder::new(d, b.ty.clone()));
+        lin_params.push(Binder::new(d, b.ty.tangent()));
     }
     let body = j.expr(&f.body, sigma)?;
     Ok(Func {
@@ -106,7 +106,7 @@ pub fn jvp_func(f: &Func, names: &HashMap<Var, Var>) -> Result<Func, PassError> 
         nl_params: f.nl_params.clone(),
         lin_params,
         nl_rets: f.nl_rets.clone(),
-        lin_rets: f.nl_rets.clone(),
+        lin_rets: f.nl_rets.iter().map(Ty::tangent).collect(),
         body,
     })
 }
@@ -171,7 +171,7 @@ impl Jvp<'_> {
                 *n
             });
             if n.unwrap_or(0) > 0 {
-                let ty = self.ty(v)?;
+                let ty = self.ty(v)?.tangent();
                 let (a, b) = (self.fresh.var(d.as_str()), self.fresh.var(d.as_str()));
                 out.push(Stmt::Let {
                     nl: vec![],
@@ -245,7 +245,7 @@ impl Jvp<'_> {
                 });
                 out.push(Stmt::Let {
                     nl: vec![],
-                    lin: vec![Binder::new(dt.clone(), ty)],
+                    lin: vec![Binder::new(dt.clone(), ty.tangent())],
                     rhs: Expr::LinTup(ds),
                 });
                 Ok(Expr::block(
@@ -256,6 +256,34 @@ impl Jvp<'_> {
                     },
                 ))
             }
+            Expr::Prim { prim, args } if !prim.is_real() => {
+                // Piecewise constant: the operands' tangents are dropped and
+                // the result's tangent is zero (empty for integers and
+                // booleans, a real zero for `f64(i)`).
+                let mut out = Vec::new();
+                let ds = self.occurrences(&mut out, args, &mut sigma)?;
+                out.extend(ds.into_iter().map(drop_stmt));
+                let ty = match prim.kinds().1 {
+                    crate::ir::Kind::RealOf(f) => Ty::Real(f),
+                    crate::ir::Kind::Int => Ty::Int,
+                    crate::ir::Kind::Bool | crate::ir::Kind::Ordered => Ty::Bool,
+                    crate::ir::Kind::Real => match args.first() {
+                        Some(a) => self.ty(a)?,
+                        None => Ty::F64,
+                    },
+                };
+                Ok(Expr::block(out, self.with_zero_tangent(e.clone(), ty)))
+            }
+            Expr::Int(_) => Ok(self.with_zero_tangent(e.clone(), Ty::Int)),
+            Expr::Bool(_) => Ok(self.with_zero_tangent(e.clone(), Ty::Bool)),
+            Expr::Inj { sum, val, .. } => {
+                let mut out = Vec::new();
+                let ds = self.occurrences(&mut out, std::slice::from_ref(val), &mut sigma)?;
+                out.extend(ds.into_iter().map(drop_stmt));
+                Ok(Expr::block(out, self.with_zero_tangent(e.clone(), sum.clone())))
+            }
+            Expr::Case { scrut, arms } => self.case(scrut, arms, sigma),
+            Expr::Loop(l) => self.loop_(l, sigma),
             Expr::Prim { prim, args } => {
                 let float = match args.first() {
                     Some(a) => self.ty(a)?.float().unwrap_or(Float::F64),
@@ -294,6 +322,7 @@ impl Jvp<'_> {
 
     fn with_zero_tangent(&mut self, e: Expr, ty: Ty) -> Expr {
         let (c, z) = (self.fresh.var("c"), self.fresh.var("dc"));
+        let dty = ty.tangent();
         Expr::block(
             vec![
                 Stmt::Let {
@@ -303,8 +332,8 @@ impl Jvp<'_> {
                 },
                 Stmt::Let {
                     nl: vec![],
-                    lin: vec![Binder::new(z.clone(), ty.clone())],
-                    rhs: Expr::LinZero(ty),
+                    lin: vec![Binder::new(z.clone(), dty.clone())],
+                    rhs: Expr::LinZero(dty),
                 },
             ],
             Expr::Ret {
@@ -341,7 +370,7 @@ impl Jvp<'_> {
             for v in fv {
                 let d = self.tangent(&mut sigma, &v)?;
                 if last.get(&v).copied().unwrap_or(0) > i {
-                    let ty = self.ty(&v)?;
+                    let ty = self.ty(&v)?.tangent();
                     let (a, b) = (self.fresh.var(d.as_str()), self.fresh.var(d.as_str()));
                     out.push(Stmt::Let {
                         nl: vec![],
@@ -370,7 +399,7 @@ impl Jvp<'_> {
                         let d = self.tangent_of(&b.var);
                         self.types.insert(b.var.clone(), b.ty.clone());
                         sigma.insert(b.var.clone(), d.clone());
-                        dl.push(Binder::new(d, b.ty.clone()));
+                        dl.push(Binder::new(d, b.ty.tangent()));
                     }
                     out.push(Stmt::Let {
                         nl: nl.clone(),
@@ -385,7 +414,7 @@ impl Jvp<'_> {
                         let d = self.tangent_of(&b.var);
                         self.types.insert(b.var.clone(), b.ty.clone());
                         sigma.insert(b.var.clone(), d.clone());
-                        dvars.push(Binder::new(d, b.ty.clone()));
+                        dvars.push(Binder::new(d, b.ty.tangent()));
                     }
                     out.push(s.clone());
                     out.push(Stmt::LinUnpack {
@@ -401,6 +430,247 @@ impl Jvp<'_> {
         let tail = self.expr(tail, sigma)?;
         Ok(Expr::block(out, tail))
     }
+}
+
+fn drop_stmt(d: Var) -> Stmt {
+    Stmt::Let {
+        nl: vec![],
+        lin: vec![],
+        rhs: Expr::Drop(Box::new(Expr::lin_var(d))),
+    }
+}
+
+fn nl_vars(fv: crate::visit::FreeVars, bound: &[&Var]) -> Vec<Var> {
+    fv.nl.into_iter().filter(|v| !bound.contains(&v)).collect()
+}
+
+impl Jvp<'_> {
+    /// JCase: a case of the J'd arms. The scrutinee's tangent (empty) is
+    /// dropped; every arm consumes the tangents of the case's free
+    /// variables, dropping those of variables only other arms read; an
+    /// arm's bound value (a sum alternative) gets a zero tangent.
+    fn case(&mut self, scrut: &Var, arms: &[Arm], mut sigma: Sigma) -> Result<Expr, PassError> {
+        let mut frees: Vec<Vec<Var>> = Vec::new();
+        let mut union: Vec<Var> = Vec::new();
+        for a in arms {
+            let bound: Vec<&Var> = a.bind.iter().map(|b| &b.var).collect();
+            let fv = nl_vars(free_vars(&a.body), &bound);
+            for v in &fv {
+                if !union.contains(v) {
+                    union.push(v.clone());
+                }
+            }
+            frees.push(fv);
+        }
+        let mut out = Vec::new();
+        let mut needed = vec![scrut.clone()];
+        needed.extend(union.iter().cloned());
+        let mut ds = self.occurrences(&mut out, &needed, &mut sigma)?.into_iter();
+        if let Some(d) = ds.next() {
+            out.push(drop_stmt(d));
+        }
+        let tangents: HashMap<Var, Var> = union.iter().cloned().zip(ds).collect();
+        let mut new_arms = Vec::new();
+        for (a, fv) in arms.iter().zip(frees) {
+            let mut stmts = Vec::new();
+            let mut local = Sigma::default();
+            for v in &union {
+                if fv.contains(v) {
+                    local.insert(v.clone(), tangents[v].clone());
+                } else {
+                    stmts.push(drop_stmt(tangents[v].clone()));
+                }
+            }
+            if let Some(b) = &a.bind {
+                self.types.insert(b.var.clone(), b.ty.clone());
+                if fv_contains(&a.body, &b.var) {
+                    let z = self.fresh.var(&format!("d{}", base(&b.var)));
+                    let t = b.ty.tangent();
+                    stmts.push(Stmt::Let {
+                        nl: vec![],
+                        lin: vec![Binder::new(z.clone(), t.clone())],
+                        rhs: Expr::LinZero(t),
+                    });
+                    local.insert(b.var.clone(), z);
+                }
+            }
+            let body = self.expr(&a.body, local)?;
+            new_arms.push(Arm {
+                bind: a.bind.clone(),
+                body: Expr::block(stmts, body),
+            });
+        }
+        Ok(Expr::block(
+            out,
+            Expr::Case {
+                scrut: scrut.clone(),
+                arms: new_arms,
+            },
+        ))
+    }
+
+    /// JLoop: the loop carries the tangents of its state beside it, and the
+    /// tangents of the outer values its body reads as extra linear state
+    /// (split by `dup` each iteration, dropped after the loop), so the body
+    /// reads no outer linear variable and T accumulates their cotangents.
+    /// The header's own values (bounds, list, condition) are piecewise
+    /// constant: their tangents are dropped, and the index's is zero.
+    fn loop_(&mut self, l: &Loop, mut sigma: Sigma) -> Result<Expr, PassError> {
+        if !l.lin.is_empty() {
+            return Err(self.err("J applies to non-linear loops only"));
+        }
+        let mut bound: Vec<&Var> = l.nl.iter().map(|(b, _)| &b.var).collect();
+        if let Some(b) = l.iter.binder() {
+            bound.push(&b.var);
+            self.types.insert(b.var.clone(), b.ty.clone());
+        }
+        for (b, _) in &l.nl {
+            self.types.insert(b.var.clone(), b.ty.clone());
+        }
+        let invariant = nl_vars(free_vars(&l.body), &bound);
+        let mut cond_only = Vec::new();
+        if let Iter::While { cond } = &l.iter {
+            for v in nl_vars(free_vars(cond), &bound) {
+                if !invariant.contains(&v) {
+                    cond_only.push(v);
+                }
+            }
+        }
+        let header = l.iter.outer_vars();
+        let inits: Vec<Var> = l.nl.iter().map(|(_, v)| v.clone()).collect();
+        let mut needed = header.clone();
+        needed.extend(inits.iter().cloned());
+        needed.extend(invariant.iter().cloned());
+        needed.extend(cond_only.iter().cloned());
+        let mut out = Vec::new();
+        let mut ds = self.occurrences(&mut out, &needed, &mut sigma)?.into_iter();
+        for d in ds.by_ref().take(header.len()) {
+            out.push(drop_stmt(d));
+        }
+        let init_ds: Vec<Var> = ds.by_ref().take(inits.len()).collect();
+        let inv_ds: Vec<Var> = ds.by_ref().take(invariant.len()).collect();
+        out.extend(ds.map(drop_stmt));
+
+        // The body: state tangents, the index's zero tangent, invariants.
+        let body_fv = free_vars(&l.body).nl;
+        let mut stmts = Vec::new();
+        let mut local = Sigma::default();
+        let mut lin = Vec::new();
+        for ((b, _), d0) in l.nl.iter().zip(init_ds) {
+            let d = self.fresh.var(&format!("d{}", base(&b.var)));
+            lin.push((Binder::new(d.clone(), b.ty.tangent()), d0));
+            if body_fv.contains(&b.var) {
+                local.insert(b.var.clone(), d);
+            } else {
+                stmts.push(drop_stmt(d));
+            }
+        }
+        if let Some(b) = l.iter.binder() {
+            if body_fv.contains(&b.var) {
+                let z = self.fresh.var(&format!("d{}", base(&b.var)));
+                let t = b.ty.tangent();
+                stmts.push(Stmt::Let {
+                    nl: vec![],
+                    lin: vec![Binder::new(z.clone(), t.clone())],
+                    rhs: Expr::LinZero(t),
+                });
+                local.insert(b.var.clone(), z);
+            }
+        }
+        let mut next_inv = Vec::new();
+        for (v, d0) in invariant.iter().zip(inv_ds) {
+            let t = self.ty(v)?.tangent();
+            let c = self.fresh.var(&format!("d{}", base(v)));
+            let (use_, keep) = (self.fresh.var(c.as_str()), self.fresh.var(c.as_str()));
+            stmts.push(Stmt::Let {
+                nl: vec![],
+                lin: vec![
+                    Binder::new(use_.clone(), t.clone()),
+                    Binder::new(keep.clone(), t.clone()),
+                ],
+                rhs: Expr::Dup(c.clone()),
+            });
+            lin.push((Binder::new(c, t), d0));
+            local.insert(v.clone(), use_);
+            next_inv.push(keep);
+        }
+        let body = self.expr(&l.body, local)?;
+        let state_tys: Vec<Ty> = l.nl.iter().map(|(b, _)| b.ty.clone()).collect();
+        let r: Vec<Binder> = state_tys
+            .iter()
+            .chain(&l.collect)
+            .map(|t| Binder::new(self.fresh.var("r"), t.clone()))
+            .collect();
+        let dr: Vec<Binder> = r
+            .iter()
+            .map(|b| Binder::new(self.fresh.var("dr"), b.ty.tangent()))
+            .collect();
+        stmts.push(Stmt::Let {
+            nl: r.clone(),
+            lin: dr.clone(),
+            rhs: body,
+        });
+        stmts.extend(dr[l.nl.len()..].iter().map(|b| drop_stmt(b.var.clone())));
+        let mut ret_lin: Vec<Var> = dr[..l.nl.len()].iter().map(|b| b.var.clone()).collect();
+        ret_lin.extend(next_inv);
+        let new = Loop {
+            iter: l.iter.clone(),
+            nl: l.nl.clone(),
+            lin,
+            collect: l.collect.clone(),
+            body: Expr::block(
+                stmts,
+                Expr::Ret {
+                    nl: r.iter().map(|b| b.var.clone()).collect(),
+                    lin: ret_lin,
+                },
+            ),
+        };
+
+        // After the loop: drop the carried invariants; lists get zero
+        // (empty) tangents.
+        let (res_nl, res_lin) = new.result_types();
+        let fin: Vec<Binder> = res_nl
+            .iter()
+            .map(|t| Binder::new(self.fresh.var("s"), t.clone()))
+            .collect();
+        let dfin: Vec<Binder> = res_lin
+            .iter()
+            .map(|t| Binder::new(self.fresh.var("ds"), t.clone()))
+            .collect();
+        out.push(Stmt::Let {
+            nl: fin.clone(),
+            lin: dfin.clone(),
+            rhs: Expr::Loop(Box::new(new)),
+        });
+        out.extend(dfin[l.nl.len()..].iter().map(|b| drop_stmt(b.var.clone())));
+        let mut ret: Vec<Var> = dfin[..l.nl.len()].iter().map(|b| b.var.clone()).collect();
+        for t in &l.collect {
+            let z = self.fresh.var("dl");
+            let zt = Ty::List(Box::new(t.clone())).tangent();
+            out.push(Stmt::Let {
+                nl: vec![],
+                lin: vec![Binder::new(z.clone(), zt.clone())],
+                rhs: Expr::LinZero(zt),
+            });
+            ret.push(z);
+        }
+        Ok(Expr::block(
+            out,
+            Expr::Ret {
+                nl: fin.iter().map(|b| b.var.clone()).collect(),
+                lin: ret,
+            },
+        ))
+    }
+}
+
+fn base(v: &Var) -> &str {
+    v.as_str().split('.').next().unwrap_or("v")
+}
+
+fn fv_contains(e: &Expr, v: &Var) -> bool {
+    free_vars(e).nl.contains(v)
 }
 
 /// Emits non-linear and linear bindings for primitive rules.
@@ -665,6 +935,25 @@ fn jvp_prim(b: &mut Builder, prim: Prim, args: &[Var], ds: &[Var]) -> (Var, Var)
         Prim::Le => {
             b.drop(dx);
             b.drop(ds[1].clone());
+            b.zero()
+        }
+        // Handled before reaching here (their results are not reals of the
+        // operands' type); the same piecewise-constant rule.
+        Prim::IAdd
+        | Prim::ISub
+        | Prim::IMul
+        | Prim::IDiv
+        | Prim::IRem
+        | Prim::INeg
+        | Prim::Cmp(_)
+        | Prim::And
+        | Prim::Or
+        | Prim::Not
+        | Prim::ToReal(_)
+        | Prim::ToInt => {
+            for d in ds {
+                b.drop(d.clone());
+            }
             b.zero()
         }
     };

@@ -5,7 +5,11 @@
 //!   `-z`, `s * z`, `dup(z)`, a tuple of zeros, unpacking a zero tuple and a
 //!   call to a linear function whose linear arguments are all zero
 //!   (Corollary 4.2: a linear expression of zeros is zero) are zero, and
-//!   `drop(z)` disappears. The zero's own binding is then dead.
+//!   `drop(z)` disappears. Where a zero must be passed on as a value
+//!   (returned, a call argument, a tuple component, a loop's initial
+//!   state) that site gets a `zero(τ)` of its own, so the zero's own
+//!   binding is always dead: a zero bound before a case is then never read
+//!   by one arm and dropped (now: not read) by another.
 //! * Copies. `let a; b = (x; y)` renames `a` to `x` and `b` to `y`.
 //! * Nested blocks. `let v = { s..; e }` becomes `s..; let v = e` (names
 //!   are unique per function, so hoisting cannot capture).
@@ -15,7 +19,11 @@
 //!
 //! Removing a read can leave a non-linear parameter or component unread,
 //! which Fig. 3 forbids: it is then dropped explicitly (cost: its scalars),
-//! never more than the work removed with the read.
+//! never more than the work removed with the read. Where the read was in a
+//! case arm or a loop body and the value comes from outside it, the drop
+//! goes into that arm or body, so that it runs exactly as often as the
+//! removed work did (a loop may run zero times, an arm may not run); a
+//! drop of a value its own block still reads is itself removed.
 //!
 //! Input: a program that type-checks in Linear A (or B). Output: a program
 //! with the same signatures that type-checks in the same language, computes
@@ -24,8 +32,8 @@
 use rustc_hash::FxHashMap as HashMap;
 
 use super::transpose::drop_unused;
-use crate::ir::{Binder, Expr, Func, Program, Stmt, Ty, Var};
-use crate::visit::{free_vars, stmt_uses, use_counts};
+use crate::ir::{Arm, Binder, Expr, Func, Iter, Loop, Program, Stmt, Ty, Var};
+use crate::visit::{free_vars, stmt_uses, use_counts, Fresh};
 
 /// Simplifies every function of `p`.
 pub fn simplify(p: &Program) -> Program {
@@ -52,6 +60,7 @@ pub fn simplify_func(f: &Func, linear: &HashMap<Var, bool>) -> Func {
         linear,
         rename: HashMap::default(),
         zero: HashMap::default(),
+        fresh: Fresh::for_func(f),
     };
     let body = s.expr(&f.body);
     let mut g = Func { body, ..f.clone() };
@@ -65,6 +74,7 @@ struct Simp<'a> {
     rename: HashMap<Var, Var>,
     /// Linear variables known to be zero, with their types.
     zero: HashMap<Var, Ty>,
+    fresh: Fresh,
 }
 
 impl Simp<'_> {
@@ -80,6 +90,28 @@ impl Simp<'_> {
     }
     fn is_zero(&self, v: &Var) -> bool {
         self.zero.contains_key(v)
+    }
+
+    /// Renamed linear operands passed on as values, each known zero
+    /// replaced by a `zero(τ)` bound in `pre`.
+    fn values(&mut self, vs: &[Var], pre: &mut Vec<Stmt>) -> Vec<Var> {
+        vs.iter()
+            .map(|v| {
+                let v = self.r(v);
+                match self.zero.get(&v).cloned() {
+                    Some(t) => {
+                        let z = self.fresh.var(v.as_str());
+                        pre.push(Stmt::Let {
+                            nl: vec![],
+                            lin: vec![Binder::new(z.clone(), t.clone())],
+                            rhs: Expr::LinZero(t),
+                        });
+                        z
+                    }
+                    None => v,
+                }
+            })
+            .collect()
     }
 
     /// Renames and simplifies inside `e`, without the statement-level rules.
@@ -99,28 +131,152 @@ impl Simp<'_> {
                     t => Expr::block(out, t),
                 }
             }
-            Expr::Ret { nl, lin } => Expr::Ret {
-                nl: self.rs(nl),
-                lin: self.rs(lin),
-            },
-            Expr::App { func, nl, lin } => Expr::App {
-                func: func.clone(),
-                nl: self.rs(nl),
-                lin: self.rs(lin),
-            },
+            Expr::Ret { nl, lin } => {
+                let mut pre = Vec::new();
+                let lin = self.values(lin, &mut pre);
+                Expr::block(pre, Expr::Ret { nl: self.rs(nl), lin })
+            }
+            Expr::App { func, nl, lin } => {
+                // A linear call of zeros is zero (handled by `stmt`).
+                if self.linear.get(func).copied().unwrap_or(false)
+                    && !lin.is_empty()
+                    && lin.iter().all(|v| self.is_zero(&self.r(v)))
+                {
+                    return Expr::App {
+                        func: func.clone(),
+                        nl: self.rs(nl),
+                        lin: self.rs(lin),
+                    };
+                }
+                let mut pre = Vec::new();
+                let lin = self.values(lin, &mut pre);
+                Expr::block(
+                    pre,
+                    Expr::App {
+                        func: func.clone(),
+                        nl: self.rs(nl),
+                        lin,
+                    },
+                )
+            }
             Expr::Lit { .. } | Expr::Const { .. } | Expr::LinZero(_) => e.clone(),
             Expr::Tup(vs) => Expr::Tup(self.rs(vs)),
             Expr::Prim { prim, args } => Expr::Prim {
                 prim: *prim,
                 args: self.rs(args),
             },
-            Expr::LinTup(vs) => Expr::LinTup(self.rs(vs)),
+            Expr::LinTup(vs) if vs.iter().all(|v| self.is_zero(&self.r(v))) => {
+                Expr::LinTup(self.rs(vs))
+            }
+            Expr::LinTup(vs) => {
+                let mut pre = Vec::new();
+                let vs = self.values(vs, &mut pre);
+                Expr::block(pre, Expr::LinTup(vs))
+            }
             Expr::LinAdd(a, b) => Expr::LinAdd(self.r(a), self.r(b)),
             Expr::LinNeg(a) => Expr::LinNeg(self.r(a)),
             Expr::LinScale(s, a) => Expr::LinScale(self.r(s), self.r(a)),
             Expr::Dup(a) => Expr::Dup(self.r(a)),
-            Expr::Drop(inner) => Expr::Drop(Box::new(self.expr(inner))),
+            // A dropped return is renamed only: its zeros vanish in `stmt`.
+            Expr::Drop(inner) => match &**inner {
+                Expr::Ret { nl, lin } => Expr::Drop(Box::new(Expr::Ret {
+                    nl: self.rs(nl),
+                    lin: self.rs(lin),
+                })),
+                other => Expr::Drop(Box::new(self.expr(other))),
+            },
+            Expr::Int(_) | Expr::Bool(_) => e.clone(),
+            Expr::Inj { sum, tag, val } => Expr::Inj {
+                sum: sum.clone(),
+                tag: *tag,
+                val: self.r(val),
+            },
+            Expr::Case { scrut, arms } => Expr::Case {
+                scrut: self.r(scrut),
+                arms: arms
+                    .iter()
+                    .map(|a| {
+                        let bound: Vec<&Var> = a.bind.iter().map(|b| &b.var).collect();
+                        Arm {
+                            bind: a.bind.clone(),
+                            body: self.scoped(&a.body, &bound),
+                        }
+                    })
+                    .collect(),
+            },
+            Expr::Loop(l) => {
+                let iter = match &l.iter {
+                    Iter::Range {
+                        index,
+                        lo,
+                        hi,
+                        step,
+                        rev,
+                    } => Iter::Range {
+                        index: index.clone(),
+                        lo: self.r(lo),
+                        hi: self.r(hi),
+                        step: step.as_ref().map(|s| self.r(s)),
+                        rev: *rev,
+                    },
+                    Iter::Each { elem, list, rev } => Iter::Each {
+                        elem: elem.clone(),
+                        list: self.r(list),
+                        rev: *rev,
+                    },
+                    Iter::While { cond } => Iter::While {
+                        cond: Box::new(self.expr(cond)),
+                    },
+                };
+                let nl = l.nl.iter().map(|(b, v)| (b.clone(), self.r(v))).collect();
+                let mut pre = Vec::new();
+                let inits: Vec<Var> = l.lin.iter().map(|(_, v)| v.clone()).collect();
+                let inits = self.values(&inits, &mut pre);
+                let lin = l.lin.iter().map(|(b, _)| b.clone()).zip(inits).collect();
+                let mut bound: Vec<&Var> = l.nl.iter().map(|(b, _)| &b.var).collect();
+                bound.extend(l.iter.binder().map(|b| &b.var));
+                let body = self.scoped(&l.body, &bound);
+                Expr::block(
+                    pre,
+                    Expr::Loop(Box::new(Loop {
+                        iter,
+                        nl,
+                        lin,
+                        collect: l.collect.clone(),
+                        body,
+                    })),
+                )
+            }
         }
+    }
+
+    /// Simplifies a case arm or loop body (binding `bound`), removing its
+    /// dead code, and drops inside it every outer non-linear value it read
+    /// and no longer reads.
+    fn scoped(&mut self, e: &Expr, bound: &[&Var]) -> Expr {
+        let outer = |e: &Expr, s: &Self| -> Vec<Var> {
+            free_vars(e)
+                .nl
+                .into_iter()
+                .map(|v| s.r(&v))
+                .filter(|v| !bound.contains(&v))
+                .collect()
+        };
+        let before = outer(e, self);
+        let mut body = self.expr(e);
+        dead_code(&mut body);
+        let after = outer(&body, self);
+        let lost: Vec<Stmt> = before
+            .into_iter()
+            .filter(|v| !after.contains(v))
+            .map(|v| Stmt::Let {
+                nl: vec![],
+                lin: vec![],
+                rhs: Expr::Drop(Box::new(Expr::var(v))),
+            })
+            .collect();
+        super::transpose::prepend(&mut body, lost);
+        body
     }
 
     fn zeros(&mut self, out: &mut Vec<Stmt>, bs: &[Binder]) {
@@ -233,6 +389,19 @@ fn dead_code(body: &mut Expr) {
     }
 }
 
+/// The non-linear variable a `let ; = drop(v)` statement drops.
+fn dropped_var(s: &Stmt) -> Option<&Var> {
+    match s {
+        Stmt::Let { nl, lin, rhs: Expr::Drop(inner) } if nl.is_empty() && lin.is_empty() => {
+            match &**inner {
+                Expr::Ret { nl, lin } if nl.len() == 1 && lin.is_empty() => nl.first(),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
 fn unread(bs: &[Binder], counts: &HashMap<Var, usize>) -> bool {
     bs.iter()
         .all(|b| counts.get(&b.var).copied().unwrap_or(0) == 0)
@@ -241,15 +410,36 @@ fn unread(bs: &[Binder], counts: &HashMap<Var, usize>) -> bool {
 /// One backward sweep; returns whether anything was removed.
 fn sweep(e: &mut Expr, counts: &mut HashMap<Var, usize>) -> bool {
     let Expr::Block { stmts, tail } = e else {
-        if let Expr::Drop(inner) = e {
-            return sweep(inner, counts);
-        }
-        return false;
+        return match e {
+            Expr::Drop(inner) => sweep(inner, counts),
+            Expr::Case { arms, .. } => arms
+                .iter_mut()
+                .fold(false, |ch, a| sweep(&mut a.body, counts) || ch),
+            Expr::Loop(l) => {
+                let c = match &mut l.iter {
+                    Iter::While { cond } => sweep(cond, counts),
+                    Iter::Range { .. } | Iter::Each { .. } => false,
+                };
+                sweep(&mut l.body, counts) || c
+            }
+            _ => false,
+        };
     };
     let mut changed = sweep(tail, counts);
     let mut keep = vec![true; stmts.len()];
+    // Reads of each variable within this block, drops excluded.
+    let mut local: HashMap<Var, usize> = HashMap::default();
+    for s in stmts.iter().filter(|s| dropped_var(s).is_none()) {
+        stmt_uses(s, &mut |v: &Var, _| *local.entry(v.clone()).or_insert(0) += 1);
+    }
+    crate::visit::for_each_use(tail, &mut |v: &Var, _| {
+        *local.entry(v.clone()).or_insert(0) += 1
+    });
     for (i, s) in stmts.iter_mut().enumerate().rev() {
-        let dead = match s {
+        // A drop of a non-linear value this block reads anyway.
+        let redundant = dropped_var(s).is_some_and(|v| local.get(v).copied().unwrap_or(0) > 0);
+        let dead = redundant
+            || match s {
             Stmt::Let { nl, lin, rhs } => {
                 (!nl.is_empty() || !lin.is_empty())
                     && unread(nl, counts)
@@ -258,7 +448,7 @@ fn sweep(e: &mut Expr, counts: &mut HashMap<Var, usize>) -> bool {
             }
             Stmt::Unpack { vars, .. } => unread(vars, counts),
             Stmt::LinUnpack { .. } => false,
-        };
+            };
         if dead {
             keep[i] = false;
             changed = true;

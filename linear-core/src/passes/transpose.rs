@@ -26,6 +26,20 @@
 //! * TApp: a call to `g` becomes a call to `g.t`.
 //! * TDef: parameters `v̈..` for the results, returns the cotangents of
 //!   the linear parameters in order.
+//! * TCase: a linear case (non-linear scrutinee, linear results) becomes a
+//!   case on the same scrutinee whose arm k is T of arm k, returning the
+//!   cotangents of every linear variable any arm reads: a symbolic zero
+//!   where arm k does not read it. The results' cotangents are read by
+//!   every arm (arms are exclusive, so each reads them once).
+//! * TLoop: a linear loop (linear state only; its body reads no outer
+//!   linear variable) becomes the same loop run backwards (a list loop over
+//!   the reversed list, a range loop over the reversed range) carrying the
+//!   cotangent of the state, starting from the cotangent of the final
+//!   state; its body is T of the body, from the cotangents of the next
+//!   state to those of the current one. Outer values a forward body reads
+//!   arrive as carried state (see J), so their cotangents accumulate across
+//!   the reversed iterations. A `while` loop is never linear (U turns it
+//!   into a loop over its tape).
 //!
 //! TDropLin can leave a non-linear variable that only the dropped code read
 //! unused, which Fig. 3 forbids; such variables are dropped explicitly right
@@ -37,7 +51,7 @@
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use super::PassError;
-use crate::ir::{Binder, Expr, Extern, Func, Program, Stmt, Ty, Var};
+use crate::ir::{Arm, Binder, Expr, Extern, Func, Loop, Program, Stmt, Ty, Var};
 use crate::visit::{derived_name, for_each_use, free_vars, stmt_free_vars, Fresh};
 
 /// Whether T applies to `f`: it has no non-linear results.
@@ -342,10 +356,123 @@ impl Transpose<'_> {
                     Self::emit_lin(out, vec![b], Expr::LinZero(ty));
                 }
             }
-            Expr::Lit { .. } | Expr::Const { .. } | Expr::Tup(_) | Expr::Prim { .. } => {
+            Expr::Case { scrut, arms } => return self.case(scrut, arms, cts, out),
+            Expr::Loop(l) => return self.loop_(l, cts, out),
+            Expr::Lit { .. }
+            | Expr::Const { .. }
+            | Expr::Tup(_)
+            | Expr::Prim { .. }
+            | Expr::Int(_)
+            | Expr::Bool(_)
+            | Expr::Inj { .. } => {
                 return Err(self.err("transposing a non-linear expression in a linear position"));
             }
         }
+        Ok(ct)
+    }
+
+    /// The cotangents of `vars` from `ct`, zero where missing (the
+    /// transposed code did not read the variable).
+    fn cotangents_or_zero(
+        &mut self,
+        vars: &[Var],
+        mut ct: Cts,
+        out: &mut Vec<Stmt>,
+    ) -> Result<Vec<Var>, PassError> {
+        vars.iter()
+            .map(|v| match ct.remove(v) {
+                Some(c) => Ok(c),
+                None => {
+                    let b = self.ct_var(v)?;
+                    let t = b.ty.clone();
+                    let c = b.var.clone();
+                    Self::emit_lin(out, vec![b], Expr::LinZero(t));
+                    Ok(c)
+                }
+            })
+            .collect()
+    }
+
+    /// TCase.
+    fn case(
+        &mut self,
+        scrut: &Var,
+        arms: &[Arm],
+        cts: Vec<Var>,
+        out: &mut Vec<Stmt>,
+    ) -> Result<Cts, PassError> {
+        let mut reads: Vec<Var> = Vec::new();
+        for a in arms {
+            for v in free_vars(&a.body).lin {
+                if !reads.contains(&v) {
+                    reads.push(v);
+                }
+            }
+        }
+        let mut new_arms = Vec::new();
+        for a in arms {
+            let mut body = Vec::new();
+            let ct = self.expr(&a.body, cts.clone(), &mut body)?;
+            let rets = self.cotangents_or_zero(&reads, ct, &mut body)?;
+            new_arms.push(Arm {
+                bind: a.bind.clone(),
+                body: Expr::block(body, Expr::Ret { nl: vec![], lin: rets }),
+            });
+        }
+        let mut ct = Cts::default();
+        let mut binders = Vec::new();
+        for v in &reads {
+            let b = self.ct_var(v)?;
+            ct.insert(v.clone(), b.var.clone());
+            binders.push(b);
+        }
+        Self::emit_lin(
+            out,
+            binders,
+            Expr::Case {
+                scrut: scrut.clone(),
+                arms: new_arms,
+            },
+        );
+        Ok(ct)
+    }
+
+    /// TLoop.
+    fn loop_(&mut self, l: &Loop, cts: Vec<Var>, out: &mut Vec<Stmt>) -> Result<Cts, PassError> {
+        if !l.nl.is_empty() || !l.collect.is_empty() {
+            return Err(self.err("transposing a loop with non-linear state (not Linear B)"));
+        }
+        let Some(iter) = l.iter.reversed() else {
+            return Err(self.err("a `while` loop cannot be transposed; U makes it a list loop"));
+        };
+        let state: Vec<Var> = l.lin.iter().map(|(b, _)| b.var.clone()).collect();
+        // The cotangent of the next state, bound per reversed iteration.
+        let mut carry = Vec::new();
+        for ((b, _), c0) in l.lin.iter().zip(cts) {
+            let c = self.ct_var(&b.var)?;
+            carry.push((c, c0));
+        }
+        let mut body = Vec::new();
+        let ct = self.expr(&l.body, carry.iter().map(|(c, _)| c.var.clone()).collect(), &mut body)?;
+        let rets = self.cotangents_or_zero(&state, ct, &mut body)?;
+        let mut ct = Cts::default();
+        let mut binders = Vec::new();
+        for (_, v) in &l.lin {
+            let b = self.ct_var(v)?;
+            ct.insert(v.clone(), b.var.clone());
+            binders.push(b);
+        }
+        Self::emit_lin(
+            out,
+            binders,
+            Expr::Loop(Box::new(Loop {
+                iter,
+                nl: vec![],
+                lin: carry,
+                collect: vec![],
+                body: Expr::block(body, Expr::Ret { nl: vec![], lin: rets }),
+            })),
+        );
         Ok(ct)
     }
 }
@@ -370,23 +497,28 @@ pub fn drop_unused(f: &mut Func) {
         .map(|b| dropper(&b.var))
         .collect();
     fix_expr(&mut f.body, &used, &dropper);
-    if !params.is_empty() {
-        let body = std::mem::replace(
-            &mut f.body,
-            Expr::Ret {
-                nl: vec![],
-                lin: vec![],
-            },
-        );
-        f.body = match body {
-            Expr::Block { mut stmts, tail } => {
-                let mut all = params;
-                all.append(&mut stmts);
-                Expr::block(all, *tail)
-            }
-            other => Expr::block(params, other),
-        };
+    prepend(&mut f.body, params);
+}
+
+/// Puts `stmts` in front of `e`.
+pub fn prepend(e: &mut Expr, mut stmts: Vec<Stmt>) {
+    if stmts.is_empty() {
+        return;
     }
+    let body = std::mem::replace(
+        e,
+        Expr::Ret {
+            nl: vec![],
+            lin: vec![],
+        },
+    );
+    *e = match body {
+        Expr::Block { stmts: inner, tail } => {
+            stmts.extend(inner);
+            Expr::block(stmts, *tail)
+        }
+        other => Expr::block(stmts, other),
+    };
 }
 
 fn fix_expr(e: &mut Expr, used: &HashSet<Var>, dropper: &impl Fn(&Var) -> Stmt) {
@@ -419,6 +551,34 @@ fn fix_expr(e: &mut Expr, used: &HashSet<Var>, dropper: &impl Fn(&Var) -> Stmt) 
             fix_expr(tail, used, dropper);
         }
         Expr::Drop(inner) => fix_expr(inner, used, dropper),
+        Expr::Case { arms, .. } => {
+            for a in arms {
+                fix_expr(&mut a.body, used, dropper);
+                let unused: Vec<Var> = a
+                    .bind
+                    .iter()
+                    .filter(|b| !used.contains(&b.var))
+                    .map(|b| b.var.clone())
+                    .collect();
+                prepend(&mut a.body, unused.iter().map(dropper).collect());
+            }
+        }
+        Expr::Loop(l) => {
+            if let crate::ir::Iter::While { cond } = &mut l.iter {
+                fix_expr(cond, used, dropper);
+            }
+            fix_expr(&mut l.body, used, dropper);
+            let unused: Vec<Var> = l
+                .iter
+                .binder()
+                .into_iter()
+                .chain(l.nl.iter().map(|(b, _)| b))
+                .filter(|b| !used.contains(&b.var))
+                .map(|b| b.var.clone())
+                .collect();
+            prepend(&mut l.body, unused.iter().map(dropper).collect());
+        }
+        Expr::Int(_) | Expr::Bool(_) | Expr::Inj { .. } => {}
         Expr::Ret { .. }
         | Expr::App { .. }
         | Expr::Lit { .. }

@@ -23,6 +23,22 @@
 //! * UDrop: `drop(e')` and `drop(ė')`.
 //! * UDef: the tape is every non-linear variable bound by the parameters or
 //!   `E` and read by `ė'`, in binding order.
+//! * UCase: each arm unzips on its own into `E_k; e_k'; ė_k'`. The forward
+//!   case runs `E_k`, returns `e_k'` and the injection of arm k's residuals
+//!   (the variables bound in the arm that `ė_k'` reads) as alternative k of
+//!   a sum; the residual is a case on that sum whose arm k unpacks them and
+//!   runs `ė_k'`. The tape of a conditional therefore records which arm ran
+//!   and that arm's residuals only (an `enum` in generated Rust). Values
+//!   from before the case that an arm's residual reads are saved once, by
+//!   the enclosing rule, like any other.
+//! * ULoop: the body unzips into `E_b; e_b'; ė_b'`. The forward loop runs
+//!   `E_b` and `e_b'` with the non-linear state and collects, per
+//!   iteration, the tuple of the variables bound in the iteration (index,
+//!   state, `E_b`) that `ė_b'` reads: the tape of a loop is the list of its
+//!   per-iteration residuals. The residual is a loop over that list
+//!   carrying the linear state, unpacking each element and running `ė_b'`.
+//!   Loop-invariant residuals (bound before the loop) are not per
+//!   iteration: they are free in the residual loop, and saved once.
 //!
 //! Checkpointing (section 6.1): ULet stays correct if a non-linear binding
 //! is recomputed in the residual instead of saved. [`Checkpoint`] chooses,
@@ -35,7 +51,7 @@
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use super::PassError;
-use crate::ir::{Binder, Expr, Extern, Func, Prim, Program, Stmt, Ty, Var};
+use crate::ir::{Arm, Binder, Expr, Extern, Func, Iter, Kind, Loop, Prim, Program, Stmt, Ty, Var};
 use crate::visit::{derived_name, free_vars, stmt_free_vars, use_counts};
 
 /// Which non-linear intermediates the forward pass saves on the tape.
@@ -130,6 +146,7 @@ pub fn unzip_func(
         halves,
         func: &f.name,
         fresh: crate::visit::Fresh::for_func(f),
+        types: crate::visit::binder_types(f),
     };
     let Split { ctx, nl, lin } = u.expr(&f.body)?;
     let mut ctx = ctx;
@@ -218,6 +235,8 @@ pub fn unzip_func(
 }
 
 fn record_types(s: &Stmt, types: &mut HashMap<Var, Ty>, order: &mut Vec<Var>) {
+    // Only the top level: what nested cases and loops bind stays inside
+    // them (their arms and iterations save it themselves).
     match s {
         Stmt::Let { nl, .. } | Stmt::Unpack { vars: nl, .. } => {
             for b in nl {
@@ -251,6 +270,20 @@ struct Unzip<'a> {
     halves: &'a HashMap<Var, Halves>,
     func: &'a Var,
     fresh: crate::visit::Fresh,
+    /// Types of every variable of the function, and of those U binds.
+    types: HashMap<Var, Ty>,
+}
+
+/// The variables a run of forward-pass statements binds at its top level,
+/// in order.
+fn top_binders(ctx: &[Stmt], out: &mut Vec<Var>) {
+    for s in ctx {
+        crate::visit::stmt_binds(s, &mut |v, linear| {
+            if !linear {
+                out.push(v.clone());
+            }
+        });
+    }
 }
 
 impl Unzip<'_> {
@@ -325,6 +358,10 @@ impl Unzip<'_> {
                     .map(|t| Binder::new(self.fresh.var("u"), t.clone()))
                     .collect();
                 let w = self.fresh.var("w");
+                for b in &us {
+                    self.types.insert(b.var.clone(), b.ty.clone());
+                }
+                self.types.insert(w.clone(), h.tape.clone());
                 let mut binders = us.clone();
                 binders.push(Binder::new(w.clone(), h.tape.clone()));
                 Split {
@@ -348,7 +385,15 @@ impl Unzip<'_> {
                     },
                 }
             }
-            Expr::Lit { .. } | Expr::Const { .. } | Expr::Tup(_) | Expr::Prim { .. } => nl_leaf(e),
+            Expr::Lit { .. }
+            | Expr::Const { .. }
+            | Expr::Tup(_)
+            | Expr::Prim { .. }
+            | Expr::Int(_)
+            | Expr::Bool(_)
+            | Expr::Inj { .. } => nl_leaf(e),
+            Expr::Case { scrut, arms } => self.case(scrut, arms)?,
+            Expr::Loop(l) => self.loop_(l)?,
             Expr::LinZero(_)
             | Expr::LinTup(_)
             | Expr::LinAdd(..)
@@ -370,6 +415,249 @@ impl Unzip<'_> {
                     lin: drop(sp.lin),
                 }
             }
+        })
+    }
+}
+
+impl Unzip<'_> {
+    fn err(&self, msg: &str) -> PassError {
+        PassError::new(self.func, msg)
+    }
+
+    fn ty(&self, v: &Var) -> Result<Ty, PassError> {
+        self.types
+            .get(v)
+            .cloned()
+            .ok_or_else(|| self.err(&format!("no type for `{v}`")))
+    }
+
+    /// The non-linear results of a forward-pass expression as variables,
+    /// binding them first (in `ctx`) unless it is a return.
+    fn results(&mut self, ctx: &mut Vec<Stmt>, e: Expr) -> Result<Vec<Var>, PassError> {
+        if let Expr::Ret { nl, lin } = &e {
+            if lin.is_empty() {
+                return Ok(nl.clone());
+            }
+        }
+        let tys = self.leaf_types(&e)?;
+        let bs: Vec<Binder> = tys
+            .into_iter()
+            .map(|t| {
+                let v = self.fresh.var("r");
+                self.types.insert(v.clone(), t.clone());
+                Binder::new(v, t)
+            })
+            .collect();
+        ctx.push(Stmt::Let {
+            nl: bs.clone(),
+            lin: vec![],
+            rhs: e,
+        });
+        Ok(bs.into_iter().map(|b| b.var).collect())
+    }
+
+    /// Result types of a non-linear leaf (what U leaves as `e'`).
+    fn leaf_types(&self, e: &Expr) -> Result<Vec<Ty>, PassError> {
+        Ok(match e {
+            Expr::Lit { float, .. } => vec![Ty::Real(*float)],
+            Expr::Const { ty, .. } => vec![ty.clone()],
+            Expr::Int(_) => vec![Ty::Int],
+            Expr::Bool(_) => vec![Ty::Bool],
+            Expr::Inj { sum, .. } => vec![sum.clone()],
+            Expr::Tup(vs) => vec![Ty::Tuple(
+                vs.iter().map(|v| self.ty(v)).collect::<Result<_, _>>()?,
+            )],
+            Expr::Ret { nl, .. } => nl.iter().map(|v| self.ty(v)).collect::<Result<_, _>>()?,
+            Expr::Prim { prim, args } => vec![match prim.kinds().1 {
+                Kind::Int => Ty::Int,
+                Kind::Bool | Kind::Ordered => Ty::Bool,
+                Kind::RealOf(f) => Ty::Real(f),
+                Kind::Real => match args.first() {
+                    Some(a) => self.ty(a)?,
+                    None => return Err(self.err("a primitive without operands")),
+                },
+            }],
+            Expr::Block { .. }
+            | Expr::App { .. }
+            | Expr::Case { .. }
+            | Expr::Loop(_)
+            | Expr::LinZero(_)
+            | Expr::LinTup(_)
+            | Expr::LinAdd(..)
+            | Expr::LinNeg(_)
+            | Expr::LinScale(..)
+            | Expr::Dup(_)
+            | Expr::Drop(_) => return Err(self.err("unexpected non-linear result form after U")),
+        })
+    }
+
+    /// The residuals a linear expression reads among the variables `bound`
+    /// (in order), as binders: what one arm or iteration saves.
+    fn residuals(&self, lin: &Expr, bound: &[Var]) -> Result<Vec<Binder>, PassError> {
+        let needed: HashSet<Var> = free_vars(lin).nl.into_iter().collect();
+        bound
+            .iter()
+            .filter(|v| needed.contains(*v))
+            .map(|v| Ok(Binder::new(v.clone(), self.ty(v)?)))
+            .collect()
+    }
+
+    fn tuple(&mut self, ctx: &mut Vec<Stmt>, parts: &[Binder]) -> (Var, Ty) {
+        let t = self.fresh.var("t");
+        let ty = Ty::Tuple(parts.iter().map(|b| b.ty.clone()).collect());
+        self.types.insert(t.clone(), ty.clone());
+        ctx.push(Stmt::Let {
+            nl: vec![Binder::new(t.clone(), ty.clone())],
+            lin: vec![],
+            rhs: Expr::Tup(parts.iter().map(|b| b.var.clone()).collect()),
+        });
+        (t, ty)
+    }
+
+    /// UCase.
+    fn case(&mut self, scrut: &Var, arms: &[Arm]) -> Result<Split, PassError> {
+        let mut splits = Vec::new();
+        for a in arms {
+            if let Some(b) = &a.bind {
+                self.types.insert(b.var.clone(), b.ty.clone());
+            }
+            let sp = self.expr(&a.body)?;
+            let mut bound: Vec<Var> = a.bind.iter().map(|b| b.var.clone()).collect();
+            top_binders(&sp.ctx, &mut bound);
+            let saved = self.residuals(&sp.lin, &bound)?;
+            splits.push((sp, saved));
+        }
+        let sum = Ty::Sum(
+            splits
+                .iter()
+                .map(|(_, w)| Ty::Tuple(w.iter().map(|b| b.ty.clone()).collect()))
+                .collect(),
+        );
+        let tape = self.fresh.var("tape");
+        self.types.insert(tape.clone(), sum.clone());
+        let (mut fwd_arms, mut lin_arms, mut result_tys) = (Vec::new(), Vec::new(), None);
+        for (k, ((sp, saved), a)) in splits.into_iter().zip(arms).enumerate() {
+            let mut ctx = sp.ctx;
+            let rs = self.results(&mut ctx, sp.nl)?;
+            if result_tys.is_none() {
+                result_tys = Some(rs.iter().map(|v| self.ty(v)).collect::<Result<Vec<_>, _>>()?);
+            }
+            let (t, _) = self.tuple(&mut ctx, &saved);
+            let inj = self.fresh.var("tape");
+            ctx.push(Stmt::Let {
+                nl: vec![Binder::new(inj.clone(), sum.clone())],
+                lin: vec![],
+                rhs: Expr::Inj {
+                    sum: sum.clone(),
+                    tag: k,
+                    val: t,
+                },
+            });
+            let mut ret = rs;
+            ret.push(inj);
+            fwd_arms.push(Arm {
+                bind: a.bind.clone(),
+                body: Expr::block(ctx, Expr::Ret { nl: ret, lin: vec![] }),
+            });
+            let elem = self.fresh.var("t");
+            let elem_ty = Ty::Tuple(saved.iter().map(|b| b.ty.clone()).collect());
+            lin_arms.push(Arm {
+                bind: Some(Binder::new(elem.clone(), elem_ty)),
+                body: Expr::block(
+                    vec![Stmt::Unpack {
+                        vars: saved,
+                        tuple: elem,
+                    }],
+                    sp.lin,
+                ),
+            });
+        }
+        let results: Vec<Binder> = result_tys
+            .unwrap_or_default()
+            .into_iter()
+            .map(|t| Binder::new(self.fresh.var("r"), t))
+            .collect();
+        let mut binders = results.clone();
+        binders.push(Binder::new(tape.clone(), sum));
+        Ok(Split {
+            ctx: vec![Stmt::Let {
+                nl: binders,
+                lin: vec![],
+                rhs: Expr::Case {
+                    scrut: scrut.clone(),
+                    arms: fwd_arms,
+                },
+            }],
+            nl: Expr::Ret {
+                nl: results.into_iter().map(|b| b.var).collect(),
+                lin: vec![],
+            },
+            lin: Expr::Case {
+                scrut: tape,
+                arms: lin_arms,
+            },
+        })
+    }
+
+    /// ULoop.
+    fn loop_(&mut self, l: &Loop) -> Result<Split, PassError> {
+        let mut bound: Vec<Var> = l.iter.binder().map(|b| b.var.clone()).into_iter().collect();
+        bound.extend(l.nl.iter().map(|(b, _)| b.var.clone()));
+        let sp = self.expr(&l.body)?;
+        top_binders(&sp.ctx, &mut bound);
+        let saved = self.residuals(&sp.lin, &bound)?;
+        let mut ctx = sp.ctx;
+        let mut ret = self.results(&mut ctx, sp.nl)?;
+        let (t, elem_ty) = self.tuple(&mut ctx, &saved);
+        ret.push(t);
+        let mut collect = l.collect.clone();
+        collect.push(elem_ty.clone());
+        let fwd = Loop {
+            iter: l.iter.clone(),
+            nl: l.nl.clone(),
+            lin: vec![],
+            collect,
+            body: Expr::block(ctx, Expr::Ret { nl: ret, lin: vec![] }),
+        };
+        let (res_tys, _) = fwd.result_types();
+        let res: Vec<Binder> = res_tys
+            .into_iter()
+            .map(|t| {
+                let v = self.fresh.var("s");
+                self.types.insert(v.clone(), t.clone());
+                Binder::new(v, t)
+            })
+            .collect();
+        let tapes = res[res.len() - 1].var.clone();
+        let elem = self.fresh.var("t");
+        let residual = Loop {
+            iter: Iter::Each {
+                elem: Binder::new(elem.clone(), elem_ty),
+                list: tapes,
+                rev: false,
+            },
+            nl: vec![],
+            lin: l.lin.clone(),
+            collect: vec![],
+            body: Expr::block(
+                vec![Stmt::Unpack {
+                    vars: saved,
+                    tuple: elem,
+                }],
+                sp.lin,
+            ),
+        };
+        Ok(Split {
+            ctx: vec![Stmt::Let {
+                nl: res.clone(),
+                lin: vec![],
+                rhs: Expr::Loop(Box::new(fwd)),
+            }],
+            nl: Expr::Ret {
+                nl: res[..res.len() - 1].iter().map(|b| b.var.clone()).collect(),
+                lin: vec![],
+            },
+            lin: Expr::Loop(Box::new(residual)),
         })
     }
 }

@@ -5,6 +5,7 @@
 use std::collections::{HashMap, HashSet};
 
 use linear_core::eval::Value;
+use linear_core::ir::{Arm, Cmp, Iter, Loop, Scalar};
 use linear_core::{Binder, Expr, Float, Func, Prim, Program, Stmt, Ty, Var};
 
 /// splitmix64: small, seedable, good enough for test programs.
@@ -34,6 +35,13 @@ pub fn random_value(rng: &mut Rng, t: &Ty) -> Value {
     match t {
         Ty::Real(_) => Value::Real(rng.real(-2.0, 2.0)),
         Ty::Tuple(ts) => Value::Tuple(ts.iter().map(|t| random_value(rng, t)).collect()),
+        Ty::Int => Value::Int(rng.below(5) as i64),
+        Ty::Bool => Value::Bool(rng.chance(0.5)),
+        Ty::Sum(ts) => {
+            let k = rng.below(ts.len());
+            Value::Sum(k, Box::new(random_value(rng, &ts[k])))
+        }
+        Ty::List(t) => Value::List((0..rng.below(4)).map(|_| random_value(rng, t)).collect()),
         Ty::Tape(_) => Value::Tuple(vec![]),
     }
 }
@@ -56,6 +64,8 @@ pub fn gen_program(seed: u64, size: usize) -> Program {
 
 struct FnGen<'a> {
     rng: &'a mut Rng,
+    /// Whether to generate control flow and discrete values.
+    control: bool,
     funcs: &'a [Func],
     size: usize,
     next: usize,
@@ -75,6 +85,7 @@ fn random_param_ty(rng: &mut Rng) -> Ty {
 impl<'a> FnGen<'a> {
     fn new(rng: &'a mut Rng, funcs: &'a [Func], size: usize) -> Self {
         FnGen {
+            control: true,
             rng,
             funcs,
             size: size.max(2),
@@ -147,8 +158,17 @@ impl<'a> FnGen<'a> {
             }
         }
         match t {
-            // Generated programs have no externs, hence no tapes.
-            Ty::Real(_) | Ty::Tape(_) => match self.scalar() {
+            Ty::Int => {
+                let v = { let x = self.rng.below(4) as i64; self.bind(out, Ty::Int, Expr::Int(x), depth) };
+                self.use_(&v)
+            }
+            Ty::Bool => {
+                let v = { let x = self.rng.chance(0.5); self.bind(out, Ty::Bool, Expr::Bool(x), depth) };
+                self.use_(&v)
+            }
+            // Generated programs have no externs, hence no tapes, and no
+            // sums or lists (U makes those).
+            Ty::Real(_) | Ty::Tape(_) | Ty::Sum(_) | Ty::List(_) => match self.scalar() {
                 Some(v) => v,
                 None => {
                     let v = self.bind(
@@ -244,12 +264,36 @@ impl<'a> FnGen<'a> {
             | Prim::Tanh
             | Prim::Abs
             | Prim::Signum => vec![x],
+            // Not in `Prim::ALL`: `discrete_stmt` makes these.
+            Prim::IAdd
+            | Prim::ISub
+            | Prim::IMul
+            | Prim::IDiv
+            | Prim::IRem
+            | Prim::INeg
+            | Prim::Cmp(_)
+            | Prim::And
+            | Prim::Or
+            | Prim::Not
+            | Prim::ToReal(_)
+            | Prim::ToInt => return,
         };
         let refs: Vec<&Var> = args.iter().collect();
         self.prim(out, p, &refs, d);
     }
 
     fn stmt(&mut self, out: &mut Vec<Stmt>, d: usize) {
+        if d < 2 && self.control && self.rng.chance(0.12) {
+            match self.rng.below(4) {
+                0 | 1 => self.case_stmt(out, d),
+                2 => self.range_loop(out, d),
+                _ => self.while_loop(out, d),
+            }
+            return;
+        }
+        if self.control && self.rng.chance(0.05) {
+            return self.discrete_stmt(out, d);
+        }
         match self.rng.below(100) {
             0..=44 => self.prim_stmt(out, d),
             45..=49 => {
@@ -270,7 +314,7 @@ impl<'a> FnGen<'a> {
                     .iter()
                     .filter_map(|(v, t, _)| match t {
                         Ty::Tuple(ts) => Some((v.clone(), ts.clone())),
-                        Ty::Real(_) | Ty::Tape(_) => None,
+                        _ => None,
                     })
                     .collect();
                 if let Some((v, ts)) = tuples.get(self.rng.below(tuples.len())).cloned() {
@@ -375,12 +419,23 @@ impl<'a> FnGen<'a> {
             .unwrap_or_else(|| Var::new("?"));
         self.use_(&first);
         rets.push(first);
+        let vectors: Vec<Var> = self
+            .pool
+            .iter()
+            .filter(|(_, t, _)| t.is_vector())
+            .map(|(v, _, _)| v.clone())
+            .collect();
         for _ in 1..k {
-            let (v, _, _) =
-                self.pool[self.pool.len() - 1 - self.rng.below(self.pool.len().min(3))].clone();
+            let v = vectors[vectors.len() - 1 - self.rng.below(vectors.len().min(3))].clone();
             self.use_(&v);
             rets.push(v);
         }
+        self.finish_block(d, out, rets)
+    }
+
+    /// Folds into the first result, or drops, what the block at depth `d`
+    /// bound and nobody read; then leaves the block's scope.
+    fn finish_block(&mut self, d: usize, mut out: Vec<Stmt>, mut rets: Vec<Var>) -> (Expr, Vec<Ty>) {
         // Fold or drop what this block bound and nobody read.
         loop {
             let unused: Vec<(Var, Ty)> = self
@@ -395,7 +450,7 @@ impl<'a> FnGen<'a> {
             for (v, t) in unused {
                 self.used.insert(v.clone());
                 match t {
-                    Ty::Real(_) if self.rng.chance(0.8) => {
+                    Ty::Real(_) if self.rng.chance(0.8) && self.fold_ok(&rets) => {
                         let acc = rets[0].clone();
                         let s = self.prim(&mut out, Prim::Add, &[&acc, &v], d);
                         self.used.insert(s.clone());
@@ -442,8 +497,205 @@ impl<'a> FnGen<'a> {
         )
     }
 
+    /// A comparison of two scalars, a boolean operator, integer
+    /// arithmetic, or a conversion: values with no derivative.
+    fn discrete_stmt(&mut self, out: &mut Vec<Stmt>, d: usize) {
+        let (Some(x), Some(y)) = (self.scalar(), self.scalar()) else {
+            return;
+        };
+        let c = Cmp::ALL[self.rng.below(Cmp::ALL.len())];
+        let b = self.bind(out, Ty::Bool, Expr::Prim { prim: Prim::Cmp(c), args: vec![x.clone(), y] }, d);
+        if self.rng.chance(0.3) {
+            self.use_(&b);
+            self.bind(out, Ty::Bool, Expr::Prim { prim: Prim::Not, args: vec![b] }, d);
+        }
+        if self.rng.chance(0.4) {
+            // A piecewise-constant real: f64(int(x) * 2 + 1).
+            let i = self.bind(out, Ty::Int, Expr::Prim { prim: Prim::ToInt, args: vec![x] }, d);
+            let two = self.bind(out, Ty::Int, Expr::Int(2), d);
+            let one = self.bind(out, Ty::Int, Expr::Int(1), d);
+            for v in [&i, &two, &one] {
+                self.used.insert(v.clone());
+            }
+            let m = self.bind(out, Ty::Int, Expr::Prim { prim: Prim::IMul, args: vec![i, two] }, d);
+            self.used.insert(m.clone());
+            let s = self.bind(out, Ty::Int, Expr::Prim { prim: Prim::IAdd, args: vec![m, one] }, d);
+            self.used.insert(s.clone());
+            self.bind(out, F, Expr::Prim { prim: Prim::ToReal(Float::F64), args: vec![s] }, d);
+        }
+    }
+
+    /// `let (r..) = case (x < y) { true => .. | false => .. }`.
+    fn case_stmt(&mut self, out: &mut Vec<Stmt>, d: usize) {
+        let (Some(x), Some(y)) = (self.scalar(), self.scalar()) else {
+            return;
+        };
+        let c = Cmp::ALL[self.rng.below(4)];
+        let cond = self.bind(out, Ty::Bool, Expr::Prim { prim: Prim::Cmp(c), args: vec![x, y] }, d);
+        self.use_(&cond);
+        let want = self.result_types();
+        let n = 1 + self.rng.below(self.size / 2 + 1);
+        let (t, _) = self.block_of(d + 1, n, &want, None);
+        let n = 1 + self.rng.below(self.size / 2 + 1);
+        let (e, _) = self.block_of(d + 1, n, &want, None);
+        let bs: Vec<Binder> = want.iter().map(|t| Binder::new(self.var(), t.clone())).collect();
+        for b in &bs {
+            self.pool.push((b.var.clone(), b.ty.clone(), d));
+        }
+        out.push(Stmt::Let {
+            nl: bs,
+            lin: vec![],
+            rhs: Expr::Case {
+                scrut: cond,
+                arms: vec![Arm { bind: None, body: t }, Arm { bind: None, body: e }],
+            },
+        });
+    }
+
+    fn result_types(&mut self) -> Vec<Ty> {
+        let mut want = vec![F];
+        if self.rng.chance(0.3) {
+            want.push(if self.rng.chance(0.5) { F } else { Ty::Tuple(vec![F, F]) });
+        }
+        want
+    }
+
+    /// Real state carried by a loop, started from values in scope.
+    fn state(&mut self, out: &mut Vec<Stmt>, d: usize) -> Vec<(Binder, Var)> {
+        let tys = self.result_types();
+        tys.iter()
+            .map(|t| {
+                let init = self.build(out, t, d);
+                (Binder::new(self.var(), t.clone()), init)
+            })
+            .collect()
+    }
+
+    /// `for i in (lo..hi).step_by(k)` (maybe reversed) carrying real state.
+    fn range_loop(&mut self, out: &mut Vec<Stmt>, d: usize) {
+        let lo = { let x = self.rng.below(2) as i64; self.bind(out, Ty::Int, Expr::Int(x), d) };
+        let hi = { let x = self.rng.below(5) as i64; self.bind(out, Ty::Int, Expr::Int(x), d) };
+        let step = if self.rng.chance(0.3) {
+            let s = { let x = 1 + self.rng.below(2) as i64; self.bind(out, Ty::Int, Expr::Int(x), d) };
+            self.use_(&s);
+            Some(s)
+        } else {
+            None
+        };
+        self.use_(&lo);
+        self.use_(&hi);
+        let state = self.state(out, d);
+        let index = Binder::new(self.var(), Ty::Int);
+        self.pool.push((index.var.clone(), Ty::Int, d + 1));
+        for (b, _) in &state {
+            self.pool.push((b.var.clone(), b.ty.clone(), d + 1));
+        }
+        if self.rng.chance(0.6) {
+            let i = self.use_(&index.var);
+            let mut pre = Vec::new();
+            self.bind(&mut pre, F, Expr::Prim { prim: Prim::ToReal(Float::F64), args: vec![i] }, d + 1);
+            let rev = self.rng.chance(0.4);
+            self.loop_stmt(out, d, Iter::Range { index, lo, hi, step, rev }, state, pre, None);
+        } else {
+            let rev = self.rng.chance(0.4);
+            self.loop_stmt(out, d, Iter::Range { index, lo, hi, step, rev }, state, vec![], None);
+        }
+    }
+
+    /// `while k < n { k += 1; .. }` carrying an integer and real state.
+    fn while_loop(&mut self, out: &mut Vec<Stmt>, d: usize) {
+        let n = { let x = self.rng.below(4) as i64; self.bind(out, Ty::Int, Expr::Int(x), d) };
+        let k0 = self.bind(out, Ty::Int, Expr::Int(0), d);
+        self.use_(&n);
+        self.use_(&k0);
+        let mut state = vec![(Binder::new(self.var(), Ty::Int), k0)];
+        state.extend(self.state(out, d));
+        let k = state[0].0.var.clone();
+        let cond = Expr::Prim { prim: Prim::Cmp(Cmp::Lt), args: vec![k.clone(), n] };
+        for (b, _) in &state[1..] {
+            self.pool.push((b.var.clone(), b.ty.clone(), d + 1));
+        }
+        let mut pre = Vec::new();
+        let one = self.var();
+        let k1 = self.var();
+        pre.push(Stmt::Let { nl: vec![Binder::new(one.clone(), Ty::Int)], lin: vec![], rhs: Expr::Int(1) });
+        pre.push(Stmt::Let { nl: vec![Binder::new(k1.clone(), Ty::Int)], lin: vec![], rhs: Expr::Prim { prim: Prim::IAdd, args: vec![k, one] } });
+        self.loop_stmt(out, d, Iter::While { cond: Box::new(cond) }, state, pre, Some(k1));
+    }
+
+    /// A loop whose body starts with `pre`, returns (`first`, if any, then)
+    /// the next real state, each squashed into (-2, 2) so that iterating
+    /// stays finite.
+    #[allow(clippy::too_many_arguments)]
+    fn loop_stmt(
+        &mut self,
+        out: &mut Vec<Stmt>,
+        d: usize,
+        iter: Iter,
+        state: Vec<(Binder, Var)>,
+        pre: Vec<Stmt>,
+        first: Option<Var>,
+    ) {
+        let reals: Vec<Ty> = state.iter().skip(usize::from(first.is_some())).map(|(b, _)| b.ty.clone()).collect();
+        let n = 1 + self.rng.below(self.size / 2 + 1);
+        let (body, _) = self.block_of(d + 1, n, &reals, Some((pre, first)));
+        let bs: Vec<Binder> = state.iter().map(|(b, _)| Binder::new(self.var(), b.ty.clone())).collect();
+        for b in &bs {
+            self.pool.push((b.var.clone(), b.ty.clone(), d));
+        }
+        out.push(Stmt::Let {
+            nl: bs,
+            lin: vec![],
+            rhs: Expr::Loop(Box::new(Loop { iter, nl: state, lin: vec![], collect: vec![], body })),
+        });
+    }
+
+    /// A block at depth `d` of about `n` statements returning values of
+    /// the types `want` (each real squashed by tanh if `squash` is given,
+    /// after the statements `pre` and the value `first`).
+    fn block_of(
+        &mut self,
+        d: usize,
+        n: usize,
+        want: &[Ty],
+        squash: Option<(Vec<Stmt>, Option<Var>)>,
+    ) -> (Expr, Vec<Ty>) {
+        let (mut out, first) = match &squash {
+            Some((pre, first)) => (pre.clone(), first.clone()),
+            None => (Vec::new(), None),
+        };
+        for _ in 0..n {
+            self.stmt(&mut out, d);
+        }
+        let mut rets: Vec<Var> = first.into_iter().collect();
+        for t in want {
+            let v = self.build(&mut out, t, d);
+            let v = match (t, &squash) {
+                (Ty::Real(_), Some(_)) => {
+                    let th = self.prim(&mut out, Prim::Tanh, &[&v], d);
+                    self.used.insert(th.clone());
+                    let k = self.lit(&mut out, 1.9, d);
+                    self.used.insert(k.clone());
+                    self.prim(&mut out, Prim::Mul, &[&th, &k], d)
+                }
+                _ => v,
+            };
+            self.used.insert(v.clone());
+            rets.push(v);
+        }
+        self.finish_block(d, out, rets)
+    }
+
     fn scalar_count(&self) -> usize {
         self.pool.iter().filter(|(_, t, _)| *t == F).count()
+    }
+
+    /// Whether unused values may be added to the first result: it must be
+    /// a real (a loop's first state component is an integer counter).
+    fn fold_ok(&self, rets: &[Var]) -> bool {
+        rets.first().is_some_and(|r| {
+            self.pool.iter().any(|(v, t, _)| v == r && *t == F)
+        })
     }
 
     fn func(mut self, name: &str) -> Func {
@@ -477,6 +729,8 @@ impl<'a> FnGen<'a> {
 #[derive(Clone, Debug)]
 pub enum Dual {
     Real(f64, f64),
+    Int(i64),
+    Bool(bool),
     Tuple(Vec<Dual>),
 }
 
@@ -490,18 +744,24 @@ impl Dual {
                     .map(|(x, d)| Dual::from_values(x, d))
                     .collect(),
             ),
+            (Value::Int(n), _) => Dual::Int(*n),
+            (Value::Bool(b), _) => Dual::Bool(*b),
             _ => Dual::Real(f64::NAN, f64::NAN),
         }
     }
     pub fn primal(&self) -> Value {
         match self {
             Dual::Real(a, _) => Value::Real(*a),
+            Dual::Int(n) => Value::Int(*n),
+            Dual::Bool(b) => Value::Bool(*b),
             Dual::Tuple(ds) => Value::Tuple(ds.iter().map(Dual::primal).collect()),
         }
     }
+    /// The tangent, of the type J gives it (empty for integers and bools).
     pub fn tangent(&self) -> Value {
         match self {
             Dual::Real(_, d) => Value::Real(*d),
+            Dual::Int(_) | Dual::Bool(_) => Value::Tuple(vec![]),
             Dual::Tuple(ds) => Value::Tuple(ds.iter().map(Dual::tangent).collect()),
         }
     }
@@ -554,8 +814,39 @@ fn dual_prim(p: Prim, a: &[(f64, f64)]) -> (f64, f64) {
             }
         }
         Prim::Signum | Prim::Le => 0.0,
+        Prim::IAdd
+        | Prim::ISub
+        | Prim::IMul
+        | Prim::IDiv
+        | Prim::IRem
+        | Prim::INeg
+        | Prim::Cmp(_)
+        | Prim::And
+        | Prim::Or
+        | Prim::Not
+        | Prim::ToReal(_)
+        | Prim::ToInt => panic!("not a real primitive"),
     };
     (z, d)
+}
+
+/// A discrete primitive on dual numbers: computed on the primals, with a
+/// zero tangent where the result is real.
+fn dual_discrete(p: Prim, a: &[Dual]) -> Dual {
+    let xs: Vec<Scalar> = a
+        .iter()
+        .map(|d| match d {
+            Dual::Real(x, _) => Scalar::Real(*x),
+            Dual::Int(n) => Scalar::Int(*n),
+            Dual::Bool(b) => Scalar::Bool(*b),
+            Dual::Tuple(_) => panic!("primitive on a tuple"),
+        })
+        .collect();
+    match p.eval_scalars(&xs).expect("well-typed operands") {
+        Scalar::Real(x) => Dual::Real(x, 0.0),
+        Scalar::Int(n) => Dual::Int(n),
+        Scalar::Bool(b) => Dual::Bool(b),
+    }
 }
 
 /// Evaluates a non-linear function on dual numbers.
@@ -598,20 +889,34 @@ fn dual_expr(p: &Program, e: &Expr, env: &mut HashMap<Var, Dual>) -> Vec<Dual> {
             dual_run(p, func.as_str(), nl.iter().map(|v| get(env, v)).collect())
         }
         Expr::Lit { value, .. } => vec![Dual::Real(*value, 0.0)],
+        Expr::Int(n) => vec![Dual::Int(*n)],
+        Expr::Bool(b) => vec![Dual::Bool(*b)],
         Expr::Tup(vs) => vec![Dual::Tuple(vs.iter().map(|v| get(env, v)).collect())],
+        Expr::Prim { prim, args } if !prim.is_real() => {
+            let a: Vec<Dual> = args.iter().map(|v| get(env, v)).collect();
+            vec![dual_discrete(*prim, &a)]
+        }
+        Expr::Case { scrut, arms } => {
+            let Dual::Bool(b) = get(env, scrut) else {
+                panic!("generated cases are on bools")
+            };
+            dual_expr(p, &arms[usize::from(!b)].body, env)
+        }
+        Expr::Loop(l) => dual_loop(p, l, env),
         Expr::Prim { prim, args } => {
             let a: Vec<(f64, f64)> = args
                 .iter()
                 .map(|v| match get(env, v) {
                     Dual::Real(x, d) => (x, d),
-                    Dual::Tuple(_) => panic!("primitive on a tuple"),
+                    Dual::Int(_) | Dual::Bool(_) | Dual::Tuple(_) => panic!("real primitive on a non-real"),
                 })
                 .collect();
             let (z, d) = dual_prim(*prim, &a);
             vec![Dual::Real(z, d)]
         }
         Expr::Drop(_) => vec![],
-        Expr::Const { .. }
+        Expr::Inj { .. }
+        | Expr::Const { .. }
         | Expr::LinZero(_)
         | Expr::LinTup(_)
         | Expr::LinAdd(..)
@@ -619,6 +924,44 @@ fn dual_expr(p: &Program, e: &Expr, env: &mut HashMap<Var, Dual>) -> Vec<Dual> {
         | Expr::LinScale(..)
         | Expr::Dup(_) => panic!("dual evaluation supports the non-linear fragment only"),
     }
+}
+
+fn dual_loop(p: &Program, l: &Loop, env: &mut HashMap<Var, Dual>) -> Vec<Dual> {
+    let int = |env: &HashMap<Var, Dual>, v: &Var| match env[v] {
+        Dual::Int(n) => n,
+        _ => panic!("not an integer"),
+    };
+    let mut state: Vec<Dual> = l.nl.iter().map(|(_, v)| env[v].clone()).collect();
+    let mut indices = None;
+    if let Iter::Range { lo, hi, step, rev, .. } = &l.iter {
+        let (lo, hi) = (int(env, lo), int(env, hi));
+        let step = step.as_ref().map_or(1, |s| int(env, s));
+        let mut v: Vec<i64> = (lo..hi).step_by(step as usize).collect();
+        if *rev {
+            v.reverse();
+        }
+        indices = Some(v.into_iter());
+    }
+    loop {
+        for ((b, _), v) in l.nl.iter().zip(&state) {
+            env.insert(b.var.clone(), v.clone());
+        }
+        match (&mut indices, &l.iter) {
+            (Some(it), Iter::Range { index, .. }) => match it.next() {
+                Some(i) => {
+                    env.insert(index.var.clone(), Dual::Int(i));
+                }
+                None => break,
+            },
+            (None, Iter::While { cond }) => match dual_expr(p, cond, env).as_slice() {
+                [Dual::Bool(true)] => {}
+                _ => break,
+            },
+            _ => panic!("generated loops are range or while loops"),
+        }
+        state = dual_expr(p, &l.body, env);
+    }
+    state
 }
 
 /// |a - b| ≤ tol·(1 + |a| + |b|), scalar by scalar.
