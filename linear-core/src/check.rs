@@ -437,16 +437,27 @@ impl Checker<'_> {
         }
         let (operands, result) = prim.kinds();
         let float = tys.first().and_then(Ty::float);
-        let ok = match operands {
-            Kind::Real => float.is_some() && tys.iter().all(|t| t.float() == float),
-            Kind::Int => tys.iter().all(|t| *t == Ty::Int),
-            Kind::Bool => tys.iter().all(|t| *t == Ty::Bool),
-            Kind::Ordered => tys.iter().all(|t| *t == Ty::Int) || (float.is_some() && tys.iter().all(|t| t.float() == float)),
-            Kind::RealOf(_) => false,
-        };
-        if !ok {
-            let given: Vec<String> = args.iter().zip(&tys).map(|(a, t)| format!("`{a}: {t}`")).collect();
-            return Err(format!("`{name}` is applied to {}, which are not operands of its kind ({operands:?})", given.join(", ")));
+        let ints = tys.iter().all(|t| *t == Ty::Int);
+        for (a, t) in args.iter().zip(&tys) {
+            let fits = match operands {
+                Kind::Real => t.float().is_some(),
+                Kind::Int => *t == Ty::Int,
+                Kind::Bool => *t == Ty::Bool,
+                Kind::Ordered => t.float().is_some() || (*t == Ty::Int && ints),
+                Kind::RealOf(_) => false,
+            };
+            if !fits {
+                let want = match operands {
+                    Kind::Real | Kind::RealOf(_) => "a real scalar",
+                    Kind::Int => "an integer",
+                    Kind::Bool => "a bool",
+                    Kind::Ordered => "two reals or two integers",
+                };
+                return Err(format!("`{name}` takes {want}, but `{a}` has type {t}"));
+            }
+            if t.float().is_some() && t.float() != float {
+                return Err(format!("`{name}` mixes f32 and f64 operands (`{a}`)"));
+            }
         }
         Ok(match result {
             Kind::Real => Ty::Real(float.unwrap_or(Float::F64)),

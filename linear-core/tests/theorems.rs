@@ -55,6 +55,10 @@ struct Stats {
     smaller_tapes: u64,
     simplified_work_saved: u64,
     transposes_strict: u64,
+    with_case: u64,
+    with_range_loop: u64,
+    with_while_loop: u64,
+    with_nesting: u64,
 }
 
 fn scalars(vs: &[Value]) -> u64 {
@@ -261,6 +265,15 @@ fn one_program(seed: u64, size_: usize, st: &RefCell<Stats>) -> Result<(), TestC
     prop_assert_eq!(eo.work, jo.work, "erasure changed work");
 
     let mut s = st.borrow_mut();
+    let text = p.to_string();
+    s.with_case += u64::from(text.contains("case "));
+    s.with_range_loop += u64::from(text.contains("loop for"));
+    s.with_while_loop += u64::from(text.contains("loop while"));
+    // A case or loop inside an arm or a body: indented control flow.
+    s.with_nesting += u64::from(text.lines().any(|l| {
+        let t = l.trim_start();
+        l.len() - t.len() >= 6 && (t.contains("= case ") || t.contains("= loop "))
+    }));
     s.cases += 1;
     s.functions += p.funcs.len() as u64;
     s.c_j = s.c_j.max(ratio(size(&j), size(&p)));
@@ -314,6 +327,10 @@ fn theorems_hold_on_random_programs() {
         s.cases, s.functions, s.skipped_nonfinite
     );
     println!(
+        "control flow: {} programs with a case, {} with a range loop, {} with a while loop, {} with control flow nested in an arm or loop body",
+        s.with_case, s.with_range_loop, s.with_while_loop, s.with_nesting
+    );
+    println!(
         "Thm 8.1 size constants measured: |J(P)| <= {:.2}|P|, |U(J)| <= {:.2}|J|, |T(U)| <= {:.2}|U|, |L(J)| <= {:.2}|J|",
         s.c_j, s.c_u, s.c_t, s.c_l
     );
@@ -340,6 +357,12 @@ fn theorems_hold_on_random_programs() {
     assert!(s.c_u <= 3.0, "U grew code by {:.2}", s.c_u);
     assert!(s.c_t <= 3.0, "T grew code by {:.2}", s.c_t);
     assert!(s.c_l <= 3.0, "L grew code by {:.2}", s.c_l);
+    // The generator must exercise control flow.
+    let quarter = s.cases / 4;
+    assert!(
+        s.with_case > quarter && s.with_range_loop > quarter && s.with_while_loop > quarter / 2 && s.with_nesting > quarter / 4,
+        "too few programs with control flow: {s:?}"
+    );
     // The recomputing policy must actually trade tape for work somewhere.
     assert!(
         s.smaller_tapes > 0,

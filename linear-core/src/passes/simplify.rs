@@ -101,6 +101,7 @@ impl Simp<'_> {
                 match self.zero.get(&v).cloned() {
                     Some(t) => {
                         let z = self.fresh.var(v.as_str());
+                        self.zero.insert(z.clone(), t.clone());
                         pre.push(Stmt::Let {
                             nl: vec![],
                             lin: vec![Binder::new(z.clone(), t.clone())],
@@ -362,9 +363,14 @@ impl Simp<'_> {
                     }
                     Expr::Drop(inner) if nl.is_empty() && lin.is_empty() => {
                         if let Expr::Ret { nl: xs, lin: ys } = &**inner {
-                            if xs.is_empty() && ys.iter().all(|v| self.is_zero(v)) {
+                            let ys: Vec<Var> =
+                                ys.iter().filter(|v| !self.is_zero(v)).cloned().collect();
+                            if xs.is_empty() && ys.is_empty() {
                                 return;
                             }
+                            let rhs = Expr::Drop(Box::new(Expr::Ret { nl: xs.clone(), lin: ys }));
+                            out.push(Stmt::Let { nl: vec![], lin: vec![], rhs });
+                            return;
                         }
                     }
                     _ => {}

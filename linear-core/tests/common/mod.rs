@@ -534,9 +534,9 @@ impl<'a> FnGen<'a> {
         let cond = self.bind(out, Ty::Bool, Expr::Prim { prim: Prim::Cmp(c), args: vec![x, y] }, d);
         self.use_(&cond);
         let want = self.result_types();
-        let n = 1 + self.rng.below(self.size / 2 + 1);
+        let n = self.inner_size();
         let (t, _) = self.block_of(d + 1, n, &want, None);
-        let n = 1 + self.rng.below(self.size / 2 + 1);
+        let n = self.inner_size();
         let (e, _) = self.block_of(d + 1, n, &want, None);
         let bs: Vec<Binder> = want.iter().map(|t| Binder::new(self.var(), t.clone())).collect();
         for b in &bs {
@@ -550,6 +550,12 @@ impl<'a> FnGen<'a> {
                 arms: vec![Arm { bind: None, body: t }, Arm { bind: None, body: e }],
             },
         });
+    }
+
+    /// Statements in an arm or loop body: bounded, so that nesting does
+    /// not multiply program size.
+    fn inner_size(&mut self) -> usize {
+        1 + self.rng.below(self.size.min(12) / 2 + 1)
     }
 
     fn result_types(&mut self) -> Vec<Ty> {
@@ -637,7 +643,7 @@ impl<'a> FnGen<'a> {
         first: Option<Var>,
     ) {
         let reals: Vec<Ty> = state.iter().skip(usize::from(first.is_some())).map(|(b, _)| b.ty.clone()).collect();
-        let n = 1 + self.rng.below(self.size / 2 + 1);
+        let n = self.inner_size();
         let (body, _) = self.block_of(d + 1, n, &reals, Some((pre, first)));
         let bs: Vec<Binder> = state.iter().map(|(b, _)| Binder::new(self.var(), b.ty.clone())).collect();
         for b in &bs {
