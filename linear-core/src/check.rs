@@ -51,7 +51,9 @@
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::fmt;
 
-use crate::ir::{Arm, Binder, Expr, Extern, Float, Func, Iter, Kind, Loop, Prim, Program, Sig, Stmt, Ty, Var};
+use crate::ir::{
+    Arm, Binder, Expr, Extern, Float, Func, Iter, Kind, Loop, Prim, Program, Sig, Stmt, Ty, Var,
+};
 use crate::visit::free_vars;
 
 #[derive(Clone, Debug, PartialEq)]
@@ -563,7 +565,11 @@ impl Checker<'_> {
         let mut scope = Vec::new();
         match &l.iter {
             Iter::Range {
-                index, lo, hi, step, ..
+                index,
+                lo,
+                hi,
+                step,
+                ..
             } => {
                 for v in [lo, hi].into_iter().chain(step) {
                     let t = self.use_var(v, false)?;
@@ -586,11 +592,10 @@ impl Checker<'_> {
             }
             Iter::While { .. } => {}
         }
-        for ((b, v), linear) in l
-            .nl
-            .iter()
-            .map(|c| (c, false))
-            .chain(l.lin.iter().map(|c| (c, true)))
+        for ((b, v), linear) in
+            l.nl.iter()
+                .map(|c| (c, false))
+                .chain(l.lin.iter().map(|c| (c, true)))
         {
             let t = self.use_var(v, linear)?;
             if t != b.ty {
@@ -613,7 +618,9 @@ impl Checker<'_> {
             let reads = self.lin_reads;
             let (nl, lin) = self.expr(cond)?;
             if nl != [Ty::Bool] || !lin.is_empty() || self.lin_reads != reads {
-                return Err("a `while` condition must return one bool and read no linear variable".into());
+                return Err(
+                    "a `while` condition must return one bool and read no linear variable".into(),
+                );
             }
         }
         for (b, _) in &l.lin {

@@ -570,18 +570,16 @@ fn gen_loop(l: &Loop, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
     let st = names.temp("state");
     let it = names.temp("it");
     let item = names.temp("item");
-    let inits: Vec<syn::Ident> = l
-        .nl
-        .iter()
-        .chain(&l.lin)
-        .map(|(_, v)| names.ident(v))
-        .collect();
-    let state: Vec<syn::Ident> = l
-        .nl
-        .iter()
-        .chain(&l.lin)
-        .map(|(b, _)| names.ident(&b.var))
-        .collect();
+    let inits: Vec<syn::Ident> =
+        l.nl.iter()
+            .chain(&l.lin)
+            .map(|(_, v)| names.ident(v))
+            .collect();
+    let state: Vec<syn::Ident> =
+        l.nl.iter()
+            .chain(&l.lin)
+            .map(|(b, _)| names.ident(&b.var))
+            .collect();
     let cols: Vec<syn::Ident> = l.collect.iter().map(|_| names.temp("tape")).collect();
     let vec = quote!(::linear_ad::__private::Vec);
     let (header, bind_item) = match &l.iter {
@@ -628,7 +626,11 @@ fn gen_loop(l: &Loop, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
         Iter::While { .. } => (quote!(), quote!()),
     };
     let body = gen_expr(&l.body, names, calls);
-    let next: Vec<syn::Ident> = l.nl.iter().chain(&l.lin).map(|_| names.temp("next")).collect();
+    let next: Vec<syn::Ident> =
+        l.nl.iter()
+            .chain(&l.lin)
+            .map(|_| names.temp("next"))
+            .collect();
     let (next_nl, next_lin) = next.split_at(l.nl.len());
     let outs: Vec<syn::Ident> = l.collect.iter().map(|_| names.temp("out")).collect();
     let unpack_state = quote!(let (#(#state,)*) = #st;);
@@ -640,7 +642,10 @@ fn gen_loop(l: &Loop, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
     let looped = match &l.iter {
         Iter::While { cond } => {
             let c = gen_expr(cond, names, calls);
-            let cols_init: Vec<TokenStream> = cols.iter().map(|c| quote!(let mut #c = #vec::new();)).collect();
+            let cols_init: Vec<TokenStream> = cols
+                .iter()
+                .map(|c| quote!(let mut #c = #vec::new();))
+                .collect();
             quote! {
                 #(#cols_init)*
                 loop {
@@ -666,7 +671,11 @@ fn gen_loop(l: &Loop, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
             }
         }
     };
-    let fin: Vec<syn::Ident> = l.nl.iter().chain(&l.lin).map(|_| names.temp("fin")).collect();
+    let fin: Vec<syn::Ident> =
+        l.nl.iter()
+            .chain(&l.lin)
+            .map(|_| names.temp("fin"))
+            .collect();
     let (fin_nl, fin_lin) = fin.split_at(l.nl.len());
     let mutable = if l.nl.is_empty() && l.lin.is_empty() {
         quote!()

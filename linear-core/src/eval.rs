@@ -364,11 +364,10 @@ impl Machine<'_> {
     }
 
     fn loop_(&mut self, l: &Loop, env: &mut Env) -> Result<(Vec<Value>, Vec<Value>), EvalError> {
-        let mut nl: Vec<Value> = l
-            .nl
-            .iter()
-            .map(|(_, v)| Self::get(env, v))
-            .collect::<Result<_, _>>()?;
+        let mut nl: Vec<Value> =
+            l.nl.iter()
+                .map(|(_, v)| Self::get(env, v))
+                .collect::<Result<_, _>>()?;
         let mut lin: Vec<Value> = l
             .lin
             .iter()
@@ -404,7 +403,9 @@ impl Machine<'_> {
             }
             let (mut vn, vl) = self.expr(&l.body, env)?;
             if vn.len() != l.nl.len() + l.collect.len() || vl.len() != l.lin.len() {
-                return Err(EvalError("loop body returns the wrong number of values".into()));
+                return Err(EvalError(
+                    "loop body returns the wrong number of values".into(),
+                ));
             }
             for (list, v) in lists.iter_mut().zip(vn.drain(l.nl.len()..)) {
                 list.push(v);

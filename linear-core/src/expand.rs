@@ -689,9 +689,9 @@ impl Calls<'_> {
                 let ts = ts.iter().map(|t| self.rust_ty(t));
                 quote!((#(#ts,)*))
             }
-            Ty::Sum(ts) => crate::codegen::sum_type(
-                &ts.iter().map(|t| self.rust_ty(t)).collect::<Vec<_>>(),
-            ),
+            Ty::Sum(ts) => {
+                crate::codegen::sum_type(&ts.iter().map(|t| self.rust_ty(t)).collect::<Vec<_>>())
+            }
             Ty::List(t) => {
                 let t = self.rust_ty(t);
                 quote!(::linear_ad::__private::Vec<#t>)

@@ -228,3 +228,138 @@ fn dups_and_drops_make_linear_code_well_typed() {
     assert_eq!(printed.matches("dup(").count(), 2, "{printed}");
     assert_eq!(printed.matches("drop(").count(), 1, "{printed}");
 }
+
+// Control flow and the discrete types.
+
+#[test]
+fn case_arms_consume_different_linear_variables() {
+    err_a(
+        "def f(c: bool; dx: f64, dy: f64) -> (; f64) =
+           case c { true => (; dx) | false => dx + dy }",
+        expect![[
+            r#"in `f`: linear variable `dy` is consumed in arm 2 but not in arm 1 of the case on `c`; every arm must consume the same linear variables (use `drop` in the other arm)"#
+        ]],
+    );
+}
+
+#[test]
+fn case_arms_return_different_types() {
+    err_a(
+        "def f(c: bool, x: f64, t: (f64, f64);) -> (f64;) = case c { true => (x;) | false => (t;) }",
+        expect![[
+            r#"in `f`: arm 2 of the case on `c` returns ((f64, f64); ) but arm 1 returns (f64; )"#
+        ]],
+    );
+}
+
+#[test]
+fn case_on_a_real() {
+    err_a(
+        "def f(x: f64;) -> (f64;) = case x { true => (x;) | false => (x;) }",
+        expect![[r#"in `f`: case on `x: f64`, which is neither a bool nor a sum"#]],
+    );
+}
+
+#[test]
+fn case_arm_binds_the_wrong_type() {
+    err_a(
+        "def f(s: sum((f64,) | ());) -> (f64;) =
+           case s { a: (f64,) => { unpack (x: f64) = a in (x;) } | b: (f64,) => { let ; = drop((b;)) in 0.0 } }",
+        expect![[
+            r#"in `f`: arm 2 of the case on `s` binds (f64,) where the scrutinee's alternative is ()"#
+        ]],
+    );
+}
+
+#[test]
+fn injection_of_the_wrong_type() {
+    err_a(
+        "def f(x: f64;) -> (sum((f64,) | ());) = inj(x, 0, sum((f64,) | ()))",
+        expect![[
+            r#"in `f`: injecting `x: f64` as alternative 0 of sum((f64,) | ()), which is not a sum with such an alternative"#
+        ]],
+    );
+}
+
+#[test]
+fn loop_body_reads_an_outer_linear_variable() {
+    err_a(
+        "def f(n: int; dx: f64) -> (; f64) =
+           let lo: int; = 0i in
+           loop for i: int in range(lo, n) carry(; s: f64 = dx) collect() {
+             let ; = drop((i;)) in s + dx
+           }",
+        expect!["in `f`: the loop body reads linear variable `dx` from outside the loop; a loop body runs many times, so outer linear values must be carried in its state"],
+    );
+    err_a(
+        "def f(n: int; dx: f64, dy: f64) -> (; f64) =
+           let lo: int; = 0i in
+           let ; s: f64 = loop for i: int in range(lo, n) carry(; s: f64 = dx) collect() {
+             let ; = drop((i;)) in s + dy
+           } in s",
+        expect![[
+            r#"in `f`: the loop body reads linear variable `dy` from outside the loop; a loop body runs many times, so outer linear values must be carried in its state"#
+        ]],
+    );
+}
+
+#[test]
+fn loop_bound_is_not_an_integer() {
+    err_a(
+        "def f(x: f64, n: int;) -> (f64;) =
+           loop for i: int in range(x, n) carry(s: f64 = x;) collect() { let ; = drop((i;)) in (s;) }",
+        expect![[r#"in `f`: loop bound or step `x` has type f64, not int"#]],
+    );
+}
+
+#[test]
+fn while_condition_is_not_a_bool() {
+    err_a(
+        "def f(x: f64;) -> (f64;) = loop while sin(s) carry(s: f64 = x;) collect() (s;)",
+        expect![[
+            r#"in `f`: a `while` condition must return one bool and read no linear variable"#
+        ]],
+    );
+}
+
+#[test]
+fn loop_body_returns_the_wrong_state() {
+    err_a(
+        "def f(x: f64, n: int;) -> (f64;) =
+           let lo: int; = 0i in
+           loop for i: int in range(lo, n) carry(s: f64 = x;) collect() { let ; = drop((s;)) in (i;) }",
+        expect![[
+            r#"in `f`: the loop body returns (int; ) but the loop's state and collected values are (f64; )"#
+        ]],
+    );
+}
+
+#[test]
+fn integer_arithmetic_on_reals() {
+    err_a(
+        "def f(x: f64;) -> (int;) = iadd(x, x)",
+        expect![[r#"in `f`: `iadd` takes an integer, but `x` has type f64"#]],
+    );
+    err_a(
+        "def f(x: f64, n: int;) -> (bool;) = lt(x, n)",
+        expect![[r#"in `f`: `lt` takes two reals or two integers, but `n` has type int"#]],
+    );
+}
+
+#[test]
+fn linear_integer() {
+    err_a(
+        "def f(; n: int) -> (; int) = (; n)",
+        expect![[r#"in `f`: linear variable `n` has type int, which has no zero, sum or scaling"#]],
+    );
+}
+
+#[test]
+fn linear_b_forbids_a_case_with_mixed_results() {
+    err_b(
+        "def f(c: bool, x: f64; dx: f64) -> (f64; f64) = case c { true => (x; dx) | false => (x; dx) }",
+        expect![[
+            r#"in `f`: function returns both non-linear and linear results, which Linear B forbids (Def. 6.1)"#
+        ]],
+    );
+}

@@ -360,7 +360,10 @@ fn theorems_hold_on_random_programs() {
     // The generator must exercise control flow.
     let quarter = s.cases / 4;
     assert!(
-        s.with_case > quarter && s.with_range_loop > quarter && s.with_while_loop > quarter / 2 && s.with_nesting > quarter / 4,
+        s.with_case > quarter
+            && s.with_range_loop > quarter
+            && s.with_while_loop > quarter / 2
+            && s.with_nesting > quarter / 4,
         "too few programs with control flow: {s:?}"
     );
     // The recomputing policy must actually trade tape for work somewhere.

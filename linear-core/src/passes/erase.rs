@@ -425,12 +425,11 @@ impl Erase<'_, '_> {
                 cond: Box::new(self.expr(cond)?),
             },
         };
-        let nl = l
-            .nl
-            .iter()
-            .chain(&l.lin)
-            .map(|(b, v)| (b.clone(), self.r(v)))
-            .collect();
+        let nl =
+            l.nl.iter()
+                .chain(&l.lin)
+                .map(|(b, v)| (b.clone(), self.r(v)))
+                .collect();
         let body = self.expr(&l.body)?;
         if !l.collect.is_empty() && !l.lin.is_empty() {
             return Err(PassError::new(

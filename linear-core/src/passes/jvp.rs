@@ -280,7 +280,10 @@ impl Jvp<'_> {
                 let mut out = Vec::new();
                 let ds = self.occurrences(&mut out, std::slice::from_ref(val), &mut sigma)?;
                 out.extend(ds.into_iter().map(drop_stmt));
-                Ok(Expr::block(out, self.with_zero_tangent(e.clone(), sum.clone())))
+                Ok(Expr::block(
+                    out,
+                    self.with_zero_tangent(e.clone(), sum.clone()),
+                ))
             }
             Expr::Case { scrut, arms } => self.case(scrut, arms, sigma),
             Expr::Loop(l) => self.loop_(l, sigma),
@@ -556,9 +559,22 @@ impl Jvp<'_> {
         let mut stmts = Vec::new();
         let mut local = Sigma::default();
         let mut lin = Vec::new();
-        for ((b, _), d0) in l.nl.iter().zip(init_ds) {
+        // State whose tangent has no scalars (integers, booleans) is not
+        // carried: its tangent is a zero wherever one is needed.
+        let carried: Vec<bool> = l.nl.iter().map(|(b, _)| !trivial(&b.ty)).collect();
+        for (((b, _), d0), keep) in l.nl.iter().zip(init_ds).zip(&carried) {
             let d = self.fresh.var(&format!("d{}", base(&b.var)));
-            lin.push((Binder::new(d.clone(), b.ty.tangent()), d0));
+            let t = b.ty.tangent();
+            if *keep {
+                lin.push((Binder::new(d.clone(), t), d0));
+            } else {
+                out.push(drop_stmt(d0));
+                stmts.push(Stmt::Let {
+                    nl: vec![],
+                    lin: vec![Binder::new(d.clone(), t.clone())],
+                    rhs: Expr::LinZero(t),
+                });
+            }
             if body_fv.contains(&b.var) {
                 local.insert(b.var.clone(), d);
             } else {
@@ -580,6 +596,17 @@ impl Jvp<'_> {
         let mut next_inv = Vec::new();
         for (v, d0) in invariant.iter().zip(inv_ds) {
             let t = self.ty(v)?.tangent();
+            if trivial(&self.ty(v)?) {
+                out.push(drop_stmt(d0));
+                let z = self.fresh.var(&format!("d{}", base(v)));
+                stmts.push(Stmt::Let {
+                    nl: vec![],
+                    lin: vec![Binder::new(z.clone(), t.clone())],
+                    rhs: Expr::LinZero(t),
+                });
+                local.insert(v.clone(), z);
+                continue;
+            }
             let c = self.fresh.var(&format!("d{}", base(v)));
             let (use_, keep) = (self.fresh.var(c.as_str()), self.fresh.var(c.as_str()));
             stmts.push(Stmt::Let {
@@ -611,7 +638,14 @@ impl Jvp<'_> {
             rhs: body,
         });
         stmts.extend(dr[l.nl.len()..].iter().map(|b| drop_stmt(b.var.clone())));
-        let mut ret_lin: Vec<Var> = dr[..l.nl.len()].iter().map(|b| b.var.clone()).collect();
+        let mut ret_lin = Vec::new();
+        for (b, keep) in dr[..l.nl.len()].iter().zip(&carried) {
+            if *keep {
+                ret_lin.push(b.var.clone());
+            } else {
+                stmts.push(drop_stmt(b.var.clone()));
+            }
+        }
         ret_lin.extend(next_inv);
         let new = Loop {
             iter: l.iter.clone(),
@@ -643,8 +677,25 @@ impl Jvp<'_> {
             lin: dfin.clone(),
             rhs: Expr::Loop(Box::new(new)),
         });
-        out.extend(dfin[l.nl.len()..].iter().map(|b| drop_stmt(b.var.clone())));
-        let mut ret: Vec<Var> = dfin[..l.nl.len()].iter().map(|b| b.var.clone()).collect();
+        let kept = carried.iter().filter(|k| **k).count();
+        out.extend(dfin[kept..].iter().map(|b| drop_stmt(b.var.clone())));
+        let mut state_ds = dfin[..kept].iter();
+        let mut ret = Vec::new();
+        for ((b, _), keep) in l.nl.iter().zip(&carried) {
+            match if *keep { state_ds.next() } else { None } {
+                Some(d) => ret.push(d.var.clone()),
+                None => {
+                    let z = self.fresh.var(&format!("d{}", base(&b.var)));
+                    let t = b.ty.tangent();
+                    out.push(Stmt::Let {
+                        nl: vec![],
+                        lin: vec![Binder::new(z.clone(), t.clone())],
+                        rhs: Expr::LinZero(t),
+                    });
+                    ret.push(z);
+                }
+            }
+        }
         for t in &l.collect {
             let z = self.fresh.var("dl");
             let zt = Ty::List(Box::new(t.clone())).tangent();
@@ -663,6 +714,11 @@ impl Jvp<'_> {
             },
         ))
     }
+}
+
+/// Whether values of this type have a tangent with no scalars.
+fn trivial(t: &Ty) -> bool {
+    t.tangent().scalars() == 0
 }
 
 fn base(v: &Var) -> &str {

@@ -135,7 +135,13 @@ impl Simp<'_> {
             Expr::Ret { nl, lin } => {
                 let mut pre = Vec::new();
                 let lin = self.values(lin, &mut pre);
-                Expr::block(pre, Expr::Ret { nl: self.rs(nl), lin })
+                Expr::block(
+                    pre,
+                    Expr::Ret {
+                        nl: self.rs(nl),
+                        lin,
+                    },
+                )
             }
             Expr::App { func, nl, lin } => {
                 // A linear call of zeros is zero (handled by `stmt`).
@@ -368,8 +374,15 @@ impl Simp<'_> {
                             if xs.is_empty() && ys.is_empty() {
                                 return;
                             }
-                            let rhs = Expr::Drop(Box::new(Expr::Ret { nl: xs.clone(), lin: ys }));
-                            out.push(Stmt::Let { nl: vec![], lin: vec![], rhs });
+                            let rhs = Expr::Drop(Box::new(Expr::Ret {
+                                nl: xs.clone(),
+                                lin: ys,
+                            }));
+                            out.push(Stmt::Let {
+                                nl: vec![],
+                                lin: vec![],
+                                rhs,
+                            });
                             return;
                         }
                     }
@@ -398,12 +411,14 @@ fn dead_code(body: &mut Expr) {
 /// The non-linear variable a `let ; = drop(v)` statement drops.
 fn dropped_var(s: &Stmt) -> Option<&Var> {
     match s {
-        Stmt::Let { nl, lin, rhs: Expr::Drop(inner) } if nl.is_empty() && lin.is_empty() => {
-            match &**inner {
-                Expr::Ret { nl, lin } if nl.len() == 1 && lin.is_empty() => nl.first(),
-                _ => None,
-            }
-        }
+        Stmt::Let {
+            nl,
+            lin,
+            rhs: Expr::Drop(inner),
+        } if nl.is_empty() && lin.is_empty() => match &**inner {
+            Expr::Ret { nl, lin } if nl.len() == 1 && lin.is_empty() => nl.first(),
+            _ => None,
+        },
         _ => None,
     }
 }
@@ -436,7 +451,9 @@ fn sweep(e: &mut Expr, counts: &mut HashMap<Var, usize>) -> bool {
     // Reads of each variable within this block, drops excluded.
     let mut local: HashMap<Var, usize> = HashMap::default();
     for s in stmts.iter().filter(|s| dropped_var(s).is_none()) {
-        stmt_uses(s, &mut |v: &Var, _| *local.entry(v.clone()).or_insert(0) += 1);
+        stmt_uses(s, &mut |v: &Var, _| {
+            *local.entry(v.clone()).or_insert(0) += 1
+        });
     }
     crate::visit::for_each_use(tail, &mut |v: &Var, _| {
         *local.entry(v.clone()).or_insert(0) += 1
@@ -446,14 +463,14 @@ fn sweep(e: &mut Expr, counts: &mut HashMap<Var, usize>) -> bool {
         let redundant = dropped_var(s).is_some_and(|v| local.get(v).copied().unwrap_or(0) > 0);
         let dead = redundant
             || match s {
-            Stmt::Let { nl, lin, rhs } => {
-                (!nl.is_empty() || !lin.is_empty())
-                    && unread(nl, counts)
-                    && unread(lin, counts)
-                    && free_vars(rhs).lin.is_empty()
-            }
-            Stmt::Unpack { vars, .. } => unread(vars, counts),
-            Stmt::LinUnpack { .. } => false,
+                Stmt::Let { nl, lin, rhs } => {
+                    (!nl.is_empty() || !lin.is_empty())
+                        && unread(nl, counts)
+                        && unread(lin, counts)
+                        && free_vars(rhs).lin.is_empty()
+                }
+                Stmt::Unpack { vars, .. } => unread(vars, counts),
+                Stmt::LinUnpack { .. } => false,
             };
         if dead {
             keep[i] = false;

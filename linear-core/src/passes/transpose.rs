@@ -416,7 +416,13 @@ impl Transpose<'_> {
             let rets = self.cotangents_or_zero(&reads, ct, &mut body)?;
             new_arms.push(Arm {
                 bind: a.bind.clone(),
-                body: Expr::block(body, Expr::Ret { nl: vec![], lin: rets }),
+                body: Expr::block(
+                    body,
+                    Expr::Ret {
+                        nl: vec![],
+                        lin: rets,
+                    },
+                ),
             });
         }
         let mut ct = Cts::default();
@@ -453,7 +459,11 @@ impl Transpose<'_> {
             carry.push((c, c0));
         }
         let mut body = Vec::new();
-        let ct = self.expr(&l.body, carry.iter().map(|(c, _)| c.var.clone()).collect(), &mut body)?;
+        let ct = self.expr(
+            &l.body,
+            carry.iter().map(|(c, _)| c.var.clone()).collect(),
+            &mut body,
+        )?;
         let rets = self.cotangents_or_zero(&state, ct, &mut body)?;
         let mut ct = Cts::default();
         let mut binders = Vec::new();
@@ -470,7 +480,13 @@ impl Transpose<'_> {
                 nl: vec![],
                 lin: carry,
                 collect: vec![],
-                body: Expr::block(body, Expr::Ret { nl: vec![], lin: rets }),
+                body: Expr::block(
+                    body,
+                    Expr::Ret {
+                        nl: vec![],
+                        lin: rets,
+                    },
+                ),
             })),
         );
         Ok(ct)

@@ -540,7 +540,11 @@ impl Unzip<'_> {
             let mut ctx = sp.ctx;
             let rs = self.results(&mut ctx, sp.nl)?;
             if result_tys.is_none() {
-                result_tys = Some(rs.iter().map(|v| self.ty(v)).collect::<Result<Vec<_>, _>>()?);
+                result_tys = Some(
+                    rs.iter()
+                        .map(|v| self.ty(v))
+                        .collect::<Result<Vec<_>, _>>()?,
+                );
             }
             let (t, _) = self.tuple(&mut ctx, &saved);
             let inj = self.fresh.var("tape");
@@ -557,7 +561,13 @@ impl Unzip<'_> {
             ret.push(inj);
             fwd_arms.push(Arm {
                 bind: a.bind.clone(),
-                body: Expr::block(ctx, Expr::Ret { nl: ret, lin: vec![] }),
+                body: Expr::block(
+                    ctx,
+                    Expr::Ret {
+                        nl: ret,
+                        lin: vec![],
+                    },
+                ),
             });
             let elem = self.fresh.var("t");
             let elem_ty = Ty::Tuple(saved.iter().map(|b| b.ty.clone()).collect());
@@ -617,7 +627,13 @@ impl Unzip<'_> {
             nl: l.nl.clone(),
             lin: vec![],
             collect,
-            body: Expr::block(ctx, Expr::Ret { nl: ret, lin: vec![] }),
+            body: Expr::block(
+                ctx,
+                Expr::Ret {
+                    nl: ret,
+                    lin: vec![],
+                },
+            ),
         };
         let (res_tys, _) = fwd.result_types();
         let res: Vec<Binder> = res_tys

@@ -159,11 +159,17 @@ impl<'a> FnGen<'a> {
         }
         match t {
             Ty::Int => {
-                let v = { let x = self.rng.below(4) as i64; self.bind(out, Ty::Int, Expr::Int(x), depth) };
+                let v = {
+                    let x = self.rng.below(4) as i64;
+                    self.bind(out, Ty::Int, Expr::Int(x), depth)
+                };
                 self.use_(&v)
             }
             Ty::Bool => {
-                let v = { let x = self.rng.chance(0.5); self.bind(out, Ty::Bool, Expr::Bool(x), depth) };
+                let v = {
+                    let x = self.rng.chance(0.5);
+                    self.bind(out, Ty::Bool, Expr::Bool(x), depth)
+                };
                 self.use_(&v)
             }
             // Generated programs have no externs, hence no tapes, and no
@@ -435,7 +441,12 @@ impl<'a> FnGen<'a> {
 
     /// Folds into the first result, or drops, what the block at depth `d`
     /// bound and nobody read; then leaves the block's scope.
-    fn finish_block(&mut self, d: usize, mut out: Vec<Stmt>, mut rets: Vec<Var>) -> (Expr, Vec<Ty>) {
+    fn finish_block(
+        &mut self,
+        d: usize,
+        mut out: Vec<Stmt>,
+        mut rets: Vec<Var>,
+    ) -> (Expr, Vec<Ty>) {
         // Fold or drop what this block bound and nobody read.
         loop {
             let unused: Vec<(Var, Ty)> = self
@@ -504,24 +515,72 @@ impl<'a> FnGen<'a> {
             return;
         };
         let c = Cmp::ALL[self.rng.below(Cmp::ALL.len())];
-        let b = self.bind(out, Ty::Bool, Expr::Prim { prim: Prim::Cmp(c), args: vec![x.clone(), y] }, d);
+        let b = self.bind(
+            out,
+            Ty::Bool,
+            Expr::Prim {
+                prim: Prim::Cmp(c),
+                args: vec![x.clone(), y],
+            },
+            d,
+        );
         if self.rng.chance(0.3) {
             self.use_(&b);
-            self.bind(out, Ty::Bool, Expr::Prim { prim: Prim::Not, args: vec![b] }, d);
+            self.bind(
+                out,
+                Ty::Bool,
+                Expr::Prim {
+                    prim: Prim::Not,
+                    args: vec![b],
+                },
+                d,
+            );
         }
         if self.rng.chance(0.4) {
             // A piecewise-constant real: f64(int(x) * 2 + 1).
-            let i = self.bind(out, Ty::Int, Expr::Prim { prim: Prim::ToInt, args: vec![x] }, d);
+            let i = self.bind(
+                out,
+                Ty::Int,
+                Expr::Prim {
+                    prim: Prim::ToInt,
+                    args: vec![x],
+                },
+                d,
+            );
             let two = self.bind(out, Ty::Int, Expr::Int(2), d);
             let one = self.bind(out, Ty::Int, Expr::Int(1), d);
             for v in [&i, &two, &one] {
                 self.used.insert(v.clone());
             }
-            let m = self.bind(out, Ty::Int, Expr::Prim { prim: Prim::IMul, args: vec![i, two] }, d);
+            let m = self.bind(
+                out,
+                Ty::Int,
+                Expr::Prim {
+                    prim: Prim::IMul,
+                    args: vec![i, two],
+                },
+                d,
+            );
             self.used.insert(m.clone());
-            let s = self.bind(out, Ty::Int, Expr::Prim { prim: Prim::IAdd, args: vec![m, one] }, d);
+            let s = self.bind(
+                out,
+                Ty::Int,
+                Expr::Prim {
+                    prim: Prim::IAdd,
+                    args: vec![m, one],
+                },
+                d,
+            );
             self.used.insert(s.clone());
-            self.bind(out, F, Expr::Prim { prim: Prim::ToReal(Float::F64), args: vec![s] }, d);
+            self.bind(
+                out,
+                F,
+                Expr::Prim {
+                    prim: Prim::ToReal(Float::F64),
+                    args: vec![s],
+                },
+                d,
+            );
         }
     }
 
@@ -531,14 +590,25 @@ impl<'a> FnGen<'a> {
             return;
         };
         let c = Cmp::ALL[self.rng.below(4)];
-        let cond = self.bind(out, Ty::Bool, Expr::Prim { prim: Prim::Cmp(c), args: vec![x, y] }, d);
+        let cond = self.bind(
+            out,
+            Ty::Bool,
+            Expr::Prim {
+                prim: Prim::Cmp(c),
+                args: vec![x, y],
+            },
+            d,
+        );
         self.use_(&cond);
         let want = self.result_types();
         let n = self.inner_size();
         let (t, _) = self.block_of(d + 1, n, &want, None);
         let n = self.inner_size();
         let (e, _) = self.block_of(d + 1, n, &want, None);
-        let bs: Vec<Binder> = want.iter().map(|t| Binder::new(self.var(), t.clone())).collect();
+        let bs: Vec<Binder> = want
+            .iter()
+            .map(|t| Binder::new(self.var(), t.clone()))
+            .collect();
         for b in &bs {
             self.pool.push((b.var.clone(), b.ty.clone(), d));
         }
@@ -547,7 +617,16 @@ impl<'a> FnGen<'a> {
             lin: vec![],
             rhs: Expr::Case {
                 scrut: cond,
-                arms: vec![Arm { bind: None, body: t }, Arm { bind: None, body: e }],
+                arms: vec![
+                    Arm {
+                        bind: None,
+                        body: t,
+                    },
+                    Arm {
+                        bind: None,
+                        body: e,
+                    },
+                ],
             },
         });
     }
@@ -561,7 +640,11 @@ impl<'a> FnGen<'a> {
     fn result_types(&mut self) -> Vec<Ty> {
         let mut want = vec![F];
         if self.rng.chance(0.3) {
-            want.push(if self.rng.chance(0.5) { F } else { Ty::Tuple(vec![F, F]) });
+            want.push(if self.rng.chance(0.5) {
+                F
+            } else {
+                Ty::Tuple(vec![F, F])
+            });
         }
         want
     }
@@ -579,10 +662,19 @@ impl<'a> FnGen<'a> {
 
     /// `for i in (lo..hi).step_by(k)` (maybe reversed) carrying real state.
     fn range_loop(&mut self, out: &mut Vec<Stmt>, d: usize) {
-        let lo = { let x = self.rng.below(2) as i64; self.bind(out, Ty::Int, Expr::Int(x), d) };
-        let hi = { let x = self.rng.below(5) as i64; self.bind(out, Ty::Int, Expr::Int(x), d) };
+        let lo = {
+            let x = self.rng.below(2) as i64;
+            self.bind(out, Ty::Int, Expr::Int(x), d)
+        };
+        let hi = {
+            let x = self.rng.below(5) as i64;
+            self.bind(out, Ty::Int, Expr::Int(x), d)
+        };
         let step = if self.rng.chance(0.3) {
-            let s = { let x = 1 + self.rng.below(2) as i64; self.bind(out, Ty::Int, Expr::Int(x), d) };
+            let s = {
+                let x = 1 + self.rng.below(2) as i64;
+                self.bind(out, Ty::Int, Expr::Int(x), d)
+            };
             self.use_(&s);
             Some(s)
         } else {
@@ -599,34 +691,94 @@ impl<'a> FnGen<'a> {
         if self.rng.chance(0.6) {
             let i = self.use_(&index.var);
             let mut pre = Vec::new();
-            self.bind(&mut pre, F, Expr::Prim { prim: Prim::ToReal(Float::F64), args: vec![i] }, d + 1);
+            self.bind(
+                &mut pre,
+                F,
+                Expr::Prim {
+                    prim: Prim::ToReal(Float::F64),
+                    args: vec![i],
+                },
+                d + 1,
+            );
             let rev = self.rng.chance(0.4);
-            self.loop_stmt(out, d, Iter::Range { index, lo, hi, step, rev }, state, pre, None);
+            self.loop_stmt(
+                out,
+                d,
+                Iter::Range {
+                    index,
+                    lo,
+                    hi,
+                    step,
+                    rev,
+                },
+                state,
+                pre,
+                None,
+            );
         } else {
             let rev = self.rng.chance(0.4);
-            self.loop_stmt(out, d, Iter::Range { index, lo, hi, step, rev }, state, vec![], None);
+            self.loop_stmt(
+                out,
+                d,
+                Iter::Range {
+                    index,
+                    lo,
+                    hi,
+                    step,
+                    rev,
+                },
+                state,
+                vec![],
+                None,
+            );
         }
     }
 
     /// `while k < n { k += 1; .. }` carrying an integer and real state.
     fn while_loop(&mut self, out: &mut Vec<Stmt>, d: usize) {
-        let n = { let x = self.rng.below(4) as i64; self.bind(out, Ty::Int, Expr::Int(x), d) };
+        let n = {
+            let x = self.rng.below(4) as i64;
+            self.bind(out, Ty::Int, Expr::Int(x), d)
+        };
         let k0 = self.bind(out, Ty::Int, Expr::Int(0), d);
         self.use_(&n);
         self.use_(&k0);
         let mut state = vec![(Binder::new(self.var(), Ty::Int), k0)];
         state.extend(self.state(out, d));
         let k = state[0].0.var.clone();
-        let cond = Expr::Prim { prim: Prim::Cmp(Cmp::Lt), args: vec![k.clone(), n] };
+        let cond = Expr::Prim {
+            prim: Prim::Cmp(Cmp::Lt),
+            args: vec![k.clone(), n],
+        };
         for (b, _) in &state[1..] {
             self.pool.push((b.var.clone(), b.ty.clone(), d + 1));
         }
         let mut pre = Vec::new();
         let one = self.var();
         let k1 = self.var();
-        pre.push(Stmt::Let { nl: vec![Binder::new(one.clone(), Ty::Int)], lin: vec![], rhs: Expr::Int(1) });
-        pre.push(Stmt::Let { nl: vec![Binder::new(k1.clone(), Ty::Int)], lin: vec![], rhs: Expr::Prim { prim: Prim::IAdd, args: vec![k, one] } });
-        self.loop_stmt(out, d, Iter::While { cond: Box::new(cond) }, state, pre, Some(k1));
+        pre.push(Stmt::Let {
+            nl: vec![Binder::new(one.clone(), Ty::Int)],
+            lin: vec![],
+            rhs: Expr::Int(1),
+        });
+        pre.push(Stmt::Let {
+            nl: vec![Binder::new(k1.clone(), Ty::Int)],
+            lin: vec![],
+            rhs: Expr::Prim {
+                prim: Prim::IAdd,
+                args: vec![k, one],
+            },
+        });
+        self.loop_stmt(
+            out,
+            d,
+            Iter::While {
+                cond: Box::new(cond),
+            },
+            state,
+            pre,
+            Some(k1),
+        );
     }
 
     /// A loop whose body starts with `pre`, returns (`first`, if any, then)
@@ -642,17 +794,30 @@ impl<'a> FnGen<'a> {
         pre: Vec<Stmt>,
         first: Option<Var>,
     ) {
-        let reals: Vec<Ty> = state.iter().skip(usize::from(first.is_some())).map(|(b, _)| b.ty.clone()).collect();
+        let reals: Vec<Ty> = state
+            .iter()
+            .skip(usize::from(first.is_some()))
+            .map(|(b, _)| b.ty.clone())
+            .collect();
         let n = self.inner_size();
         let (body, _) = self.block_of(d + 1, n, &reals, Some((pre, first)));
-        let bs: Vec<Binder> = state.iter().map(|(b, _)| Binder::new(self.var(), b.ty.clone())).collect();
+        let bs: Vec<Binder> = state
+            .iter()
+            .map(|(b, _)| Binder::new(self.var(), b.ty.clone()))
+            .collect();
         for b in &bs {
             self.pool.push((b.var.clone(), b.ty.clone(), d));
         }
         out.push(Stmt::Let {
             nl: bs,
             lin: vec![],
-            rhs: Expr::Loop(Box::new(Loop { iter, nl: state, lin: vec![], collect: vec![], body })),
+            rhs: Expr::Loop(Box::new(Loop {
+                iter,
+                nl: state,
+                lin: vec![],
+                collect: vec![],
+                body,
+            })),
         });
     }
 
@@ -699,9 +864,8 @@ impl<'a> FnGen<'a> {
     /// Whether unused values may be added to the first result: it must be
     /// a real (a loop's first state component is an integer counter).
     fn fold_ok(&self, rets: &[Var]) -> bool {
-        rets.first().is_some_and(|r| {
-            self.pool.iter().any(|(v, t, _)| v == r && *t == F)
-        })
+        rets.first()
+            .is_some_and(|r| self.pool.iter().any(|(v, t, _)| v == r && *t == F))
     }
 
     fn func(mut self, name: &str) -> Func {
@@ -914,7 +1078,9 @@ fn dual_expr(p: &Program, e: &Expr, env: &mut HashMap<Var, Dual>) -> Vec<Dual> {
                 .iter()
                 .map(|v| match get(env, v) {
                     Dual::Real(x, d) => (x, d),
-                    Dual::Int(_) | Dual::Bool(_) | Dual::Tuple(_) => panic!("real primitive on a non-real"),
+                    Dual::Int(_) | Dual::Bool(_) | Dual::Tuple(_) => {
+                        panic!("real primitive on a non-real")
+                    }
                 })
                 .collect();
             let (z, d) = dual_prim(*prim, &a);
@@ -939,7 +1105,10 @@ fn dual_loop(p: &Program, l: &Loop, env: &mut HashMap<Var, Dual>) -> Vec<Dual> {
     };
     let mut state: Vec<Dual> = l.nl.iter().map(|(_, v)| env[v].clone()).collect();
     let mut indices = None;
-    if let Iter::Range { lo, hi, step, rev, .. } = &l.iter {
+    if let Iter::Range {
+        lo, hi, step, rev, ..
+    } = &l.iter
+    {
         let (lo, hi) = (int(env, lo), int(env, hi));
         let step = step.as_ref().map_or(1, |s| int(env, s));
         let mut v: Vec<i64> = (lo..hi).step_by(step as usize).collect();
