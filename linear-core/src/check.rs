@@ -361,7 +361,12 @@ impl Checker<'_> {
                 Ok((callee.nl_rets.clone(), callee.lin_rets.clone()))
             }
             Expr::Lit { float, .. } => Ok((vec![Ty::Real(*float)], vec![])),
-            Expr::Const { ty, .. } => Ok((vec![ty.clone()], vec![])),
+            Expr::Const { ty, args, .. } => {
+                for a in args {
+                    self.use_var(a, false)?;
+                }
+                Ok((vec![ty.clone()], vec![]))
+            }
             Expr::Tup(vs) => {
                 let ts = vs
                     .iter()

@@ -308,6 +308,12 @@ pub trait CallGen {
         lin: &[syn::Ident],
         names: &mut Names,
     ) -> Option<TokenStream>;
+
+    /// Rust code for `const(name(args..))`, inactive code kept in place;
+    /// `None` for a prelude value (referred to by its name).
+    fn opaque(&self, _name: &Var, _args: &[syn::Ident]) -> Option<TokenStream> {
+        None
+    }
 }
 
 /// For functions without calls.
@@ -428,9 +434,12 @@ fn gen_expr(e: &Expr, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
             })
         }
         Expr::Lit { value, float } => float_lit(*value, *float),
-        Expr::Const { name, .. } => {
-            let id = syn::Ident::new(name.as_str(), Span::mixed_site());
-            quote!(#id)
+        Expr::Const { name, args, .. } => {
+            let a: Vec<syn::Ident> = args.iter().map(|v| names.ident(v)).collect();
+            calls.opaque(name, &a).unwrap_or_else(|| {
+                let id = syn::Ident::new(name.as_str(), Span::mixed_site());
+                quote!(#id)
+            })
         }
         Expr::Tup(vs) | Expr::LinTup(vs) => {
             let ids: Vec<syn::Ident> = vs.iter().map(|v| names.ident(v)).collect();
@@ -538,6 +547,15 @@ fn gen_case(scrut: &Var, arms: &[Arm], names: &mut Names, calls: &dyn CallGen) -
         alts.push((pat, quote!({ #b })));
     }
     match_sum(place, whole, &alts, names)
+}
+
+/// A `match` on a borrowed sum value, one (pattern, body) per alternative.
+pub fn match_sum_tokens(
+    place: TokenStream,
+    alts: &[(TokenStream, TokenStream)],
+    names: &mut Names,
+) -> TokenStream {
+    match_sum(place, Hold::Ref, alts, names)
 }
 
 /// `match` on a right-nested `Branch` with one arm per alternative; the

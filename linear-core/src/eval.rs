@@ -240,11 +240,19 @@ impl Machine<'_> {
                 self.call(func, nl, lin)
             }
             Expr::Lit { value, .. } => one(Value::Real(*value)),
-            Expr::Const { name, .. } => one(self
-                .consts
-                .get(name)
-                .cloned()
-                .ok_or_else(|| EvalError(format!("no value for constant `{name}`")))?),
+            Expr::Const { name, args, .. } => {
+                // The interpreter cannot run Rust: the caller supplies the
+                // value of each constant by name.
+                for a in args {
+                    Self::get(env, a)?;
+                }
+                self.work += u64::from(!args.is_empty());
+                one(self
+                    .consts
+                    .get(name)
+                    .cloned()
+                    .ok_or_else(|| EvalError(format!("no value for constant `{name}`")))?)
+            }
             Expr::Tup(vs) => one(Value::Tuple(
                 vs.iter()
                     .map(|v| Self::get(env, v))

@@ -646,10 +646,12 @@ pub enum Expr {
     },
     /// A real literal.
     Lit { value: f64, float: Float },
-    /// A non-linear value defined outside the IR: an inactive Rust
-    /// expression hoisted by lowering, referred to by name. It behaves as a
-    /// literal: no free variables, cost 0, zero tangent.
-    Const { name: Var, ty: Ty },
+    /// A non-linear value computed outside the IR: an inactive Rust
+    /// expression, referred to by name (a prelude variable, or code kept in
+    /// place by lowering), reading the non-linear variables `args` (none for
+    /// a prelude value). It has a zero tangent; with no arguments it behaves
+    /// as a literal (cost 0), with arguments as a primitive (cost 1).
+    Const { name: Var, args: Vec<Var>, ty: Ty },
     /// Non-linear tuple constructor `⊗(v..)`.
     Tup(Vec<Var>),
     /// A non-linear primitive applied to variables.

@@ -462,10 +462,17 @@ impl Parser {
             }
             "const" => {
                 let name = self.ident()?;
+                let args = if self.eat("(") {
+                    let a = self.var_list(&[")"])?;
+                    self.expect(")")?;
+                    a
+                } else {
+                    Vec::new()
+                };
                 self.expect(":")?;
                 let ty = self.ty()?;
                 self.expect(")")?;
-                Ok(Expr::Const { name, ty })
+                Ok(Expr::Const { name, args, ty })
             }
             "dup" => {
                 let a = self.ident()?;

@@ -23,8 +23,10 @@ pub fn for_each_use<F: FnMut(&Var, bool) + ?Sized>(e: &Expr, f: &mut F) {
             nl.iter().for_each(|v| f(v, false));
             lin.iter().for_each(|v| f(v, true));
         }
-        Expr::Lit { .. } | Expr::Const { .. } | Expr::LinZero(_) => {}
-        Expr::Tup(vs) | Expr::Prim { args: vs, .. } => vs.iter().for_each(|v| f(v, false)),
+        Expr::Lit { .. } | Expr::LinZero(_) => {}
+        Expr::Tup(vs) | Expr::Prim { args: vs, .. } | Expr::Const { args: vs, .. } => {
+            vs.iter().for_each(|v| f(v, false))
+        }
         Expr::LinTup(vs) => vs.iter().for_each(|v| f(v, true)),
         Expr::LinAdd(a, b) => {
             f(a, true);
@@ -296,7 +298,8 @@ pub fn expr_size(e: &Expr) -> usize {
                 + expr_size(tail)
         }
         Expr::Ret { nl, lin } | Expr::App { nl, lin, .. } => 1 + nl.len() + lin.len(),
-        Expr::Lit { .. } | Expr::Const { .. } | Expr::LinZero(_) => 1,
+        Expr::Lit { .. } | Expr::LinZero(_) => 1,
+        Expr::Const { args, .. } => 1 + args.len(),
         Expr::Tup(vs) | Expr::Prim { args: vs, .. } | Expr::LinTup(vs) => 1 + vs.len(),
         Expr::LinAdd(..) | Expr::LinScale(..) => 3,
         Expr::LinNeg(_) | Expr::Dup(_) => 2,

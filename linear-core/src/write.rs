@@ -245,8 +245,14 @@ fn expr(out: &mut String, e: &Expr, depth: usize) {
             out.push(')');
         }
         Expr::Lit { value, float } => lit(out, *value, *float),
-        Expr::Const { name, ty } => {
-            let _ = write!(out, "const({name}: {ty})");
+        Expr::Const { name, args, ty } => {
+            let _ = write!(out, "const({name}");
+            if !args.is_empty() {
+                out.push('(');
+                list(out, args);
+                out.push(')');
+            }
+            let _ = write!(out, ": {ty})");
         }
         Expr::Tup(vs) => {
             out.push_str("tup(");

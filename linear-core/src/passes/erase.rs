@@ -336,7 +336,12 @@ impl Erase<'_, '_> {
                 nl: self.rs(nl).into_iter().chain(self.rs(lin)).collect(),
                 lin: vec![],
             },
-            Expr::Lit { .. } | Expr::Const { .. } => e.clone(),
+            Expr::Lit { .. } => e.clone(),
+            Expr::Const { name, args, ty } => Expr::Const {
+                name: name.clone(),
+                args: self.rs(args),
+                ty: ty.clone(),
+            },
             Expr::Tup(vs) | Expr::LinTup(vs) => Expr::Tup(self.rs(vs)),
             Expr::Prim { prim, args } => Expr::Prim {
                 prim: *prim,

@@ -228,7 +228,16 @@ impl Jvp<'_> {
                 ))
             }
             Expr::Lit { float, .. } => Ok(self.with_zero_tangent(e.clone(), Ty::Real(*float))),
-            Expr::Const { ty, .. } => Ok(self.with_zero_tangent(e.clone(), ty.clone())),
+            Expr::Const { ty, args, .. } => {
+                // Inactive Rust code: its arguments' tangents are dropped.
+                let mut out = Vec::new();
+                let ds = self.occurrences(&mut out, args, &mut sigma)?;
+                out.extend(ds.into_iter().map(drop_stmt));
+                Ok(Expr::block(
+                    out,
+                    self.with_zero_tangent(e.clone(), ty.clone()),
+                ))
+            }
             Expr::Tup(vs) => {
                 let mut out = Vec::new();
                 let ds = self.occurrences(&mut out, vs, &mut sigma)?;

@@ -166,7 +166,12 @@ impl Simp<'_> {
                     },
                 )
             }
-            Expr::Lit { .. } | Expr::Const { .. } | Expr::LinZero(_) => e.clone(),
+            Expr::Lit { .. } | Expr::LinZero(_) => e.clone(),
+            Expr::Const { name, args, ty } => Expr::Const {
+                name: name.clone(),
+                args: self.rs(args),
+                ty: ty.clone(),
+            },
             Expr::Tup(vs) => Expr::Tup(self.rs(vs)),
             Expr::Prim { prim, args } => Expr::Prim {
                 prim: *prim,

@@ -31,8 +31,19 @@ use quote::{quote, quote_spanned, ToTokens};
 use syn::spanned::Spanned;
 use syn::visit_mut::VisitMut;
 
-use crate::ir::{Binder, Expr, Extern, Float, Func, Prim, Stmt, Ty, Var};
+use crate::ir::{Binder, Cmp, Expr, Extern, Float, Func, Prim, Stmt, Ty, Var};
 use crate::visit::Fresh;
+
+mod control;
+mod inactive;
+
+/// Inactive Rust code kept in place inside control flow: `code` reads the
+/// IR variables of its `const` expression's arguments through `params`.
+#[derive(Clone, Debug)]
+pub struct Opaque {
+    pub params: Vec<syn::Ident>,
+    pub code: TokenStream,
+}
 
 /// Collects every error of one macro invocation, serde_derive style; the
 /// caller must check it.
@@ -204,6 +215,8 @@ pub struct Lowered {
     pub externs: Vec<Extern>,
     /// What code generation needs to emit each call, by extern name.
     pub calls: HashMap<Var, CallSite>,
+    /// Inactive code kept in place, by the name of its `const`.
+    pub opaques: HashMap<Var, Opaque>,
 }
 
 /// A call to another `#[differentiable]` function, compiled separately: the
@@ -300,6 +313,13 @@ pub fn lower_fn_mode(item: &syn::ItemFn, errs: &mut Errors, mode: Mode) -> Optio
         fn_ret: None,
         externs: Vec::new(),
         calls: HashMap::default(),
+        depth: 0,
+        nondiff: HashSet::default(),
+        opaques: HashMap::default(),
+        inactive_types: HashMap::default(),
+        param_types: HashMap::default(),
+        match_value: false,
+        annotated: None,
     };
     let mut params = Vec::new();
     let mut nl_params = Vec::new();
@@ -324,6 +344,9 @@ pub fn lower_fn_mode(item: &syn::ItemFn, errs: &mut Errors, mode: Mode) -> Optio
             Mode::Linear => !marked_linear,
         };
         if constant {
+            if let syn::Pat::Ident(i) = &pat {
+                l.param_types.insert(i.ident.to_string(), ty.clone());
+            }
             l.bind_pattern_inactive(&pat);
             params.push(Param {
                 pat,
@@ -429,6 +452,7 @@ pub fn lower_fn_mode(item: &syn::ItemFn, errs: &mut Errors, mode: Mode) -> Optio
         prelude: l.prelude,
         externs: l.externs,
         calls: l.calls,
+        opaques: l.opaques,
     })
 }
 
@@ -511,6 +535,22 @@ struct Lowerer<'a> {
     fn_ret: Option<Shape>,
     externs: Vec<Extern>,
     calls: HashMap<Var, CallSite>,
+    /// Nesting of case arms and loop bodies: inactive code runs in place
+    /// when it is positive, in the prelude at 0.
+    depth: usize,
+    /// IR variables that carry no derivative (integers, booleans, inactive
+    /// values computed in place): Rust code may read them.
+    nondiff: HashSet<Var>,
+    opaques: HashMap<Var, Opaque>,
+    /// IR types of prelude variables, where known (to carry them through
+    /// loops and branches that assign them).
+    inactive_types: HashMap<String, Ty>,
+    /// Declared types of constant parameters.
+    param_types: HashMap<String, syn::Type>,
+    /// Whether the `match` being lowered has a value.
+    match_value: bool,
+    /// The type a `let` annotation gives the pattern being bound.
+    annotated: Option<Ty>,
 }
 
 fn describe(e: &syn::Expr) -> &'static str {
@@ -845,7 +885,7 @@ impl Lowerer<'_> {
             }
             Val::Inactive(tokens) => {
                 if let (Ty::Real(f), Some(x)) = (ty, float_literal(&tokens)) {
-                    return self.emit(
+                    return self.emit_nd(
                         "k",
                         ty.clone(),
                         Expr::Lit {
@@ -854,15 +894,34 @@ impl Lowerer<'_> {
                         },
                     );
                 }
+                let lit: Option<syn::Lit> = syn::parse2(tokens.clone()).ok();
+                match (ty, &lit) {
+                    (Ty::Int, Some(syn::Lit::Int(i))) if i.suffix().is_empty() => {
+                        if let Ok(n) = i.base10_parse::<i64>() {
+                            return self.emit_nd("k", Ty::Int, Expr::Int(n));
+                        }
+                    }
+                    (Ty::Bool, Some(syn::Lit::Bool(b))) => {
+                        return self.emit_nd("k", Ty::Bool, Expr::Bool(b.value));
+                    }
+                    _ => {}
+                }
+                if self.depth > 0 {
+                    return match syn::parse2::<syn::Expr>(tokens) {
+                        Ok(e) => self.opaque(&e, ty.clone()),
+                        Err(_) => self.placeholder_var(),
+                    };
+                }
                 let id = self.new_inactive_name("c");
                 let rust_ty = ty_rust(ty);
                 self.prelude
                     .push(quote_spanned!(span=> let #id: #rust_ty = #tokens;));
-                self.emit(
+                self.emit_nd(
                     "c",
                     ty.clone(),
                     Expr::Const {
                         name: Var::new(&id.to_string()),
+                        args: vec![],
                         ty: ty.clone(),
                     },
                 )
@@ -979,14 +1038,33 @@ impl Lowerer<'_> {
                     Val::Active(var, ty) => {
                         self.set(name, Binding::Active(var, ty, i.mutability.is_some()))
                     }
+                    Val::Inactive(tokens) if self.depth > 0 => {
+                        let ann = self.annotated.take();
+                        match self.inactive_local(&tokens, ann, i.span()) {
+                            Some(var) => {
+                                let ty = self.types.get(&var).cloned().unwrap_or(Ty::Int);
+                                self.set(name, Binding::Active(var, ty, i.mutability.is_some()));
+                            }
+                            None => self.set(name, Binding::Poisoned),
+                        }
+                    }
                     Val::Inactive(tokens) => {
                         let id = self.new_inactive_name(&name);
+                        if let Some(t) =
+                            self.annotated.take().or_else(|| self.infer_tokens(&tokens))
+                        {
+                            self.inactive_types.insert(id.to_string(), t);
+                        }
                         self.prelude.push(quote!(let #id = #tokens;));
                         self.set(name, Binding::Inactive(id, i.mutability.is_some()));
                     }
                 }
             }
-            syn::Pat::Type(t) => self.bind_pattern(&t.pat, v),
+            syn::Pat::Type(t) => {
+                self.annotated = inactive::scalar_ty(&t.ty);
+                self.bind_pattern(&t.pat, v);
+                self.annotated = None;
+            }
             syn::Pat::Paren(pp) => self.bind_pattern(&pp.pat, v),
             syn::Pat::Wild(_) => {}
             syn::Pat::Tuple(syn::PatTuple { elems, .. })
@@ -1033,38 +1111,24 @@ impl Lowerer<'_> {
         for (i, s) in stmts.iter().enumerate() {
             let last = i + 1 == stmts.len();
             match s {
-                syn::Stmt::Local(local) => self.local(local),
-                syn::Stmt::Item(item) => self.errs.spanned(item, "items inside a differentiable function are not supported; define them outside it"),
-                syn::Stmt::Macro(m) => {
-                    if self.mentions_active(m.mac.tokens.clone()) {
-                        self.errs.spanned(m, "macro invocations on differentiable values are not supported");
-                    } else {
-                        let renamed = rename_tokens(self, m.to_token_stream());
-                        self.prelude.push(renamed);
-                    }
-                }
-                syn::Stmt::Expr(e, semi) => {
-                    if let (syn::Expr::Return(r), true, true) = (e, last, is_fn) {
-                        match &r.expr {
-                                                        Some(e) => {
-                                self.ret_hint = self.fn_ret.clone();
-                                self.tail = Some(e.to_token_stream());
-                                result = Some((self.expr(e, "r"), e.span()));
-                                self.ret_hint = None;
-                            }
-                            None => self.errs.spanned(r, "`return` without a value"),
-                        }
-                                                            } else if semi.is_none() && last {
-                        if is_fn {
-                            self.ret_hint = self.fn_ret.clone();
-                            self.tail = Some(e.to_token_stream());
-                        }
+                syn::Stmt::Expr(syn::Expr::Return(r), _) if last && is_fn => match &r.expr {
+                    Some(e) => {
+                        self.ret_hint = self.fn_ret.clone();
+                        self.tail = Some(e.to_token_stream());
                         result = Some((self.expr(e, "r"), e.span()));
                         self.ret_hint = None;
-                    } else {
-                        self.expr_stmt(e);
                     }
+                    None => self.errs.spanned(r, "`return` without a value"),
+                },
+                syn::Stmt::Expr(e, None) if last => {
+                    if is_fn {
+                        self.ret_hint = self.fn_ret.clone();
+                        self.tail = Some(e.to_token_stream());
+                    }
+                    result = Some((self.expr(e, "r"), e.span()));
+                    self.ret_hint = None;
                 }
+                other => self.stmt(other),
             }
         }
         if result.is_none() {
@@ -1072,6 +1136,35 @@ impl Lowerer<'_> {
             self.errs.push(span, "the block must end with an expression (its value) or, at the end of the function, `return value;`");
         }
         result
+    }
+
+    /// A statement whose value, if any, is not used.
+    fn stmt(&mut self, s: &syn::Stmt) {
+        match s {
+            syn::Stmt::Local(local) => self.local(local),
+            syn::Stmt::Item(item) => self.errs.spanned(
+                item,
+                "items inside a differentiable function are not supported; define them outside it",
+            ),
+            syn::Stmt::Macro(m) => {
+                if self.mentions_diff(m.mac.tokens.clone()) {
+                    self.errs.spanned(
+                        m,
+                        "macro invocations on differentiable values are not supported",
+                    );
+                } else if self.depth > 0 || self.mentions_active(m.mac.tokens.clone()) {
+                    let e = syn::Expr::Macro(syn::ExprMacro {
+                        attrs: m.attrs.clone(),
+                        mac: m.mac.clone(),
+                    });
+                    self.opaque_effect(&e);
+                } else {
+                    let renamed = rename_tokens(self, m.to_token_stream());
+                    self.prelude.push(renamed);
+                }
+            }
+            syn::Stmt::Expr(e, _) => self.expr_stmt(e),
+        }
     }
 
     fn local(&mut self, local: &syn::Local) {
@@ -1112,8 +1205,29 @@ impl Lowerer<'_> {
         self.bind_pattern(&local.pat, v);
     }
 
-    /// `x = e;`, `x op= e;`, or an inactive statement.
+    /// `x = e;`, `x op= e;`, control flow, or an inactive statement.
     fn expr_stmt(&mut self, e: &syn::Expr) {
+        if self.mode == Mode::Differentiable && self.mentions_active(e.to_token_stream()) {
+            match e {
+                syn::Expr::If(i) => {
+                    self.if_expr(i, false);
+                    return;
+                }
+                syn::Expr::Match(m) => {
+                    self.match_expr(m, false);
+                    return;
+                }
+                syn::Expr::ForLoop(f) => return self.for_loop(f),
+                syn::Expr::While(w) => return self.while_loop(w),
+                syn::Expr::Block(b) if b.label.is_none() => {
+                    self.scopes.push(HashMap::default());
+                    self.stmts(&b.block.stmts);
+                    self.scopes.pop();
+                    return;
+                }
+                _ => {}
+            }
+        }
         let (target, value) = match e {
             syn::Expr::Assign(a) => (&*a.left, self.assign_rhs(&a.left, None, &a.right)),
             syn::Expr::Binary(b) => {
@@ -1190,9 +1304,18 @@ impl Lowerer<'_> {
     }
 
     fn effect_stmt(&mut self, e: &syn::Expr) {
-        if self.mentions_active(e.to_token_stream()) {
-            self.errs.spanned(e, format!("{} are not supported in differentiable functions yet (straight-line code only)", describe(e)));
+        if self.mentions_diff(e.to_token_stream()) {
+            self.errs.spanned(
+                e,
+                format!(
+                    "{} are not supported in differentiable functions yet",
+                    describe(e)
+                ),
+            );
             return;
+        }
+        if self.depth > 0 || self.mentions_active(e.to_token_stream()) {
+            return self.opaque_effect(e);
         }
         let renamed = self.rename_inactive(e);
         self.prelude.push(quote!(#renamed;));
@@ -1217,13 +1340,67 @@ impl Lowerer<'_> {
                 Prim::Add => quote!(+),
                 Prim::Sub => quote!(-),
                 Prim::Mul => quote!(*),
+                Prim::IRem => quote!(%),
                 _ => quote!(/),
             };
             return Val::Inactive(quote!((#x #o #y)));
         }
+        let is_int = |v: &Val| matches!(v, Val::Active(_, Ty::Int));
+        if is_int(&a) || is_int(&b) {
+            let x = self.materialize(a, &Ty::Int, sa);
+            let y = self.materialize(b, &Ty::Int, sb);
+            let p = match op {
+                Prim::Add => Prim::IAdd,
+                Prim::Sub => Prim::ISub,
+                Prim::Mul => Prim::IMul,
+                Prim::Div => Prim::IDiv,
+                _ => Prim::IRem,
+            };
+            let v = self.emit_nd(
+                hint,
+                Ty::Int,
+                Expr::Prim {
+                    prim: p,
+                    args: vec![x, y],
+                },
+            );
+            return Val::Active(v, Ty::Int);
+        }
+        if op == Prim::IRem {
+            self.errs.push(
+                sa,
+                "`%` of reals is not supported in differentiable functions",
+            );
+            return self.placeholder();
+        }
         let x = self.scalar(a, sa);
         let y = self.scalar(b, sb);
         self.prim(op, vec![x, y], hint)
+    }
+
+    /// A comparison of two reals or two integers, as a `bool`.
+    fn compare(&mut self, c: Cmp, a: Val, b: Val, sa: Span, sb: Span) -> Val {
+        if self.is_poison(&a) || self.is_poison(&b) {
+            return self.placeholder();
+        }
+        let is = |v: &Val, t: &Ty| matches!(v, Val::Active(_, u) if u == t);
+        let (x, y) = if is(&a, &Ty::Int) || is(&b, &Ty::Int) {
+            (
+                self.materialize(a, &Ty::Int, sa),
+                self.materialize(b, &Ty::Int, sb),
+            )
+        } else {
+            (self.scalar(a, sa), self.scalar(b, sb))
+        };
+        let v = self.emit_nd(
+            "c",
+            Ty::Bool,
+            Expr::Prim {
+                prim: Prim::Cmp(c),
+                args: vec![x, y],
+            },
+        );
+        Val::Active(v, Ty::Bool)
     }
 
     fn expr(&mut self, e: &syn::Expr, hint: &str) -> Val {
@@ -1234,10 +1411,56 @@ impl Lowerer<'_> {
         if self.mentions_poisoned(tokens.clone()) {
             return self.placeholder();
         }
-        if !self.mentions_active(tokens) {
+        if !self.mentions_active(tokens.clone()) {
             return Val::Inactive(self.rename_inactive(e));
         }
+        // Code that reads IR variables but no derivative, in a form with no
+        // rule of its own (indexing data with a loop index, integer methods,
+        // calls): kept as Rust, in place.
+        let structural = matches!(
+            e,
+            syn::Expr::Path(_)
+                | syn::Expr::Paren(_)
+                | syn::Expr::Group(_)
+                | syn::Expr::Binary(_)
+                | syn::Expr::Unary(_)
+                | syn::Expr::Cast(_)
+                | syn::Expr::If(_)
+                | syn::Expr::Match(_)
+                | syn::Expr::Block(_)
+                | syn::Expr::ForLoop(_)
+                | syn::Expr::While(_)
+                | syn::Expr::Tuple(_)
+                | syn::Expr::Array(_)
+        );
+        if self.mode == Mode::Differentiable && !structural && !self.mentions_diff(tokens) {
+            let hinted = ret_hint
+                .as_ref()
+                .map(Shape::ty)
+                .filter(|t| matches!(t, Ty::Real(_)));
+            return match self.infer(e).or(hinted) {
+                Some(t) => Val::Active(self.opaque(e, t.clone()), t),
+                None => {
+                    self.errs.spanned(e, "cannot tell the type of this expression, which reads a loop variable: bind it with a type annotation (`let v: f64 = ..;`, or an integer type, or `bool`)");
+                    self.placeholder()
+                }
+            };
+        }
         match e {
+            syn::Expr::If(i) if self.mode == Mode::Differentiable => {
+                self.if_expr(i, true).unwrap_or_else(|| self.placeholder())
+            }
+            syn::Expr::Match(m) if self.mode == Mode::Differentiable => self
+                .match_expr(m, true)
+                .unwrap_or_else(|| self.placeholder()),
+            syn::Expr::ForLoop(f) if self.mode == Mode::Differentiable => {
+                self.for_loop(f);
+                Val::Inactive(quote!(()))
+            }
+            syn::Expr::While(w) if self.mode == Mode::Differentiable => {
+                self.while_loop(w);
+                Val::Inactive(quote!(()))
+            }
             syn::Expr::Path(p) => {
                 let Some(id) = p.path.get_ident() else {
                     self.errs.spanned(p, "unsupported path");
@@ -1262,10 +1485,32 @@ impl Lowerer<'_> {
                     syn::BinOp::Sub(_) => Prim::Sub,
                     syn::BinOp::Mul(_) => Prim::Mul,
                     syn::BinOp::Div(_) => Prim::Div,
-                    syn::BinOp::Rem(_) => {
-                        self.errs
-                            .spanned(b.op, "`%` is not differentiable here; it is not supported");
-                        return self.placeholder();
+                    syn::BinOp::Rem(_) if self.mode == Mode::Differentiable => Prim::IRem,
+                    syn::BinOp::And(_) if self.mode == Mode::Differentiable => {
+                        return self.logical(b, true)
+                    }
+                    syn::BinOp::Or(_) if self.mode == Mode::Differentiable => {
+                        return self.logical(b, false)
+                    }
+                    syn::BinOp::Lt(_)
+                    | syn::BinOp::Le(_)
+                    | syn::BinOp::Gt(_)
+                    | syn::BinOp::Ge(_)
+                    | syn::BinOp::Eq(_)
+                    | syn::BinOp::Ne(_)
+                        if self.mode == Mode::Differentiable =>
+                    {
+                        let c = match b.op {
+                            syn::BinOp::Lt(_) => Cmp::Lt,
+                            syn::BinOp::Le(_) => Cmp::Le,
+                            syn::BinOp::Gt(_) => Cmp::Gt,
+                            syn::BinOp::Ge(_) => Cmp::Ge,
+                            syn::BinOp::Eq(_) => Cmp::Eq,
+                            _ => Cmp::Ne,
+                        };
+                        let x = self.expr(&b.left, hint);
+                        let y = self.expr(&b.right, hint);
+                        return self.compare(c, x, y, b.left.span(), b.right.span());
                     }
                     syn::BinOp::Lt(_)
                     | syn::BinOp::Le(_)
@@ -1309,8 +1554,34 @@ impl Lowerer<'_> {
                 },
                 syn::UnOp::Neg(_) => {
                     let a = self.expr(&u.expr, hint);
+                    if let Val::Active(x, Ty::Int) = &a {
+                        let v = self.emit_nd(
+                            hint,
+                            Ty::Int,
+                            Expr::Prim {
+                                prim: Prim::INeg,
+                                args: vec![x.clone()],
+                            },
+                        );
+                        return Val::Active(v, Ty::Int);
+                    }
                     let x = self.scalar(a, u.expr.span());
                     self.prim(Prim::Neg, vec![x], hint)
+                }
+                syn::UnOp::Not(_) if self.mode == Mode::Differentiable => {
+                    let a = self.expr(&u.expr, hint);
+                    let x = self.materialize(a, &Ty::Bool, u.expr.span());
+                    Val::Active(
+                        self.emit_nd(
+                            hint,
+                            Ty::Bool,
+                            Expr::Prim {
+                                prim: Prim::Not,
+                                args: vec![x],
+                            },
+                        ),
+                        Ty::Bool,
+                    )
                 }
                 _ => {
                     self.errs.spanned(
@@ -1412,7 +1683,7 @@ impl Lowerer<'_> {
                     _ => None,
                 };
                 let Some(k) = k else {
-                    self.errs.spanned(&ix.index, "array indices must be integer literals for now (dynamic indexing comes with arrays support)");
+                    self.errs.spanned(&ix.index, "differentiable arrays are indexed by integer literals for now (dynamic indexing of differentiable arrays comes with arrays support; constant data may be indexed by a loop variable)");
                     return self.placeholder();
                 };
                 let base = self.expr(&ix.expr, hint);
@@ -1432,8 +1703,31 @@ impl Lowerer<'_> {
                 if self.is_poison(&v) {
                     return v;
                 }
+                let to_int = inactive::scalar_ty(&c.ty) == Some(Ty::Int);
                 match (Shape::from_type(&c.ty), &v) {
                     (Some(Shape::Float(f)), Val::Active(_, Ty::Real(g))) if f == *g => v,
+                    (Some(Shape::Float(f)), Val::Active(x, Ty::Int)) => {
+                        let r = self.emit_nd(
+                            hint,
+                            Ty::Real(f),
+                            Expr::Prim {
+                                prim: Prim::ToReal(f),
+                                args: vec![x.clone()],
+                            },
+                        );
+                        Val::Active(r, Ty::Real(f))
+                    }
+                    // To an integer type: Rust's own cast (truncation, a
+                    // piecewise-constant function), in place.
+                    (None, Val::Active(x, Ty::Real(_) | Ty::Int | Ty::Bool))
+                        if to_int && self.mode == Mode::Differentiable =>
+                    {
+                        let ty = &c.ty;
+                        let p = syn::Ident::new("__arg1", Span::mixed_site());
+                        let code = quote!((#p as #ty));
+                        let v = self.opaque_code((code, vec![p]), vec![x.clone()], Ty::Int);
+                        Val::Active(v, Ty::Int)
+                    }
                     _ => {
                         if self.mode == Mode::Linear {
                             let names = self.linear_names(e.to_token_stream());

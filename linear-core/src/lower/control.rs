@@ -1,0 +1,714 @@
+//! Lowering of Rust control flow to Linear A's `case` and `loop`.
+//!
+//! * `if c { a } else { b }`, `else if`, `if` without `else`: the
+//!   condition becomes a `bool`, the arms a case. Every `let mut` variable
+//!   declared outside and assigned in an arm (found by a syntactic
+//!   pre-scan, [`assigned`]) is merged: each arm returns its value, and the
+//!   variable is rebound to the case's result (SSA).
+//! * `a && b`, `a || b`: cases, so that `b` runs only when Rust would run
+//!   it (`i < n && xs[i] > 0.0` must not index out of bounds).
+//! * `match` on an integer or a bool, with literal, range, `|`, binding and
+//!   wildcard patterns and guards: a chain of cases; the last arm is the
+//!   final `else` (rustc checks exhaustiveness on the original function).
+//! * `for i in a..b`, `a..=b`, `(a..b).rev()`, `.step_by(k)` (also
+//!   `.step_by(k).rev()`): a range loop whose state is every outer
+//!   variable the body assigns; `while c { .. }`: a `while` loop whose
+//!   condition reads that state.
+//!
+//! Inside an arm or a loop body (`depth > 0`) inactive code runs in place
+//! (see `inactive.rs`), never in the prelude, so that it runs exactly when
+//! Rust would run it.
+
+use proc_macro2::Span;
+use quote::{quote, ToTokens};
+use rustc_hash::FxHashMap as HashMap;
+use syn::spanned::Spanned;
+use syn::visit::Visit;
+
+use super::{Binding, Lowerer, Val};
+use crate::ir::{Arm, Binder, Cmp, Expr, Iter, Loop, Prim, Stmt, Ty, Var};
+
+/// The names a block assigns (`x = ..`, `x op= ..`), outside closures and
+/// nested items.
+pub(super) fn assigned(node: &impl ToTokens) -> Vec<String> {
+    struct Assigned(Vec<String>);
+    impl<'ast> Visit<'ast> for Assigned {
+        fn visit_expr_assign(&mut self, a: &'ast syn::ExprAssign) {
+            self.target(&a.left);
+            syn::visit::visit_expr_assign(self, a);
+        }
+        fn visit_expr_binary(&mut self, b: &'ast syn::ExprBinary) {
+            if matches!(
+                b.op,
+                syn::BinOp::AddAssign(_)
+                    | syn::BinOp::SubAssign(_)
+                    | syn::BinOp::MulAssign(_)
+                    | syn::BinOp::DivAssign(_)
+                    | syn::BinOp::RemAssign(_)
+            ) {
+                self.target(&b.left);
+            }
+            syn::visit::visit_expr_binary(self, b);
+        }
+        fn visit_expr_closure(&mut self, _: &'ast syn::ExprClosure) {}
+        fn visit_item(&mut self, _: &'ast syn::Item) {}
+    }
+    impl Assigned {
+        fn target(&mut self, e: &syn::Expr) {
+            if let syn::Expr::Path(p) = e {
+                if let Some(id) = p.path.get_ident() {
+                    let n = id.to_string();
+                    if !self.0.contains(&n) {
+                        self.0.push(n);
+                    }
+                }
+            }
+        }
+    }
+    let mut a = Assigned(Vec::new());
+    if let Ok(e) = syn::parse2::<syn::Expr>(node.to_token_stream()) {
+        a.visit_expr(&e);
+    } else if let Ok(b) = syn::parse2::<syn::Block>(quote!({ #node })) {
+        a.visit_block(&b);
+    }
+    a.0
+}
+
+/// A match arm's pattern and its guard (`p if g`).
+fn split_guard(p: &syn::Pat) -> (&syn::Pat, Option<&syn::Expr>) {
+    match p {
+        syn::Pat::Guard(g) => (&g.pat, Some(&g.guard)),
+        other => (other, None),
+    }
+}
+
+/// What one arm of a case lowers.
+pub(super) enum ArmSrc<'s> {
+    /// A block (`if` arm, loop-free).
+    Block(&'s syn::Block),
+    /// An expression (`else if`, a `match` arm, the right of `&&`).
+    Expr(&'s syn::Expr),
+    /// A boolean constant.
+    Bool(bool),
+    /// The arms of `m` from `from` on, on the scrutinee `scrut`.
+    Match(&'s syn::ExprMatch, usize, Var),
+    /// A `match` arm's body with its pattern's binding.
+    MatchBody(&'s syn::Arm, Var),
+    /// A match guard, under its pattern's binding.
+    Guard(&'s syn::Arm, Var),
+}
+
+impl Lowerer<'_> {
+    /// The IR variables of the outer `let mut` variables among `names`,
+    /// each made an IR variable first if it was a prelude value.
+    pub(super) fn state_of(&mut self, names: &[String], span: Span) -> Vec<(String, Var, Ty)> {
+        let mut out = Vec::new();
+        for n in names {
+            match self.lookup(n).cloned() {
+                Some(Binding::Active(v, t, true)) => out.push((n.clone(), v, t)),
+                Some(Binding::Inactive(id, true)) => {
+                    let Some(t) = self.inactive_types.get(&id.to_string()).cloned() else {
+                        self.errs.push(span, format!("cannot tell the type of `{n}`, which this loop or branch assigns: annotate its `let` (`let mut {n}: f64 = ..;` or an integer type)"));
+                        continue;
+                    };
+                    let v = self.emit_nd(
+                        n,
+                        t.clone(),
+                        Expr::Const {
+                            name: Var::new(&id.to_string()),
+                            args: vec![],
+                            ty: t.clone(),
+                        },
+                    );
+                    self.set_existing(n, Binding::Active(v.clone(), t.clone(), true));
+                    out.push((n.clone(), v, t));
+                }
+                // Not mutable, a parameter, or declared inside: rustc or
+                // the assignment itself reports it.
+                _ => {}
+            }
+        }
+        out
+    }
+
+    /// Lowers a condition to a `bool` variable.
+    pub(super) fn cond(&mut self, e: &syn::Expr) -> Var {
+        let v = self.expr(e, "c");
+        self.materialize(v, &Ty::Bool, e.span())
+    }
+
+    /// Lowers an integer (a bound, a step, a scrutinee).
+    pub(super) fn int(&mut self, e: &syn::Expr) -> Var {
+        let v = self.expr(e, "n");
+        self.materialize(v, &Ty::Int, e.span())
+    }
+
+    fn lower_arm(&mut self, src: &ArmSrc, value: bool) -> Option<(Val, Span)> {
+        match src {
+            ArmSrc::Block(b) if value => self.block_body(&b.stmts, false),
+            ArmSrc::Block(b) => {
+                self.stmts(&b.stmts);
+                None
+            }
+            ArmSrc::Expr(e) if !value => {
+                self.expr_stmt(e);
+                None
+            }
+            ArmSrc::Expr(e) => Some((self.expr(e, "r"), e.span())),
+            ArmSrc::Bool(b) => Some((Val::Inactive(quote!(#b)), Span::call_site())),
+            ArmSrc::Match(m, from, s) => self.match_from(m, *from, s.clone()),
+            ArmSrc::MatchBody(arm, s) => {
+                self.bind_match(&arm.pat, s);
+                Some((self.expr(&arm.body, "r"), arm.body.span()))
+            }
+            ArmSrc::Guard(arm, s) => {
+                self.bind_match(&arm.pat, s);
+                let (_, g) = split_guard(&arm.pat);
+                let g = g?;
+                Some((self.expr(g, "c"), g.span()))
+            }
+        }
+    }
+
+    /// A case on `cond` with the given arms (arm 0 when it is true),
+    /// merging the outer variables named in `merged`. Returns the case's
+    /// value if `value` (the arms' tails), else `None`.
+    pub(super) fn case(
+        &mut self,
+        cond: Var,
+        arms: [ArmSrc; 2],
+        merged: &[String],
+        value: bool,
+        span: Span,
+    ) -> Option<Val> {
+        let state = self.state_of(merged, span);
+        let outer = self.scopes.clone();
+        let outer_unpacked = self.unpacked.clone();
+        let mut lowered = Vec::new();
+        for src in &arms {
+            self.scopes = outer.clone();
+            self.unpacked = outer_unpacked.clone();
+            let saved = std::mem::take(&mut self.out);
+            self.depth += 1;
+            self.scopes.push(HashMap::default());
+            let v = self.lower_arm(src, value);
+            self.scopes.pop();
+            let vals: Vec<(Var, Ty)> = state
+                .iter()
+                .map(|(n, v0, t0)| match self.lookup(n) {
+                    Some(Binding::Active(v, t, _)) => (v.clone(), t.clone()),
+                    _ => (v0.clone(), t0.clone()),
+                })
+                .collect();
+            self.depth -= 1;
+            let stmts = std::mem::replace(&mut self.out, saved);
+            lowered.push((stmts, v, vals));
+        }
+        self.scopes = outer;
+        self.unpacked = outer_unpacked;
+        if lowered
+            .iter()
+            .any(|(_, v, _)| v.as_ref().is_some_and(|(v, _)| self.is_poison(v)))
+        {
+            return value.then(|| self.placeholder());
+        }
+        // The value's type: an IR arm's, else what the tokens say.
+        let vty = if value {
+            let active = lowered.iter().find_map(|(_, v, _)| match v {
+                Some((Val::Active(_, t), _)) => Some(t.clone()),
+                _ => None,
+            });
+            let inferred = || {
+                lowered.iter().find_map(|(_, v, _)| match v {
+                    Some((Val::Inactive(t), _)) => self.infer_tokens(t),
+                    _ => None,
+                })
+            };
+            Some(active.or_else(inferred).unwrap_or(Ty::Real(self.float())))
+        } else {
+            None
+        };
+        let mut ir_arms = Vec::new();
+        let mut nondiff = vec![true; state.len() + 1];
+        for (stmts, v, vals) in lowered {
+            let saved = std::mem::replace(&mut self.out, stmts);
+            self.depth += 1;
+            let mut ret = Vec::new();
+            if let (Some(t), Some((v, sp))) = (&vty, v) {
+                let var = self.materialize(v, t, sp);
+                nondiff[0] &= self.nondiff.contains(&var);
+                ret.push(var);
+            }
+            for (k, (v, t)) in vals.iter().enumerate() {
+                if t != &state[k].2 {
+                    self.errs.push(
+                        span,
+                        format!(
+                            "`{}` has type {t} in one branch and {} in the other",
+                            state[k].0, state[k].2
+                        ),
+                    );
+                }
+                nondiff[k + 1] &= self.nondiff.contains(v);
+                ret.push(v.clone());
+            }
+            self.depth -= 1;
+            let stmts = std::mem::replace(&mut self.out, saved);
+            ir_arms.push(Arm {
+                bind: None,
+                body: Expr::block(
+                    stmts,
+                    Expr::Ret {
+                        nl: ret,
+                        lin: vec![],
+                    },
+                ),
+            });
+        }
+        let mut binders = Vec::new();
+        let result = vty.map(|t| {
+            let r = self.fresh.var("r");
+            binders.push(Binder::new(r.clone(), t.clone()));
+            (r, t)
+        });
+        for (n, _, t) in &state {
+            binders.push(Binder::new(self.fresh.var(n), t.clone()));
+        }
+        for (b, nd) in binders
+            .iter()
+            .zip(if value { &nondiff[..] } else { &nondiff[1..] })
+        {
+            self.types.insert(b.var.clone(), b.ty.clone());
+            if *nd {
+                self.nondiff.insert(b.var.clone());
+            }
+        }
+        let merged_vars: Vec<Var> = binders
+            .iter()
+            .skip(usize::from(value))
+            .map(|b| b.var.clone())
+            .collect();
+        self.out.push(Stmt::Let {
+            nl: binders,
+            lin: vec![],
+            rhs: Expr::Case {
+                scrut: cond,
+                arms: ir_arms,
+            },
+        });
+        for ((n, _, t), v) in state.iter().zip(merged_vars) {
+            self.set_existing(n, Binding::Active(v, t.clone(), true));
+        }
+        result.map(|(r, t)| Val::Active(r, t))
+    }
+
+    /// `if` as an expression (`value`) or a statement.
+    pub(super) fn if_expr(&mut self, e: &syn::ExprIf, value: bool) -> Option<Val> {
+        if let syn::Expr::Let(l) = &*e.cond {
+            self.errs.spanned(
+                l,
+                "`if let` is not supported in differentiable functions: use `if` or `match`",
+            );
+            return value.then(|| self.placeholder());
+        }
+        let c = self.cond(&e.cond);
+        let merged = assigned(e);
+        let els = match &e.else_branch {
+            Some((_, b)) => ArmSrc::Expr(b),
+            None => {
+                if value {
+                    self.errs.spanned(
+                        e,
+                        "an `if` without `else` has no value: add an `else` branch",
+                    );
+                    return Some(self.placeholder());
+                }
+                ArmSrc::Bool(false)
+            }
+        };
+        // A statement `if` without `else`: the second arm does nothing.
+        let has_value = value && e.else_branch.is_some();
+        self.case(
+            c,
+            [ArmSrc::Block(&e.then_branch), els],
+            &merged,
+            has_value,
+            e.span(),
+        )
+    }
+
+    /// `a && b` and `a || b` as cases: `b` runs only if needed.
+    pub(super) fn logical(&mut self, b: &syn::ExprBinary, and: bool) -> Val {
+        let a = self.cond(&b.left);
+        let arms = if and {
+            [ArmSrc::Expr(&b.right), ArmSrc::Bool(false)]
+        } else {
+            [ArmSrc::Bool(true), ArmSrc::Expr(&b.right)]
+        };
+        let merged = assigned(&b.right);
+        self.case(a, arms, &merged, true, b.span())
+            .unwrap_or_else(|| self.placeholder())
+    }
+
+    /// `match` as a chain of cases.
+    pub(super) fn match_expr(&mut self, m: &syn::ExprMatch, value: bool) -> Option<Val> {
+        let s = self.expr(&m.expr, "s");
+        let ty = match &s {
+            Val::Active(_, t) => t.clone(),
+            Val::Inactive(t) => self.infer_tokens(t).unwrap_or(Ty::Int),
+        };
+        if !matches!(ty, Ty::Int | Ty::Bool) {
+            self.errs.spanned(&m.expr, "`match` in a differentiable function must be on an integer or a bool: compare floats with `if`");
+            return value.then(|| self.placeholder());
+        }
+        let s = self.materialize(s, &ty, m.expr.span());
+        if m.arms.is_empty() {
+            self.errs.spanned(m, "a `match` without arms");
+            return value.then(|| self.placeholder());
+        }
+        let saved = self.match_value;
+        self.match_value = value;
+        let r = self.match_from(m, 0, s);
+        self.match_value = saved;
+        if value {
+            r.map(|(v, _)| v)
+        } else {
+            None
+        }
+    }
+
+    /// Arms `from..` of a match on `s`.
+    fn match_from(&mut self, m: &syn::ExprMatch, from: usize, s: Var) -> Option<(Val, Span)> {
+        let arm = &m.arms[from];
+        let value = self.match_value;
+        if from + 1 == m.arms.len() {
+            return self.lower_arm(&ArmSrc::MatchBody(arm, s), true);
+        }
+        let (pat, guard) = split_guard(&arm.pat);
+        let test = self.pattern_test(pat, &s)?;
+        let test = match guard {
+            None => test,
+            Some(_) => {
+                let g = self.case(
+                    test,
+                    [ArmSrc::Guard(arm, s.clone()), ArmSrc::Bool(false)],
+                    &[],
+                    true,
+                    arm.span(),
+                )?;
+                self.materialize(g, &Ty::Bool, arm.span())
+            }
+        };
+        let merged: Vec<String> = m.arms[from..]
+            .iter()
+            .flat_map(|a| assigned(&a.body))
+            .collect();
+        let v = self.case(
+            test,
+            [
+                ArmSrc::MatchBody(arm, s.clone()),
+                ArmSrc::Match(m, from + 1, s),
+            ],
+            &merged,
+            value,
+            arm.span(),
+        );
+        Some((v.unwrap_or(Val::Inactive(quote!(()))), m.span()))
+    }
+
+    /// Binds a match arm's identifier pattern (`n`, `n @ ..`) to the
+    /// scrutinee.
+    fn bind_match(&mut self, p: &syn::Pat, s: &Var) {
+        match split_guard(p).0 {
+            syn::Pat::Ident(i) => {
+                let t = self.types.get(s).cloned().unwrap_or(Ty::Int);
+                self.set(i.ident.to_string(), Binding::Active(s.clone(), t, false));
+            }
+            syn::Pat::Paren(pp) => self.bind_match(&pp.pat, s),
+            _ => {}
+        }
+    }
+
+    /// Whether `s` matches `p`, as a `bool` variable.
+    fn pattern_test(&mut self, p: &syn::Pat, s: &Var) -> Option<Var> {
+        let ty = self.types.get(s).cloned().unwrap_or(Ty::Int);
+        let lit = |l: &mut Self, e: &syn::Expr| -> Option<Var> {
+            let v = l.expr(e, "k");
+            Some(l.materialize(v, &ty, e.span()))
+        };
+        match p {
+            syn::Pat::Lit(e) => {
+                let k = lit(self, &syn::Expr::Lit(e.clone()))?;
+                Some(self.emit_nd(
+                    "m",
+                    Ty::Bool,
+                    Expr::Prim {
+                        prim: Prim::Cmp(Cmp::Eq),
+                        args: vec![s.clone(), k],
+                    },
+                ))
+            }
+            syn::Pat::Range(r) => {
+                let mut test: Option<Var> = None;
+                if let Some(lo) = &r.start {
+                    let k = lit(self, lo)?;
+                    test = Some(self.emit_nd(
+                        "m",
+                        Ty::Bool,
+                        Expr::Prim {
+                            prim: Prim::Cmp(Cmp::Ge),
+                            args: vec![s.clone(), k],
+                        },
+                    ));
+                }
+                if let Some(hi) = &r.end {
+                    let k = lit(self, hi)?;
+                    let c = match r.limits {
+                        syn::RangeLimits::HalfOpen(_) => Cmp::Lt,
+                        syn::RangeLimits::Closed(_) => Cmp::Le,
+                    };
+                    let t = self.emit_nd(
+                        "m",
+                        Ty::Bool,
+                        Expr::Prim {
+                            prim: Prim::Cmp(c),
+                            args: vec![s.clone(), k],
+                        },
+                    );
+                    test = Some(match test {
+                        Some(a) => self.emit_nd(
+                            "m",
+                            Ty::Bool,
+                            Expr::Prim {
+                                prim: Prim::And,
+                                args: vec![a, t],
+                            },
+                        ),
+                        None => t,
+                    });
+                }
+                test
+            }
+            syn::Pat::Or(o) => {
+                let mut acc: Option<Var> = None;
+                for c in &o.cases {
+                    let t = self.pattern_test(c, s)?;
+                    acc = Some(match acc {
+                        Some(a) => self.emit_nd(
+                            "m",
+                            Ty::Bool,
+                            Expr::Prim {
+                                prim: Prim::Or,
+                                args: vec![a, t],
+                            },
+                        ),
+                        None => t,
+                    });
+                }
+                acc
+            }
+            syn::Pat::Paren(pp) => self.pattern_test(&pp.pat, s),
+            syn::Pat::Wild(_) | syn::Pat::Ident(_) => {
+                Some(self.emit_nd("m", Ty::Bool, Expr::Bool(true)))
+            }
+            other => {
+                self.errs.spanned(other, "unsupported pattern in a `match` of a differentiable function: use literals, ranges, `|`, `_` or a name, with guards");
+                None
+            }
+        }
+    }
+
+    /// The range a `for` loop iterates: bounds, step, direction.
+    fn range(&mut self, e: &syn::Expr) -> Option<(Var, Var, Option<Var>, bool)> {
+        match e {
+            syn::Expr::Paren(p) => self.range(&p.expr),
+            syn::Expr::Group(g) => self.range(&g.expr),
+            syn::Expr::Range(r) => {
+                let (Some(a), Some(b)) = (&r.start, &r.end) else {
+                    self.errs.spanned(
+                        r,
+                        "a `for` loop's range needs both bounds (`a..b` or `a..=b`)",
+                    );
+                    return None;
+                };
+                let lo = self.int(a);
+                let mut hi = self.int(b);
+                if let syn::RangeLimits::Closed(_) = r.limits {
+                    let one = self.emit_nd("one", Ty::Int, Expr::Int(1));
+                    hi = self.emit_nd(
+                        "hi",
+                        Ty::Int,
+                        Expr::Prim {
+                            prim: Prim::IAdd,
+                            args: vec![hi, one],
+                        },
+                    );
+                }
+                Some((lo, hi, None, false))
+            }
+            syn::Expr::MethodCall(m) if m.method == "rev" && m.args.is_empty() => {
+                let (lo, hi, step, rev) = self.range(&m.receiver)?;
+                Some((lo, hi, step, !rev))
+            }
+            syn::Expr::MethodCall(m) if m.method == "step_by" && m.args.len() == 1 => {
+                let (lo, hi, step, rev) = self.range(&m.receiver)?;
+                if rev || step.is_some() {
+                    self.errs.spanned(m, "`.step_by(k)` after `.rev()` or another `.step_by` is not supported: write `(a..b).step_by(k).rev()`");
+                    return None;
+                }
+                let k = self.int(&m.args[0]);
+                Some((lo, hi, Some(k), false))
+            }
+            other => {
+                self.errs.spanned(other, "`for` loops in differentiable functions iterate over integer ranges: `a..b`, `a..=b`, `(a..b).rev()`, `(a..b).step_by(k)`; index slices with the loop variable");
+                None
+            }
+        }
+    }
+
+    /// The state a loop body carries: bound in a new scope, one binder per
+    /// outer variable the body assigns.
+    fn enter_loop(&mut self, state: &[(String, Var, Ty)]) -> Vec<(Binder, Var)> {
+        let mut scope = HashMap::default();
+        let mut carry = Vec::new();
+        for (n, v, t) in state {
+            let b = self.fresh.var(n);
+            self.types.insert(b.clone(), t.clone());
+            if self.nondiff.contains(v) && !matches!(t, Ty::Real(_) | Ty::Tuple(_)) {
+                self.nondiff.insert(b.clone());
+            }
+            scope.insert(n.clone(), Binding::Active(b.clone(), t.clone(), true));
+            carry.push((Binder::new(b, t.clone()), v.clone()));
+        }
+        self.scopes.push(scope);
+        self.depth += 1;
+        carry
+    }
+
+    /// Ends a loop body: its statements returning the next state.
+    fn leave_loop(&mut self, state: &[(String, Var, Ty)], saved: Vec<Stmt>) -> Expr {
+        let next: Vec<Var> = state
+            .iter()
+            .map(|(n, v, _)| match self.lookup(n) {
+                Some(Binding::Active(v, _, _)) => v.clone(),
+                _ => v.clone(),
+            })
+            .collect();
+        self.scopes.pop();
+        self.depth -= 1;
+        let stmts = std::mem::replace(&mut self.out, saved);
+        Expr::block(
+            stmts,
+            Expr::Ret {
+                nl: next,
+                lin: vec![],
+            },
+        )
+    }
+
+    /// Binds a loop's results to its state's names.
+    fn finish_loop(&mut self, state: &[(String, Var, Ty)], l: Loop) {
+        let bs: Vec<Binder> = state
+            .iter()
+            .map(|(n, _, t)| Binder::new(self.fresh.var(n), t.clone()))
+            .collect();
+        for (b, (_, v, _)) in bs.iter().zip(state) {
+            self.types.insert(b.var.clone(), b.ty.clone());
+            if self.nondiff.contains(v) && !matches!(b.ty, Ty::Real(_) | Ty::Tuple(_)) {
+                self.nondiff.insert(b.var.clone());
+            }
+        }
+        self.out.push(Stmt::Let {
+            nl: bs.clone(),
+            lin: vec![],
+            rhs: Expr::Loop(Box::new(l)),
+        });
+        for (b, (n, _, t)) in bs.into_iter().zip(state) {
+            self.set_existing(n, Binding::Active(b.var, t.clone(), true));
+        }
+    }
+
+    pub(super) fn for_loop(&mut self, f: &syn::ExprForLoop) {
+        if let Some(l) = &f.label {
+            self.errs.spanned(
+                l,
+                "labelled loops are not supported yet in differentiable functions",
+            );
+            return;
+        }
+        let Some((lo, hi, step, rev)) = self.range(&f.expr) else {
+            return;
+        };
+        let state = self.state_of(&assigned(&f.body), f.span());
+        let outer_unpacked = self.unpacked.clone();
+        let index = Binder::new(self.fresh.var("i"), Ty::Int);
+        self.types.insert(index.var.clone(), Ty::Int);
+        self.nondiff.insert(index.var.clone());
+        let carry = self.enter_loop(&state);
+        match &*f.pat {
+            syn::Pat::Ident(i) => self.set(
+                i.ident.to_string(),
+                Binding::Active(index.var.clone(), Ty::Int, false),
+            ),
+            syn::Pat::Wild(_) => {}
+            other => self
+                .errs
+                .spanned(other, "a `for` loop over a range binds a name or `_`"),
+        }
+        let saved = std::mem::take(&mut self.out);
+        self.stmts(&f.body.stmts);
+        let body = self.leave_loop(&state, saved);
+        self.unpacked = outer_unpacked;
+        let l = Loop {
+            iter: Iter::Range {
+                index,
+                lo,
+                hi,
+                step,
+                rev,
+            },
+            nl: carry,
+            lin: vec![],
+            collect: vec![],
+            body,
+        };
+        self.finish_loop(&state, l);
+    }
+
+    pub(super) fn while_loop(&mut self, w: &syn::ExprWhile) {
+        if let Some(l) = &w.label {
+            self.errs.spanned(
+                l,
+                "labelled loops are not supported yet in differentiable functions",
+            );
+            return;
+        }
+        if let syn::Expr::Let(l) = &*w.cond {
+            self.errs.spanned(
+                l,
+                "`while let` is not supported in differentiable functions: use `while`",
+            );
+            return;
+        }
+        let state = self.state_of(&assigned(&w.body), w.span());
+        let outer_unpacked = self.unpacked.clone();
+        let carry = self.enter_loop(&state);
+        let saved = std::mem::take(&mut self.out);
+        let c = self.cond(&w.cond);
+        let cond_stmts = std::mem::take(&mut self.out);
+        let cond = Expr::block(cond_stmts, Expr::var(c));
+        self.stmts(&w.body.stmts);
+        let body = self.leave_loop(&state, saved);
+        self.unpacked = outer_unpacked;
+        let l = Loop {
+            iter: Iter::While {
+                cond: Box::new(cond),
+            },
+            nl: carry,
+            lin: vec![],
+            collect: vec![],
+            body,
+        };
+        self.finish_loop(&state, l);
+    }
+}

@@ -1,0 +1,346 @@
+//! Inactive code: Rust that computes no derivative, kept as Rust.
+//!
+//! At the top level of the function body inactive statements go to the
+//! prelude (run once, first). Inside a case arm or a loop body they must run
+//! in place, exactly when Rust would run them: they become `const`
+//! expressions with arguments, [`Opaque`] code whose IR variables (a loop
+//! index, a counter) are read through placeholders. Such a value enters the
+//! IR with a type: a real, an integer or a bool, from a `let` annotation or
+//! from the expression itself ([`Lowerer::infer`]: literals, parameters'
+//! declared types, `len()`, indexing a slice of floats, casts, arithmetic
+//! and comparisons).
+
+use proc_macro2::{Span, TokenStream, TokenTree};
+use quote::{quote, ToTokens};
+use syn::visit_mut::VisitMut;
+
+use super::{Binding, Lowerer, Opaque, Shape};
+use crate::ir::{Expr, Float, Stmt, Ty, Var};
+
+/// The IR type of a Rust scalar type: floats, integers, bool (through
+/// references).
+pub(super) fn scalar_ty(t: &syn::Type) -> Option<Ty> {
+    match t {
+        syn::Type::Reference(r) => scalar_ty(&r.elem),
+        syn::Type::Paren(p) => scalar_ty(&p.elem),
+        syn::Type::Group(g) => scalar_ty(&g.elem),
+        syn::Type::Path(p) if p.qself.is_none() => {
+            let id = p.path.get_ident()?.to_string();
+            match id.as_str() {
+                "f64" => Some(Ty::Real(Float::F64)),
+                "f32" => Some(Ty::Real(Float::F32)),
+                "bool" => Some(Ty::Bool),
+                "i8" | "i16" | "i32" | "i64" | "i128" | "isize" | "u8" | "u16" | "u32" | "u64"
+                | "u128" | "usize" => Some(Ty::Int),
+                _ => None,
+            }
+        }
+        _ => Shape::from_type(t).map(|s| s.ty()),
+    }
+}
+
+/// The element type of a slice, array or `Vec` type (through references).
+fn element_ty(t: &syn::Type) -> Option<Ty> {
+    match t {
+        syn::Type::Reference(r) => element_ty(&r.elem),
+        syn::Type::Slice(s) => scalar_ty(&s.elem),
+        syn::Type::Array(a) => scalar_ty(&a.elem),
+        syn::Type::Path(p) => {
+            let last = p.path.segments.last()?;
+            if last.ident != "Vec" {
+                return None;
+            }
+            match &last.arguments {
+                syn::PathArguments::AngleBracketed(a) => match a.args.first()? {
+                    syn::GenericArgument::Type(t) => scalar_ty(t),
+                    _ => None,
+                },
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+impl Lowerer<'_> {
+    /// A non-linear binding of a value with no derivative.
+    pub(super) fn emit_nd(&mut self, hint: &str, ty: Ty, rhs: Expr) -> Var {
+        let v = self.emit(hint, ty, rhs);
+        self.nondiff.insert(v.clone());
+        v
+    }
+
+    /// Whether `tokens` mentions a value that may carry a derivative.
+    pub(super) fn mentions_diff(&self, tokens: TokenStream) -> bool {
+        let mut prev_dot = false;
+        for tt in tokens {
+            match &tt {
+                TokenTree::Ident(i) => {
+                    if !prev_dot {
+                        match self.lookup(&i.to_string()) {
+                            Some(Binding::Active(v, ..)) if !self.nondiff.contains(v) => {
+                                return true
+                            }
+                            Some(Binding::Poisoned) => return true,
+                            _ => {}
+                        }
+                    }
+                    prev_dot = false;
+                }
+                TokenTree::Punct(p) => prev_dot = p.as_char() == '.',
+                TokenTree::Group(g) => {
+                    if self.mentions_diff(g.stream()) {
+                        return true;
+                    }
+                    prev_dot = false;
+                }
+                TokenTree::Literal(_) => prev_dot = false,
+            }
+        }
+        false
+    }
+
+    /// The IR type of an inactive expression, where the syntax tells.
+    pub(super) fn infer(&self, e: &syn::Expr) -> Option<Ty> {
+        match e {
+            syn::Expr::Lit(l) => match &l.lit {
+                syn::Lit::Int(i) => Some(match i.suffix() {
+                    "f64" => Ty::Real(Float::F64),
+                    "f32" => Ty::Real(Float::F32),
+                    _ => Ty::Int,
+                }),
+                syn::Lit::Float(f) => Some(match f.suffix() {
+                    "f32" => Ty::Real(Float::F32),
+                    "f64" => Ty::Real(Float::F64),
+                    _ => Ty::Real(self.float()),
+                }),
+                syn::Lit::Bool(_) => Some(Ty::Bool),
+                _ => None,
+            },
+            syn::Expr::Paren(p) => self.infer(&p.expr),
+            syn::Expr::Group(g) => self.infer(&g.expr),
+            syn::Expr::Block(b) => match b.block.stmts.last() {
+                Some(syn::Stmt::Expr(e, None)) => self.infer(e),
+                _ => None,
+            },
+            syn::Expr::Path(p) => {
+                let id = p.path.get_ident()?.to_string();
+                match self.lookup(&id)? {
+                    Binding::Active(_, t, _) => Some(t.clone()),
+                    Binding::Inactive(v, _) => self.inactive_types.get(&v.to_string()).cloned(),
+                    Binding::Param => self.param_types.get(&id).and_then(scalar_ty),
+                    Binding::Poisoned => None,
+                }
+            }
+            syn::Expr::Binary(b) => match b.op {
+                syn::BinOp::Lt(_)
+                | syn::BinOp::Le(_)
+                | syn::BinOp::Gt(_)
+                | syn::BinOp::Ge(_)
+                | syn::BinOp::Eq(_)
+                | syn::BinOp::Ne(_)
+                | syn::BinOp::And(_)
+                | syn::BinOp::Or(_) => Some(Ty::Bool),
+                _ => self.infer(&b.left).or_else(|| self.infer(&b.right)),
+            },
+            syn::Expr::Unary(u) => self.infer(&u.expr),
+            syn::Expr::Cast(c) => scalar_ty(&c.ty),
+            syn::Expr::Index(ix) => match &*ix.expr {
+                syn::Expr::Path(p) => {
+                    let id = p.path.get_ident()?.to_string();
+                    self.param_types.get(&id).and_then(element_ty)
+                }
+                _ => None,
+            },
+            syn::Expr::MethodCall(m) => match m.method.to_string().as_str() {
+                "len" | "count" => Some(Ty::Int),
+                "is_empty" | "is_nan" | "is_finite" | "is_sign_negative" | "is_sign_positive" => {
+                    Some(Ty::Bool)
+                }
+                _ => self.infer(&m.receiver),
+            },
+            syn::Expr::Call(c) => match &*c.func {
+                syn::Expr::Path(p) if p.path.segments.len() == 2 => {
+                    let ty = p.path.segments[0].ident.to_string();
+                    scalar_ty(&syn::parse_str::<syn::Type>(&ty).ok()?)
+                }
+                _ => None,
+            },
+            syn::Expr::If(i) => self.infer_block(&i.then_branch),
+            _ => None,
+        }
+    }
+
+    fn infer_block(&self, b: &syn::Block) -> Option<Ty> {
+        match b.stmts.last() {
+            Some(syn::Stmt::Expr(e, None)) => self.infer(e),
+            _ => None,
+        }
+    }
+
+    pub(super) fn infer_tokens(&self, t: &TokenStream) -> Option<Ty> {
+        self.infer(&syn::parse2::<syn::Expr>(t.clone()).ok()?)
+    }
+
+    /// `e` (inactive: it reads no value with a derivative) evaluated in
+    /// place, reading the IR variables it mentions through placeholders.
+    pub(super) fn opaque(&mut self, e: &syn::Expr, ty: Ty) -> Var {
+        let (code, args) = self.placeholders(e.to_token_stream());
+        self.opaque_code(code, args, ty)
+    }
+
+    pub(super) fn opaque_code(
+        &mut self,
+        code: (TokenStream, Vec<syn::Ident>),
+        args: Vec<Var>,
+        ty: Ty,
+    ) -> Var {
+        let name = Var::new(&format!("__opaque_{}", self.opaques.len() + 1));
+        self.opaques.insert(
+            name.clone(),
+            Opaque {
+                params: code.1,
+                code: code.0,
+            },
+        );
+        self.emit_nd("c", ty.clone(), Expr::Const { name, args, ty })
+    }
+
+    /// Tokens with prelude locals renamed and IR variables replaced by
+    /// placeholders: the code, the placeholders, and the variables they
+    /// stand for.
+    fn placeholders(&self, tokens: TokenStream) -> ((TokenStream, Vec<syn::Ident>), Vec<Var>) {
+        struct Ph<'b, 'c> {
+            l: &'b Lowerer<'c>,
+            params: Vec<syn::Ident>,
+            args: Vec<Var>,
+        }
+        impl Ph<'_, '_> {
+            fn ident(&mut self, i: &proc_macro2::Ident) -> Option<proc_macro2::Ident> {
+                match self.l.lookup(&i.to_string()) {
+                    Some(Binding::Inactive(id, _)) => Some(id.clone()),
+                    Some(Binding::Active(v, _, _)) => {
+                        let k = match self.args.iter().position(|a| a == v) {
+                            Some(k) => k,
+                            None => {
+                                self.args.push(v.clone());
+                                self.params.push(syn::Ident::new(
+                                    &format!("__arg{}", self.args.len()),
+                                    Span::mixed_site(),
+                                ));
+                                self.args.len() - 1
+                            }
+                        };
+                        Some(self.params[k].clone())
+                    }
+                    _ => None,
+                }
+            }
+            fn tokens(&mut self, t: TokenStream) -> TokenStream {
+                let mut prev_dot = false;
+                t.into_iter()
+                    .map(|tt| match tt {
+                        TokenTree::Ident(i) => {
+                            let r = if prev_dot { None } else { self.ident(&i) };
+                            prev_dot = false;
+                            TokenTree::Ident(r.unwrap_or(i))
+                        }
+                        TokenTree::Group(g) => {
+                            prev_dot = false;
+                            let mut ng =
+                                proc_macro2::Group::new(g.delimiter(), self.tokens(g.stream()));
+                            ng.set_span(g.span());
+                            TokenTree::Group(ng)
+                        }
+                        TokenTree::Punct(p) => {
+                            prev_dot = p.as_char() == '.';
+                            TokenTree::Punct(p)
+                        }
+                        other => {
+                            prev_dot = false;
+                            other
+                        }
+                    })
+                    .collect()
+            }
+        }
+        impl VisitMut for Ph<'_, '_> {
+            fn visit_expr_path_mut(&mut self, p: &mut syn::ExprPath) {
+                if p.qself.is_none() && p.path.segments.len() == 1 && p.path.leading_colon.is_none()
+                {
+                    if let Some(id) = self.ident(&p.path.segments[0].ident) {
+                        p.path.segments[0].ident = id;
+                    }
+                }
+            }
+            fn visit_macro_mut(&mut self, m: &mut syn::Macro) {
+                m.tokens = self.tokens(m.tokens.clone());
+            }
+        }
+        let mut ph = Ph {
+            l: self,
+            params: Vec::new(),
+            args: Vec::new(),
+        };
+        let code = match syn::parse2::<syn::Expr>(tokens.clone()) {
+            Ok(mut e) => {
+                ph.visit_expr_mut(&mut e);
+                e.to_token_stream()
+            }
+            Err(_) => ph.tokens(tokens),
+        };
+        ((code, ph.params), ph.args)
+    }
+
+    /// An inactive statement inside a case arm or loop body: run in place.
+    pub(super) fn opaque_effect(&mut self, e: &syn::Expr) {
+        let ((code, params), args) = self.placeholders(e.to_token_stream());
+        let v = self.opaque_code((quote!({ #code; }), params), args, Ty::Tuple(vec![]));
+        self.out.push(Stmt::Let {
+            nl: vec![],
+            lin: vec![],
+            rhs: Expr::Drop(Box::new(Expr::var(v))),
+        });
+    }
+
+    /// An inactive `let` inside a case arm or loop body: an IR variable of
+    /// the annotated or inferred type.
+    pub(super) fn inactive_local(
+        &mut self,
+        tokens: &TokenStream,
+        annotated: Option<Ty>,
+        span: Span,
+    ) -> Option<Var> {
+        let Some(ty) = annotated.or_else(|| self.infer_tokens(tokens)) else {
+            self.errs.push(span, "inside a loop or a branch, give this value a type: `let v: f64 = ..;` (or an integer type, or `bool`)");
+            return None;
+        };
+        Some(match (&ty, super::float_literal(tokens)) {
+            (Ty::Real(f), Some(x)) => self.emit_nd(
+                "k",
+                ty.clone(),
+                Expr::Lit {
+                    value: x,
+                    float: *f,
+                },
+            ),
+            _ => {
+                let e: syn::Expr = match syn::parse2(tokens.clone()) {
+                    Ok(e) => e,
+                    Err(_) => {
+                        self.errs.push(span, "cannot read this expression");
+                        return None;
+                    }
+                };
+                self.opaque(&e, ty)
+            }
+        })
+    }
+
+    /// Statements with no value (a loop body, an `if` statement's arm).
+    pub(super) fn stmts(&mut self, stmts: &[syn::Stmt]) {
+        for s in stmts {
+            self.stmt(s);
+        }
+    }
+}

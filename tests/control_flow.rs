@@ -1,0 +1,171 @@
+//! Control flow in `#[differentiable]` functions: branches, loops, `while`,
+//! `match`; derivatives against finite differences and between modes
+//! (`f_jvp`, `f_lin` + `apply`, `f_lin` + `transpose`, `f_vjp`), in the
+//! crate's own build profile (debug in `cargo test`).
+#![deny(warnings)]
+
+use linear_ad::{differentiable, LinearMap, TapeSize};
+
+/// Central finite difference of `f` at `x` along `dx`.
+fn fd(f: impl Fn(f64) -> f64, x: f64) -> f64 {
+    let h = 1e-6 * (1.0 + x.abs());
+    (f(x + h) - f(x - h)) / (2.0 * h)
+}
+
+fn close(a: f64, b: f64, tol: f64) -> bool {
+    (a - b).abs() <= tol * (1.0 + a.abs() + b.abs())
+}
+
+#[differentiable]
+pub fn piecewise(x: f64) -> f64 {
+    if x > 1.0 {
+        x * x
+    } else if x > -1.0 {
+        2.0 * x - 1.0
+    } else {
+        -x.exp()
+    }
+}
+
+#[test]
+fn if_else_chains_follow_the_branch_taken() {
+    for x in [-2.0, -0.5, 0.3, 1.5, 3.0] {
+        let (v, d) = piecewise_jvp(x, 1.0);
+        assert_eq!(v, piecewise(x));
+        assert!(close(d, fd(piecewise, x), 1e-6), "x = {x}: {d}");
+        let (v2, lin) = piecewise_lin(x);
+        assert_eq!(v2, v);
+        assert_eq!(lin.apply(1.0), d);
+        assert_eq!(lin.transpose(1.0), d);
+        assert_eq!(piecewise_vjp(x, 1.0), (v, d));
+    }
+}
+
+#[differentiable]
+pub fn horner(x: f64, #[nondiff] c: &[f64]) -> f64 {
+    let mut s = 0.0;
+    for i in (0..c.len()).rev() {
+        s = s * x + c[i];
+    }
+    s
+}
+
+#[test]
+fn a_for_loop_over_constant_data() {
+    let c = [1.0, -2.0, 0.5, 3.0, 0.25];
+    for x in [-1.5, 0.0, 0.7, 2.0] {
+        let (v, d) = horner_jvp(x, &c, 1.0);
+        assert!(close(v, horner(x, &c), 1e-15));
+        let expect: f64 = (1..c.len())
+            .map(|k| k as f64 * c[k] * x.powi(k as i32 - 1))
+            .sum();
+        assert!(close(d, expect, 1e-12), "{d} vs {expect}");
+        let (_, lin) = horner_lin(x, &c);
+        assert!(close(lin.transpose(1.0), d, 1e-14));
+        assert!(close(horner_vjp(x, &c, 1.0).1, d, 1e-14));
+        // One per-iteration record of one saved real each, in a Vec.
+        assert!(lin.tape_bytes() >= c.len() * 8);
+    }
+}
+
+#[differentiable]
+pub fn loss(w: f64, b: f64, #[nondiff] xs: &[f64], #[nondiff] ys: &[f64]) -> f64 {
+    let mut total = 0.0;
+    for i in 0..xs.len() {
+        let r = w * xs[i] + b - ys[i];
+        // Huber loss with delta 1.
+        if r.abs() <= 1.0 {
+            total += 0.5 * r * r;
+        } else {
+            total += r.abs() - 0.5;
+        }
+    }
+    total / xs.len() as f64
+}
+
+#[test]
+fn a_loss_summed_over_data_with_a_branch_per_term() {
+    let xs = [0.0, 1.0, 2.0, 3.0, 4.0];
+    let ys = [1.0, 2.9, 5.2, 7.1, 20.0];
+    let (w, b) = (1.7, 0.4);
+    let (v, (gw, gb)) = loss_vjp(w, b, &xs, &ys, 1.0);
+    assert_eq!(v, loss(w, b, &xs, &ys));
+    assert!(close(gw, fd(|w| loss(w, b, &xs, &ys), w), 1e-6));
+    assert!(close(gb, fd(|b| loss(w, b, &xs, &ys), b), 1e-6));
+    let (_, dw) = loss_jvp(w, b, &xs, &ys, 1.0, 0.0);
+    assert!(close(dw, gw, 1e-14));
+    let (_, lin) = loss_lin(w, b, &xs, &ys);
+    // Dot-product identity between apply and transpose.
+    let (tx, ty) = (0.3, -1.1);
+    let lhs = lin.apply((tx, ty)) * 2.5;
+    let (cw, cb) = lin.transpose(2.5);
+    assert!(close(lhs, cw * tx + cb * ty, 1e-14));
+}
+
+#[differentiable]
+pub fn newton_sqrt(a: f64) -> f64 {
+    let mut x = a;
+    let mut k = 0;
+    while k < 6 {
+        x = 0.5 * (x + a / x);
+        k += 1;
+    }
+    x
+}
+
+#[test]
+fn a_while_loop_with_a_growable_tape() {
+    for a in [0.5, 2.0, 9.0] {
+        let (v, d) = newton_sqrt_jvp(a, 1.0);
+        assert!(close(v, a.sqrt(), 1e-6));
+        assert!(close(d, fd(newton_sqrt, a), 1e-6), "{d}");
+        let (_, g) = newton_sqrt_vjp(a, 1.0);
+        assert!(close(g, d, 1e-13));
+    }
+}
+
+#[differentiable]
+pub fn by_cases(x: f64, n: i32) -> f64 {
+    match n {
+        0 => x,
+        1 | 2 => x * x,
+        k if k < 0 => -x,
+        _ => x.sin(),
+    }
+}
+
+#[test]
+fn match_on_integers_with_guards() {
+    for n in [-3, 0, 1, 2, 5] {
+        let x = 0.8;
+        let (_, d) = by_cases_jvp(x, n, 1.0);
+        assert!(close(d, fd(|x| by_cases(x, n), x), 1e-6), "n = {n}");
+        assert!(close(by_cases_vjp(x, n, 1.0).1, d, 1e-14));
+    }
+}
+
+#[differentiable]
+pub fn rk4(y0: f64, k: f64, #[nondiff] steps: usize) -> f64 {
+    // dy/dt = -k y, over t in [0, 1].
+    let h = 1.0 / steps as f64;
+    let mut y = y0;
+    for _ in 0..steps {
+        let k1 = -k * y;
+        let k2 = -k * (y + 0.5 * h * k1);
+        let k3 = -k * (y + 0.5 * h * k2);
+        let k4 = -k * (y + h * k3);
+        y += h / 6.0 * (k1 + 2.0 * k2 + 2.0 * k3 + k4);
+    }
+    y
+}
+
+#[test]
+fn an_ode_integrator() {
+    let (y0, k): (f64, f64) = (2.0, 0.7);
+    let (v, (g0, gk)) = rk4_vjp(y0, k, 100, 1.0);
+    assert!(close(v, y0 * (-k).exp(), 1e-9));
+    assert!(close(g0, (-k).exp(), 1e-9));
+    assert!(close(gk, -y0 * (-k).exp(), 1e-8));
+    let (_, d0) = rk4_jvp(y0, k, 100, 1.0, 0.0);
+    assert!(close(d0, g0, 1e-13));
+}
