@@ -43,7 +43,7 @@
 //! 9. No function and no expression returns both non-linear and linear
 //!    results.
 //! 10. An expression with a non-linear result reads no linear variable, not
-//!    even to drop it.
+//!     even to drop it.
 //!
 //! The checker is total and never panics; passes call it on their output in
 //! debug builds and in tests.
@@ -160,6 +160,9 @@ fn all_float(t: &Ty, f: Float) -> bool {
 }
 
 type Uses = Vec<(Var, usize)>;
+
+/// Non-linear and linear result types of an expression.
+type Results = (Vec<Ty>, Vec<Ty>);
 
 fn show(ts: &[Ty]) -> String {
     let v: Vec<String> = ts.iter().map(|t| t.to_string()).collect();
@@ -512,7 +515,7 @@ impl Checker<'_> {
             ));
         }
         let before = self.linear_uses();
-        let mut first: Option<((Vec<Ty>, Vec<Ty>), Uses)> = None;
+        let mut first: Option<(Results, Uses)> = None;
         for (k, (arm, want)) in arms.iter().zip(binds).enumerate() {
             self.restore_uses(&before);
             let mut scope = Vec::new();

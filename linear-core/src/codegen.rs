@@ -359,7 +359,11 @@ fn gen_inner(e: &Expr, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
     match e {
         Expr::Block { stmts, tail } => {
             let ss: Vec<TokenStream> = stmts.iter().map(|s| gen_stmt(s, names, calls)).collect();
-            let t = gen_expr(tail, names, calls);
+            // A block returning nothing ends with its last statement.
+            let t = match &**tail {
+                Expr::Ret { nl, lin } if nl.is_empty() && lin.is_empty() => quote!(),
+                other => gen_expr(other, names, calls),
+            };
             quote!(#(#ss)* #t)
         }
         other => gen_expr(other, names, calls),
@@ -388,6 +392,11 @@ fn gen_stmt(s: &Stmt, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
                         quote!(let _ = #v;)
                     }
                     Expr::Ret { nl, lin } if nl.is_empty() && lin.is_empty() => quote!(),
+                    // Control flow with no results: a statement.
+                    Expr::Case { .. } | Expr::Loop(_) => {
+                        let v = gen_expr(rhs, names, calls);
+                        quote!(#v;)
+                    }
                     other => {
                         let v = gen_expr(other, names, calls);
                         quote!(let () = #v;)

@@ -1048,6 +1048,13 @@ fn custom_derivative(
         }
 
         #allow
+        impl ::linear_ad::TapeSize for #map_name {
+            fn tape_bytes(&self) -> usize {
+                ::core::mem::size_of::<Self>()
+            }
+        }
+
+        #allow
         impl ::linear_ad::LinearMap<#in_ty, #ret_ty> for #map_name {
             #[inline]
             fn apply(&self, #tangent: #in_ty) -> #ret_ty {

@@ -317,10 +317,8 @@ impl Lowerer<'_> {
             Some((_, b)) => ArmSrc::Expr(b),
             None => {
                 if value {
-                    self.errs.spanned(
-                        e,
-                        "an `if` without `else` has no value: add an `else` branch",
-                    );
+                    // rustc reports the missing `else` on the original.
+                    self.errs.rustc_reports();
                     return Some(self.placeholder());
                 }
                 ArmSrc::Bool(false)

@@ -94,10 +94,30 @@ impl Lowerer<'_> {
                     }
                     prev_dot = false;
                 }
-                TokenTree::Literal(_) => prev_dot = false,
+                TokenTree::Literal(lit) => {
+                    // Inline format arguments: `println!("{x}")` reads `x`.
+                    let text = lit.to_string();
+                    if text.starts_with('"')
+                        && self.diff_names().any(|n| text.contains(&format!("{{{n}")))
+                    {
+                        return true;
+                    }
+                    prev_dot = false;
+                }
             }
         }
         false
+    }
+
+    fn diff_names(&self) -> impl Iterator<Item = &String> + '_ {
+        self.scopes
+            .iter()
+            .flat_map(|s| s.iter())
+            .filter_map(|(n, b)| match b {
+                Binding::Active(v, ..) if !self.nondiff.contains(v) => Some(n),
+                Binding::Poisoned => Some(n),
+                _ => None,
+            })
     }
 
     /// The IR type of an inactive expression, where the syntax tells.

@@ -1304,6 +1304,17 @@ impl Lowerer<'_> {
     }
 
     fn effect_stmt(&mut self, e: &syn::Expr) {
+        // Control leaving the function or a loop is never inactive code.
+        if let syn::Expr::Return(_)
+        | syn::Expr::Break(_)
+        | syn::Expr::Continue(_)
+        | syn::Expr::Try(_) = e
+        {
+            if self.depth > 0 || self.mentions_active(e.to_token_stream()) {
+                self.errs.spanned(e, format!("{} are not supported in differentiable functions yet: compute the result in a variable and return it at the end", describe(e)));
+                return;
+            }
+        }
         if self.mentions_diff(e.to_token_stream()) {
             self.errs.spanned(
                 e,
@@ -1367,9 +1378,9 @@ impl Lowerer<'_> {
             return Val::Active(v, Ty::Int);
         }
         if op == Prim::IRem {
-            self.errs.push(
-                sa,
-                "`%` of reals is not supported in differentiable functions",
+            self.errs.spanned(
+                whole,
+                "`%` of reals is not supported in differentiable functions (`%` of integers is)",
             );
             return self.placeholder();
         }

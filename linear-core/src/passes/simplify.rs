@@ -438,9 +438,14 @@ fn sweep(e: &mut Expr, counts: &mut HashMap<Var, usize>) -> bool {
     let Expr::Block { stmts, tail } = e else {
         return match e {
             Expr::Drop(inner) => sweep(inner, counts),
-            Expr::Case { arms, .. } => arms
-                .iter_mut()
-                .fold(false, |ch, a| sweep(&mut a.body, counts) || ch),
+            Expr::Case { arms, .. } => {
+                // Every arm is swept (no short circuit).
+                let mut changed = false;
+                for a in arms.iter_mut() {
+                    changed |= sweep(&mut a.body, counts);
+                }
+                changed
+            }
             Expr::Loop(l) => {
                 let c = match &mut l.iter {
                     Iter::While { cond } => sweep(cond, counts),
