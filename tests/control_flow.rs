@@ -169,3 +169,72 @@ fn an_ode_integrator() {
     let (_, d0) = rk4_jvp(y0, k, 100, 1.0, 0.0);
     assert!(close(d0, g0, 1e-13));
 }
+
+#[differentiable]
+pub fn clamp_low(x: f64) -> f64 {
+    if x < 0.0 {
+        return 0.0;
+    }
+    x * x
+}
+
+#[differentiable]
+pub fn halve_until_small(x: f64) -> f64 {
+    let mut y = x;
+    let mut n = 0;
+    loop {
+        if y.abs() < 1.0 {
+            break;
+        }
+        y = 0.5 * y + 0.1 * y.sin();
+        n += 1;
+        if n > 50 {
+            return y;
+        }
+    }
+    y * y
+}
+
+#[differentiable]
+pub fn sum_skipping(x: f64, #[nondiff] skip: usize) -> f64 {
+    let mut s = 0.0;
+    'outer: for i in 0..6 {
+        if i == skip {
+            continue;
+        }
+        for j in (0..4).rev() {
+            if i + j > 7 {
+                break 'outer;
+            }
+            if j == 1 {
+                continue 'outer;
+            }
+            s += (x * (i + j) as f64).sin();
+        }
+    }
+    s
+}
+
+#[test]
+fn early_return_break_continue_and_labels() {
+    for x in [-1.0, 0.5, 2.0] {
+        let (v, d) = clamp_low_jvp(x, 1.0);
+        assert_eq!(v, clamp_low(x));
+        assert!(close(d, fd(clamp_low, x), 1e-6));
+        assert_eq!(clamp_low_vjp(x, 1.0), (v, d));
+    }
+    for x in [0.3, 5.0, 40.0] {
+        let (v, d) = halve_until_small_jvp(x, 1.0);
+        assert_eq!(v, halve_until_small(x));
+        assert!(close(d, fd(halve_until_small, x), 1e-5), "{x}: {d}");
+        let (_, lin) = halve_until_small_lin(x);
+        assert!(close(lin.transpose(1.0), d, 1e-13));
+    }
+    for skip in [0, 2, 9] {
+        let x = 0.7;
+        let (v, d) = sum_skipping_jvp(x, skip, 1.0);
+        assert_eq!(v, sum_skipping(x, skip));
+        assert!(close(d, fd(|x| sum_skipping(x, skip), x), 1e-6));
+        assert!(close(sum_skipping_vjp(x, skip, 1.0).1, d, 1e-13));
+    }
+}

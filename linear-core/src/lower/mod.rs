@@ -35,6 +35,7 @@ use crate::ir::{Binder, Cmp, Expr, Extern, Float, Func, Prim, Stmt, Ty, Var};
 use crate::visit::Fresh;
 
 mod control;
+mod exits;
 mod inactive;
 
 /// Inactive Rust code kept in place inside control flow: `code` reads the
@@ -396,7 +397,12 @@ pub fn lower_fn_mode(item: &syn::ItemFn, errs: &mut Errors, mode: Mode) -> Optio
         l.float = ret.float();
     }
     l.fn_ret = Some(ret.clone());
-    let result = l.block_body(&item.block.stmts, true);
+    // Early exits become structured control flow first.
+    let block = match (&sig.output, exits::needed(&item.block)) {
+        (syn::ReturnType::Type(_, t), true) => exits::desugar(&item.block, t),
+        _ => (*item.block).clone(),
+    };
+    let result = l.block_body(&block.stmts, true);
     let ret_ty = ret.ty();
     let mut rets = Vec::new();
     if let Some((v, span)) = result {
@@ -1250,8 +1256,22 @@ impl Lowerer<'_> {
         let Some(id) = p.path.get_ident() else { return };
         let name = id.to_string();
         match self.lookup(&name).cloned() {
-            Some(Binding::Active(_, _, true)) | Some(Binding::Inactive(_, true)) => match value {
+            Some(b @ (Binding::Active(_, _, true) | Binding::Inactive(_, true))) => match value {
                 Val::Active(var, ty) => self.set_existing(&name, Binding::Active(var, ty, true)),
+                // A variable that lives in the IR (or any inside a branch or
+                // loop) takes the constant in place, with its own type.
+                Val::Inactive(tokens) if self.depth > 0 || matches!(b, Binding::Active(..)) => {
+                    let ty = match &b {
+                        Binding::Active(_, t, _) => Some(t.clone()),
+                        _ => self.infer_tokens(&tokens),
+                    };
+                    let Some(ty) = ty else {
+                        self.errs.spanned(e, format!("cannot tell the type of the value assigned to `{name}` here: annotate its `let`"));
+                        return;
+                    };
+                    let var = self.materialize(Val::Inactive(tokens), &ty, e.span());
+                    self.set_existing(&name, Binding::Active(var, ty, true));
+                }
                 Val::Inactive(tokens) => {
                     let nid = self.new_inactive_name(&name);
                     self.prelude.push(quote!(let #nid = #tokens;));
@@ -1422,6 +1442,17 @@ impl Lowerer<'_> {
         if self.mentions_poisoned(tokens.clone()) {
             return self.placeholder();
         }
+        // Exits in statement position were desugared (`exits.rs`); one left
+        // here is inside an expression. An IR `if`, `match` or block is
+        // lowered arm by arm, which finds it where it is.
+        let lowered_in_parts = matches!(
+            e,
+            syn::Expr::If(_) | syn::Expr::Match(_) | syn::Expr::Block(_)
+        ) && self.mentions_active(tokens.clone());
+        if exits::leaves(e) && !lowered_in_parts {
+            self.errs.spanned(e, "`return`, `break`, `continue` or `?` inside an expression is not supported in differentiable functions: use them as statements (`if c { return x; }`)");
+            return self.placeholder();
+        }
         if !self.mentions_active(tokens.clone()) {
             return Val::Inactive(self.rename_inactive(e));
         }
@@ -1471,6 +1502,10 @@ impl Lowerer<'_> {
             syn::Expr::While(w) if self.mode == Mode::Differentiable => {
                 self.while_loop(w);
                 Val::Inactive(quote!(()))
+            }
+            syn::Expr::Loop(l) => {
+                self.errs.spanned(l, "a `loop` with a value (`break value`) is not supported: assign the value to a `let mut` variable, then `break`");
+                self.placeholder()
             }
             syn::Expr::Path(p) => {
                 let Some(id) = p.path.get_ident() else {
@@ -1751,7 +1786,13 @@ impl Lowerer<'_> {
                 }
             }
             _ => {
-                self.errs.spanned(e, format!("{} are not supported in differentiable functions yet (straight-line code only)", describe(e)));
+                self.errs.spanned(
+                    e,
+                    format!(
+                        "{} are not supported in differentiable functions yet",
+                        describe(e)
+                    ),
+                );
                 self.placeholder()
             }
         }

@@ -1,15 +1,15 @@
 use linear_ad::differentiable;
 
 #[differentiable]
-pub fn first_step(x: f64) -> f64 {
+pub fn first_small(x: f64) -> f64 {
     let mut y = x;
-    loop {
+    let z = loop {
         y = 0.5 * y;
         if y < 1.0 {
-            break;
+            break y * y;
         }
-    }
-    y
+    };
+    z
 }
 
 fn main() {}
