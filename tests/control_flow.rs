@@ -238,3 +238,27 @@ fn early_return_break_continue_and_labels() {
         assert!(close(sum_skipping_vjp(x, skip, 1.0).1, d, 1e-13));
     }
 }
+
+#[differentiable]
+pub fn power_series(x: f64, #[nondiff] n: i32) -> f64 {
+    let mut s = 0.0;
+    for k in 0..n {
+        s += x.powi(k) / (k + 1) as f64;
+    }
+    s + x.powi(n)
+}
+
+#[test]
+fn powi_with_an_exponent_computed_at_run_time() {
+    for n in [0, 1, 4] {
+        let x = 0.9;
+        let (v, d) = power_series_jvp(x, n, 1.0);
+        assert_eq!(v, power_series(x, n));
+        let expect: f64 = (1..n)
+            .map(|k| f64::from(k) * x.powi(k - 1) / f64::from(k + 1))
+            .sum::<f64>()
+            + f64::from(n) * x.powi(n - 1);
+        assert!(close(d, expect, 1e-13), "n = {n}: {d} vs {expect}");
+        assert!(close(power_series_vjp(x, n, 1.0).1, d, 1e-14));
+    }
+}

@@ -445,11 +445,13 @@ impl Checker<'_> {
         for a in args {
             tys.push(self.use_var(a, false)?);
         }
-        let (operands, result) = prim.kinds();
+        let (operands, _) = prim.kinds();
         let float = tys.first().and_then(Ty::float);
         let ints = tys.iter().all(|t| *t == Ty::Int);
-        for (a, t) in args.iter().zip(&tys) {
+        for (k, (a, t)) in args.iter().zip(&tys).enumerate() {
             let fits = match operands {
+                Kind::RealInt if k == 0 => t.float().is_some(),
+                Kind::RealInt => *t == Ty::Int,
                 Kind::Real => t.float().is_some(),
                 Kind::Int => *t == Ty::Int,
                 Kind::Bool => *t == Ty::Bool,
@@ -459,6 +461,8 @@ impl Checker<'_> {
             if !fits {
                 let want = match operands {
                     Kind::Real | Kind::RealOf(_) => "a real scalar",
+                    Kind::RealInt if k == 0 => "a real scalar",
+                    Kind::RealInt => "an integer",
                     Kind::Int => "an integer",
                     Kind::Bool => "a bool",
                     Kind::Ordered => "two reals or two integers",
@@ -469,12 +473,7 @@ impl Checker<'_> {
                 return Err(format!("`{name}` mixes f32 and f64 operands (`{a}`)"));
             }
         }
-        Ok(match result {
-            Kind::Real => Ty::Real(float.unwrap_or(Float::F64)),
-            Kind::Int => Ty::Int,
-            Kind::Bool | Kind::Ordered => Ty::Bool,
-            Kind::RealOf(f) => Ty::Real(f),
-        })
+        Ok(prim.result_ty(tys.first()))
     }
 
     /// The use counts of the linear variables in scope.

@@ -784,6 +784,10 @@ fn gen_prim(prim: Prim, a: &[syn::Ident], names: &Names, args: &[Var]) -> TokenS
         Prim::ToReal(Float::F64) => quote!((#x as f64)),
         Prim::ToReal(Float::F32) => quote!((#x as f32)),
         Prim::ToInt => quote!((#x as i64)),
+        Prim::PowiN => {
+            let n = &a[1];
+            quote!(#x.powi(#n))
+        }
         Prim::Sin
         | Prim::Cos
         | Prim::Tan

@@ -129,12 +129,15 @@ impl fmt::Display for EvalError {
 
 impl std::error::Error for EvalError {}
 
-/// Results of a call: non-linear values, linear values, and the work done.
+/// Results of a call: non-linear values, linear values, the work done, and
+/// the largest magnitude a linear operation produced (what rounding errors
+/// in the linear results scale with).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Outcome {
     pub nl: Vec<Value>,
     pub lin: Vec<Value>,
     pub work: u64,
+    pub max_linear: f64,
 }
 
 /// Evaluates `func` in `p` on the given arguments. `consts` gives the values
@@ -146,12 +149,18 @@ pub fn run(
     lin: &[Value],
     consts: &HashMap<Var, Value>,
 ) -> Result<Outcome, EvalError> {
-    let mut m = Machine { p, consts, work: 0 };
+    let mut m = Machine {
+        p,
+        consts,
+        work: 0,
+        max_linear: 0.0,
+    };
     let (nl, lin) = m.call(&Var::new(func), nl.to_vec(), lin.to_vec())?;
     Ok(Outcome {
         nl,
         lin,
         work: m.work,
+        max_linear: m.max_linear,
     })
 }
 
@@ -163,6 +172,7 @@ struct Machine<'a> {
     p: &'a Program,
     consts: &'a HashMap<Var, Value>,
     work: u64,
+    max_linear: f64,
 }
 
 type Env = HashMap<Var, Value>;
@@ -306,18 +316,18 @@ impl Machine<'_> {
             )),
             Expr::LinAdd(a, b) => {
                 let r = Self::get(env, a)?.zip(&Self::get(env, b)?, &|x, y| x + y)?;
-                self.work += r.scalars();
+                self.linear_op(&r);
                 lin1(r)
             }
             Expr::LinNeg(a) => {
                 let r = Self::get(env, a)?.map(&|x| -x);
-                self.work += r.scalars();
+                self.linear_op(&r);
                 lin1(r)
             }
             Expr::LinScale(s, a) => {
                 let s = Self::real(env, s)?;
                 let r = Self::get(env, a)?.map(&|x| s * x);
-                self.work += r.scalars();
+                self.linear_op(&r);
                 lin1(r)
             }
             Expr::Dup(a) => {
@@ -329,6 +339,15 @@ impl Machine<'_> {
                 self.work += nl.iter().chain(&lin).map(Value::scalars).sum::<u64>();
                 Ok((vec![], vec![]))
             }
+        }
+    }
+
+    fn linear_op(&mut self, r: &Value) {
+        self.work += r.scalars();
+        let mut xs = Vec::new();
+        r.flatten(&mut xs);
+        for x in xs {
+            self.max_linear = self.max_linear.max(x.abs());
         }
     }
 

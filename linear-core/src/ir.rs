@@ -227,6 +227,8 @@ pub enum Kind {
     Ordered,
     /// A real of the named type.
     RealOf(Float),
+    /// A real, then an integer (`powin`).
+    RealInt,
 }
 
 /// The non-linear primitives. Each costs 1 (section 4.3). The real ones take
@@ -287,6 +289,9 @@ pub enum Prim {
     ToReal(Float),
     /// A real truncated to an integer (`x as i64`): piecewise constant.
     ToInt,
+    /// `powin(x, n)`: `x.powi(n)` with an integer exponent computed at run
+    /// time (a real; differentiable in `x`).
+    PowiN,
 }
 
 impl Prim {
@@ -326,8 +331,8 @@ impl Prim {
     ];
 
     /// The primitives on integers and booleans, comparisons and
-    /// conversions.
-    pub const DISCRETE: [Prim; 17] = [
+    /// conversions, and `powin` (reals with an integer operand).
+    pub const DISCRETE: [Prim; 18] = [
         Prim::IAdd,
         Prim::ISub,
         Prim::IMul,
@@ -345,6 +350,7 @@ impl Prim {
         Prim::Not,
         Prim::ToReal(Float::F64),
         Prim::ToInt,
+        Prim::PowiN,
     ];
 
     /// The kinds of the operands and of the result.
@@ -357,6 +363,7 @@ impl Prim {
             Prim::And | Prim::Or | Prim::Not => (Kind::Bool, Kind::Bool),
             Prim::ToReal(f) => (Kind::Int, Kind::RealOf(f)),
             Prim::ToInt => (Kind::Real, Kind::Int),
+            Prim::PowiN => (Kind::RealInt, Kind::Real),
             Prim::Add
             | Prim::Sub
             | Prim::Mul
@@ -391,6 +398,23 @@ impl Prim {
         }
     }
 
+    /// The result type, given the type of the first operand (which fixes
+    /// the float type of real results).
+    pub fn result_ty(self, first: Option<&Ty>) -> Ty {
+        let real = || {
+            first
+                .cloned()
+                .filter(|t| t.float().is_some())
+                .unwrap_or(Ty::F64)
+        };
+        match self.kinds().1 {
+            Kind::Int => Ty::Int,
+            Kind::Bool | Kind::Ordered => Ty::Bool,
+            Kind::RealOf(f) => Ty::Real(f),
+            Kind::Real | Kind::RealInt => real(),
+        }
+    }
+
     /// Whether this primitive computes on reals to a real (the ones J has a
     /// derivative rule for; the others are piecewise constant).
     pub fn is_real(self) -> bool {
@@ -417,7 +441,8 @@ impl Prim {
             | Prim::IRem
             | Prim::Cmp(_)
             | Prim::And
-            | Prim::Or => 2,
+            | Prim::Or
+            | Prim::PowiN => 2,
             Prim::Neg
             | Prim::INeg
             | Prim::Not
@@ -499,6 +524,7 @@ impl Prim {
             Prim::ToReal(Float::F64) => "f64",
             Prim::ToReal(Float::F32) => "f32",
             Prim::ToInt => "int",
+            Prim::PowiN => "powin",
         }
     }
 
@@ -533,6 +559,7 @@ impl Prim {
             (Prim::Not, [B(x)]) => B(!x),
             (Prim::ToReal(_), [I(x)]) => R(*x as f64),
             (Prim::ToInt, [R(x)]) => I(*x as i64),
+            (Prim::PowiN, [R(x), I(n)]) => R(x.powi(i32::try_from(*n).ok()?)),
             (p, _) if p.is_real() => {
                 let xs = a
                     .iter()
@@ -602,7 +629,8 @@ impl Prim {
             | Prim::Or
             | Prim::Not
             | Prim::ToReal(_)
-            | Prim::ToInt => f64::NAN,
+            | Prim::ToInt
+            | Prim::PowiN => f64::NAN,
         }
     }
 }

@@ -59,6 +59,7 @@ struct Stats {
     with_range_loop: u64,
     with_while_loop: u64,
     with_nesting: u64,
+    rounding_allowance: u64,
 }
 
 fn scalars(vs: &[Value]) -> u64 {
@@ -69,6 +70,12 @@ fn all_finite(vs: &[Value]) -> bool {
     let mut xs = Vec::new();
     vs.iter().for_each(|v| v.flatten(&mut xs));
     xs.iter().all(|x| x.is_finite())
+}
+
+fn max_abs(vs: &[Value]) -> f64 {
+    let mut xs = Vec::new();
+    vs.iter().for_each(|v| v.flatten(&mut xs));
+    xs.iter().fold(0.0, |m, x| m.max(x.abs()))
 }
 
 fn fail(msg: String) -> TestCaseError {
@@ -139,8 +146,18 @@ fn one_program(seed: u64, size_: usize, st: &RefCell<Stats>) -> Result<(), TestC
         st.borrow_mut().skipped_nonfinite += 1;
         return Ok(());
     }
+    // Up to rounding, as for the dot-product identity below: tangents that
+    // cancel from large intermediates agree only to those intermediates'
+    // precision.
+    let cancelled = {
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        jo.lin.iter().for_each(|v| v.flatten(&mut a));
+        reference.iter().for_each(|v| v.flatten(&mut b));
+        let bound = 4.0 * f64::EPSILON * jo.work as f64 * jo.max_linear;
+        a.len() == b.len() && a.iter().zip(&b).all(|(x, y)| (x - y).abs() <= 1e-9 + bound)
+    };
     prop_assert!(
-        close(&jo.lin, &reference, 1e-8),
+        close(&jo.lin, &reference, 1e-8) || cancelled,
         "J's tangent {:?} differs from the dual-number reference {:?}\n{}",
         jo.lin,
         reference,
@@ -154,6 +171,13 @@ fn one_program(seed: u64, size_: usize, st: &RefCell<Stats>) -> Result<(), TestC
     let fwd = run(&u, &fnl, &x, &[], &nocst).map_err(|e| fail(e.0))?;
     let k = fwd.nl.len() - 1;
     let tape = fwd.nl[k].clone();
+    // An intermediate that overflowed on a path whose result is dropped:
+    // forward mode never multiplies by it, reverse mode gets 0·∞ = NaN.
+    // The linear maps are only meaningful with finite coefficients.
+    if !all_finite(std::slice::from_ref(&tape)) {
+        st.borrow_mut().skipped_nonfinite += 1;
+        return Ok(());
+    }
     let res = run(&u, &flin, std::slice::from_ref(&tape), &dx, &nocst).map_err(|e| fail(e.0))?;
     prop_assert_eq!(&fwd.nl[..k], &jo.nl[..], "unzipped forward pass results");
     prop_assert_eq!(&res.lin, &jo.lin, "unzipped residual results");
@@ -184,10 +208,19 @@ fn one_program(seed: u64, size_: usize, st: &RefCell<Stats>) -> Result<(), TestC
     let ft = format!("{flin}.t");
     let tb = run(&t, &ft, std::slice::from_ref(&tape), &ybar, &nocst).map_err(|e| fail(e.0))?;
     let (lhs, rhs) = (dot(&dx, &tb.lin), dot(&res.lin, &ybar));
+    // Up to rounding: relative to the result, or, where the linear maps
+    // pass through intermediates much larger than it (derivatives grown
+    // along a loop, then damped), relative to those: each of their
+    // operations rounds once.
+    let relative = (lhs - rhs).abs() <= 1e-9 * (1.0 + lhs.abs() + rhs.abs());
+    let rounding = f64::EPSILON
+        * (res.work + tb.work) as f64
+        * (res.max_linear * max_abs(&ybar) + tb.max_linear * max_abs(&dx));
     prop_assert!(
-        (lhs - rhs).abs() <= 1e-9 * (1.0 + lhs.abs() + rhs.abs()),
-        "dot-product identity fails: <x, T(e)[y]> = {lhs}, <e[x], y> = {rhs}"
+        relative || (lhs - rhs).abs() <= 1e-9 + 4.0 * rounding,
+        "dot-product identity fails: <x, T(e)[y]> = {lhs}, <e[x], y> = {rhs} (rounding bound {rounding})"
     );
+    st.borrow_mut().rounding_allowance += u64::from(!relative);
     prop_assert!(
         tb.work + scalars(&dx) <= res.work + scalars(&ybar),
         "transposition work: {} + {} > {} + {}",
@@ -343,8 +376,8 @@ fn theorems_hold_on_random_programs() {
         s.tape_save, s.tape_recompute, s.smaller_tapes
     );
     println!(
-        "Thm 7.1: work inequality strict in {} programs; simplifier removed {} units of work",
-        s.transposes_strict, s.simplified_work_saved
+        "Thm 7.1: work inequality strict in {} programs; simplifier removed {} units of work; dot-product identity needed the rounding bound (intermediates far larger than the result) in {} programs",
+        s.transposes_strict, s.simplified_work_saved, s.rounding_allowance
     );
     assert!(
         s.cases as f64 >= 0.95 * f64::from(cases),

@@ -14,7 +14,7 @@ use proc_macro2::{Span, TokenStream, TokenTree};
 use quote::{quote, ToTokens};
 use syn::visit_mut::VisitMut;
 
-use super::{Binding, Lowerer, Opaque, Shape};
+use super::{Binding, Lowerer, Opaque, Shape, Val};
 use crate::ir::{Expr, Float, Stmt, Ty, Var};
 
 /// The IR type of a Rust scalar type: floats, integers, bool (through
@@ -68,6 +68,14 @@ impl Lowerer<'_> {
         let v = self.emit(hint, ty, rhs);
         self.nondiff.insert(v.clone());
         v
+    }
+
+    /// Whether a lowered value may carry a derivative.
+    pub(super) fn mentions_diff_val(&self, v: &Val) -> bool {
+        match v {
+            Val::Active(var, _) => !self.nondiff.contains(var),
+            Val::Inactive(_) => false,
+        }
     }
 
     /// Whether `tokens` mentions a value that may carry a derivative.

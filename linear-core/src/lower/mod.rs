@@ -321,6 +321,7 @@ pub fn lower_fn_mode(item: &syn::ItemFn, errs: &mut Errors, mode: Mode) -> Optio
         param_types: HashMap::default(),
         match_value: false,
         annotated: None,
+        fn_name: sig.ident.to_string(),
     };
     let mut params = Vec::new();
     let mut nl_params = Vec::new();
@@ -557,6 +558,8 @@ struct Lowerer<'a> {
     match_value: bool,
     /// The type a `let` annotation gives the pattern being bound.
     annotated: Option<Ty>,
+    /// The function's own name (recursion is refused).
+    fn_name: String,
 }
 
 fn describe(e: &syn::Expr) -> &'static str {
@@ -1861,6 +1864,10 @@ impl Lowerer<'_> {
                 .spanned(&path, "calls with generic arguments are not supported");
             return self.placeholder();
         }
+        if path.is_ident(&self.fn_name) {
+            self.errs.spanned(&path, "a differentiable function cannot call itself: Linear A has no recursion (its tape would contain itself); write the recursion as a loop");
+            return self.placeholder();
+        }
         let linear = self.mode == Mode::Linear;
         let f = self.float();
         let ret = ret.unwrap_or(Shape::Float(f));
@@ -2027,12 +2034,18 @@ impl Lowerer<'_> {
             return self.prim(p, vec![x], hint);
         }
         if method == "powi" {
-            let n = raw_args.first().and_then(|a| int_literal(a));
-            let Some(n) = n else {
-                self.errs.push(args[0].1, "`powi` needs an integer literal exponent here (for example `x.powi(3)`); use `powf` for other exponents");
+            if let Some(n) = raw_args.first().and_then(|a| int_literal(a)) {
+                return self.prim(Prim::Powi(n), vec![x], hint);
+            }
+            // An exponent computed at run time: `powin(x, n)`.
+            let mut it = args.into_iter();
+            let (n, sn) = it.next().unwrap_or((Val::Inactive(quote!(0)), mspan));
+            if self.mentions_diff_val(&n) {
+                self.errs.push(sn, "the exponent of `powi` is an integer: it cannot depend on a differentiable value; use `powf`");
                 return self.placeholder();
-            };
-            return self.prim(Prim::Powi(n), vec![x], hint);
+            }
+            let n = self.materialize(n, &Ty::Int, sn);
+            return self.prim(Prim::PowiN, vec![x, n], hint);
         }
         let mut it = args.into_iter();
         let (a, sa) = it.next().unwrap_or((Val::Inactive(quote!(0.0)), mspan));

@@ -265,6 +265,10 @@ impl Jvp<'_> {
                     },
                 ))
             }
+            Expr::Prim {
+                prim: Prim::PowiN,
+                args,
+            } => self.powin(args, sigma),
             Expr::Prim { prim, args } if !prim.is_real() => {
                 // Piecewise constant: the operands' tangents are dropped and
                 // the result's tangent is zero (empty for integers and
@@ -272,15 +276,11 @@ impl Jvp<'_> {
                 let mut out = Vec::new();
                 let ds = self.occurrences(&mut out, args, &mut sigma)?;
                 out.extend(ds.into_iter().map(drop_stmt));
-                let ty = match prim.kinds().1 {
-                    crate::ir::Kind::RealOf(f) => Ty::Real(f),
-                    crate::ir::Kind::Int => Ty::Int,
-                    crate::ir::Kind::Bool | crate::ir::Kind::Ordered => Ty::Bool,
-                    crate::ir::Kind::Real => match args.first() {
-                        Some(a) => self.ty(a)?,
-                        None => Ty::F64,
-                    },
+                let first = match args.first() {
+                    Some(a) => Some(self.ty(a)?),
+                    None => None,
                 };
+                let ty = prim.result_ty(first.as_ref());
                 Ok(Expr::block(out, self.with_zero_tangent(e.clone(), ty)))
             }
             Expr::Int(_) => Ok(self.with_zero_tangent(e.clone(), Ty::Int)),
@@ -730,6 +730,101 @@ fn trivial(t: &Ty) -> bool {
     t.tangent().scalars() == 0
 }
 
+impl Jvp<'_> {
+    /// `powin(x, n)`: `n x^(n-1) ẋ`, and `0` when `n = 0` (`x^0 = 1` for
+    /// every `x`; `0·x^(-1)` would be NaN at `x = 0`), as a case on `n ≠ 0`;
+    /// the exponent's (empty) tangent is dropped.
+    fn powin(&mut self, args: &[Var], mut sigma: Sigma) -> Result<Expr, PassError> {
+        let [x, n] = args else {
+            return Err(self.err("`powin` takes two operands"));
+        };
+        let float = self.ty(x)?.float().unwrap_or(Float::F64);
+        let real = Ty::Real(float);
+        let mut out = Vec::new();
+        let ds = self.occurrences(&mut out, args, &mut sigma)?;
+        out.push(drop_stmt(ds[1].clone()));
+        let z = self.fresh.var("z");
+        let (zero, nz, c) = (
+            self.fresh.var("zero"),
+            self.fresh.var("nz"),
+            self.fresh.var("c"),
+        );
+        let (one, m, nf, p, c1, c0) = (
+            self.fresh.var("one"),
+            self.fresh.var("m"),
+            self.fresh.var("nf"),
+            self.fresh.var("p"),
+            self.fresh.var("c"),
+            self.fresh.var("c"),
+        );
+        let nl = |v: &Var, ty: Ty, rhs: Expr| Stmt::Let {
+            nl: vec![Binder::new(v.clone(), ty)],
+            lin: vec![],
+            rhs,
+        };
+        let prim = |prim: Prim, args: Vec<Var>| Expr::Prim { prim, args };
+        out.push(nl(
+            &z,
+            real.clone(),
+            prim(Prim::PowiN, vec![x.clone(), n.clone()]),
+        ));
+        out.push(nl(&zero, Ty::Int, Expr::Int(0)));
+        out.push(nl(
+            &nz,
+            Ty::Bool,
+            prim(Prim::Cmp(crate::ir::Cmp::Ne), vec![n.clone(), zero]),
+        ));
+        let nonzero = Expr::block(
+            vec![
+                nl(&one, Ty::Int, Expr::Int(1)),
+                nl(&m, Ty::Int, prim(Prim::ISub, vec![n.clone(), one])),
+                nl(
+                    &nf,
+                    real.clone(),
+                    prim(Prim::ToReal(float), vec![n.clone()]),
+                ),
+                nl(&p, real.clone(), prim(Prim::PowiN, vec![x.clone(), m])),
+                nl(&c1, real.clone(), prim(Prim::Mul, vec![nf, p])),
+            ],
+            Expr::var(c1),
+        );
+        let zero_arm = Expr::block(
+            vec![nl(&c0, real.clone(), Expr::Lit { value: 0.0, float })],
+            Expr::var(c0),
+        );
+        out.push(nl(
+            &c,
+            real.clone(),
+            Expr::Case {
+                scrut: nz,
+                arms: vec![
+                    Arm {
+                        bind: None,
+                        body: nonzero,
+                    },
+                    Arm {
+                        bind: None,
+                        body: zero_arm,
+                    },
+                ],
+            },
+        ));
+        let dz = self.fresh.var("dz");
+        out.push(Stmt::Let {
+            nl: vec![],
+            lin: vec![Binder::new(dz.clone(), real)],
+            rhs: Expr::LinScale(c, ds[0].clone()),
+        });
+        Ok(Expr::block(
+            out,
+            Expr::Ret {
+                nl: vec![z],
+                lin: vec![dz],
+            },
+        ))
+    }
+}
+
 fn base(v: &Var) -> &str {
     v.as_str().split('.').next().unwrap_or("v")
 }
@@ -1015,7 +1110,8 @@ fn jvp_prim(b: &mut Builder, prim: Prim, args: &[Var], ds: &[Var]) -> (Var, Var)
         | Prim::Or
         | Prim::Not
         | Prim::ToReal(_)
-        | Prim::ToInt => {
+        | Prim::ToInt
+        | Prim::PowiN => {
             for d in ds {
                 b.drop(d.clone());
             }

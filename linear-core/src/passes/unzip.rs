@@ -51,7 +51,7 @@
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use super::PassError;
-use crate::ir::{Arm, Binder, Expr, Extern, Func, Iter, Kind, Loop, Prim, Program, Stmt, Ty, Var};
+use crate::ir::{Arm, Binder, Expr, Extern, Func, Iter, Loop, Prim, Program, Stmt, Ty, Var};
 use crate::visit::{derived_name, free_vars, stmt_free_vars, use_counts};
 
 /// Which non-linear intermediates the forward pass saves on the tape.
@@ -468,15 +468,13 @@ impl Unzip<'_> {
                 vs.iter().map(|v| self.ty(v)).collect::<Result<_, _>>()?,
             )],
             Expr::Ret { nl, .. } => nl.iter().map(|v| self.ty(v)).collect::<Result<_, _>>()?,
-            Expr::Prim { prim, args } => vec![match prim.kinds().1 {
-                Kind::Int => Ty::Int,
-                Kind::Bool | Kind::Ordered => Ty::Bool,
-                Kind::RealOf(f) => Ty::Real(f),
-                Kind::Real => match args.first() {
-                    Some(a) => self.ty(a)?,
-                    None => return Err(self.err("a primitive without operands")),
-                },
-            }],
+            Expr::Prim { prim, args } => {
+                let first = match args.first() {
+                    Some(a) => Some(self.ty(a)?),
+                    None => None,
+                };
+                vec![prim.result_ty(first.as_ref())]
+            }
             Expr::Block { .. }
             | Expr::App { .. }
             | Expr::Case { .. }

@@ -282,7 +282,8 @@ impl<'a> FnGen<'a> {
             | Prim::Or
             | Prim::Not
             | Prim::ToReal(_)
-            | Prim::ToInt => return,
+            | Prim::ToInt
+            | Prim::PowiN => return,
         };
         let refs: Vec<&Var> = args.iter().collect();
         self.prim(out, p, &refs, d);
@@ -691,6 +692,17 @@ impl<'a> FnGen<'a> {
         if self.rng.chance(0.6) {
             let i = self.use_(&index.var);
             let mut pre = Vec::new();
+            if self.rng.chance(0.4) {
+                // x^i with a run-time exponent, x in (-1.5, 1.5).
+                if let Some(x) = self.scalar() {
+                    let b = self.bounded(&mut pre, &x, 1.5, d + 1);
+                    let p = Expr::Prim {
+                        prim: Prim::PowiN,
+                        args: vec![b, i.clone()],
+                    };
+                    self.bind(&mut pre, F, p, d + 1);
+                }
+            }
             self.bind(
                 &mut pre,
                 F,
@@ -995,7 +1007,8 @@ fn dual_prim(p: Prim, a: &[(f64, f64)]) -> (f64, f64) {
         | Prim::Or
         | Prim::Not
         | Prim::ToReal(_)
-        | Prim::ToInt => panic!("not a real primitive"),
+        | Prim::ToInt
+        | Prim::PowiN => panic!("not a real primitive"),
     };
     (z, d)
 }
@@ -1062,6 +1075,16 @@ fn dual_expr(p: &Program, e: &Expr, env: &mut HashMap<Var, Dual>) -> Vec<Dual> {
         Expr::Int(n) => vec![Dual::Int(*n)],
         Expr::Bool(b) => vec![Dual::Bool(*b)],
         Expr::Tup(vs) => vec![Dual::Tuple(vs.iter().map(|v| get(env, v)).collect())],
+        Expr::Prim {
+            prim: Prim::PowiN,
+            args,
+        } => match (get(env, &args[0]), get(env, &args[1])) {
+            (Dual::Real(x, dx), Dual::Int(n)) => {
+                let n = n as i32;
+                vec![Dual::Real(x.powi(n), f64::from(n) * x.powi(n - 1) * dx)]
+            }
+            _ => panic!("powin of a non-real"),
+        },
         Expr::Prim { prim, args } if !prim.is_real() => {
             let a: Vec<Dual> = args.iter().map(|v| get(env, v)).collect();
             vec![dual_discrete(*prim, &a)]
