@@ -48,6 +48,37 @@
 //! are constants: they get no tangent. Any computation that depends on no
 //! differentiable input may be any Rust code.
 //!
+//! Branches and loops stay branches and loops; the derivative at a branch
+//! point is that of the branch taken. The tape of a loop holds one record
+//! per iteration ([`TapeSize`] reports its bytes):
+//!
+//! ```
+//! use linear_ad::{differentiable, LinearMap, TapeSize};
+//!
+//! /// A Huber loss summed over data points.
+//! #[differentiable]
+//! pub fn loss(w: f64, #[nondiff] xs: &[f64], #[nondiff] ys: &[f64]) -> f64 {
+//!     let mut total = 0.0;
+//!     for i in 0..xs.len() {
+//!         let r = w * xs[i] - ys[i];
+//!         if r.abs() <= 1.0 {
+//!             total += 0.5 * r * r;
+//!         } else {
+//!             total += r.abs() - 0.5;
+//!         }
+//!     }
+//!     total
+//! }
+//!
+//! let (xs, ys) = ([1.0, 2.0, 3.0], [1.5, 2.5, 9.0]);
+//! let (_, g) = loss_vjp(1.0, &xs, &ys, 1.0);
+//! // r = (-0.5, -0.5, -6): two quadratic terms, one linear.
+//! assert_eq!(g, -0.5 * 1.0 - 0.5 * 2.0 - 3.0);
+//! let (_, lin) = loss_lin(1.0, &xs, &ys);
+//! assert_eq!(lin.transpose(1.0), g);
+//! assert!(lin.tape_bytes() > 0);
+//! ```
+//!
 //! `#[differentiable(dump)]`, or `LINEAR_AD_DUMP=name` in the compiler's
 //! environment, prints the Linear A program of every stage at compile time.
 //!

@@ -3,6 +3,8 @@
 //! hand. The baselines' generic versions live in `benches/derivatives.rs`,
 //! next to the AD types they are instantiated with.
 
+pub mod control;
+
 use linear_ad::differentiable;
 
 /// f(x) = exp(x) / sqrt(sin(x)³ + cos(x)³).

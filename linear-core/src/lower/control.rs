@@ -271,8 +271,11 @@ impl Lowerer<'_> {
             binders.push(Binder::new(r.clone(), t.clone()));
             (r, t)
         });
-        for (n, _, t) in &state {
-            binders.push(Binder::new(self.fresh.var(n), t.clone()));
+        for (n, v, t) in &state {
+            let b = self.fresh.var(n);
+            let shape = self.shape_of(v);
+            self.shapes.insert(b.clone(), shape);
+            binders.push(Binder::new(b, t.clone()));
         }
         for (b, nd) in binders
             .iter()
@@ -572,6 +575,8 @@ impl Lowerer<'_> {
         for (n, v, t) in state {
             let b = self.fresh.var(n);
             self.types.insert(b.clone(), t.clone());
+            let shape = self.shape_of(v);
+            self.shapes.insert(b.clone(), shape);
             if self.nondiff.contains(v) && !matches!(t, Ty::Real(_) | Ty::Tuple(_)) {
                 self.nondiff.insert(b.clone());
             }
@@ -612,6 +617,8 @@ impl Lowerer<'_> {
             .collect();
         for (b, (_, v, _)) in bs.iter().zip(state) {
             self.types.insert(b.var.clone(), b.ty.clone());
+            let shape = self.shape_of(v);
+            self.shapes.insert(b.var.clone(), shape);
             if self.nondiff.contains(v) && !matches!(b.ty, Ty::Real(_) | Ty::Tuple(_)) {
                 self.nondiff.insert(b.var.clone());
             }

@@ -24,6 +24,30 @@
 //!   (`exp`, `tan`, `sqrt`, …); piecewise-constant primitives (`signum`,
 //!   `le`) drop their input tangents and return a zero tangent.
 //!
+//! * Tangent types: `Ty::tangent`, reals for reals and the empty tuple for
+//!   integers, booleans, sums and lists, which have no derivative. The
+//!   discrete primitives (integer arithmetic, comparisons, boolean
+//!   operators, conversions) and inactive Rust code (`const` with
+//!   arguments) are piecewise constant: operand tangents dropped, a zero
+//!   tangent for the result. `powin(x, n)` (a run-time exponent) has
+//!   `n x^(n-1) ẋ`, computed under a case on `n ≠ 0` so that `x⁰` has a
+//!   zero derivative at `x = 0` too.
+//! * JCase: a case of the J'd arms on the same scrutinee. The tangents of
+//!   the case's free variables are split once (`dup`) and consumed by every
+//!   arm, which drops those it does not read; the scrutinee's tangent is
+//!   dropped. The derivative is that of the arm taken: at a branch point
+//!   (`x < 0` at `x = 0`) it is the derivative of the branch the primal
+//!   runs, as in JAX and Enzyme.
+//! * JLoop: the loop carries its state's tangents beside the state, and the
+//!   tangents of outer values its body reads as extra linear state, split
+//!   by `dup` at the top of every iteration (one copy for the body, one
+//!   carried on) and dropped after the loop. The body thus reads no outer
+//!   linear variable, which T turns into accumulation: the transposed
+//!   `dup` is an addition, so an outer value's cotangent sums over the
+//!   reversed iterations. State whose tangent has no scalars (a counter) is
+//!   not carried. Bounds, lists and `while` conditions are piecewise
+//!   constant: the condition runs on primal values only.
+//!
 //! Input: a program that type-checks in Linear A and has no linear
 //! parameters, results or expressions. Output: a program that type-checks
 //! in Linear A, with one function per input function, calls renamed.
