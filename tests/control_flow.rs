@@ -262,3 +262,70 @@ fn powi_with_an_exponent_computed_at_run_time() {
         assert!(close(power_series_vjp(x, n, 1.0).1, d, 1e-14));
     }
 }
+
+#[differentiable(checkpoint = "state")]
+pub fn rk4_state(y0: f64, k: f64, #[nondiff] steps: usize) -> f64 {
+    let h = 1.0 / steps as f64;
+    let mut y = y0;
+    for _ in 0..steps {
+        let k1 = -k * y;
+        let k2 = -k * (y + 0.5 * h * k1);
+        let k3 = -k * (y + 0.5 * h * k2);
+        let k4 = -k * (y + h * k3);
+        y += h / 6.0 * (k1 + 2.0 * k2 + 2.0 * k3 + k4);
+    }
+    y
+}
+
+#[differentiable(checkpoint = "state")]
+pub fn horner_state(x: f64, #[nondiff] c: &[f64]) -> f64 {
+    let mut s = 0.0;
+    for i in (0..c.len()).rev() {
+        let t = (s * x).sin();
+        s = t * x + c[i];
+    }
+    s
+}
+
+#[differentiable]
+pub fn horner_saved(x: f64, #[nondiff] c: &[f64]) -> f64 {
+    let mut s = 0.0;
+    for i in (0..c.len()).rev() {
+        let t = (s * x).sin();
+        s = t * x + c[i];
+    }
+    s
+}
+
+#[test]
+fn checkpointing_loop_state_gives_the_same_derivatives_from_a_smaller_tape() {
+    let (y0, k): (f64, f64) = (2.0, 0.7);
+    assert_eq!(rk4_state_vjp(y0, k, 50, 1.0), rk4_vjp(y0, k, 50, 1.0));
+    assert_eq!(
+        rk4_state_jvp(y0, k, 50, 1.0, 0.5),
+        rk4_jvp(y0, k, 50, 1.0, 0.5)
+    );
+    let (_, saved) = rk4_lin(y0, k, 50);
+    let (_, state) = rk4_state_lin(y0, k, 50);
+    assert_eq!(state.transpose(1.0), saved.transpose(1.0));
+    assert_eq!(state.apply((0.3, -0.2)), saved.apply((0.3, -0.2)));
+    // One f64 of state per step instead of the stages' intermediates.
+    assert!(
+        state.tape_bytes() * 3 < saved.tape_bytes(),
+        "{} vs {}",
+        state.tape_bytes(),
+        saved.tape_bytes()
+    );
+
+    let c = [0.5, -1.0, 0.25, 2.0, -0.75];
+    let x = 0.8;
+    assert_eq!(horner_state_vjp(x, &c, 1.0), horner_saved_vjp(x, &c, 1.0));
+    let (_, a) = horner_state_lin(x, &c);
+    let (_, b) = horner_saved_lin(x, &c);
+    assert_eq!(a.transpose(1.0), b.transpose(1.0));
+    assert!(close(
+        a.transpose(1.0),
+        fd(|x| horner_saved(x, &c), x),
+        1e-6
+    ));
+}

@@ -107,6 +107,16 @@ fn rk4_bench(c: &mut Criterion) {
     let (_, lin) = rk4_lin(y0, k, steps, h);
     close(lin.transpose(1.0).1, grad[4], "rk4 lin");
     tape_line("rk4_1000", lin.tape_bytes(), steps, RK4_HAND_BYTES_PER_ITER);
+    let (_, (sy, sk)) = rk4_state_vjp(y0, k, steps, h, 1.0);
+    close(sy[0], grad[0], "rk4 state vjp");
+    close(sk, grad[4], "rk4 state vjp k");
+    let (_, lin_state) = rk4_state_lin(y0, k, steps, h);
+    tape_line(
+        "rk4_1000 (checkpoint = \"state\")",
+        lin_state.tape_bytes(),
+        steps,
+        RK4_HAND_BYTES_PER_ITER,
+    );
     let mut g = c.benchmark_group("rk4_1000");
     g.bench_function("primal", |b| {
         b.iter(|| rk4(black_box(y0), black_box(k), steps, h))

@@ -42,7 +42,12 @@ fn sizes(n: usize, src: &str) -> String {
     let item: syn::ItemFn = syn::parse_str(src).expect("parses");
     let mut errs = Errors::default();
     let l = lower_fn(&item, &mut errs).expect("lowers");
-    let st = pipeline(&l.func, &l.externs).expect("pipeline");
+    let st = pipeline(
+        &l.func,
+        &l.externs,
+        linear_core::passes::unzip::Checkpoint::SaveAll,
+    )
+    .expect("pipeline");
     let out = differentiable(TokenStream::new(), tokens(src)).to_string();
     format!(
         "{n},{},{},{},{},{},{}\n",

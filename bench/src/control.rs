@@ -97,6 +97,43 @@ pub fn rk4(y0: [f64; 4], k: f64, #[nondiff] steps: usize, #[nondiff] h: f64) -> 
     y[0] * y[0] + y[1] * y[1] + y[2] * y[2] + y[3] * y[3]
 }
 
+/// [`rk4`] keeping only the state of each step for the reverse sweep.
+#[differentiable(checkpoint = "state")]
+pub fn rk4_state(y0: [f64; 4], k: f64, #[nondiff] steps: usize, #[nondiff] h: f64) -> f64 {
+    let mut y = y0;
+    for _ in 0..steps {
+        let k1: [f64; 4] = ode_rhs(y, k);
+        let y2 = [
+            y[0] + 0.5 * h * k1[0],
+            y[1] + 0.5 * h * k1[1],
+            y[2] + 0.5 * h * k1[2],
+            y[3] + 0.5 * h * k1[3],
+        ];
+        let k2: [f64; 4] = ode_rhs(y2, k);
+        let y3 = [
+            y[0] + 0.5 * h * k2[0],
+            y[1] + 0.5 * h * k2[1],
+            y[2] + 0.5 * h * k2[2],
+            y[3] + 0.5 * h * k2[3],
+        ];
+        let k3: [f64; 4] = ode_rhs(y3, k);
+        let y4 = [
+            y[0] + h * k3[0],
+            y[1] + h * k3[1],
+            y[2] + h * k3[2],
+            y[3] + h * k3[3],
+        ];
+        let k4: [f64; 4] = ode_rhs(y4, k);
+        y = [
+            y[0] + h / 6.0 * (k1[0] + 2.0 * k2[0] + 2.0 * k3[0] + k4[0]),
+            y[1] + h / 6.0 * (k1[1] + 2.0 * k2[1] + 2.0 * k3[1] + k4[1]),
+            y[2] + h / 6.0 * (k1[2] + 2.0 * k2[2] + 2.0 * k3[2] + k4[2]),
+            y[3] + h / 6.0 * (k1[3] + 2.0 * k2[3] + 2.0 * k3[3] + k4[3]),
+        ];
+    }
+    y[0] * y[0] + y[1] * y[1] + y[2] * y[2] + y[3] * y[3]
+}
+
 type V4 = [f64; 4];
 
 #[inline]
@@ -265,6 +302,20 @@ pub fn newton_hand_jvp(a: f64, b: f64, da: f64, db: f64) -> (f64, f64) {
         n += 1;
     }
     (x, dx)
+}
+
+/// [`newton`] keeping only each iteration's state for the reverse sweep.
+#[differentiable(checkpoint = "state")]
+pub fn newton_state(a: f64, b: f64) -> f64 {
+    let mut x = b;
+    let mut step: f64 = 1.0;
+    let mut n = 0;
+    while step.abs() > 1e-12 && n < 100 {
+        step = (x * x * x + a * x - b) / (3.0 * x * x + a);
+        x -= step;
+        n += 1;
+    }
+    x
 }
 
 /// The adjoint of the iteration: the forward sweep stores each iterate.

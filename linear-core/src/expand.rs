@@ -42,6 +42,24 @@ struct Args {
     /// parameter, and returning the output tangent.
     #[darling(default)]
     jvp: Option<syn::Path>,
+    /// What loops keep for the reverse sweep: `"save"` (default: every
+    /// intermediate the derivative reads, per iteration) or `"state"` (the
+    /// loop state per iteration; the reverse sweep recomputes the rest).
+    #[darling(default)]
+    checkpoint: Option<syn::LitStr>,
+}
+
+/// The checkpoint policy an attribute asks for.
+fn policy(args: &Args, errs: &mut Errors) -> unzip::Checkpoint {
+    match args.checkpoint.as_ref().map(|l| (l.value(), l)) {
+        None => unzip::Checkpoint::SaveAll,
+        Some((v, _)) if v == "save" => unzip::Checkpoint::SaveAll,
+        Some((v, _)) if v == "state" => unzip::Checkpoint::LoopState,
+        Some((v, lit)) => {
+            errs.spanned(lit, format!("unknown checkpoint policy \"{v}\": use \"save\" (keep every intermediate the derivative needs, the default) or \"state\" (keep each loop iteration's state and recompute the rest in the reverse sweep)"));
+            unzip::Checkpoint::SaveAll
+        }
+    }
 }
 
 /// The attribute's arguments (errors collected) and the function it is on;
@@ -83,9 +101,10 @@ pub fn differentiable(attr: TokenStream, item: TokenStream) -> TokenStream {
     if let Some(path) = &args.jvp {
         return custom_derivative(&item_fn, &clean, path, errs);
     }
+    let policy = policy(&args, &mut errs);
     let lowered = lower_fn(&item_fn, &mut errs);
     finish(&item_fn, &clean, lowered, errs, |l| {
-        generate(&item_fn, l, args.dump)
+        generate(&item_fn, l, args.dump, policy)
     })
 }
 
@@ -162,7 +181,7 @@ fn recheck(
 }
 
 /// Runs J, U and T with simplification in between, checking every output.
-pub fn pipeline(f: &Func, externs: &[Extern]) -> Result<Stages, String> {
+pub fn pipeline(f: &Func, externs: &[Extern], policy: unzip::Checkpoint) -> Result<Stages, String> {
     let source = Program {
         externs: externs.to_vec(),
         funcs: vec![f.clone()],
@@ -170,7 +189,7 @@ pub fn pipeline(f: &Func, externs: &[Extern]) -> Result<Stages, String> {
     recheck(|| check(&source), "lowered function:")?;
     let j = simplify(&jvp(&source).map_err(|e| e.to_string())?);
     recheck(|| check(&j), "after J:")?;
-    let u = simplify(&unzip::unzip(&j, unzip::Checkpoint::SaveAll).map_err(|e| e.to_string())?);
+    let u = simplify(&unzip::unzip(&j, policy).map_err(|e| e.to_string())?);
     recheck(|| check_linear_b(&u), "after U:")?;
     let t = simplify(&transpose(&u).map_err(|e| e.to_string())?);
     recheck(|| check_linear_b(&t), "after T:")?;
@@ -270,9 +289,14 @@ fn pattern_idents(p: &syn::Pat, out: &mut Vec<syn::Ident>) {
     }
 }
 
-fn generate(item: &syn::ItemFn, l: &Lowered, dump: bool) -> Result<TokenStream, String> {
+fn generate(
+    item: &syn::ItemFn,
+    l: &Lowered,
+    dump: bool,
+    policy: unzip::Checkpoint,
+) -> Result<TokenStream, String> {
     let name = item.sig.ident.to_string();
-    let stages = pipeline(&l.func, &l.externs)?;
+    let stages = pipeline(&l.func, &l.externs, policy)?;
     let calls = Calls {
         sites: &l.calls,
         opaques: &l.opaques,
@@ -1149,7 +1173,7 @@ fn generate_linear(
         item.sig.ident.span(),
     );
     let differentiable = match &diff {
-        Some((f, d)) => generate(f, d, false)?,
+        Some((f, d)) => generate(f, d, false, unzip::Checkpoint::SaveAll)?,
         // Not expressible as a differentiable function: only the transpose,
         // and the type callers refer to.
         None => quote!(#[doc(hidden)] #vis struct #map_name;),

@@ -455,3 +455,101 @@ impl Linearize {
         }
     }
 }
+
+/// Renames, in place, every variable bound inside `e`'s nested
+/// expressions (not `e`'s own free variables) to a fresh name, and every
+/// use of it: a copy of code placed next to the original keeps binders
+/// unique within the function.
+pub fn freshen_bound(e: &mut Expr, fresh: &mut Fresh) {
+    let mut map: HashMap<Var, Var> = HashMap::default();
+    for_each_bind(e, &mut |v, _| {
+        map.insert(v.clone(), fresh.var(v.as_str()));
+    });
+    rename_all(e, &map);
+}
+
+fn rename_var(v: &mut Var, map: &HashMap<Var, Var>) {
+    if let Some(w) = map.get(v) {
+        *v = w.clone();
+    }
+}
+
+fn rename_binder(b: &mut Binder, map: &HashMap<Var, Var>) {
+    rename_var(&mut b.var, map);
+}
+
+/// Renames binders and uses throughout `e` by `map`.
+pub fn rename_all(e: &mut Expr, map: &HashMap<Var, Var>) {
+    let r = |vs: &mut Vec<Var>| vs.iter_mut().for_each(|v| rename_var(v, map));
+    match e {
+        Expr::Block { stmts, tail } => {
+            for s in stmts {
+                match s {
+                    Stmt::Let { nl, lin, rhs } => {
+                        nl.iter_mut()
+                            .chain(lin.iter_mut())
+                            .for_each(|b| rename_binder(b, map));
+                        rename_all(rhs, map);
+                    }
+                    Stmt::Unpack { vars, tuple } | Stmt::LinUnpack { vars, tuple } => {
+                        vars.iter_mut().for_each(|b| rename_binder(b, map));
+                        rename_var(tuple, map);
+                    }
+                }
+            }
+            rename_all(tail, map);
+        }
+        Expr::Ret { nl, lin } | Expr::App { nl, lin, .. } => {
+            r(nl);
+            r(lin);
+        }
+        Expr::Tup(vs)
+        | Expr::LinTup(vs)
+        | Expr::Prim { args: vs, .. }
+        | Expr::Const { args: vs, .. } => r(vs),
+        Expr::LinAdd(a, b) | Expr::LinScale(a, b) => {
+            rename_var(a, map);
+            rename_var(b, map);
+        }
+        Expr::LinNeg(a) | Expr::Dup(a) | Expr::Inj { val: a, .. } => rename_var(a, map),
+        Expr::Drop(inner) => rename_all(inner, map),
+        Expr::Case { scrut, arms } => {
+            rename_var(scrut, map);
+            for a in arms {
+                if let Some(b) = &mut a.bind {
+                    rename_binder(b, map);
+                }
+                rename_all(&mut a.body, map);
+            }
+        }
+        Expr::Loop(l) => {
+            match &mut l.iter {
+                Iter::Range {
+                    index,
+                    lo,
+                    hi,
+                    step,
+                    ..
+                } => {
+                    rename_binder(index, map);
+                    rename_var(lo, map);
+                    rename_var(hi, map);
+                    if let Some(s) = step {
+                        rename_var(s, map);
+                    }
+                }
+                Iter::Each { elem, list, .. } => {
+                    rename_binder(elem, map);
+                    rename_var(list, map);
+                }
+                Iter::While { cond } => rename_all(cond, map),
+            }
+            for (b, v) in l.nl.iter_mut().chain(l.lin.iter_mut()) {
+                rename_binder(b, map);
+                rename_var(v, map);
+            }
+            rename_all(&mut l.body, map);
+        }
+        Expr::Lit { .. } | Expr::LinZero(_) | Expr::Int(_) | Expr::Bool(_) => {}
+    }
+}

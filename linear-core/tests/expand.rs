@@ -60,7 +60,12 @@ fn lowered(src: &str) -> String {
     let mut errs = Errors::default();
     let l = lower_fn(&item, &mut errs).expect("lowers");
     assert!(errs.is_empty());
-    let stages = pipeline(&l.func, &l.externs).expect("pipeline");
+    let stages = pipeline(
+        &l.func,
+        &l.externs,
+        linear_core::passes::unzip::Checkpoint::SaveAll,
+    )
+    .expect("pipeline");
     format!("{}\n{}", stages.source, stages.unzipped)
 }
 

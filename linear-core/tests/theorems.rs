@@ -60,6 +60,9 @@ struct Stats {
     with_while_loop: u64,
     with_nesting: u64,
     rounding_allowance: u64,
+    tape_loop_state: u64,
+    smaller_loop_tapes: u64,
+    larger_loop_tapes: u64,
 }
 
 fn scalars(vs: &[Value]) -> u64 {
@@ -202,6 +205,36 @@ fn one_program(seed: u64, size_: usize, st: &RefCell<Stats>) -> Result<(), TestC
         "recomputing policy grew the tape"
     );
 
+    // Loops saving their state and recomputing: the same derivative, bit
+    // for bit (the same arithmetic runs), from a tape no larger.
+    let u3 = unzip(&j, Checkpoint::LoopState).map_err(|e| fail(e.to_string()))?;
+    check_linear_b(&u3).map_err(|e| fail(format!("U (loop state) not Linear B: {e}\n{u3}")))?;
+    let fwd3 = run(&u3, &fnl, &x, &[], &nocst).map_err(|e| fail(e.0))?;
+    let tape3 = fwd3.nl[k].clone();
+    let res3 = run(&u3, &flin, std::slice::from_ref(&tape3), &dx, &nocst).map_err(|e| fail(e.0))?;
+    prop_assert_eq!(&fwd3.nl[..k], &jo.nl[..]);
+    prop_assert_eq!(
+        &res3.lin,
+        &jo.lin,
+        "recomputing loop bodies changed the derivative"
+    );
+    let t3 = transpose(&u3).map_err(|e| fail(e.to_string()))?;
+    check_linear_b(&t3).map_err(|e| fail(format!("T of U (loop state) not Linear B: {e}")))?;
+    let tb3 = run(
+        &t3,
+        &format!("{flin}.t"),
+        std::slice::from_ref(&tape3),
+        &ybar,
+        &nocst,
+    )
+    .map_err(|e| fail(e.0))?;
+    {
+        let mut s = st.borrow_mut();
+        s.tape_loop_state += tape3.scalars();
+        s.smaller_loop_tapes += u64::from(tape3.scalars() < tape.scalars());
+        s.larger_loop_tapes += u64::from(tape3.scalars() > tape.scalars());
+    }
+
     // T (Thm 7.1) and T∘T (Cor. 7.2).
     let t = transpose(&u).map_err(|e| fail(e.to_string()))?;
     check_linear_b(&t).map_err(|e| fail(format!("T output not Linear B: {e}\n{t}")))?;
@@ -221,6 +254,11 @@ fn one_program(seed: u64, size_: usize, st: &RefCell<Stats>) -> Result<(), TestC
         "dot-product identity fails: <x, T(e)[y]> = {lhs}, <e[x], y> = {rhs} (rounding bound {rounding})"
     );
     st.borrow_mut().rounding_allowance += u64::from(!relative);
+    prop_assert_eq!(
+        &tb3.lin,
+        &tb.lin,
+        "recomputing loop bodies changed the transpose"
+    );
     prop_assert!(
         tb.work + scalars(&dx) <= res.work + scalars(&ybar),
         "transposition work: {} + {} > {} + {}",
@@ -372,8 +410,12 @@ fn theorems_hold_on_random_programs() {
         s.work_j
     );
     println!(
-        "tapes: {} scalars saved with SaveAll, {} with RecomputeCheap ({} programs with a smaller tape)",
-        s.tape_save, s.tape_recompute, s.smaller_tapes
+        "tapes: {} scalars saved with SaveAll, {} with RecomputeCheap ({} programs with a smaller tape), {} with LoopState ({} programs with a smaller tape, {} with a larger one: recomputation reads outer values, saved once)",
+        s.tape_save, s.tape_recompute, s.smaller_tapes, s.tape_loop_state, s.smaller_loop_tapes, s.larger_loop_tapes
+    );
+    assert!(
+        s.tape_loop_state < s.tape_save,
+        "LoopState saved no memory overall"
     );
     println!(
         "Thm 7.1: work inequality strict in {} programs; simplifier removed {} units of work; dot-product identity needed the rounding bound (intermediates far larger than the result) in {} programs",

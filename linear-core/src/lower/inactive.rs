@@ -39,6 +39,33 @@ pub(super) fn scalar_ty(t: &syn::Type) -> Option<Ty> {
     }
 }
 
+/// Whether evaluating `e` early is harmless: float arithmetic, literals,
+/// names, casts and the float methods, none of which panics or has an
+/// effect (indexing, integer division, calls may).
+pub(super) fn cannot_panic(e: &syn::Expr) -> bool {
+    match e {
+        syn::Expr::Lit(_) | syn::Expr::Path(_) => true,
+        syn::Expr::Paren(p) => cannot_panic(&p.expr),
+        syn::Expr::Group(g) => cannot_panic(&g.expr),
+        syn::Expr::Unary(u) => matches!(u.op, syn::UnOp::Neg(_)) && cannot_panic(&u.expr),
+        syn::Expr::Binary(b) => {
+            matches!(
+                b.op,
+                syn::BinOp::Add(_) | syn::BinOp::Sub(_) | syn::BinOp::Mul(_) | syn::BinOp::Div(_)
+            ) && cannot_panic(&b.left)
+                && cannot_panic(&b.right)
+        }
+        // Not `(n / m) as f64`: integer division may panic.
+        syn::Expr::Cast(c) => matches!(&*c.expr, syn::Expr::Lit(_) | syn::Expr::Path(_)),
+        syn::Expr::MethodCall(m) => {
+            crate::lower::METHODS.split(", ").any(|n| m.method == n)
+                && cannot_panic(&m.receiver)
+                && m.args.iter().all(cannot_panic)
+        }
+        _ => false,
+    }
+}
+
 /// The element type of a slice, array or `Vec` type (through references).
 fn element_ty(t: &syn::Type) -> Option<Ty> {
     match t {

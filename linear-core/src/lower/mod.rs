@@ -322,6 +322,8 @@ pub fn lower_fn_mode(item: &syn::ItemFn, errs: &mut Errors, mode: Mode) -> Optio
         match_value: false,
         annotated: None,
         fn_name: sig.ident.to_string(),
+        hoisted: Vec::new(),
+        hoisted_consts: HashMap::default(),
     };
     let mut params = Vec::new();
     let mut nl_params = Vec::new();
@@ -419,7 +421,8 @@ pub fn lower_fn_mode(item: &syn::ItemFn, errs: &mut Errors, mode: Mode) -> Optio
     if !l.errs.is_empty() {
         return None;
     }
-    let body = std::mem::take(&mut l.out);
+    let mut body = std::mem::take(&mut l.hoisted);
+    body.extend(std::mem::take(&mut l.out));
     let mut func = match mode {
         Mode::Differentiable => Func {
             name: Var::new(&sig.ident.to_string()),
@@ -560,6 +563,10 @@ struct Lowerer<'a> {
     annotated: Option<Ty>,
     /// The function's own name (recursion is refused).
     fn_name: String,
+    /// Bindings of prelude constants, placed at the top of the body (each
+    /// bound once, by its tokens and type).
+    hoisted: Vec<Stmt>,
+    hoisted_consts: HashMap<(String, Ty), Var>,
 }
 
 fn describe(e: &syn::Expr) -> &'static str {
@@ -915,25 +922,40 @@ impl Lowerer<'_> {
                     }
                     _ => {}
                 }
-                if self.depth > 0 {
-                    return match syn::parse2::<syn::Expr>(tokens) {
+                let parsed = syn::parse2::<syn::Expr>(tokens.clone());
+                let hoistable =
+                    matches!((ty, &parsed), (Ty::Real(_), Ok(e)) if inactive::cannot_panic(e));
+                if self.depth > 0 && !hoistable {
+                    return match parsed {
                         Ok(e) => self.opaque(&e, ty.clone()),
                         Err(_) => self.placeholder_var(),
                     };
+                }
+                // A loop-invariant constant: computed once in the prelude
+                // and bound once at the top of the function, so that loops
+                // read it from outside (saved once, no tangent carried).
+                let key = (tokens.to_string(), ty.clone());
+                if let Some(v) = self.hoisted_consts.get(&key) {
+                    return v.clone();
                 }
                 let id = self.new_inactive_name("c");
                 let rust_ty = ty_rust(ty);
                 self.prelude
                     .push(quote_spanned!(span=> let #id: #rust_ty = #tokens;));
-                self.emit_nd(
-                    "c",
-                    ty.clone(),
-                    Expr::Const {
+                let v = self.fresh.var("c");
+                self.types.insert(v.clone(), ty.clone());
+                self.nondiff.insert(v.clone());
+                self.hoisted.push(Stmt::Let {
+                    nl: vec![Binder::new(v.clone(), ty.clone())],
+                    lin: vec![],
+                    rhs: Expr::Const {
                         name: Var::new(&id.to_string()),
                         args: vec![],
                         ty: ty.clone(),
                     },
-                )
+                });
+                self.hoisted_consts.insert(key, v.clone());
+                v
             }
         }
     }

@@ -114,6 +114,7 @@ pub fn jvp_func(f: &Func, names: &HashMap<Var, Var>) -> Result<Func, PassError> 
         names,
         fresh: Fresh::for_func(f),
         types: HashMap::default(),
+        constant: Default::default(),
         func: &f.name,
     };
     let mut sigma = HashMap::default();
@@ -140,6 +141,9 @@ struct Jvp<'a> {
     fresh: Fresh,
     /// Types of the non-linear variables seen so far.
     types: HashMap<Var, Ty>,
+    /// Variables whose tangent is zero by construction (literals, Rust
+    /// constants, results of piecewise-constant primitives).
+    constant: rustc_hash::FxHashSet<Var>,
     func: &'a Var,
 }
 
@@ -427,6 +431,9 @@ impl Jvp<'_> {
                     if !lin.is_empty() {
                         return Err(self.err("J applies to non-linear bindings only"));
                     }
+                    if is_constant(rhs) {
+                        self.constant.extend(nl.iter().map(|b| b.var.clone()));
+                    }
                     // Types first: the right-hand side's nested blocks may
                     // refer to nothing bound here, but the tangents need them.
                     let rhs = self.expr(rhs, local)?;
@@ -629,7 +636,8 @@ impl Jvp<'_> {
         let mut next_inv = Vec::new();
         for (v, d0) in invariant.iter().zip(inv_ds) {
             let t = self.ty(v)?.tangent();
-            if trivial(&self.ty(v)?) {
+            // No tangent to carry: a zero inside the body will do.
+            if trivial(&self.ty(v)?) || self.constant.contains(v) {
                 out.push(drop_stmt(d0));
                 let z = self.fresh.var(&format!("d{}", base(v)));
                 stmts.push(Stmt::Let {
@@ -746,6 +754,15 @@ impl Jvp<'_> {
                 lin: ret,
             },
         ))
+    }
+}
+
+/// Whether an expression's value has a zero tangent by construction.
+fn is_constant(e: &Expr) -> bool {
+    match e {
+        Expr::Lit { .. } | Expr::Const { .. } | Expr::Int(_) | Expr::Bool(_) => true,
+        Expr::Prim { prim, .. } => !prim.is_real() && *prim != Prim::PowiN,
+        _ => false,
     }
 }
 

@@ -65,8 +65,126 @@ pub fn simplify_func(f: &Func, linear: &HashMap<Var, bool>) -> Func {
     let body = s.expr(&f.body);
     let mut g = Func { body, ..f.clone() };
     dead_code(&mut g.body);
+    // Linear values that are only dropped: drop their inputs instead, then
+    // simplify the copies this leaves.
+    if dropped_linear(&mut g.body) {
+        let mut s = Simp {
+            linear,
+            rename: HashMap::default(),
+            zero: HashMap::default(),
+            fresh: Fresh::for_func(&g),
+        };
+        g.body = s.expr(&g.body);
+        dead_code(&mut g.body);
+    }
     drop_unused(&mut g);
     g
+}
+
+/// `let ; a = op(b..) in .. drop(a)` in one block becomes `drop(b..)`:
+/// linear operations are pure, so a result that is only dropped need not
+/// be computed (its inputs are dropped instead, at no more cost: an
+/// addition and its drop cost what two drops cost; a scaling, a negation
+/// and their drop more). `let ; a1, a2 = dup(b)` with `a1` dropped becomes
+/// the copy `a2 = b`. Returns whether anything changed.
+fn dropped_linear(e: &mut Expr) -> bool {
+    let mut changed = false;
+    match e {
+        Expr::Block { stmts, tail } => {
+            for s in stmts.iter_mut() {
+                if let Stmt::Let { rhs, .. } = s {
+                    changed |= dropped_linear(rhs);
+                }
+            }
+            changed |= dropped_linear(tail);
+            while let Some((i, j)) = linear_drop_site(stmts) {
+                let replacement = match &stmts[j] {
+                    Stmt::Let { lin, rhs, .. } => match rhs {
+                        Expr::Dup(b) => {
+                            let dropped = stmts_dropped_linear(&stmts[i]);
+                            let keep = lin
+                                .iter()
+                                .find(|x| Some(&x.var) != dropped.as_ref())
+                                .cloned();
+                            keep.map(|k| {
+                                vec![Stmt::Let {
+                                    nl: vec![],
+                                    lin: vec![k],
+                                    rhs: Expr::lin_var(b.clone()),
+                                }]
+                            })
+                        }
+                        Expr::LinScale(_, b) | Expr::LinNeg(b) => Some(vec![lin_drop(b)]),
+                        Expr::LinAdd(b, c) => Some(vec![lin_drop(b), lin_drop(c)]),
+                        Expr::LinTup(vs) => Some(vs.iter().map(lin_drop).collect()),
+                        _ => None,
+                    },
+                    _ => None,
+                };
+                let Some(rep) = replacement else { break };
+                stmts.remove(i);
+                stmts.splice(j..=j, rep);
+                changed = true;
+            }
+        }
+        Expr::Drop(inner) => changed |= dropped_linear(inner),
+        Expr::Case { arms, .. } => {
+            for a in arms.iter_mut() {
+                changed |= dropped_linear(&mut a.body);
+            }
+        }
+        Expr::Loop(l) => changed |= dropped_linear(&mut l.body),
+        _ => {}
+    }
+    changed
+}
+
+fn lin_drop(v: &Var) -> Stmt {
+    Stmt::Let {
+        nl: vec![],
+        lin: vec![],
+        rhs: Expr::Drop(Box::new(Expr::lin_var(v.clone()))),
+    }
+}
+
+/// The linear variable a `let ; = drop((; a))` statement drops.
+fn stmts_dropped_linear(s: &Stmt) -> Option<Var> {
+    match s {
+        Stmt::Let {
+            nl,
+            lin,
+            rhs: Expr::Drop(inner),
+        } if nl.is_empty() && lin.is_empty() => match &**inner {
+            Expr::Ret { nl, lin } if nl.is_empty() && lin.len() == 1 => lin.first().cloned(),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// A drop (at `i`) of a linear value defined by a linear operation at `j`
+/// in the same block.
+fn linear_drop_site(stmts: &[Stmt]) -> Option<(usize, usize)> {
+    let mut defs: HashMap<Var, usize> = HashMap::default();
+    for (k, s) in stmts.iter().enumerate() {
+        if let Some(a) = stmts_dropped_linear(s) {
+            if let Some(&j) = defs.get(&a) {
+                let simple = matches!(
+                    &stmts[j],
+                    Stmt::Let { nl, rhs: Expr::Dup(_) | Expr::LinScale(..) | Expr::LinNeg(_) | Expr::LinAdd(..) | Expr::LinTup(_), .. } if nl.is_empty()
+                );
+                if simple {
+                    return Some((k, j));
+                }
+            }
+        }
+        if let Stmt::Let { lin, .. } = s {
+            for b in lin {
+                defs.insert(b.var.clone(), k);
+            }
+        }
+    }
+    None
 }
 
 struct Simp<'a> {

@@ -68,6 +68,13 @@ pub enum Checkpoint {
     /// Trades a little residual work for tape memory; transcendental
     /// primitives are always saved.
     RecomputeCheap,
+    /// As `SaveAll`, except that a loop saves, per iteration, only the
+    /// state its residual needs (index, carried values) and the residual
+    /// recomputes the body's non-linear intermediates from it, where that
+    /// makes the tape smaller: the memory of a hand-written adjoint that
+    /// stores the state and recomputes each step, for about the forward
+    /// work once more in the reverse sweep.
+    LoopState,
 }
 
 /// Names and signatures of an unzipped function, for UApp at call sites.
@@ -147,6 +154,7 @@ pub fn unzip_func(
         func: &f.name,
         fresh: crate::visit::Fresh::for_func(f),
         types: crate::visit::binder_types(f),
+        policy,
     };
     let Split { ctx, nl, lin } = u.expr(&f.body)?;
     let mut ctx = ctx;
@@ -217,7 +225,7 @@ pub fn unzip_func(
     };
 
     // f.lin(t; v̇..): unpack (w..) = t in ė'
-    let flin = Func {
+    let mut flin = Func {
         name: name_lin,
         nl_params: vec![Binder::new(t.clone(), tape_ty)],
         lin_params: f.lin_params.clone(),
@@ -231,6 +239,13 @@ pub fn unzip_func(
             lin,
         ),
     };
+    let mut fnl = fnl;
+    if policy == Checkpoint::LoopState {
+        // A recomputed slice may bind values nothing in it reads, and the
+        // forward pass no longer saves some it computes.
+        crate::passes::transpose::drop_unused(&mut flin);
+        crate::passes::transpose::drop_unused(&mut fnl);
+    }
     Ok((fnl, flin))
 }
 
@@ -272,6 +287,7 @@ struct Unzip<'a> {
     fresh: crate::visit::Fresh,
     /// Types of every variable of the function, and of those U binds.
     types: HashMap<Var, Ty>,
+    policy: Checkpoint,
 }
 
 /// The variables a run of forward-pass statements binds at its top level,
@@ -613,7 +629,47 @@ impl Unzip<'_> {
         bound.extend(l.nl.iter().map(|(b, _)| b.var.clone()));
         let sp = self.expr(&l.body)?;
         top_binders(&sp.ctx, &mut bound);
-        let saved = self.residuals(&sp.lin, &bound)?;
+        let mut saved = self.residuals(&sp.lin, &bound)?;
+        // LoopState: save the state the residual's slice of the body reads,
+        // and recompute the slice, if that saves fewer scalars.
+        let mut recompute = Vec::new();
+        if self.policy == Checkpoint::LoopState {
+            let (slice, reads) = backward_slice(&sp.ctx, &sp.lin);
+            // What the slice and the residual read that the slice does not
+            // compute: header values, and results of statements that read
+            // Rust constants (not in scope where the residual runs).
+            let mut computed = Vec::new();
+            top_binders(&slice, &mut computed);
+            let inputs: Vec<Var> = bound
+                .iter()
+                .filter(|v| !computed.contains(v))
+                .cloned()
+                .collect();
+            let state = self.residuals(&Expr::block(slice.clone(), sp.lin.clone()), &inputs)?;
+            let size = |bs: &[Binder]| bs.iter().map(|b| b.ty.scalars()).sum::<u64>();
+            let lists = |bs: &[Binder]| {
+                bs.iter()
+                    .any(|b| matches!(b.ty, Ty::List(_) | Ty::Sum(_) | Ty::Tape(_)))
+            };
+            if !slice.is_empty()
+                && (size(&state) < size(&saved) || lists(&saved))
+                && !reads.is_empty()
+            {
+                saved = state;
+                // The copy's inner binders get fresh names: the forward
+                // code it copies may appear in this residual too (as the
+                // forward part of an enclosing loop's recomputed slice).
+                recompute = slice
+                    .into_iter()
+                    .map(|mut st| {
+                        if let Stmt::Let { rhs, .. } = &mut st {
+                            crate::visit::freshen_bound(rhs, &mut self.fresh);
+                        }
+                        st
+                    })
+                    .collect();
+            }
+        }
         let mut ctx = sp.ctx;
         let mut ret = self.results(&mut ctx, sp.nl)?;
         let (t, elem_ty) = self.tuple(&mut ctx, &saved);
@@ -654,10 +710,12 @@ impl Unzip<'_> {
             lin: l.lin.clone(),
             collect: vec![],
             body: Expr::block(
-                vec![Stmt::Unpack {
+                std::iter::once(Stmt::Unpack {
                     vars: saved,
                     tuple: elem,
-                }],
+                })
+                .chain(recompute)
+                .collect(),
                 sp.lin,
             ),
         };
@@ -673,6 +731,68 @@ impl Unzip<'_> {
             },
             lin: Expr::Loop(Box::new(residual)),
         })
+    }
+}
+
+/// The statements of a forward context that the residual `lin` needs,
+/// directly or through each other, in order, and whether it needs any.
+fn backward_slice(ctx: &[Stmt], lin: &Expr) -> (Vec<Stmt>, Vec<Var>) {
+    let mut needed: HashSet<Var> = free_vars(lin).nl.into_iter().collect();
+    let reads: Vec<Var> = needed.iter().cloned().collect();
+    let mut keep = vec![false; ctx.len()];
+    for (i, s) in ctx.iter().enumerate().rev() {
+        let mut binds = false;
+        crate::visit::stmt_binds(s, &mut |v, _| binds |= needed.contains(v));
+        if binds && recomputable(s) {
+            keep[i] = true;
+            needed.extend(stmt_free_vars(s).nl);
+        }
+    }
+    let slice = ctx
+        .iter()
+        .zip(keep)
+        .filter(|(_, k)| *k)
+        .map(|(s, _)| s.clone())
+        .collect();
+    (slice, reads)
+}
+
+/// Whether a forward statement can run again in the residual: it reads
+/// no Rust constant (prelude values, parameters and inactive code are not
+/// in scope in `apply` and `transpose`).
+fn recomputable(s: &Stmt) -> bool {
+    fn pure(e: &Expr) -> bool {
+        match e {
+            Expr::Const { .. } => false,
+            Expr::Block { stmts, tail } => stmts.iter().all(recomputable) && pure(tail),
+            Expr::Drop(inner) => pure(inner),
+            Expr::Case { arms, .. } => arms.iter().all(|a| pure(&a.body)),
+            Expr::Loop(l) => {
+                let cond = match &l.iter {
+                    Iter::While { cond } => pure(cond),
+                    Iter::Range { .. } | Iter::Each { .. } => true,
+                };
+                cond && pure(&l.body)
+            }
+            Expr::Ret { .. }
+            | Expr::App { .. }
+            | Expr::Lit { .. }
+            | Expr::Tup(_)
+            | Expr::Prim { .. }
+            | Expr::LinZero(_)
+            | Expr::LinTup(_)
+            | Expr::LinAdd(..)
+            | Expr::LinNeg(_)
+            | Expr::LinScale(..)
+            | Expr::Dup(_)
+            | Expr::Int(_)
+            | Expr::Bool(_)
+            | Expr::Inj { .. } => true,
+        }
+    }
+    match s {
+        Stmt::Let { rhs, .. } => pure(rhs),
+        Stmt::Unpack { .. } | Stmt::LinUnpack { .. } => true,
     }
 }
 
