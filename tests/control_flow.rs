@@ -144,20 +144,34 @@ fn match_on_integers_with_guards() {
     }
 }
 
-#[differentiable]
-pub fn rk4(y0: f64, k: f64, #[nondiff] steps: usize) -> f64 {
-    // dy/dt = -k y, over t in [0, 1].
-    let h = 1.0 / steps as f64;
-    let mut y = y0;
-    for _ in 0..steps {
-        let k1 = -k * y;
-        let k2 = -k * (y + 0.5 * h * k1);
-        let k3 = -k * (y + 0.5 * h * k2);
-        let k4 = -k * (y + h * k3);
-        y += h / 6.0 * (k1 + 2.0 * k2 + 2.0 * k3 + k4);
-    }
-    y
+/// RK4 for dy/dt = -k y over t in [0, 1], under both checkpoint
+/// policies.
+macro_rules! rk4_decay {
+    ($(#[$attr:meta])* $name:ident) => {
+        $(#[$attr])*
+        pub fn $name(y0: f64, k: f64, #[nondiff] steps: usize) -> f64 {
+            let h = 1.0 / steps as f64;
+            let mut y = y0;
+            for _ in 0..steps {
+                let k1 = -k * y;
+                let k2 = -k * (y + 0.5 * h * k1);
+                let k3 = -k * (y + 0.5 * h * k2);
+                let k4 = -k * (y + h * k3);
+                y += h / 6.0 * (k1 + 2.0 * k2 + 2.0 * k3 + k4);
+            }
+            y
+        }
+    };
 }
+
+rk4_decay!(
+    #[differentiable]
+    rk4
+);
+rk4_decay!(
+    #[differentiable(checkpoint = "state")]
+    rk4_state
+);
 
 #[test]
 fn an_ode_integrator() {
@@ -263,39 +277,29 @@ fn powi_with_an_exponent_computed_at_run_time() {
     }
 }
 
-#[differentiable(checkpoint = "state")]
-pub fn rk4_state(y0: f64, k: f64, #[nondiff] steps: usize) -> f64 {
-    let h = 1.0 / steps as f64;
-    let mut y = y0;
-    for _ in 0..steps {
-        let k1 = -k * y;
-        let k2 = -k * (y + 0.5 * h * k1);
-        let k3 = -k * (y + 0.5 * h * k2);
-        let k4 = -k * (y + h * k3);
-        y += h / 6.0 * (k1 + 2.0 * k2 + 2.0 * k3 + k4);
-    }
-    y
+/// One body under both checkpoint policies.
+macro_rules! sin_horner {
+    ($(#[$attr:meta])* $name:ident) => {
+        $(#[$attr])*
+        pub fn $name(x: f64, #[nondiff] c: &[f64]) -> f64 {
+            let mut s = 0.0;
+            for i in (0..c.len()).rev() {
+                let t = (s * x).sin();
+                s = t * x + c[i];
+            }
+            s
+        }
+    };
 }
 
-#[differentiable(checkpoint = "state")]
-pub fn horner_state(x: f64, #[nondiff] c: &[f64]) -> f64 {
-    let mut s = 0.0;
-    for i in (0..c.len()).rev() {
-        let t = (s * x).sin();
-        s = t * x + c[i];
-    }
-    s
-}
-
-#[differentiable]
-pub fn horner_saved(x: f64, #[nondiff] c: &[f64]) -> f64 {
-    let mut s = 0.0;
-    for i in (0..c.len()).rev() {
-        let t = (s * x).sin();
-        s = t * x + c[i];
-    }
-    s
-}
+sin_horner!(
+    #[differentiable(checkpoint = "state")]
+    horner_state
+);
+sin_horner!(
+    #[differentiable]
+    horner_saved
+);
 
 #[test]
 fn checkpointing_loop_state_gives_the_same_derivatives_from_a_smaller_tape() {

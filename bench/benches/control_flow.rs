@@ -25,11 +25,29 @@ fn close(a: f64, b: f64, what: &str) {
     );
 }
 
+/// Prints a tape measurement and appends it to
+/// `target/criterion/control_tapes.txt` for the report.
 fn tape_line(name: &str, bytes: usize, iters: usize, hand_per_iter: usize) {
+    let line = format!(
+        "{name}\t{bytes}\t{iters}\t{:.1}\t{hand_per_iter}",
+        bytes as f64 / iters as f64
+    );
     println!(
         "tape {name}: {bytes} bytes for {iters} iterations ({:.1} per iteration; hand-written adjoint {hand_per_iter})",
         bytes as f64 / iters as f64
     );
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/criterion");
+    let _ = std::fs::create_dir_all(&dir);
+    let path = dir.join("control_tapes.txt");
+    let mut text = std::fs::read_to_string(&path).unwrap_or_default();
+    text = text
+        .lines()
+        .filter(|l| !l.starts_with(&format!("{name}\t")))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    text.push_str(&line);
+    text.push('\n');
+    let _ = std::fs::write(path, text);
 }
 
 fn horner_bench(c: &mut Criterion) {
@@ -157,6 +175,9 @@ fn rk4_bench(c: &mut Criterion) {
             (v, l.transpose(1.0))
         })
     });
+    g.bench_function("linear_ad_vjp_state", |b| {
+        b.iter(|| rk4_state_vjp(black_box(y0), black_box(k), steps, h, 1.0))
+    });
     g.finish();
 }
 
@@ -190,6 +211,16 @@ fn newton_bench(c: &mut Criterion) {
         iters,
         NEWTON_HAND_BYTES_PER_ITER,
     );
+    let (_, (sa, sb)) = newton_state_vjp(a, b0, 1.0);
+    close(sa, da, "newton state vjp a");
+    close(sb, db, "newton state vjp b");
+    let (_, lin_state) = newton_state_lin(a, b0);
+    tape_line(
+        "newton_while (checkpoint = \"state\")",
+        lin_state.tape_bytes(),
+        iters,
+        NEWTON_HAND_BYTES_PER_ITER,
+    );
     let mut g = c.benchmark_group("newton_while");
     g.bench_function("primal", |b| b.iter(|| newton(black_box(a), black_box(b0))));
     g.bench_function("hand_jvp", |b| {
@@ -209,6 +240,9 @@ fn newton_bench(c: &mut Criterion) {
             let (v, l) = newton_lin(black_box(a), black_box(b0));
             (v, l.transpose(1.0))
         })
+    });
+    g.bench_function("linear_ad_vjp_state", |b| {
+        b.iter(|| newton_state_vjp(black_box(a), black_box(b0), 1.0))
     });
     g.finish();
 }

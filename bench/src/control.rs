@@ -60,9 +60,12 @@ pub fn ode_rhs(y: [f64; 4], k: f64) -> [f64; 4] {
     ]
 }
 
-/// RK4 over `steps` steps of size `h`, then the squared norm of the state.
-#[differentiable]
-pub fn rk4(y0: [f64; 4], k: f64, #[nondiff] steps: usize, #[nondiff] h: f64) -> f64 {
+/// RK4 over `steps` steps of size `h`, then the squared norm of the state:
+/// one body, differentiated under two checkpoint policies.
+macro_rules! rk4_fn {
+    ($(#[$attr:meta])* $name:ident) => {
+        $(#[$attr])*
+        pub fn $name(y0: [f64; 4], k: f64, #[nondiff] steps: usize, #[nondiff] h: f64) -> f64 {
     let mut y = y0;
     for _ in 0..steps {
         let k1: [f64; 4] = ode_rhs(y, k);
@@ -95,44 +98,19 @@ pub fn rk4(y0: [f64; 4], k: f64, #[nondiff] steps: usize, #[nondiff] h: f64) -> 
         ];
     }
     y[0] * y[0] + y[1] * y[1] + y[2] * y[2] + y[3] * y[3]
+}
+    };
 }
 
-/// [`rk4`] keeping only the state of each step for the reverse sweep.
-#[differentiable(checkpoint = "state")]
-pub fn rk4_state(y0: [f64; 4], k: f64, #[nondiff] steps: usize, #[nondiff] h: f64) -> f64 {
-    let mut y = y0;
-    for _ in 0..steps {
-        let k1: [f64; 4] = ode_rhs(y, k);
-        let y2 = [
-            y[0] + 0.5 * h * k1[0],
-            y[1] + 0.5 * h * k1[1],
-            y[2] + 0.5 * h * k1[2],
-            y[3] + 0.5 * h * k1[3],
-        ];
-        let k2: [f64; 4] = ode_rhs(y2, k);
-        let y3 = [
-            y[0] + 0.5 * h * k2[0],
-            y[1] + 0.5 * h * k2[1],
-            y[2] + 0.5 * h * k2[2],
-            y[3] + 0.5 * h * k2[3],
-        ];
-        let k3: [f64; 4] = ode_rhs(y3, k);
-        let y4 = [
-            y[0] + h * k3[0],
-            y[1] + h * k3[1],
-            y[2] + h * k3[2],
-            y[3] + h * k3[3],
-        ];
-        let k4: [f64; 4] = ode_rhs(y4, k);
-        y = [
-            y[0] + h / 6.0 * (k1[0] + 2.0 * k2[0] + 2.0 * k3[0] + k4[0]),
-            y[1] + h / 6.0 * (k1[1] + 2.0 * k2[1] + 2.0 * k3[1] + k4[1]),
-            y[2] + h / 6.0 * (k1[2] + 2.0 * k2[2] + 2.0 * k3[2] + k4[2]),
-            y[3] + h / 6.0 * (k1[3] + 2.0 * k2[3] + 2.0 * k3[3] + k4[3]),
-        ];
-    }
-    y[0] * y[0] + y[1] * y[1] + y[2] * y[2] + y[3] * y[3]
-}
+rk4_fn!(
+    #[differentiable]
+    rk4
+);
+rk4_fn!(
+    /// [`rk4`] keeping only the state of each step for the reverse sweep.
+    #[differentiable(checkpoint = "state")]
+    rk4_state
+);
 
 type V4 = [f64; 4];
 
@@ -270,9 +248,11 @@ pub fn rk4_hand_vjp(y0: V4, k: f64, steps: usize, h: f64, nbar: f64) -> (f64, (V
 pub const RK4_HAND_BYTES_PER_ITER: usize = 32;
 
 /// The real root of x³ + a x − b (a > 0) by Newton's method from x = b,
-/// iterating while the update is large.
-#[differentiable]
-pub fn newton(a: f64, b: f64) -> f64 {
+/// iterating while the update is large; under two checkpoint policies.
+macro_rules! newton_fn {
+    ($(#[$attr:meta])* $name:ident) => {
+        $(#[$attr])*
+        pub fn $name(a: f64, b: f64) -> f64 {
     let mut x = b;
     let mut step: f64 = 1.0;
     let mut n = 0;
@@ -283,6 +263,18 @@ pub fn newton(a: f64, b: f64) -> f64 {
     }
     x
 }
+    };
+}
+
+newton_fn!(
+    #[differentiable]
+    newton
+);
+newton_fn!(
+    /// [`newton`] keeping only each iteration's state for the reverse sweep.
+    #[differentiable(checkpoint = "state")]
+    newton_state
+);
 
 /// Newton's iteration with tangents propagated (differentiating the
 /// iteration, as AD does, not the implicit function).
@@ -302,20 +294,6 @@ pub fn newton_hand_jvp(a: f64, b: f64, da: f64, db: f64) -> (f64, f64) {
         n += 1;
     }
     (x, dx)
-}
-
-/// [`newton`] keeping only each iteration's state for the reverse sweep.
-#[differentiable(checkpoint = "state")]
-pub fn newton_state(a: f64, b: f64) -> f64 {
-    let mut x = b;
-    let mut step: f64 = 1.0;
-    let mut n = 0;
-    while step.abs() > 1e-12 && n < 100 {
-        step = (x * x * x + a * x - b) / (3.0 * x * x + a);
-        x -= step;
-        n += 1;
-    }
-    x
 }
 
 /// The adjoint of the iteration: the forward sweep stores each iterate.

@@ -1,3 +1,8 @@
+//! Prints what `#[differentiable]` generates for the function in a file:
+//! `cargo run -p linear-core --example dbg_expand -- path/to/f.rs` (the
+//! function without its attribute; `LINEAR_AD_DUMP='*'` also prints every
+//! stage's IR). For reading generated code without `cargo expand`.
+
 fn main() {
     let src = std::fs::read_to_string(std::env::args().nth(1).unwrap()).unwrap();
     let item: proc_macro2::TokenStream = src.parse().unwrap();

@@ -782,6 +782,32 @@ impl Iter {
         }
     }
 
+    /// The header with the variables it reads renamed by `var` (binders
+    /// and a `while` condition kept as they are).
+    pub fn rename_vars(&self, var: impl Fn(&Var) -> Var) -> Iter {
+        match self {
+            Iter::Range {
+                index,
+                lo,
+                hi,
+                step,
+                rev,
+            } => Iter::Range {
+                index: index.clone(),
+                lo: var(lo),
+                hi: var(hi),
+                step: step.as_ref().map(&var),
+                rev: *rev,
+            },
+            Iter::Each { elem, list, rev } => Iter::Each {
+                elem: elem.clone(),
+                list: var(list),
+                rev: *rev,
+            },
+            Iter::While { cond } => Iter::While { cond: cond.clone() },
+        }
+    }
+
     /// The same iteration in the opposite order, if it has one (a `while`
     /// loop runs forwards only).
     pub fn reversed(&self) -> Option<Iter> {

@@ -407,29 +407,10 @@ impl Erase<'_, '_> {
         for (b, _) in l.nl.iter().chain(&l.lin) {
             self.types.insert(b.var.clone(), b.ty.clone());
         }
-        let iter = match &l.iter {
-            Iter::Range {
-                index,
-                lo,
-                hi,
-                step,
-                rev,
-            } => Iter::Range {
-                index: index.clone(),
-                lo: self.r(lo),
-                hi: self.r(hi),
-                step: step.as_ref().map(|s| self.r(s)),
-                rev: *rev,
-            },
-            Iter::Each { elem, list, rev } => Iter::Each {
-                elem: elem.clone(),
-                list: self.r(list),
-                rev: *rev,
-            },
-            Iter::While { cond } => Iter::While {
-                cond: Box::new(self.expr(cond)?),
-            },
-        };
+        let mut iter = l.iter.rename_vars(|v| self.r(v));
+        if let Iter::While { cond } = &mut iter {
+            **cond = self.expr(cond)?;
+        }
         let nl =
             l.nl.iter()
                 .chain(&l.lin)

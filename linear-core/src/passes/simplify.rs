@@ -335,29 +335,10 @@ impl Simp<'_> {
                     .collect(),
             },
             Expr::Loop(l) => {
-                let iter = match &l.iter {
-                    Iter::Range {
-                        index,
-                        lo,
-                        hi,
-                        step,
-                        rev,
-                    } => Iter::Range {
-                        index: index.clone(),
-                        lo: self.r(lo),
-                        hi: self.r(hi),
-                        step: step.as_ref().map(|s| self.r(s)),
-                        rev: *rev,
-                    },
-                    Iter::Each { elem, list, rev } => Iter::Each {
-                        elem: elem.clone(),
-                        list: self.r(list),
-                        rev: *rev,
-                    },
-                    Iter::While { cond } => Iter::While {
-                        cond: Box::new(self.expr(cond)),
-                    },
-                };
+                let mut iter = l.iter.rename_vars(|v| self.r(v));
+                if let Iter::While { cond } = &mut iter {
+                    **cond = self.expr(cond);
+                }
                 let nl = l.nl.iter().map(|(b, v)| (b.clone(), self.r(v))).collect();
                 let mut pre = Vec::new();
                 let inits: Vec<Var> = l.lin.iter().map(|(_, v)| v.clone()).collect();
