@@ -1,6 +1,7 @@
-//! Writes the straight-line Rosenbrock sums over `[f64; N]` (N = 10, 100):
-//! `#[differentiable]` takes straight-line code, so the loop is unrolled
-//! here, one statement per operation group.
+//! Writes the straight-line Rosenbrock sums over `[f64; N]` (N = 10, 100),
+//! unrolled, one statement per operation group; and a straight-line
+//! function of 10,000 statements (`tests/large_function.rs` builds it in
+//! the debug profile).
 
 use std::fmt::Write;
 
@@ -27,8 +28,30 @@ fn rosenbrock(n: usize) -> String {
     s
 }
 
+/// A chain of `n` statements over two inputs, each a few operations.
+fn chain(n: usize) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "/// A straight-line function of {n} statements.");
+    let _ = writeln!(s, "#[::linear_ad::differentiable]");
+    let _ = writeln!(s, "pub fn chain_{n}(x: f64, y: f64) -> f64 {{");
+    let _ = writeln!(s, "    let a0 = x * y;");
+    for i in 1..n {
+        let p = i - 1;
+        let _ = match i % 4 {
+            0 => writeln!(s, "    let a{i} = (a{p} * 0.999 + x * 0.001).sin();"),
+            1 => writeln!(s, "    let a{i} = a{p} + 0.001 * y * a{p};"),
+            2 => writeln!(s, "    let a{i} = (a{p} * a{p} + 1.0).sqrt() - 0.5;"),
+            _ => writeln!(s, "    let a{i} = a{p}.tanh() + 0.01 * x;"),
+        };
+    }
+    let _ = writeln!(s, "    a{}", n - 1);
+    let _ = writeln!(s, "}}");
+    s
+}
+
 fn main() {
     let out = std::env::var("OUT_DIR").expect("cargo sets OUT_DIR");
+    std::fs::write(format!("{out}/chain.rs"), chain(10_000)).expect("OUT_DIR is writable");
     let mut code = String::new();
     for n in [10, 100] {
         code.push_str(&rosenbrock(n));

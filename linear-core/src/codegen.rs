@@ -358,7 +358,7 @@ pub fn body_holding(f: &Func, args: &[(TokenStream, Hold)], calls: &dyn CallGen)
 fn gen_inner(e: &Expr, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
     match e {
         Expr::Block { stmts, tail } => {
-            let ss: Vec<TokenStream> = stmts.iter().map(|s| gen_stmt(s, names, calls)).collect();
+            let ss = gen_stmts(stmts, tail, names, calls);
             // A block returning nothing ends with its last statement.
             let t = match &**tail {
                 Expr::Ret { nl, lin } if nl.is_empty() && lin.is_empty() => quote!(),
@@ -368,6 +368,60 @@ fn gen_inner(e: &Expr, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
         }
         other => gen_expr(other, names, calls),
     }
+}
+
+/// Statements below this count are emitted as they are.
+const CHUNK_MIN: usize = 64;
+
+/// The statements of a block. A long run is split into chunks of about
+/// √n statements, each a block expression returning, as a tuple, the
+/// values it binds that later statements read: every `let` opens a
+/// lexical scope nested in the previous one, and LLVM's debug information
+/// recurses once per level, so tens of thousands of `let`s in one function
+/// overflow rustc's stack in a debug build. Chunking bounds the nesting by
+/// about 2√n (a chunk's own statements, plus one `let` per chunk outside)
+/// and changes nothing else: the optimiser sees through the blocks.
+fn gen_stmts(
+    stmts: &[Stmt],
+    tail: &Expr,
+    names: &mut Names,
+    calls: &dyn CallGen,
+) -> Vec<TokenStream> {
+    let n = stmts.len();
+    if n <= 2 * CHUNK_MIN {
+        return stmts.iter().map(|s| gen_stmt(s, names, calls)).collect();
+    }
+    let size = CHUNK_MIN.max((n as f64).sqrt().ceil() as usize);
+    // The last statement reading each variable (n for the tail).
+    let mut last: HashMap<Var, usize> = HashMap::default();
+    for (i, s) in stmts.iter().enumerate() {
+        crate::visit::stmt_uses(s, &mut |v: &Var, _| {
+            last.insert(v.clone(), i);
+        });
+    }
+    crate::visit::for_each_use(tail, &mut |v: &Var, _| {
+        last.insert(v.clone(), n);
+    });
+    let mut out = Vec::new();
+    for (k, chunk) in stmts.chunks(size).enumerate() {
+        let end = ((k + 1) * size).min(n);
+        let mut live = Vec::new();
+        for s in chunk {
+            crate::visit::stmt_binds(s, &mut |v: &Var, _| {
+                if last.get(v).is_some_and(|&i| i >= end) {
+                    live.push(v.clone());
+                }
+            });
+        }
+        let body: Vec<TokenStream> = chunk.iter().map(|s| gen_stmt(s, names, calls)).collect();
+        let ids: Vec<syn::Ident> = live.iter().map(|v| names.ident(v)).collect();
+        out.push(match ids.as_slice() {
+            [] => quote!({ #(#body)* }),
+            [one] => quote!(let #one = { #(#body)* #one };),
+            _ => quote!(let (#(#ids,)*) = { #(#body)* (#(#ids,)*) };),
+        });
+    }
+    out
 }
 
 fn pattern(bs: &[Binder], names: &mut Names) -> TokenStream {
