@@ -370,55 +370,101 @@ fn gen_inner(e: &Expr, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
     }
 }
 
-/// Statements below this count are emitted as they are.
-const CHUNK_MIN: usize = 64;
+/// Statements per chunk (see [`gen_stmts`]).
+const CHUNK: usize = 64;
 
-/// The statements of a block. A long run is split into chunks of about
-/// √n statements, each a block expression returning, as a tuple, the
-/// values it binds that later statements read: every `let` opens a
-/// lexical scope nested in the previous one, and LLVM's debug information
-/// recurses once per level, so tens of thousands of `let`s in one function
-/// overflow rustc's stack in a debug build. Chunking bounds the nesting by
-/// about 2√n (a chunk's own statements, plus one `let` per chunk outside)
-/// and changes nothing else: the optimiser sees through the blocks.
+/// A run of generated statements: their tokens, the variables they bind
+/// (at their top level) and the variables they read.
+struct Run {
+    tokens: TokenStream,
+    binds: Vec<Var>,
+    reads: HashSet<Var>,
+}
+
+/// The statements of a block. Every `let` opens a lexical scope nested in
+/// the previous one, and the debug information rustc emits recurses once
+/// per level: a few thousand `let`s in one function overflow its stack in
+/// a debug build (a plain function of 3,000 `let`s does). A long run is
+/// therefore grouped into chunks of [`CHUNK`] statements, each a block
+/// expression returning, as a tuple, the values it binds that later
+/// statements read; chunks of chunks likewise, so the nesting is about
+/// `CHUNK` per level and the levels grow with the logarithm of the length.
+/// Nothing else changes, and the optimiser sees through the blocks.
 fn gen_stmts(
     stmts: &[Stmt],
     tail: &Expr,
     names: &mut Names,
     calls: &dyn CallGen,
 ) -> Vec<TokenStream> {
-    let n = stmts.len();
-    if n <= 2 * CHUNK_MIN {
+    if stmts.len() <= 2 * CHUNK {
         return stmts.iter().map(|s| gen_stmt(s, names, calls)).collect();
     }
-    let size = CHUNK_MIN.max((n as f64).sqrt().ceil() as usize);
-    // The last statement reading each variable (n for the tail).
-    let mut last: HashMap<Var, usize> = HashMap::default();
-    for (i, s) in stmts.iter().enumerate() {
-        crate::visit::stmt_uses(s, &mut |v: &Var, _| {
-            last.insert(v.clone(), i);
-        });
-    }
-    crate::visit::for_each_use(tail, &mut |v: &Var, _| {
-        last.insert(v.clone(), n);
-    });
-    let mut out = Vec::new();
-    for (k, chunk) in stmts.chunks(size).enumerate() {
-        let end = ((k + 1) * size).min(n);
-        let mut live = Vec::new();
-        for s in chunk {
-            crate::visit::stmt_binds(s, &mut |v: &Var, _| {
-                if last.get(v).is_some_and(|&i| i >= end) {
-                    live.push(v.clone());
-                }
+    let mut runs: Vec<Run> = stmts
+        .iter()
+        .map(|s| {
+            let mut binds = Vec::new();
+            crate::visit::stmt_binds(s, &mut |v: &Var, _| binds.push(v.clone()));
+            let mut reads = HashSet::default();
+            crate::visit::stmt_uses(s, &mut |v: &Var, _| {
+                reads.insert(v.clone());
             });
+            Run {
+                tokens: gen_stmt(s, names, calls),
+                binds,
+                reads,
+            }
+        })
+        .collect();
+    let mut tail_reads = HashSet::default();
+    crate::visit::for_each_use(tail, &mut |v: &Var, _| {
+        tail_reads.insert(v.clone());
+    });
+    while runs.len() > 2 * CHUNK {
+        runs = chunk(runs, &tail_reads, names);
+    }
+    runs.into_iter().map(|r| r.tokens).collect()
+}
+
+/// One level of chunking: groups of [`CHUNK`] runs become one run each.
+fn chunk(runs: Vec<Run>, tail_reads: &HashSet<Var>, names: &mut Names) -> Vec<Run> {
+    let n = runs.len();
+    // The last run reading each variable (n for the block's tail).
+    let mut last: HashMap<Var, usize> = HashMap::default();
+    for (i, r) in runs.iter().enumerate() {
+        for v in &r.reads {
+            last.insert(v.clone(), i);
         }
-        let body: Vec<TokenStream> = chunk.iter().map(|s| gen_stmt(s, names, calls)).collect();
+    }
+    for v in tail_reads {
+        last.insert(v.clone(), n);
+    }
+    let mut out = Vec::new();
+    let mut it = runs.into_iter().enumerate().peekable();
+    while it.peek().is_some() {
+        let group: Vec<(usize, Run)> = it.by_ref().take(CHUNK).collect();
+        let end = group.last().map_or(n, |(i, _)| i + 1);
+        let mut live = Vec::new();
+        let mut reads = HashSet::default();
+        let mut body = Vec::new();
+        for (_, r) in group {
+            live.extend(
+                r.binds
+                    .into_iter()
+                    .filter(|v| last.get(v).is_some_and(|&i| i >= end)),
+            );
+            reads.extend(r.reads);
+            body.push(r.tokens);
+        }
         let ids: Vec<syn::Ident> = live.iter().map(|v| names.ident(v)).collect();
-        out.push(match ids.as_slice() {
+        let tokens = match ids.as_slice() {
             [] => quote!({ #(#body)* }),
             [one] => quote!(let #one = { #(#body)* #one };),
             _ => quote!(let (#(#ids,)*) = { #(#body)* (#(#ids,)*) };),
+        };
+        out.push(Run {
+            tokens,
+            binds: live,
+            reads,
         });
     }
     out
