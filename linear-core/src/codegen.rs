@@ -693,23 +693,12 @@ fn match_sum(
     }
 }
 
-fn gen_loop(l: &Loop, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
-    let st = names.temp("state");
-    let it = names.temp("it");
-    let item = names.temp("item");
-    let inits: Vec<syn::Ident> =
-        l.nl.iter()
-            .chain(&l.lin)
-            .map(|(_, v)| names.ident(v))
-            .collect();
-    let state: Vec<syn::Ident> =
-        l.nl.iter()
-            .chain(&l.lin)
-            .map(|(b, _)| names.ident(&b.var))
-            .collect();
-    let cols: Vec<syn::Ident> = l.collect.iter().map(|_| names.temp("tape")).collect();
-    let vec = quote!(::linear_ad::__private::Vec);
-    let (header, bind_item) = match &l.iter {
+/// The iterator a range or list loop runs over, and the statement binding
+/// its index or element from `item` (`while` loops have neither). A list
+/// held by reference is iterated by reference; its `Copy` elements are
+/// copied out.
+fn loop_header(iter: &Iter, item: &syn::Ident, names: &mut Names) -> (TokenStream, TokenStream) {
+    match iter {
         Iter::Range {
             index,
             lo,
@@ -751,7 +740,26 @@ fn gen_loop(l: &Loop, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
             (src, bind)
         }
         Iter::While { .. } => (quote!(), quote!()),
-    };
+    }
+}
+
+fn gen_loop(l: &Loop, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
+    let st = names.temp("state");
+    let it = names.temp("it");
+    let item = names.temp("item");
+    let inits: Vec<syn::Ident> =
+        l.nl.iter()
+            .chain(&l.lin)
+            .map(|(_, v)| names.ident(v))
+            .collect();
+    let state: Vec<syn::Ident> =
+        l.nl.iter()
+            .chain(&l.lin)
+            .map(|(b, _)| names.ident(&b.var))
+            .collect();
+    let cols: Vec<syn::Ident> = l.collect.iter().map(|_| names.temp("tape")).collect();
+    let vec = quote!(::linear_ad::__private::Vec);
+    let (header, bind_item) = loop_header(&l.iter, &item, names);
     let body = gen_expr(&l.body, names, calls);
     let next: Vec<syn::Ident> =
         l.nl.iter()

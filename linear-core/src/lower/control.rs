@@ -82,6 +82,14 @@ fn split_guard(p: &syn::Pat) -> (&syn::Pat, Option<&syn::Expr>) {
     }
 }
 
+/// One arm as lowered: its statements, its value (if the case has one),
+/// and the merged variables' values at its end.
+struct LoweredArm {
+    stmts: Vec<Stmt>,
+    value: Option<(Val, Span)>,
+    state: Vec<(Var, Ty)>,
+}
+
 /// What one arm of a case lowers.
 pub(super) enum ArmSrc<'s> {
     /// A block (`if` arm, loop-free).
@@ -182,10 +190,31 @@ impl Lowerer<'_> {
         span: Span,
     ) -> Option<Val> {
         let state = self.state_of(merged, span);
+        let lowered = self.lower_arms(&arms, &state, value);
+        let poisoned = |l: &Self| {
+            lowered
+                .iter()
+                .any(|a| a.value.as_ref().is_some_and(|(v, _)| l.is_poison(v)))
+        };
+        if poisoned(self) {
+            return value.then(|| self.placeholder());
+        }
+        let vty = value.then(|| self.value_type(&lowered));
+        let (ir_arms, nondiff) = self.arm_bodies(lowered, vty.as_ref(), &state, span);
+        self.bind_case(cond, ir_arms, vty, &nondiff, &state)
+    }
+
+    /// Lowers each arm in the scope the case starts from.
+    fn lower_arms(
+        &mut self,
+        arms: &[ArmSrc],
+        state: &[(String, Var, Ty)],
+        value: bool,
+    ) -> Vec<LoweredArm> {
         let outer = self.scopes.clone();
         let outer_unpacked = self.unpacked.clone();
         let mut lowered = Vec::new();
-        for src in &arms {
+        for src in arms {
             self.scopes = outer.clone();
             self.unpacked = outer_unpacked.clone();
             let saved = std::mem::take(&mut self.out);
@@ -193,7 +222,7 @@ impl Lowerer<'_> {
             self.scopes.push(HashMap::default());
             let v = self.lower_arm(src, value);
             self.scopes.pop();
-            let vals: Vec<(Var, Ty)> = state
+            let state_vals: Vec<(Var, Ty)> = state
                 .iter()
                 .map(|(n, v0, t0)| match self.lookup(n) {
                     Some(Binding::Active(v, t, _)) => (v.clone(), t.clone()),
@@ -202,55 +231,62 @@ impl Lowerer<'_> {
                 .collect();
             self.depth -= 1;
             let stmts = std::mem::replace(&mut self.out, saved);
-            lowered.push((stmts, v, vals));
+            lowered.push(LoweredArm {
+                stmts,
+                value: v,
+                state: state_vals,
+            });
         }
         self.scopes = outer;
         self.unpacked = outer_unpacked;
-        if lowered
-            .iter()
-            .any(|(_, v, _)| v.as_ref().is_some_and(|(v, _)| self.is_poison(v)))
-        {
-            return value.then(|| self.placeholder());
-        }
-        // The value's type: an IR arm's, else what the tokens say.
-        let vty = if value {
-            let active = lowered.iter().find_map(|(_, v, _)| match v {
-                Some((Val::Active(_, t), _)) => Some(t.clone()),
+        lowered
+    }
+
+    /// The type of a case's value: an IR arm's, else what the tokens say.
+    fn value_type(&self, lowered: &[LoweredArm]) -> Ty {
+        let active = lowered.iter().find_map(|a| match &a.value {
+            Some((Val::Active(_, t), _)) => Some(t.clone()),
+            _ => None,
+        });
+        let inferred = || {
+            lowered.iter().find_map(|a| match &a.value {
+                Some((Val::Inactive(t), _)) => self.infer_tokens(t),
                 _ => None,
-            });
-            let inferred = || {
-                lowered.iter().find_map(|(_, v, _)| match v {
-                    Some((Val::Inactive(t), _)) => self.infer_tokens(t),
-                    _ => None,
-                })
-            };
-            Some(active.or_else(inferred).unwrap_or(Ty::Real(self.float())))
-        } else {
-            None
+            })
         };
+        active.or_else(inferred).unwrap_or(Ty::Real(self.float()))
+    }
+
+    /// Each arm's IR: its statements returning its value (materialized in
+    /// the arm) and the merged variables; and, per result, whether every
+    /// arm's is free of derivatives.
+    fn arm_bodies(
+        &mut self,
+        lowered: Vec<LoweredArm>,
+        vty: Option<&Ty>,
+        state: &[(String, Var, Ty)],
+        span: Span,
+    ) -> (Vec<Arm>, Vec<bool>) {
         let mut ir_arms = Vec::new();
-        let mut nondiff = vec![true; state.len() + 1];
-        for (stmts, v, vals) in lowered {
-            let saved = std::mem::replace(&mut self.out, stmts);
+        let mut nondiff = vec![true; usize::from(vty.is_some()) + state.len()];
+        for arm in lowered {
+            let saved = std::mem::replace(&mut self.out, arm.stmts);
             self.depth += 1;
             let mut ret = Vec::new();
-            if let (Some(t), Some((v, sp))) = (&vty, v) {
-                let var = self.materialize(v, t, sp);
-                nondiff[0] &= self.nondiff.contains(&var);
-                ret.push(var);
+            if let (Some(t), Some((v, sp))) = (vty, arm.value) {
+                ret.push(self.materialize(v, t, sp));
             }
-            for (k, (v, t)) in vals.iter().enumerate() {
-                if t != &state[k].2 {
+            for ((v, t), (n, _, t0)) in arm.state.iter().zip(state) {
+                if t != t0 {
                     self.errs.push(
                         span,
-                        format!(
-                            "`{}` has type {t} in one branch and {} in the other",
-                            state[k].0, state[k].2
-                        ),
+                        format!("`{n}` has type {t} in one branch and {t0} in the other"),
                     );
                 }
-                nondiff[k + 1] &= self.nondiff.contains(v);
                 ret.push(v.clone());
+            }
+            for (nd, v) in nondiff.iter_mut().zip(&ret) {
+                *nd &= self.nondiff.contains(v);
             }
             self.depth -= 1;
             let stmts = std::mem::replace(&mut self.out, saved);
@@ -265,22 +301,32 @@ impl Lowerer<'_> {
                 ),
             });
         }
+        (ir_arms, nondiff)
+    }
+
+    /// Binds the case's results and rebinds the merged variables to them.
+    fn bind_case(
+        &mut self,
+        cond: Var,
+        arms: Vec<Arm>,
+        vty: Option<Ty>,
+        nondiff: &[bool],
+        state: &[(String, Var, Ty)],
+    ) -> Option<Val> {
+        let value = vty.is_some();
         let mut binders = Vec::new();
         let result = vty.map(|t| {
             let r = self.fresh.var("r");
             binders.push(Binder::new(r.clone(), t.clone()));
             (r, t)
         });
-        for (n, v, t) in &state {
+        for (n, v, t) in state {
             let b = self.fresh.var(n);
             let shape = self.shape_of(v);
             self.shapes.insert(b.clone(), shape);
             binders.push(Binder::new(b, t.clone()));
         }
-        for (b, nd) in binders
-            .iter()
-            .zip(if value { &nondiff[..] } else { &nondiff[1..] })
-        {
+        for (b, nd) in binders.iter().zip(nondiff) {
             self.types.insert(b.var.clone(), b.ty.clone());
             if *nd {
                 self.nondiff.insert(b.var.clone());
@@ -294,10 +340,7 @@ impl Lowerer<'_> {
         self.out.push(Stmt::Let {
             nl: binders,
             lin: vec![],
-            rhs: Expr::Case {
-                scrut: cond,
-                arms: ir_arms,
-            },
+            rhs: Expr::Case { scrut: cond, arms },
         });
         for ((n, _, t), v) in state.iter().zip(merged_vars) {
             self.set_existing(n, Binding::Active(v, t.clone(), true));

@@ -558,26 +558,47 @@ impl Jvp<'_> {
     /// reads no outer linear variable and T accumulates their cotangents.
     /// The header's own values (bounds, list, condition) are piecewise
     /// constant: their tangents are dropped, and the index's is zero.
-    fn loop_(&mut self, l: &Loop, mut sigma: Sigma) -> Result<Expr, PassError> {
+    fn loop_(&mut self, l: &Loop, sigma: Sigma) -> Result<Expr, PassError> {
         if !l.lin.is_empty() {
             return Err(self.err("J applies to non-linear loops only"));
         }
+        for b in l
+            .iter
+            .binder()
+            .into_iter()
+            .chain(l.nl.iter().map(|(b, _)| b))
+        {
+            self.types.insert(b.var.clone(), b.ty.clone());
+        }
+        let mut out = Vec::new();
+        let (init_ds, invariant) = self.loop_tangents(l, sigma, &mut out)?;
+        // State whose tangent has no scalars (integers, booleans) is not
+        // carried: its tangent is a zero wherever one is needed.
+        let carried: Vec<bool> = l.nl.iter().map(|(b, _)| !trivial(&b.ty)).collect();
+        let new = self.loop_body(l, init_ds, invariant, &carried, &mut out)?;
+        self.after_loop(l, new, &carried, out)
+    }
+
+    /// The tangents a loop consumes, split by role: those of its bounds,
+    /// list and `while`-only reads are dropped; those of its initial state
+    /// and of the outer values its body reads are returned.
+    #[allow(clippy::type_complexity)]
+    fn loop_tangents(
+        &mut self,
+        l: &Loop,
+        mut sigma: Sigma,
+        out: &mut Vec<Stmt>,
+    ) -> Result<(Vec<Var>, Vec<(Var, Var)>), PassError> {
         let mut bound: Vec<&Var> = l.nl.iter().map(|(b, _)| &b.var).collect();
-        if let Some(b) = l.iter.binder() {
-            bound.push(&b.var);
-            self.types.insert(b.var.clone(), b.ty.clone());
-        }
-        for (b, _) in &l.nl {
-            self.types.insert(b.var.clone(), b.ty.clone());
-        }
+        bound.extend(l.iter.binder().map(|b| &b.var));
         let invariant = nl_vars(free_vars(&l.body), &bound);
         let mut cond_only = Vec::new();
         if let Iter::While { cond } = &l.iter {
-            for v in nl_vars(free_vars(cond), &bound) {
-                if !invariant.contains(&v) {
-                    cond_only.push(v);
-                }
-            }
+            cond_only.extend(
+                nl_vars(free_vars(cond), &bound)
+                    .into_iter()
+                    .filter(|v| !invariant.contains(v)),
+            );
         }
         let header = l.iter.outer_vars();
         let inits: Vec<Var> = l.nl.iter().map(|(_, v)| v.clone()).collect();
@@ -585,70 +606,73 @@ impl Jvp<'_> {
         needed.extend(inits.iter().cloned());
         needed.extend(invariant.iter().cloned());
         needed.extend(cond_only.iter().cloned());
-        let mut out = Vec::new();
-        let mut ds = self.occurrences(&mut out, &needed, &mut sigma)?.into_iter();
-        for d in ds.by_ref().take(header.len()) {
-            out.push(drop_stmt(d));
-        }
+        let mut ds = self.occurrences(out, &needed, &mut sigma)?.into_iter();
+        out.extend(ds.by_ref().take(header.len()).map(drop_stmt));
         let init_ds: Vec<Var> = ds.by_ref().take(inits.len()).collect();
-        let inv_ds: Vec<Var> = ds.by_ref().take(invariant.len()).collect();
+        let inv: Vec<(Var, Var)> = invariant.into_iter().zip(ds.by_ref()).collect();
         out.extend(ds.map(drop_stmt));
+        Ok((init_ds, inv))
+    }
 
-        // The body: state tangents, the index's zero tangent, invariants.
+    /// `let ; d: τ̇ = zero(τ̇)` for a fresh `d`.
+    fn zero_let(&mut self, hint: &str, t: Ty) -> (Var, Stmt) {
+        let z = self.fresh.var(hint);
+        let s = Stmt::Let {
+            nl: vec![],
+            lin: vec![Binder::new(z.clone(), t.clone())],
+            rhs: Expr::LinZero(t),
+        };
+        (z, s)
+    }
+
+    /// The J'd loop: state tangents carried beside the state, the index's
+    /// zero tangent, outer values' tangents carried and split each
+    /// iteration (those known to be zero replaced by local zeros).
+    fn loop_body(
+        &mut self,
+        l: &Loop,
+        init_ds: Vec<Var>,
+        invariant: Vec<(Var, Var)>,
+        carried: &[bool],
+        out: &mut Vec<Stmt>,
+    ) -> Result<Loop, PassError> {
         let body_fv = free_vars(&l.body).nl;
-        let mut stmts = Vec::new();
-        let mut local = Sigma::default();
-        let mut lin = Vec::new();
-        // State whose tangent has no scalars (integers, booleans) is not
-        // carried: its tangent is a zero wherever one is needed.
-        let carried: Vec<bool> = l.nl.iter().map(|(b, _)| !trivial(&b.ty)).collect();
-        for (((b, _), d0), keep) in l.nl.iter().zip(init_ds).zip(&carried) {
-            let d = self.fresh.var(&format!("d{}", base(&b.var)));
-            let t = b.ty.tangent();
-            if *keep {
-                lin.push((Binder::new(d.clone(), t), d0));
+        let (mut stmts, mut local, mut lin) = (Vec::new(), Sigma::default(), Vec::new());
+        for (((b, _), d0), keep) in l.nl.iter().zip(init_ds).zip(carried) {
+            let hint = format!("d{}", base(&b.var));
+            let d = if *keep {
+                let d = self.fresh.var(&hint);
+                lin.push((Binder::new(d.clone(), b.ty.tangent()), d0));
+                d
             } else {
                 out.push(drop_stmt(d0));
-                stmts.push(Stmt::Let {
-                    nl: vec![],
-                    lin: vec![Binder::new(d.clone(), t.clone())],
-                    rhs: Expr::LinZero(t),
-                });
-            }
+                let (d, z) = self.zero_let(&hint, b.ty.tangent());
+                stmts.push(z);
+                d
+            };
             if body_fv.contains(&b.var) {
                 local.insert(b.var.clone(), d);
             } else {
                 stmts.push(drop_stmt(d));
             }
         }
-        if let Some(b) = l.iter.binder() {
-            if body_fv.contains(&b.var) {
-                let z = self.fresh.var(&format!("d{}", base(&b.var)));
-                let t = b.ty.tangent();
-                stmts.push(Stmt::Let {
-                    nl: vec![],
-                    lin: vec![Binder::new(z.clone(), t.clone())],
-                    rhs: Expr::LinZero(t),
-                });
-                local.insert(b.var.clone(), z);
-            }
+        if let Some(b) = l.iter.binder().filter(|b| body_fv.contains(&b.var)) {
+            let (z, st) = self.zero_let(&format!("d{}", base(&b.var)), b.ty.tangent());
+            stmts.push(st);
+            local.insert(b.var.clone(), z);
         }
         let mut next_inv = Vec::new();
-        for (v, d0) in invariant.iter().zip(inv_ds) {
-            let t = self.ty(v)?.tangent();
+        for (v, d0) in invariant {
+            let t = self.ty(&v)?.tangent();
             // No tangent to carry: a zero inside the body will do.
-            if trivial(&self.ty(v)?) || self.constant.contains(v) {
+            if trivial(&self.ty(&v)?) || self.constant.contains(&v) {
                 out.push(drop_stmt(d0));
-                let z = self.fresh.var(&format!("d{}", base(v)));
-                stmts.push(Stmt::Let {
-                    nl: vec![],
-                    lin: vec![Binder::new(z.clone(), t.clone())],
-                    rhs: Expr::LinZero(t),
-                });
-                local.insert(v.clone(), z);
+                let (z, st) = self.zero_let(&format!("d{}", base(&v)), t);
+                stmts.push(st);
+                local.insert(v, z);
                 continue;
             }
-            let c = self.fresh.var(&format!("d{}", base(v)));
+            let c = self.fresh.var(&format!("d{}", base(&v)));
             let (use_, keep) = (self.fresh.var(c.as_str()), self.fresh.var(c.as_str()));
             stmts.push(Stmt::Let {
                 nl: vec![],
@@ -659,16 +683,16 @@ impl Jvp<'_> {
                 rhs: Expr::Dup(c.clone()),
             });
             lin.push((Binder::new(c, t), d0));
-            local.insert(v.clone(), use_);
+            local.insert(v, use_);
             next_inv.push(keep);
         }
         let body = self.expr(&l.body, local)?;
-        let state_tys: Vec<Ty> = l.nl.iter().map(|(b, _)| b.ty.clone()).collect();
-        let r: Vec<Binder> = state_tys
-            .iter()
-            .chain(&l.collect)
-            .map(|t| Binder::new(self.fresh.var("r"), t.clone()))
-            .collect();
+        let r: Vec<Binder> =
+            l.nl.iter()
+                .map(|(b, _)| &b.ty)
+                .chain(&l.collect)
+                .map(|t| Binder::new(self.fresh.var("r"), t.clone()))
+                .collect();
         let dr: Vec<Binder> = r
             .iter()
             .map(|b| Binder::new(self.fresh.var("dr"), b.ty.tangent()))
@@ -678,9 +702,10 @@ impl Jvp<'_> {
             lin: dr.clone(),
             rhs: body,
         });
+        // Collected values' tangents are empty; untracked state's dropped.
         stmts.extend(dr[l.nl.len()..].iter().map(|b| drop_stmt(b.var.clone())));
         let mut ret_lin = Vec::new();
-        for (b, keep) in dr[..l.nl.len()].iter().zip(&carried) {
+        for (b, keep) in dr[..l.nl.len()].iter().zip(carried) {
             if *keep {
                 ret_lin.push(b.var.clone());
             } else {
@@ -688,7 +713,7 @@ impl Jvp<'_> {
             }
         }
         ret_lin.extend(next_inv);
-        let new = Loop {
+        Ok(Loop {
             iter: l.iter.clone(),
             nl: l.nl.clone(),
             lin,
@@ -700,10 +725,18 @@ impl Jvp<'_> {
                     lin: ret_lin,
                 },
             ),
-        };
+        })
+    }
 
-        // After the loop: drop the carried invariants; lists get zero
-        // (empty) tangents.
+    /// Binds the J'd loop's results; drops the carried invariants; gives
+    /// untracked state and collected lists zero tangents.
+    fn after_loop(
+        &mut self,
+        l: &Loop,
+        new: Loop,
+        carried: &[bool],
+        mut out: Vec<Stmt>,
+    ) -> Result<Expr, PassError> {
         let (res_nl, res_lin) = new.result_types();
         let fin: Vec<Binder> = res_nl
             .iter()
@@ -722,29 +755,19 @@ impl Jvp<'_> {
         out.extend(dfin[kept..].iter().map(|b| drop_stmt(b.var.clone())));
         let mut state_ds = dfin[..kept].iter();
         let mut ret = Vec::new();
-        for ((b, _), keep) in l.nl.iter().zip(&carried) {
+        for ((b, _), keep) in l.nl.iter().zip(carried) {
             match if *keep { state_ds.next() } else { None } {
                 Some(d) => ret.push(d.var.clone()),
                 None => {
-                    let z = self.fresh.var(&format!("d{}", base(&b.var)));
-                    let t = b.ty.tangent();
-                    out.push(Stmt::Let {
-                        nl: vec![],
-                        lin: vec![Binder::new(z.clone(), t.clone())],
-                        rhs: Expr::LinZero(t),
-                    });
+                    let (z, st) = self.zero_let(&format!("d{}", base(&b.var)), b.ty.tangent());
+                    out.push(st);
                     ret.push(z);
                 }
             }
         }
         for t in &l.collect {
-            let z = self.fresh.var("dl");
-            let zt = Ty::List(Box::new(t.clone())).tangent();
-            out.push(Stmt::Let {
-                nl: vec![],
-                lin: vec![Binder::new(z.clone(), zt.clone())],
-                rhs: Expr::LinZero(zt),
-            });
+            let (z, st) = self.zero_let("dl", Ty::List(Box::new(t.clone())).tangent());
+            out.push(st);
             ret.push(z);
         }
         Ok(Expr::block(

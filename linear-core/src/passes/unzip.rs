@@ -630,44 +630,11 @@ impl Unzip<'_> {
         let sp = self.expr(&l.body)?;
         top_binders(&sp.ctx, &mut bound);
         let mut saved = self.residuals(&sp.lin, &bound)?;
-        // LoopState: save the state the residual's slice of the body reads,
-        // and recompute the slice, if that saves fewer scalars.
         let mut recompute = Vec::new();
         if self.policy == Checkpoint::LoopState {
-            let (slice, reads) = backward_slice(&sp.ctx, &sp.lin);
-            // What the slice and the residual read that the slice does not
-            // compute: header values, and results of statements that read
-            // Rust constants (not in scope where the residual runs).
-            let mut computed = Vec::new();
-            top_binders(&slice, &mut computed);
-            let inputs: Vec<Var> = bound
-                .iter()
-                .filter(|v| !computed.contains(v))
-                .cloned()
-                .collect();
-            let state = self.residuals(&Expr::block(slice.clone(), sp.lin.clone()), &inputs)?;
-            let size = |bs: &[Binder]| bs.iter().map(|b| b.ty.scalars()).sum::<u64>();
-            let lists = |bs: &[Binder]| {
-                bs.iter()
-                    .any(|b| matches!(b.ty, Ty::List(_) | Ty::Sum(_) | Ty::Tape(_)))
-            };
-            if !slice.is_empty()
-                && (size(&state) < size(&saved) || lists(&saved))
-                && !reads.is_empty()
-            {
+            if let Some((state, slice)) = self.loop_state(&sp.ctx, &sp.lin, &bound, &saved)? {
                 saved = state;
-                // The copy's inner binders get fresh names: the forward
-                // code it copies may appear in this residual too (as the
-                // forward part of an enclosing loop's recomputed slice).
-                recompute = slice
-                    .into_iter()
-                    .map(|mut st| {
-                        if let Stmt::Let { rhs, .. } = &mut st {
-                            crate::visit::freshen_bound(rhs, &mut self.fresh);
-                        }
-                        st
-                    })
-                    .collect();
+                recompute = slice;
             }
         }
         let mut ctx = sp.ctx;
@@ -731,6 +698,55 @@ impl Unzip<'_> {
             },
             lin: Expr::Loop(Box::new(residual)),
         })
+    }
+}
+
+impl Unzip<'_> {
+    /// LoopState's choice for one loop body: the values to save per
+    /// iteration instead of `saved` (what the slice of the body the
+    /// residual needs reads, among the variables `bound` in the iteration)
+    /// and that slice, to recompute in the residual; `None` where that
+    /// would not save memory. The slice's inner binders get fresh names:
+    /// the forward code it copies may appear in the residual too (as the
+    /// forward part of an enclosing loop's recomputed slice).
+    #[allow(clippy::type_complexity)]
+    fn loop_state(
+        &mut self,
+        ctx: &[Stmt],
+        lin: &Expr,
+        bound: &[Var],
+        saved: &[Binder],
+    ) -> Result<Option<(Vec<Binder>, Vec<Stmt>)>, PassError> {
+        let (slice, reads) = backward_slice(ctx, lin);
+        // What the slice and the residual read that the slice does not
+        // compute: header values, and results of statements that read Rust
+        // constants (not in scope where the residual runs).
+        let mut computed = Vec::new();
+        top_binders(&slice, &mut computed);
+        let inputs: Vec<Var> = bound
+            .iter()
+            .filter(|v| !computed.contains(v))
+            .cloned()
+            .collect();
+        let state = self.residuals(&Expr::block(slice.clone(), lin.clone()), &inputs)?;
+        let size = |bs: &[Binder]| bs.iter().map(|b| b.ty.scalars()).sum::<u64>();
+        let lists = |bs: &[Binder]| {
+            bs.iter()
+                .any(|b| matches!(b.ty, Ty::List(_) | Ty::Sum(_) | Ty::Tape(_)))
+        };
+        if slice.is_empty() || reads.is_empty() || !(size(&state) < size(saved) || lists(saved)) {
+            return Ok(None);
+        }
+        let slice = slice
+            .into_iter()
+            .map(|mut st| {
+                if let Stmt::Let { rhs, .. } = &mut st {
+                    crate::visit::freshen_bound(rhs, &mut self.fresh);
+                }
+                st
+            })
+            .collect();
+        Ok(Some((state, slice)))
     }
 }
 
