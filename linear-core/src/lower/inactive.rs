@@ -14,7 +14,7 @@ use proc_macro2::{Span, TokenStream, TokenTree};
 use quote::{quote, ToTokens};
 use syn::visit_mut::VisitMut;
 
-use super::{Binding, Lowerer, Opaque, Shape, Val};
+use super::{Binding, Lowerer, Mode, Opaque, Shape, Val};
 use crate::ir::{Expr, Float, Stmt, Ty, Var};
 
 /// The IR type of a Rust scalar type: floats, integers, bool (through
@@ -397,5 +397,42 @@ impl Lowerer<'_> {
         for s in stmts {
             self.stmt(s);
         }
+    }
+
+    /// Code that reads IR variables but no derivative, in a form with no
+    /// rule of its own (indexing data with a loop index, integer methods,
+    /// calls): kept as Rust, in place, as a value of the type its syntax
+    /// (or the expected result) gives; `None` for everything else.
+    pub(super) fn in_place(&mut self, e: &syn::Expr, ret_hint: Option<&Shape>) -> Option<Val> {
+        let structural = matches!(
+            e,
+            syn::Expr::Path(_)
+                | syn::Expr::Paren(_)
+                | syn::Expr::Group(_)
+                | syn::Expr::Binary(_)
+                | syn::Expr::Unary(_)
+                | syn::Expr::Cast(_)
+                | syn::Expr::If(_)
+                | syn::Expr::Match(_)
+                | syn::Expr::Block(_)
+                | syn::Expr::ForLoop(_)
+                | syn::Expr::While(_)
+                | syn::Expr::Tuple(_)
+                | syn::Expr::Array(_)
+        );
+        if self.mode != Mode::Differentiable
+            || structural
+            || self.mentions_diff(e.to_token_stream())
+        {
+            return None;
+        }
+        let hinted = ret_hint.map(Shape::ty).filter(|t| matches!(t, Ty::Real(_)));
+        Some(match self.infer(e).or(hinted) {
+            Some(t) => Val::Active(self.opaque(e, t.clone()), t),
+            None => {
+                self.errs.spanned(e, "cannot tell the type of this expression, which reads a loop variable: bind it with a type annotation (`let v: f64 = ..;`, or an integer type, or `bool`)");
+                self.placeholder()
+            }
+        })
     }
 }

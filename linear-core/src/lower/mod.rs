@@ -37,6 +37,7 @@ use crate::visit::Fresh;
 mod control;
 mod exits;
 mod inactive;
+mod ops;
 
 /// Inactive Rust code kept in place inside control flow: `code` reads the
 /// IR variables of its `const` expression's arguments through `params`.
@@ -1481,37 +1482,8 @@ impl Lowerer<'_> {
         if !self.mentions_active(tokens.clone()) {
             return Val::Inactive(self.rename_inactive(e));
         }
-        // Code that reads IR variables but no derivative, in a form with no
-        // rule of its own (indexing data with a loop index, integer methods,
-        // calls): kept as Rust, in place.
-        let structural = matches!(
-            e,
-            syn::Expr::Path(_)
-                | syn::Expr::Paren(_)
-                | syn::Expr::Group(_)
-                | syn::Expr::Binary(_)
-                | syn::Expr::Unary(_)
-                | syn::Expr::Cast(_)
-                | syn::Expr::If(_)
-                | syn::Expr::Match(_)
-                | syn::Expr::Block(_)
-                | syn::Expr::ForLoop(_)
-                | syn::Expr::While(_)
-                | syn::Expr::Tuple(_)
-                | syn::Expr::Array(_)
-        );
-        if self.mode == Mode::Differentiable && !structural && !self.mentions_diff(tokens) {
-            let hinted = ret_hint
-                .as_ref()
-                .map(Shape::ty)
-                .filter(|t| matches!(t, Ty::Real(_)));
-            return match self.infer(e).or(hinted) {
-                Some(t) => Val::Active(self.opaque(e, t.clone()), t),
-                None => {
-                    self.errs.spanned(e, "cannot tell the type of this expression, which reads a loop variable: bind it with a type annotation (`let v: f64 = ..;`, or an integer type, or `bool`)");
-                    self.placeholder()
-                }
-            };
+        if let Some(v) = self.in_place(e, ret_hint.as_ref()) {
+            return v;
         }
         match e {
             syn::Expr::If(i) if self.mode == Mode::Differentiable => {
@@ -1550,118 +1522,8 @@ impl Lowerer<'_> {
                 self.ret_hint = ret_hint;
                 self.expr(&g.expr, hint)
             }
-            syn::Expr::Binary(b) => {
-                let op = match b.op {
-                    syn::BinOp::Add(_) => Prim::Add,
-                    syn::BinOp::Sub(_) => Prim::Sub,
-                    syn::BinOp::Mul(_) => Prim::Mul,
-                    syn::BinOp::Div(_) => Prim::Div,
-                    syn::BinOp::Rem(_) if self.mode == Mode::Differentiable => Prim::IRem,
-                    syn::BinOp::And(_) if self.mode == Mode::Differentiable => {
-                        return self.logical(b, true)
-                    }
-                    syn::BinOp::Or(_) if self.mode == Mode::Differentiable => {
-                        return self.logical(b, false)
-                    }
-                    syn::BinOp::Lt(_)
-                    | syn::BinOp::Le(_)
-                    | syn::BinOp::Gt(_)
-                    | syn::BinOp::Ge(_)
-                    | syn::BinOp::Eq(_)
-                    | syn::BinOp::Ne(_)
-                        if self.mode == Mode::Differentiable =>
-                    {
-                        let c = match b.op {
-                            syn::BinOp::Lt(_) => Cmp::Lt,
-                            syn::BinOp::Le(_) => Cmp::Le,
-                            syn::BinOp::Gt(_) => Cmp::Gt,
-                            syn::BinOp::Ge(_) => Cmp::Ge,
-                            syn::BinOp::Eq(_) => Cmp::Eq,
-                            _ => Cmp::Ne,
-                        };
-                        let x = self.expr(&b.left, hint);
-                        let y = self.expr(&b.right, hint);
-                        return self.compare(c, x, y, b.left.span(), b.right.span());
-                    }
-                    syn::BinOp::Lt(_)
-                    | syn::BinOp::Le(_)
-                    | syn::BinOp::Gt(_)
-                    | syn::BinOp::Ge(_)
-                    | syn::BinOp::Eq(_)
-                    | syn::BinOp::Ne(_) => {
-                        if self.mode == Mode::Linear {
-                            let names = self.linear_names(e.to_token_stream());
-                            self.errs.spanned(
-                                e,
-                                format!("comparing the linear value {names} is not linear"),
-                            );
-                        } else {
-                            self.errs.spanned(b.op, "comparisons of differentiable values are not supported yet (they need control flow); `min`, `max` and `abs` are");
-                        }
-                        return self.placeholder();
-                    }
-                    _ => {
-                        self.errs.spanned(
-                            b.op,
-                            format!(
-                                "operator `{}` is not supported on differentiable values",
-                                b.op.to_token_stream()
-                            ),
-                        );
-                        return self.placeholder();
-                    }
-                };
-                let a = self.expr(&b.left, hint);
-                let c = self.expr(&b.right, hint);
-                let whole = b.to_token_stream();
-                self.binary(op, a, c, b.left.span(), b.right.span(), &whole, hint)
-            }
-            syn::Expr::Unary(u) => match u.op {
-                syn::UnOp::Neg(_) if self.mode == Mode::Linear => match self.expr(&u.expr, hint) {
-                    Val::Active(x, t) => {
-                        Val::Active(self.emit_lin(hint, t.clone(), Expr::LinNeg(x)), t)
-                    }
-                    inactive => inactive,
-                },
-                syn::UnOp::Neg(_) => {
-                    let a = self.expr(&u.expr, hint);
-                    if let Val::Active(x, Ty::Int) = &a {
-                        let v = self.emit_nd(
-                            hint,
-                            Ty::Int,
-                            Expr::Prim {
-                                prim: Prim::INeg,
-                                args: vec![x.clone()],
-                            },
-                        );
-                        return Val::Active(v, Ty::Int);
-                    }
-                    let x = self.scalar(a, u.expr.span());
-                    self.prim(Prim::Neg, vec![x], hint)
-                }
-                syn::UnOp::Not(_) if self.mode == Mode::Differentiable => {
-                    let a = self.expr(&u.expr, hint);
-                    let x = self.materialize(a, &Ty::Bool, u.expr.span());
-                    Val::Active(
-                        self.emit_nd(
-                            hint,
-                            Ty::Bool,
-                            Expr::Prim {
-                                prim: Prim::Not,
-                                args: vec![x],
-                            },
-                        ),
-                        Ty::Bool,
-                    )
-                }
-                _ => {
-                    self.errs.spanned(
-                        u,
-                        format!("{} are not supported on differentiable values", describe(e)),
-                    );
-                    self.placeholder()
-                }
-            },
+            syn::Expr::Binary(b) => self.binary_expr(e, b, hint),
+            syn::Expr::Unary(u) => self.unary_expr(e, u, hint),
             syn::Expr::MethodCall(m) if self.mode == Mode::Linear => {
                 let names = self.linear_names(e.to_token_stream());
                 self.errs.spanned(
@@ -1769,47 +1631,7 @@ impl Lowerer<'_> {
                     None => self.placeholder(),
                 }
             }
-            syn::Expr::Cast(c) => {
-                let v = self.expr(&c.expr, hint);
-                if self.is_poison(&v) {
-                    return v;
-                }
-                let to_int = inactive::scalar_ty(&c.ty) == Some(Ty::Int);
-                match (Shape::from_type(&c.ty), &v) {
-                    (Some(Shape::Float(f)), Val::Active(_, Ty::Real(g))) if f == *g => v,
-                    (Some(Shape::Float(f)), Val::Active(x, Ty::Int)) => {
-                        let r = self.emit_nd(
-                            hint,
-                            Ty::Real(f),
-                            Expr::Prim {
-                                prim: Prim::ToReal(f),
-                                args: vec![x.clone()],
-                            },
-                        );
-                        Val::Active(r, Ty::Real(f))
-                    }
-                    // To an integer type: Rust's own cast (truncation, a
-                    // piecewise-constant function), in place.
-                    (None, Val::Active(x, Ty::Real(_) | Ty::Int | Ty::Bool))
-                        if to_int && self.mode == Mode::Differentiable =>
-                    {
-                        let ty = &c.ty;
-                        let p = syn::Ident::new("__arg1", Span::mixed_site());
-                        let code = quote!((#p as #ty));
-                        let v = self.opaque_code((code, vec![p]), vec![x.clone()], Ty::Int);
-                        Val::Active(v, Ty::Int)
-                    }
-                    _ => {
-                        if self.mode == Mode::Linear {
-                            let names = self.linear_names(e.to_token_stream());
-                            self.errs.spanned(c, format!("casting the linear value {names} to another type is not supported (casting coefficients is)"));
-                        } else {
-                            self.errs.spanned(c, "casting a differentiable value is not supported (casting constants is)");
-                        }
-                        self.placeholder()
-                    }
-                }
-            }
+            syn::Expr::Cast(c) => self.cast_expr(e, c, hint),
             _ => {
                 self.errs.spanned(
                     e,

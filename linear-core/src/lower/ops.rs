@@ -1,0 +1,177 @@
+//! Lowering of Rust operators: arithmetic (real or integer by the
+//! operands' types), comparisons (to a `bool`), `&&` and `||` (cases, see
+//! `control.rs`), negation and `!`, and casts (between float types and
+//! from integers as `f64(i)`; to integer types as Rust code, truncation
+//! being piecewise constant). In a `#[linear]` function only linear
+//! combinations are accepted, each rejection naming the linear values.
+
+use proc_macro2::Span;
+use quote::{quote, ToTokens};
+use syn::spanned::Spanned;
+
+use super::{describe, inactive, Lowerer, Mode, Shape, Val};
+use crate::ir::{Cmp, Expr, Prim, Ty};
+
+impl Lowerer<'_> {
+    /// `a op b`.
+    pub(super) fn binary_expr(&mut self, e: &syn::Expr, b: &syn::ExprBinary, hint: &str) -> Val {
+        let op = match b.op {
+            syn::BinOp::Add(_) => Prim::Add,
+            syn::BinOp::Sub(_) => Prim::Sub,
+            syn::BinOp::Mul(_) => Prim::Mul,
+            syn::BinOp::Div(_) => Prim::Div,
+            syn::BinOp::Rem(_) if self.mode == Mode::Differentiable => Prim::IRem,
+            syn::BinOp::And(_) if self.mode == Mode::Differentiable => {
+                return self.logical(b, true)
+            }
+            syn::BinOp::Or(_) if self.mode == Mode::Differentiable => {
+                return self.logical(b, false)
+            }
+            syn::BinOp::Lt(_)
+            | syn::BinOp::Le(_)
+            | syn::BinOp::Gt(_)
+            | syn::BinOp::Ge(_)
+            | syn::BinOp::Eq(_)
+            | syn::BinOp::Ne(_)
+                if self.mode == Mode::Differentiable =>
+            {
+                let c = match b.op {
+                    syn::BinOp::Lt(_) => Cmp::Lt,
+                    syn::BinOp::Le(_) => Cmp::Le,
+                    syn::BinOp::Gt(_) => Cmp::Gt,
+                    syn::BinOp::Ge(_) => Cmp::Ge,
+                    syn::BinOp::Eq(_) => Cmp::Eq,
+                    _ => Cmp::Ne,
+                };
+                let x = self.expr(&b.left, hint);
+                let y = self.expr(&b.right, hint);
+                return self.compare(c, x, y, b.left.span(), b.right.span());
+            }
+            syn::BinOp::Lt(_)
+            | syn::BinOp::Le(_)
+            | syn::BinOp::Gt(_)
+            | syn::BinOp::Ge(_)
+            | syn::BinOp::Eq(_)
+            | syn::BinOp::Ne(_) => {
+                // Only `#[linear]` functions get here: comparisons in
+                // differentiable ones are lowered above.
+                let names = self.linear_names(e.to_token_stream());
+                self.errs.spanned(
+                    e,
+                    format!("comparing the linear value {names} is not linear"),
+                );
+                return self.placeholder();
+            }
+            _ => {
+                self.errs.spanned(
+                    b.op,
+                    format!(
+                        "operator `{}` is not supported on differentiable values",
+                        b.op.to_token_stream()
+                    ),
+                );
+                return self.placeholder();
+            }
+        };
+        let a = self.expr(&b.left, hint);
+        let c = self.expr(&b.right, hint);
+        let whole = b.to_token_stream();
+        self.binary(op, a, c, b.left.span(), b.right.span(), &whole, hint)
+    }
+
+    /// `-a`, `!a`.
+    pub(super) fn unary_expr(&mut self, e: &syn::Expr, u: &syn::ExprUnary, hint: &str) -> Val {
+        match u.op {
+            syn::UnOp::Neg(_) if self.mode == Mode::Linear => match self.expr(&u.expr, hint) {
+                Val::Active(x, t) => {
+                    Val::Active(self.emit_lin(hint, t.clone(), Expr::LinNeg(x)), t)
+                }
+                inactive => inactive,
+            },
+            syn::UnOp::Neg(_) => {
+                let a = self.expr(&u.expr, hint);
+                if let Val::Active(x, Ty::Int) = &a {
+                    let v = self.emit_nd(
+                        hint,
+                        Ty::Int,
+                        Expr::Prim {
+                            prim: Prim::INeg,
+                            args: vec![x.clone()],
+                        },
+                    );
+                    return Val::Active(v, Ty::Int);
+                }
+                let x = self.scalar(a, u.expr.span());
+                self.prim(Prim::Neg, vec![x], hint)
+            }
+            syn::UnOp::Not(_) if self.mode == Mode::Differentiable => {
+                let a = self.expr(&u.expr, hint);
+                let x = self.materialize(a, &Ty::Bool, u.expr.span());
+                Val::Active(
+                    self.emit_nd(
+                        hint,
+                        Ty::Bool,
+                        Expr::Prim {
+                            prim: Prim::Not,
+                            args: vec![x],
+                        },
+                    ),
+                    Ty::Bool,
+                )
+            }
+            _ => {
+                self.errs.spanned(
+                    u,
+                    format!("{} are not supported on differentiable values", describe(e)),
+                );
+                self.placeholder()
+            }
+        }
+    }
+
+    /// `a as T`.
+    pub(super) fn cast_expr(&mut self, e: &syn::Expr, c: &syn::ExprCast, hint: &str) -> Val {
+        let v = self.expr(&c.expr, hint);
+        if self.is_poison(&v) {
+            return v;
+        }
+        let to_int = inactive::scalar_ty(&c.ty) == Some(Ty::Int);
+        match (Shape::from_type(&c.ty), &v) {
+            (Some(Shape::Float(f)), Val::Active(_, Ty::Real(g))) if f == *g => v,
+            (Some(Shape::Float(f)), Val::Active(x, Ty::Int)) => {
+                let r = self.emit_nd(
+                    hint,
+                    Ty::Real(f),
+                    Expr::Prim {
+                        prim: Prim::ToReal(f),
+                        args: vec![x.clone()],
+                    },
+                );
+                Val::Active(r, Ty::Real(f))
+            }
+            // To an integer type: Rust's own cast (truncation, a
+            // piecewise-constant function), in place.
+            (None, Val::Active(x, Ty::Real(_) | Ty::Int | Ty::Bool))
+                if to_int && self.mode == Mode::Differentiable =>
+            {
+                let ty = &c.ty;
+                let p = syn::Ident::new("__arg1", Span::mixed_site());
+                let code = quote!((#p as #ty));
+                let v = self.opaque_code((code, vec![p]), vec![x.clone()], Ty::Int);
+                Val::Active(v, Ty::Int)
+            }
+            _ => {
+                if self.mode == Mode::Linear {
+                    let names = self.linear_names(e.to_token_stream());
+                    self.errs.spanned(c, format!("casting the linear value {names} to another type is not supported (casting coefficients is)"));
+                } else {
+                    self.errs.spanned(
+                        c,
+                        "casting a differentiable value is not supported (casting constants is)",
+                    );
+                }
+                self.placeholder()
+            }
+        }
+    }
+}
