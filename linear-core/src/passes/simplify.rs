@@ -84,8 +84,8 @@ pub fn simplify_func(f: &Func, linear: &HashMap<Var, bool>) -> Func {
 /// `let ; a = op(b..) in .. drop(a)` in one block becomes `drop(b..)`:
 /// linear operations are pure, so a result that is only dropped need not
 /// be computed (its inputs are dropped instead, at no more cost: an
-/// addition and its drop cost what two drops cost; a scaling, a negation
-/// and their drop more). `let ; a1, a2 = dup(b)` with `a1` dropped becomes
+/// addition and its drop cost what two drops cost; a negation and its drop
+/// more; a scaling of k scalars and its drop 2k, its inputs' drops k + 1). `let ; a1, a2 = dup(b)` with `a1` dropped becomes
 /// the copy `a2 = b`. Returns whether anything changed.
 fn dropped_linear(e: &mut Expr) -> bool {
     let mut changed = false;
@@ -114,7 +114,18 @@ fn dropped_linear(e: &mut Expr) -> bool {
                                 }]
                             })
                         }
-                        Expr::LinScale(_, b) | Expr::LinNeg(b) => Some(vec![lin_drop(b)]),
+                        // The factor's read stays here, as a drop: removing it
+                        // could make its value unread, dropped where it is
+                        // bound, outside a loop that may not run.
+                        Expr::LinScale(k, b) => Some(vec![
+                            Stmt::Let {
+                                nl: vec![],
+                                lin: vec![],
+                                rhs: Expr::Drop(Box::new(Expr::var(k.clone()))),
+                            },
+                            lin_drop(b),
+                        ]),
+                        Expr::LinNeg(b) => Some(vec![lin_drop(b)]),
                         Expr::LinAdd(b, c) => Some(vec![lin_drop(b), lin_drop(c)]),
                         Expr::LinTup(vs) => Some(vs.iter().map(lin_drop).collect()),
                         _ => None,
