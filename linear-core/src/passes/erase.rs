@@ -252,10 +252,7 @@ impl Erase<'_, '_> {
         vs.iter().map(|v| self.r(v)).collect()
     }
     fn ty(&self, v: &Var) -> Result<Ty, PassError> {
-        self.types
-            .get(&self.r(v))
-            .cloned()
-            .ok_or_else(|| PassError::new(self.func, &format!("no type for `{v}`")))
+        super::type_of(&self.types, self.func, &self.r(v))
     }
 
     fn op(&mut self, op: Op, ty: &Ty, args: Vec<Var>) -> Expr {

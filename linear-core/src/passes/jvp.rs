@@ -169,10 +169,7 @@ impl Jvp<'_> {
     }
 
     fn ty(&self, v: &Var) -> Result<Ty, PassError> {
-        self.types
-            .get(v)
-            .cloned()
-            .ok_or_else(|| self.err(&format!("no type for `{v}`")))
+        super::type_of(&self.types, self.func, v)
     }
 
     /// One tangent per occurrence in `vs`: a variable occurring k times has

@@ -9,7 +9,18 @@ pub mod unzip;
 
 use std::fmt;
 
-use crate::ir::Var;
+use rustc_hash::FxHashMap as HashMap;
+
+use crate::ir::{Ty, Var};
+
+/// The type a pass recorded for `v` in function `func`, or an error naming
+/// it (a pass given ill-typed input, or a bug: never a panic).
+pub(crate) fn type_of(types: &HashMap<Var, Ty>, func: &Var, v: &Var) -> Result<Ty, PassError> {
+    types
+        .get(v)
+        .cloned()
+        .ok_or_else(|| PassError::new(func, &format!("no type for `{v}`")))
+}
 
 /// A pass was given input outside its domain (for example J applied to a
 /// linear function). Passes never panic on such input.

@@ -173,10 +173,7 @@ impl Transpose<'_> {
     }
 
     fn ty(&self, v: &Var) -> Result<Ty, PassError> {
-        self.types
-            .get(v)
-            .cloned()
-            .ok_or_else(|| self.err(&format!("no type for `{v}`")))
+        super::type_of(&self.types, self.func, v)
     }
 
     /// A fresh cotangent variable for linear variable `v`.

@@ -441,10 +441,7 @@ impl Unzip<'_> {
     }
 
     fn ty(&self, v: &Var) -> Result<Ty, PassError> {
-        self.types
-            .get(v)
-            .cloned()
-            .ok_or_else(|| self.err(&format!("no type for `{v}`")))
+        super::type_of(&self.types, self.func, v)
     }
 
     /// The non-linear results of a forward-pass expression as variables,
