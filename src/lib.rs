@@ -125,6 +125,8 @@
 
 pub use linear_macros::{differentiable, linear};
 
+mod replay;
+
 /// A linear map and its transpose, as produced by `f_lin`: a Jacobian
 /// evaluated at one point, without the matrix.
 ///
@@ -283,6 +285,10 @@ pub mod __private {
 
     /// The tape of a loop holds one record per iteration.
     pub use ::std::vec::Vec;
+
+    /// A loop's states, recomputed for the reverse sweep under binomial
+    /// checkpointing.
+    pub use crate::replay::Replay;
 }
 
 /// The memory a linearization holds: what `f_lin` saved to apply and

@@ -32,7 +32,11 @@
 //!    sum type, an alternative of it and a value of that alternative's type.
 //! 8. A loop's range bounds and step are integers and its index an
 //!    integer; a list loop's element has the list's element type; a
-//!    `while` condition returns one bool and reads no linear variable. The
+//!    `while` condition returns one bool and reads no linear variable; a
+//!    replay starts from a value of its state's type, counts with an int,
+//!    keeps at least one snapshot, and its `next`, which sees the state
+//!    but not the carried values, returns one state and reads no linear
+//!    variable. The
 //!    initial values have the carried types; the body returns the next
 //!    state (non-linear, then the collected values, then linear) and reads
 //!    no linear variable from outside the loop (outer linear values are
@@ -598,6 +602,28 @@ impl Checker<'_> {
                 }
             }
             Iter::While { .. } => {}
+            Iter::Replay {
+                state,
+                init,
+                count,
+                snapshots,
+                ..
+            } => {
+                let t = self.use_var(init, false)?;
+                if t != state.ty {
+                    return Err(format!(
+                        "replay of `{}: {}` starts from `{init}: {t}`",
+                        state.var, state.ty
+                    ));
+                }
+                let t = self.use_var(count, false)?;
+                if t != Ty::Int {
+                    return Err(format!("replay count `{count}` has type {t}, not int"));
+                }
+                if *snapshots == 0 {
+                    return Err("a replay keeps at least one snapshot (its initial state)".into());
+                }
+            }
         }
         for ((b, v), linear) in
             l.nl.iter()
@@ -616,6 +642,16 @@ impl Checker<'_> {
         if let Some(b) = l.iter.binder() {
             self.bind(b, false)?;
             scope.push((b.var.clone(), false));
+        }
+        if let Iter::Replay { state, next, .. } = &l.iter {
+            let reads = self.lin_reads;
+            let (nl, lin) = self.expr(next)?;
+            if nl != [state.ty.clone()] || !lin.is_empty() || self.lin_reads != reads {
+                return Err(format!(
+                    "a replay's `next` must return one {} and read no linear variable",
+                    state.ty
+                ));
+            }
         }
         for (b, _) in &l.nl {
             self.bind(b, false)?;

@@ -740,6 +740,10 @@ fn loop_header(iter: &Iter, item: &syn::Ident, names: &mut Names) -> (TokenStrea
             (src, bind)
         }
         Iter::While { .. } => (quote!(), quote!()),
+        Iter::Replay { state, .. } => {
+            let s = names.ident(&state.var);
+            (quote!(), quote!(let #s = #item;))
+        }
     }
 }
 
@@ -786,6 +790,38 @@ fn gen_loop(l: &Loop, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
                 loop {
                     #unpack_state
                     if !#c { break; }
+                    #step
+                }
+            }
+        }
+        Iter::Replay {
+            state,
+            init,
+            count,
+            next,
+            snapshots,
+            rev,
+        } => {
+            let init = if is_copy(&state.ty) {
+                let i = names.ident(init);
+                quote!(#i)
+            } else {
+                let place = names.place(init);
+                quote!(::core::clone::Clone::clone(&#place))
+            };
+            let count = names.ident(count);
+            let s = names.ident(&state.var);
+            let n = gen_expr(next, names, calls);
+            let cols_init: Vec<TokenStream> = cols
+                .iter()
+                .map(|c| quote!(let mut #c = #vec::with_capacity(#count.max(0) as usize);))
+                .collect();
+            quote! {
+                let mut #it = ::linear_ad::__private::Replay::new(#init, #count, #snapshots, #rev);
+                #(#cols_init)*
+                while let ::core::option::Option::Some(#item) = #it.next_state(|#s| #n) {
+                    #bind_item
+                    #unpack_state
                     #step
                 }
             }

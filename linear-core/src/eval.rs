@@ -9,6 +9,11 @@
 //! * a case costs the arm that runs; a loop costs its iterations (bodies
 //!   and `while` conditions), nothing more: carrying state and collecting
 //!   per-iteration values into lists is data movement, like tuples;
+//! * a replay costs its `count − 1` evaluations of `next` in either
+//!   direction: the model charges the values a program computes, not the
+//!   schedule generated code follows to bound its memory (reversed, the
+//!   binomial schedule evaluates `next` at most `r·count` times, `r` its
+//!   repetition number; BENCHMARKS.md measures it);
 //! * everything else (literals, constants, tuples, injections, unpacking,
 //!   returns, `dup`, linear zero) costs 0.
 //!
@@ -353,8 +358,8 @@ impl Machine<'_> {
 
     /// The values a loop header iterates over (indices or elements); `None`
     /// for a `while` loop.
-    fn iteration(&self, it: &Iter, env: &Env) -> Result<Option<Vec<Value>>, EvalError> {
-        let int = |v: &Var| match Self::get(env, v)? {
+    fn iteration(&mut self, it: &Iter, env: &mut Env) -> Result<Option<Vec<Value>>, EvalError> {
+        let int = |env: &Env, v: &Var| match Self::get(env, v)? {
             Value::Int(n) => Ok(n),
             _ => Err(EvalError(format!("`{v}` is not an integer"))),
         };
@@ -362,8 +367,8 @@ impl Machine<'_> {
             Iter::Range {
                 lo, hi, step, rev, ..
             } => {
-                let (lo, hi) = (int(lo)?, int(hi)?);
-                let step = step.as_ref().map_or(Ok(1), int)?;
+                let (lo, hi) = (int(env, lo)?, int(env, hi)?);
+                let step = step.as_ref().map_or(Ok(1), |s| int(env, s))?;
                 if step <= 0 {
                     return Err(EvalError(format!("loop step {step} is not positive")));
                 }
@@ -387,6 +392,36 @@ impl Machine<'_> {
                 v
             }
             Iter::While { .. } => return Ok(None),
+            Iter::Replay {
+                state,
+                init,
+                count,
+                next,
+                rev,
+                ..
+            } => {
+                let n = int(env, count)?;
+                if n > MAX_ITERATIONS {
+                    return Err(EvalError(format!("replay of {n} states")));
+                }
+                let mut v = Vec::new();
+                let mut s = Self::get(env, init)?;
+                for k in 0..n {
+                    if k > 0 {
+                        env.insert(state.var.clone(), s);
+                        let (mut r, _) = self.expr(next, env)?;
+                        if r.len() != 1 {
+                            return Err(EvalError("a replay's `next` returns one value".into()));
+                        }
+                        s = r.remove(0);
+                    }
+                    v.push(s.clone());
+                }
+                if *rev {
+                    v.reverse();
+                }
+                v
+            }
         }))
     }
 

@@ -43,21 +43,59 @@ struct Args {
     #[darling(default)]
     jvp: Option<syn::Path>,
     /// What loops keep for the reverse sweep: `"save"` (default: every
-    /// intermediate the derivative reads, per iteration) or `"state"` (the
-    /// loop state per iteration; the reverse sweep recomputes the rest).
+    /// intermediate the derivative reads, per iteration), `"state"` (the
+    /// loop state per iteration; the reverse sweep recomputes the rest) or
+    /// `"binomial"` (the initial state only; the reverse sweep recomputes
+    /// states from at most `snapshots` stored ones).
     #[darling(default)]
     checkpoint: Option<syn::LitStr>,
+    /// With `checkpoint = "binomial"`: how many loop states the reverse
+    /// sweep of each loop may hold at once (default
+    /// [`DEFAULT_SNAPSHOTS`]).
+    #[darling(default)]
+    snapshots: Option<syn::LitInt>,
 }
+
+/// Snapshots per loop under `checkpoint = "binomial"` when the attribute
+/// gives none: 10⁶ iterations then evaluate each step at most 5 times.
+pub const DEFAULT_SNAPSHOTS: u32 = 64;
 
 /// The checkpoint policy an attribute asks for.
 fn policy(args: &Args, errs: &mut Errors) -> unzip::Checkpoint {
-    match args.checkpoint.as_ref().map(|l| (l.value(), l)) {
+    let policy = match args.checkpoint.as_ref().map(|l| (l.value(), l)) {
         None => unzip::Checkpoint::SaveAll,
         Some((v, _)) if v == "save" => unzip::Checkpoint::SaveAll,
         Some((v, _)) if v == "state" => unzip::Checkpoint::LoopState,
+        Some((v, _)) if v == "binomial" => unzip::Checkpoint::Binomial {
+            snapshots: DEFAULT_SNAPSHOTS,
+        },
         Some((v, lit)) => {
-            errs.spanned(lit, format!("unknown checkpoint policy \"{v}\": use \"save\" (keep every intermediate the derivative needs, the default) or \"state\" (keep each loop iteration's state and recompute the rest in the reverse sweep)"));
+            errs.spanned(lit, format!("unknown checkpoint policy \"{v}\": use \"save\" (keep every intermediate the derivative needs, the default), \"state\" (keep each loop iteration's state and recompute the rest in the reverse sweep) or \"binomial\" (keep a few loop states and recompute the others, with `snapshots = N`)"));
             unzip::Checkpoint::SaveAll
+        }
+    };
+    let Some(lit) = &args.snapshots else {
+        return policy;
+    };
+    match (policy, lit.base10_parse::<u32>()) {
+        (unzip::Checkpoint::Binomial { .. }, Ok(n)) if n >= 1 => {
+            unzip::Checkpoint::Binomial { snapshots: n }
+        }
+        (unzip::Checkpoint::Binomial { .. }, _) => {
+            errs.spanned(lit, "`snapshots` is the number of loop states the reverse sweep may hold: an integer from 1 to 4294967295");
+            policy
+        }
+        (
+            unzip::Checkpoint::SaveAll
+            | unzip::Checkpoint::LoopState
+            | unzip::Checkpoint::RecomputeCheap,
+            _,
+        ) => {
+            errs.spanned(
+                lit,
+                "`snapshots` applies to binomial checkpointing: add `checkpoint = \"binomial\"`",
+            );
+            policy
         }
     }
 }

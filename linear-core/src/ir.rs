@@ -757,6 +757,22 @@ pub enum Iter {
     /// non-linear state and outer non-linear variables, returning a bool)
     /// holds.
     While { cond: Box<Expr> },
+    /// `state` over the `count` states `s0 = init`, `s(k+1) = next(sk)`,
+    /// in reverse order if `rev`: a list loop whose list is recomputed
+    /// instead of stored. `next` is a non-linear expression of `state` and
+    /// outer non-linear variables returning one value of `state`'s type.
+    /// U's binomial checkpointing makes a loop's residual iterate its
+    /// carried state this way; run in reverse, generated code keeps at most
+    /// `snapshots` states (the initial one included) and recomputes the
+    /// others by Griewank's binomial schedule (`linear_ad`'s `Replay`).
+    Replay {
+        state: Binder,
+        init: Var,
+        count: Var,
+        next: Box<Expr>,
+        snapshots: u32,
+        rev: bool,
+    },
 }
 
 impl Iter {
@@ -770,6 +786,7 @@ impl Iter {
             }
             Iter::Each { list, .. } => vec![list.clone()],
             Iter::While { .. } => vec![],
+            Iter::Replay { init, count, .. } => vec![init.clone(), count.clone()],
         }
     }
 
@@ -779,11 +796,32 @@ impl Iter {
             Iter::Range { index, .. } => Some(index),
             Iter::Each { elem, .. } => Some(elem),
             Iter::While { .. } => None,
+            Iter::Replay { state, .. } => Some(state),
+        }
+    }
+
+    /// The expression the header evaluates per iteration: a `while`
+    /// loop's condition (in the scope of the carried non-linear state) or a
+    /// replay's `next` (in the scope of its state binder only).
+    pub fn header_expr(&self) -> Option<&Expr> {
+        match self {
+            Iter::While { cond } => Some(cond),
+            Iter::Replay { next, .. } => Some(next),
+            Iter::Range { .. } | Iter::Each { .. } => None,
+        }
+    }
+
+    /// [`Iter::header_expr`], mutably.
+    pub fn header_expr_mut(&mut self) -> Option<&mut Expr> {
+        match self {
+            Iter::While { cond } => Some(cond),
+            Iter::Replay { next, .. } => Some(next),
+            Iter::Range { .. } | Iter::Each { .. } => None,
         }
     }
 
     /// The header with the variables it reads renamed by `var` (binders
-    /// and a `while` condition kept as they are).
+    /// and the header expression kept as they are).
     pub fn rename_vars(&self, var: impl Fn(&Var) -> Var) -> Iter {
         match self {
             Iter::Range {
@@ -805,6 +843,21 @@ impl Iter {
                 rev: *rev,
             },
             Iter::While { cond } => Iter::While { cond: cond.clone() },
+            Iter::Replay {
+                state,
+                init,
+                count,
+                next,
+                snapshots,
+                rev,
+            } => Iter::Replay {
+                state: state.clone(),
+                init: var(init),
+                count: var(count),
+                next: next.clone(),
+                snapshots: *snapshots,
+                rev: *rev,
+            },
         }
     }
 
@@ -831,6 +884,21 @@ impl Iter {
                 rev: !rev,
             }),
             Iter::While { .. } => None,
+            Iter::Replay {
+                state,
+                init,
+                count,
+                next,
+                snapshots,
+                rev,
+            } => Some(Iter::Replay {
+                state: state.clone(),
+                init: init.clone(),
+                count: count.clone(),
+                next: next.clone(),
+                snapshots: *snapshots,
+                rev: !rev,
+            }),
         }
     }
 }

@@ -179,6 +179,20 @@ impl Parser {
             self.err(format!("expected `{kw}`, found {}", self.peek()))
         }
     }
+    /// A count written as a plain number, like a replay's snapshots.
+    fn count(&mut self) -> Result<u32, ParseError> {
+        match self.peek().clone() {
+            Tok::Num(n) => match n.parse::<u32>() {
+                Ok(k) => {
+                    self.next();
+                    Ok(k)
+                }
+                Err(_) => self.err(format!("expected a count, found `{n}`")),
+            },
+            t => self.err(format!("expected a count, found {t}")),
+        }
+    }
+
     fn ident(&mut self) -> Result<Var, ParseError> {
         match self.peek().clone() {
             Tok::Ident(s) => {
@@ -609,6 +623,27 @@ impl Parser {
                     step,
                     rev: rev(self),
                 }
+            }
+        } else if self.is_kw("replay") {
+            self.next();
+            let var = self.ident()?;
+            self.expect(":")?;
+            let ty = self.ty()?;
+            self.expect_kw("from")?;
+            let init = self.ident()?;
+            self.expect_kw("count")?;
+            let count = self.ident()?;
+            self.expect_kw("keep")?;
+            let snapshots = self.count()?;
+            self.expect_kw("next")?;
+            let next = Box::new(self.simple()?);
+            Iter::Replay {
+                state: Binder { var, ty },
+                init,
+                count,
+                next,
+                snapshots,
+                rev: rev(self),
             }
         } else {
             self.expect_kw("while")?;

@@ -52,8 +52,8 @@ pub fn for_each_use<F: FnMut(&Var, bool) + ?Sized>(e: &Expr, f: &mut F) {
             }
             l.nl.iter().for_each(|(_, v)| f(v, false));
             l.lin.iter().for_each(|(_, v)| f(v, true));
-            if let Iter::While { cond } = &l.iter {
-                for_each_use(cond, f);
+            if let Some(e) = l.iter.header_expr() {
+                for_each_use(e, f);
             }
             for_each_use(&l.body, f);
         }
@@ -107,8 +107,8 @@ pub fn for_each_binder(e: &Expr, f: &mut impl FnMut(&Binder, bool)) {
             }
             l.nl.iter().for_each(|(b, _)| f(b, false));
             l.lin.iter().for_each(|(b, _)| f(b, true));
-            if let Iter::While { cond } = &l.iter {
-                for_each_binder(cond, f);
+            if let Some(e) = l.iter.header_expr() {
+                for_each_binder(e, f);
             }
             for_each_binder(&l.body, f);
         }
@@ -317,6 +317,7 @@ pub fn expr_size(e: &Expr) -> usize {
                 Iter::Range { step, .. } => 3 + usize::from(step.is_some()),
                 Iter::Each { .. } => 2,
                 Iter::While { cond } => expr_size(cond),
+                Iter::Replay { next, .. } => 4 + expr_size(next),
             };
             1 + header + 2 * (l.nl.len() + l.lin.len()) + l.collect.len() + expr_size(&l.body)
         }
@@ -543,6 +544,18 @@ pub fn rename_all(e: &mut Expr, map: &HashMap<Var, Var>) {
                     rename_var(list, map);
                 }
                 Iter::While { cond } => rename_all(cond, map),
+                Iter::Replay {
+                    state,
+                    init,
+                    count,
+                    next,
+                    ..
+                } => {
+                    rename_binder(state, map);
+                    rename_var(init, map);
+                    rename_var(count, map);
+                    rename_all(next, map);
+                }
             }
             for (b, v) in l.nl.iter_mut().chain(l.lin.iter_mut()) {
                 rename_binder(b, map);

@@ -29,6 +29,7 @@
 //! loops      loop for i: int in range(lo, hi, step) rev carry(s: f64 = s0; ds: f64 = ds0) collect((f64,)) e
 //!            loop each t: (f64,) in ts rev carry(; c: f64 = c0) collect() e
 //!            loop while e carry(i: int = i0;) collect() e
+//!            loop replay s: (int, f64) from s0 count n keep 8 next e rev carry(; c: f64 = c0) collect() e
 //! ```
 
 use std::fmt::{self, Write};
@@ -370,6 +371,22 @@ fn loop_(out: &mut String, l: &Loop, depth: usize) {
         Iter::While { cond } => {
             out.push_str("while ");
             expr(out, cond, depth);
+        }
+        Iter::Replay {
+            state,
+            init,
+            count,
+            next,
+            snapshots,
+            rev: r,
+        } => {
+            let _ = write!(
+                out,
+                "replay {}: {} from {init} count {count} keep {snapshots} next ",
+                state.var, state.ty
+            );
+            expr(out, next, depth);
+            rev(out, *r);
         }
     }
     out.push_str(" carry(");

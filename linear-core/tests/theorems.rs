@@ -63,6 +63,20 @@ struct Stats {
     tape_loop_state: u64,
     smaller_loop_tapes: u64,
     larger_loop_tapes: u64,
+    tape_binomial: u64,
+    replayed: u64,
+    records_binomial: u64,
+    records_loop_state: u64,
+}
+
+/// Per-iteration records on a tape: the elements of its lists.
+fn records(v: &Value) -> u64 {
+    match v {
+        Value::List(vs) => vs.len() as u64 + vs.iter().map(records).sum::<u64>(),
+        Value::Tuple(vs) => vs.iter().map(records).sum(),
+        Value::Sum(_, v) => records(v),
+        Value::Real(_) | Value::Int(_) | Value::Bool(_) => 0,
+    }
 }
 
 fn scalars(vs: &[Value]) -> u64 {
@@ -228,8 +242,48 @@ fn one_program(seed: u64, size_: usize, st: &RefCell<Stats>) -> Result<(), TestC
         &nocst,
     )
     .map_err(|e| fail(e.0))?;
+    // Binomial checkpointing: loops keep their initial state and count, and
+    // the residual replays the states; again the same derivative and
+    // transpose bit for bit.
+    let u4 = unzip(&j, Checkpoint::Binomial { snapshots: 2 }).map_err(|e| fail(e.to_string()))?;
+    check_linear_b(&u4).map_err(|e| fail(format!("U (binomial) not Linear B: {e}\n{u4}")))?;
+    let fwd4 = run(&u4, &fnl, &x, &[], &nocst).map_err(|e| fail(e.0))?;
+    let tape4 = fwd4.nl[k].clone();
+    let res4 = run(&u4, &flin, std::slice::from_ref(&tape4), &dx, &nocst).map_err(|e| fail(e.0))?;
+    prop_assert_eq!(&fwd4.nl[..k], &jo.nl[..]);
+    prop_assert_eq!(
+        &res4.lin,
+        &jo.lin,
+        "replaying loop states changed the derivative"
+    );
+    let t4 = simplify(&transpose(&u4).map_err(|e| fail(e.to_string()))?);
+    check_linear_b(&t4).map_err(|e| fail(format!("T of U (binomial) not Linear B: {e}\n{t4}")))?;
+    let tb4 = run(
+        &t4,
+        &format!("{flin}.t"),
+        std::slice::from_ref(&tape4),
+        &ybar,
+        &nocst,
+    )
+    .map_err(|e| fail(e.0))?;
+    prop_assert_eq!(
+        &tb4.lin,
+        &tb3.lin,
+        "replaying loop states changed the transpose"
+    );
+    // Differentiating the residual again (L, then J): J rewrites replays
+    // into loops it has rules for. The residual is linear in its tangent
+    // inputs, so its JVP along (0, dx) is the residual at dx. One program
+    // in four, for the test's time.
+    if seed % 4 == 0 {
+        second_order_of_replay(&u4, &flin, &tape4, &dx, &res4.lin)?;
+    }
     {
         let mut s = st.borrow_mut();
+        s.tape_binomial += tape4.scalars();
+        s.records_binomial += records(&tape4);
+        s.records_loop_state += records(&tape3);
+        s.replayed += u64::from(t4.to_string().contains("loop replay"));
         s.tape_loop_state += tape3.scalars();
         s.smaller_loop_tapes += u64::from(tape3.scalars() < tape.scalars());
         s.larger_loop_tapes += u64::from(tape3.scalars() > tape.scalars());
@@ -365,6 +419,50 @@ fn one_program(seed: u64, size_: usize, st: &RefCell<Stats>) -> Result<(), TestC
     Ok(())
 }
 
+/// L, then J, then U on a residual `flin` with replays, checked against its
+/// results `lin` at `tape` and `dx`.
+fn second_order_of_replay(
+    u4: &linear_core::Program,
+    flin: &str,
+    tape4: &Value,
+    dx: &[Value],
+    lin: &[Value],
+) -> Result<(), TestCaseError> {
+    let nocst = HashMap::new();
+    let e4 = erase(u4).map_err(|e| fail(e.to_string()))?;
+    check(&e4).map_err(|er| fail(format!("L of U (binomial) ill-typed: {er}\n{e4}")))?;
+    let j4 = jvp(&e4).map_err(|e| fail(e.to_string()))?;
+    check(&j4).map_err(|er| fail(format!("J of L of U (binomial) ill-typed: {er}\n{j4}")))?;
+    let jlin = format!("{flin}.jvp");
+    let tangents: Vec<Value> = j4
+        .func(&jlin)
+        .map(|f| {
+            f.lin_params
+                .iter()
+                .map(|b| Value::zero(&b.ty))
+                .take(1)
+                .collect()
+        })
+        .unwrap_or_default();
+    let args4: Vec<Value> = std::iter::once(tape4.clone())
+        .chain(dx.iter().cloned())
+        .collect();
+    let lin4: Vec<Value> = tangents.into_iter().chain(dx.iter().cloned()).collect();
+    let jo4 = run(&j4, &jlin, &args4, &lin4, &nocst).map_err(|e| fail(e.0))?;
+    prop_assert_eq!(&jo4.nl, lin, "J of the erased residual changed its values");
+    prop_assert!(
+        close(&jo4.lin, lin, 1e-9),
+        "J of the erased residual is not the residual along its tangent input"
+    );
+    unzip(&j4, Checkpoint::SaveAll)
+        .and_then(|u| {
+            check_linear_b(&u)
+                .map_err(|e| linear_core::passes::PassError::new(&Var::new(flin), &e.to_string()))
+        })
+        .map_err(|e| fail(format!("U of J of L of U (binomial): {e}")))?;
+    Ok(())
+}
+
 #[test]
 fn theorems_hold_on_random_programs() {
     let cases: u32 = std::env::var("LINEAR_CORE_CASES")
@@ -416,6 +514,15 @@ fn theorems_hold_on_random_programs() {
     assert!(
         s.tape_loop_state < s.tape_save,
         "LoopState saved no memory overall"
+    );
+    println!(
+        "binomial: {} scalars on tapes, {} per-iteration records (LoopState: {}), {} programs replay a loop in reverse",
+        s.tape_binomial, s.records_binomial, s.records_loop_state, s.replayed
+    );
+    assert!(s.replayed > 0, "no program replayed a loop");
+    assert!(
+        s.records_binomial * 4 < s.records_loop_state,
+        "binomial checkpointing did not remove most per-iteration records"
     );
     println!(
         "Thm 7.1: work inequality strict in {} programs; simplifier removed {} units of work; dot-product identity needed the rounding bound (intermediates far larger than the result) in {} programs",

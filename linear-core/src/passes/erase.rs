@@ -23,7 +23,7 @@
 use rustc_hash::FxHashMap as HashMap;
 
 use super::PassError;
-use crate::ir::{Arm, Binder, Expr, Extern, Float, Func, Iter, Loop, Prim, Program, Stmt, Ty, Var};
+use crate::ir::{Arm, Binder, Expr, Extern, Float, Func, Loop, Prim, Program, Stmt, Ty, Var};
 
 /// Applies L to every function of `p`.
 pub fn erase(p: &Program) -> Result<Program, PassError> {
@@ -405,8 +405,8 @@ impl Erase<'_, '_> {
             self.types.insert(b.var.clone(), b.ty.clone());
         }
         let mut iter = l.iter.rename_vars(|v| self.r(v));
-        if let Iter::While { cond } = &mut iter {
-            **cond = self.expr(cond)?;
+        if let Some(e) = iter.header_expr_mut() {
+            *e = self.expr(e)?;
         }
         let nl =
             l.nl.iter()

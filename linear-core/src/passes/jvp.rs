@@ -555,7 +555,13 @@ impl Jvp<'_> {
     /// reads no outer linear variable and T accumulates their cotangents.
     /// The header's own values (bounds, list, condition) are piecewise
     /// constant: their tangents are dropped, and the index's is zero.
+    ///
+    /// A replay (only in U's output, met when differentiating again) is
+    /// first rewritten into loops with these rules ([`super::unreplay`]).
     fn loop_(&mut self, l: &Loop, sigma: Sigma) -> Result<Expr, PassError> {
+        if let Some(e) = super::unreplay(l, &mut self.fresh, &mut self.types) {
+            return self.expr(&e, sigma);
+        }
         if !l.lin.is_empty() {
             return Err(self.err("J applies to non-linear loops only"));
         }

@@ -46,3 +46,105 @@ impl fmt::Display for PassError {
 }
 
 impl std::error::Error for PassError {}
+
+/// A replay loop as the loops J and U have rules for: one loop computes
+/// the `count` states and collects them, a list loop runs the body over
+/// them (reversed if the replay was). Replays appear only in U's output
+/// under binomial checkpointing; J and U meet them when a program is
+/// differentiated again (L keeps them), and the states they stored lazily
+/// are then simply stored. Returns the desugared expression and records the
+/// types of the binders it introduces in `types`. `None` if `l` is not a
+/// replay.
+pub(crate) fn unreplay(
+    l: &crate::ir::Loop,
+    fresh: &mut crate::visit::Fresh,
+    types: &mut HashMap<Var, Ty>,
+) -> Option<crate::ir::Expr> {
+    use crate::ir::{Binder, Expr, Iter, Loop, Stmt};
+    let Iter::Replay {
+        state,
+        init,
+        count,
+        next,
+        rev,
+        ..
+    } = &l.iter
+    else {
+        return None;
+    };
+    let b = |v: Var, t: &Ty| Binder::new(v, t.clone());
+    let (zero, k, s, s_next, s_fin, states) = (
+        fresh.var("zero"),
+        fresh.var("k"),
+        fresh.var("s"),
+        fresh.var("s"),
+        fresh.var("s"),
+        fresh.var("states"),
+    );
+    let mut next = (**next).clone();
+    let map = [(state.var.clone(), s.clone())].into_iter().collect();
+    crate::visit::rename_all(&mut next, &map);
+    let drop = |v: &Var| Stmt::Let {
+        nl: vec![],
+        lin: vec![],
+        rhs: Expr::Drop(Box::new(Expr::var(v.clone()))),
+    };
+    let states_ty = Ty::List(Box::new(state.ty.clone()));
+    let compute = Loop {
+        iter: Iter::Range {
+            index: b(k.clone(), &Ty::Int),
+            lo: zero.clone(),
+            hi: count.clone(),
+            step: None,
+            rev: false,
+        },
+        nl: vec![(b(s.clone(), &state.ty), init.clone())],
+        lin: vec![],
+        collect: vec![state.ty.clone()],
+        body: Expr::block(
+            vec![
+                drop(&k),
+                Stmt::Let {
+                    nl: vec![b(s_next.clone(), &state.ty)],
+                    lin: vec![],
+                    rhs: next,
+                },
+            ],
+            Expr::Ret {
+                nl: vec![s_next, s],
+                lin: vec![],
+            },
+        ),
+    };
+    let each = Loop {
+        iter: Iter::Each {
+            elem: state.clone(),
+            list: states.clone(),
+            rev: *rev,
+        },
+        nl: l.nl.clone(),
+        lin: l.lin.clone(),
+        collect: l.collect.clone(),
+        body: l.body.clone(),
+    };
+    let e = Expr::block(
+        vec![
+            Stmt::Let {
+                nl: vec![b(zero, &Ty::Int)],
+                lin: vec![],
+                rhs: Expr::Int(0),
+            },
+            Stmt::Let {
+                nl: vec![b(s_fin.clone(), &state.ty), b(states, &states_ty)],
+                lin: vec![],
+                rhs: Expr::Loop(Box::new(compute)),
+            },
+            drop(&s_fin),
+        ],
+        Expr::Loop(Box::new(each)),
+    );
+    crate::visit::for_each_binder(&e, &mut |b, _| {
+        types.insert(b.var.clone(), b.ty.clone());
+    });
+    Some(e)
+}

@@ -32,7 +32,7 @@
 use rustc_hash::FxHashMap as HashMap;
 
 use super::transpose::drop_unused;
-use crate::ir::{Arm, Binder, Expr, Func, Iter, Loop, Program, Stmt, Ty, Var};
+use crate::ir::{Arm, Binder, Expr, Func, Loop, Program, Stmt, Ty, Var};
 use crate::visit::{free_vars, stmt_uses, use_counts, Fresh};
 
 /// Simplifies every function of `p`.
@@ -347,8 +347,8 @@ impl Simp<'_> {
             },
             Expr::Loop(l) => {
                 let mut iter = l.iter.rename_vars(|v| self.r(v));
-                if let Iter::While { cond } = &mut iter {
-                    **cond = self.expr(cond);
+                if let Some(e) = iter.header_expr_mut() {
+                    *e = self.expr(e);
                 }
                 let nl = l.nl.iter().map(|(b, v)| (b.clone(), self.r(v))).collect();
                 let mut pre = Vec::new();
@@ -557,9 +557,9 @@ fn sweep(e: &mut Expr, counts: &mut HashMap<Var, usize>) -> bool {
                 changed
             }
             Expr::Loop(l) => {
-                let c = match &mut l.iter {
-                    Iter::While { cond } => sweep(cond, counts),
-                    Iter::Range { .. } | Iter::Each { .. } => false,
+                let c = match l.iter.header_expr_mut() {
+                    Some(e) => sweep(e, counts),
+                    None => false,
                 };
                 sweep(&mut l.body, counts) || c
             }

@@ -577,8 +577,8 @@ fn fix_expr(e: &mut Expr, used: &HashSet<Var>, dropper: &impl Fn(&Var) -> Stmt) 
             }
         }
         Expr::Loop(l) => {
-            if let crate::ir::Iter::While { cond } = &mut l.iter {
-                fix_expr(cond, used, dropper);
+            if let Some(e) = l.iter.header_expr_mut() {
+                fix_expr(e, used, dropper);
             }
             fix_expr(&mut l.body, used, dropper);
             let unused: Vec<Var> = l

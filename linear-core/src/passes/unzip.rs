@@ -75,6 +75,16 @@ pub enum Checkpoint {
     /// stores the state and recomputes each step, for about the forward
     /// work once more in the reverse sweep.
     LoopState,
+    /// As `LoopState`, except that a loop whose step and residual can be
+    /// recomputed from its index and carried state saves no per-iteration
+    /// record at all: only its initial state and trip count. The residual
+    /// replays the states (an [`Iter::Replay`]); reversed, generated code
+    /// keeps `snapshots` of them and recomputes the rest by Griewank's
+    /// binomial schedule, so memory is bounded whatever the trip count. A
+    /// loop whose step reads a Rust constant (inactive code, such as an
+    /// element of a `#[nondiff]` slice) is not in scope in the residual and
+    /// falls back to `LoopState`.
+    Binomial { snapshots: u32 },
 }
 
 /// Names and signatures of an unzipped function, for UApp at call sites.
@@ -240,7 +250,7 @@ pub fn unzip_func(
         ),
     };
     let mut fnl = fnl;
-    if policy == Checkpoint::LoopState {
+    if matches!(policy, Checkpoint::LoopState | Checkpoint::Binomial { .. }) {
         // A recomputed slice may bind values nothing in it reads, and the
         // forward pass no longer saves some it computes.
         crate::passes::transpose::drop_unused(&mut flin);
@@ -620,15 +630,30 @@ impl Unzip<'_> {
         })
     }
 
-    /// ULoop.
+    /// ULoop. A replay (only in U's own output, met when differentiating
+    /// again) is first rewritten into loops this rule covers
+    /// ([`super::unreplay`]).
     fn loop_(&mut self, l: &Loop) -> Result<Split, PassError> {
+        if let Some(e) = super::unreplay(l, &mut self.fresh, &mut self.types) {
+            return self.expr(&e);
+        }
         let mut bound: Vec<Var> = l.iter.binder().map(|b| b.var.clone()).into_iter().collect();
         bound.extend(l.nl.iter().map(|(b, _)| b.var.clone()));
         let sp = self.expr(&l.body)?;
         top_binders(&sp.ctx, &mut bound);
         let mut saved = self.residuals(&sp.lin, &bound)?;
+        if let Checkpoint::Binomial { snapshots } = self.policy {
+            if !saved.is_empty() {
+                if let Some(split) = self.binomial(l, &sp, &bound, snapshots)? {
+                    return Ok(split);
+                }
+            }
+        }
         let mut recompute = Vec::new();
-        if self.policy == Checkpoint::LoopState {
+        if matches!(
+            self.policy,
+            Checkpoint::LoopState | Checkpoint::Binomial { .. }
+        ) {
             if let Some((state, slice)) = self.loop_state(&sp.ctx, &sp.lin, &bound, &saved)? {
                 saved = state;
                 recompute = slice;
@@ -747,6 +772,205 @@ impl Unzip<'_> {
     }
 }
 
+impl Unzip<'_> {
+    /// `let v: ty = rhs` appended to `out`, with `v` fresh.
+    fn bind(&mut self, out: &mut Vec<Stmt>, hint: &str, ty: Ty, rhs: Expr) -> Var {
+        let v = self.fresh.var(hint);
+        self.types.insert(v.clone(), ty.clone());
+        out.push(Stmt::Let {
+            nl: vec![Binder::new(v.clone(), ty)],
+            lin: vec![],
+            rhs,
+        });
+        v
+    }
+
+    fn int_op(&mut self, out: &mut Vec<Stmt>, prim: Prim, a: &Var, b: &Var) -> Var {
+        let rhs = Expr::Prim {
+            prim,
+            args: vec![a.clone(), b.clone()],
+        };
+        self.bind(out, "i", Ty::Int, rhs)
+    }
+
+    /// ULoop under [`Checkpoint::Binomial`]: the state of an iteration is
+    /// its index and carried non-linear values. The forward loop runs as
+    /// before and also counts its iterations; the tape keeps the initial
+    /// state and the count, nothing per iteration. The residual replays
+    /// the states with the slice of the body that computes the next state
+    /// (the index advancing by the step), and in each iteration recomputes
+    /// from the state the slice its linear part reads. `None` (the caller
+    /// falls back to `LoopState`) for list loops, and where either slice
+    /// needs a value of the iteration that is not recomputable from the
+    /// state (a Rust constant).
+    fn binomial(
+        &mut self,
+        l: &Loop,
+        sp: &Split,
+        bound: &[Var],
+        snapshots: u32,
+    ) -> Result<Option<Split>, PassError> {
+        let (index, step, rev) = match &l.iter {
+            Iter::Range {
+                index, step, rev, ..
+            } => (Some(index), step.clone(), *rev),
+            Iter::While { .. } => (None, None, false),
+            Iter::Each { .. } | Iter::Replay { .. } => return Ok(None),
+        };
+        let mut ctx = sp.ctx.clone();
+        let rs = self.results(&mut ctx, sp.nl.clone())?;
+        let (next_x, collected) = rs.split_at(l.nl.len());
+        let header: Vec<Binder> = index
+            .cloned()
+            .into_iter()
+            .chain(l.nl.iter().map(|(b, _)| b.clone()))
+            .collect();
+        let mut inner: Vec<Var> = bound.to_vec();
+        top_binders(&ctx, &mut inner);
+        let is_header = |v: &Var| header.iter().any(|b| &b.var == v);
+        let complete = |e: &Expr| {
+            free_vars(e)
+                .nl
+                .iter()
+                .all(|v| is_header(v) || !inner.contains(v))
+        };
+        let next_ret = Expr::Ret {
+            nl: next_x.to_vec(),
+            lin: vec![],
+        };
+        let (step_slice, _) = backward_slice(&ctx, &next_ret);
+        let (lin_slice, _) = backward_slice(&ctx, &sp.lin);
+        if header.is_empty()
+            || !complete(&Expr::block(step_slice.clone(), next_ret))
+            || !complete(&Expr::block(lin_slice.clone(), sp.lin.clone()))
+        {
+            return Ok(None);
+        }
+        let state_ty = Ty::Tuple(header.iter().map(|b| b.ty.clone()).collect());
+
+        // Forward: the initial state, then the loop counting its iterations.
+        let mut pre = Vec::new();
+        let mut init = Vec::new();
+        let mut delta = None;
+        if let (Some(_), Iter::Range { lo, hi, .. }) = (index, &l.iter) {
+            let d = match &step {
+                Some(d) => d.clone(),
+                None => self.bind(&mut pre, "one", Ty::Int, Expr::Int(1)),
+            };
+            // The first index of `(lo..hi).step_by(d).rev()` is the last
+            // of the forward range (irrelevant when the range is empty).
+            let first = if rev {
+                let one = self.bind(&mut pre, "one", Ty::Int, Expr::Int(1));
+                let span = self.int_op(&mut pre, Prim::ISub, hi, lo);
+                let span = self.int_op(&mut pre, Prim::ISub, &span, &one);
+                let k = self.int_op(&mut pre, Prim::IDiv, &span, &d);
+                let off = self.int_op(&mut pre, Prim::IMul, &k, &d);
+                self.int_op(&mut pre, Prim::IAdd, lo, &off)
+            } else {
+                lo.clone()
+            };
+            init.push(first);
+            delta = Some(d);
+        }
+        init.extend(l.nl.iter().map(|(_, v)| v.clone()));
+        let s0 = self.bind(&mut pre, "s", state_ty.clone(), Expr::Tup(init));
+        let zero = self.bind(&mut pre, "zero", Ty::Int, Expr::Int(0));
+        let cnt = self.fresh.var("count");
+        self.types.insert(cnt.clone(), Ty::Int);
+        let one = self.bind(&mut ctx, "one", Ty::Int, Expr::Int(1));
+        let cnt_next = self.int_op(&mut ctx, Prim::IAdd, &cnt, &one);
+        let mut carry = l.nl.clone();
+        carry.push((Binder::new(cnt.clone(), Ty::Int), zero));
+        let fwd = Loop {
+            iter: l.iter.clone(),
+            nl: carry,
+            lin: vec![],
+            collect: l.collect.clone(),
+            body: Expr::block(
+                ctx,
+                Expr::Ret {
+                    nl: next_x
+                        .iter()
+                        .cloned()
+                        .chain([cnt_next])
+                        .chain(collected.iter().cloned())
+                        .collect(),
+                    lin: vec![],
+                },
+            ),
+        };
+        let (res_tys, _) = fwd.result_types();
+        let res: Vec<Binder> = res_tys
+            .into_iter()
+            .map(|t| {
+                let v = self.fresh.var("s");
+                self.types.insert(v.clone(), t.clone());
+                Binder::new(v, t)
+            })
+            .collect();
+        let count = res[l.nl.len()].var.clone();
+        pre.push(Stmt::Let {
+            nl: res.clone(),
+            lin: vec![],
+            rhs: Expr::Loop(Box::new(fwd)),
+        });
+
+        // Residual: replay the states, recompute what the linear part reads.
+        let st = self.fresh.var("st");
+        self.types.insert(st.clone(), state_ty.clone());
+        let unpack = Stmt::Unpack {
+            vars: header.clone(),
+            tuple: st.clone(),
+        };
+        let mut next_stmts = vec![unpack.clone()];
+        next_stmts.extend(step_slice);
+        let mut next_vals = Vec::new();
+        if let (Some(i), Some(d)) = (index, &delta) {
+            let prim = if rev { Prim::ISub } else { Prim::IAdd };
+            next_vals.push(self.int_op(&mut next_stmts, prim, &i.var, d));
+        }
+        next_vals.extend(next_x.iter().cloned());
+        let mut next = Expr::block(next_stmts, Expr::Tup(next_vals));
+        crate::visit::freshen_bound(&mut next, &mut self.fresh);
+        let mut body = vec![unpack];
+        body.extend(lin_slice.into_iter().map(|mut st| {
+            if let Stmt::Let { rhs, .. } = &mut st {
+                crate::visit::freshen_bound(rhs, &mut self.fresh);
+            }
+            st
+        }));
+        for e in [&next, &Expr::block(body.clone(), nothing())] {
+            crate::visit::for_each_binder(e, &mut |b, _| {
+                self.types.insert(b.var.clone(), b.ty.clone());
+            });
+        }
+        let residual = Loop {
+            iter: Iter::Replay {
+                state: Binder::new(st, state_ty),
+                init: s0,
+                count,
+                next: Box::new(next),
+                snapshots,
+                rev: false,
+            },
+            nl: vec![],
+            lin: l.lin.clone(),
+            collect: vec![],
+            body: Expr::block(body, sp.lin.clone()),
+        };
+        let mut results: Vec<Var> = res.iter().map(|b| b.var.clone()).collect();
+        results.remove(l.nl.len());
+        Ok(Some(Split {
+            ctx: pre,
+            nl: Expr::Ret {
+                nl: results,
+                lin: vec![],
+            },
+            lin: Expr::Loop(Box::new(residual)),
+        }))
+    }
+}
+
 /// The statements of a forward context that the residual `lin` needs,
 /// directly or through each other, in order, and whether it needs any.
 fn backward_slice(ctx: &[Stmt], lin: &Expr) -> (Vec<Stmt>, Vec<Var>) {
@@ -781,10 +1005,7 @@ fn recomputable(s: &Stmt) -> bool {
             Expr::Drop(inner) => pure(inner),
             Expr::Case { arms, .. } => arms.iter().all(|a| pure(&a.body)),
             Expr::Loop(l) => {
-                let cond = match &l.iter {
-                    Iter::While { cond } => pure(cond),
-                    Iter::Range { .. } | Iter::Each { .. } => true,
-                };
+                let cond = l.iter.header_expr().is_none_or(pure);
                 cond && pure(&l.body)
             }
             Expr::Ret { .. }
