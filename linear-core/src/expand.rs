@@ -70,7 +70,7 @@ fn policy(args: &Args, errs: &mut Errors) -> unzip::Checkpoint {
             snapshots: DEFAULT_SNAPSHOTS,
         },
         Some((v, lit)) => {
-            errs.spanned(lit, format!("unknown checkpoint policy \"{v}\": use \"save\" (keep every intermediate the derivative needs, the default), \"state\" (keep each loop iteration's state and recompute the rest in the reverse sweep) or \"binomial\" (keep a few loop states and recompute the others, with `snapshots = N`)"));
+            errs.spanned(lit, format!("unknown checkpoint policy \"{v}\": use \"save\" (keep every intermediate the derivative needs, the default), \"state\" (keep each loop iteration's state and recompute the rest in the reverse sweep) or \"binomial\" (keep a few loop states and recompute the others by Griewank's Revolve schedule; set how many with `snapshots = N`)"));
             unzip::Checkpoint::SaveAll
         }
     };

@@ -728,7 +728,7 @@ impl Unzip<'_> {
     /// iteration instead of `saved` (what the slice of the body the
     /// residual needs reads, among the variables `bound` in the iteration)
     /// and that slice, to recompute in the residual; `None` where that
-    /// would not save memory. The slice's inner binders get fresh names:
+    /// would not save memory or would save an integer. The slice's inner binders get fresh names:
     /// the forward code it copies may appear in the residual too (as the
     /// forward part of an enclosing loop's recomputed slice).
     #[allow(clippy::type_complexity)]
@@ -756,7 +756,12 @@ impl Unzip<'_> {
             bs.iter()
                 .any(|b| matches!(b.ty, Ty::List(_) | Ty::Sum(_) | Ty::Tape(_)))
         };
-        if slice.is_empty() || reads.is_empty() || !(size(&state) < size(saved) || lists(saved)) {
+        // Integers stay on the forward side: see `saveable`.
+        if slice.is_empty()
+            || reads.is_empty()
+            || state.iter().any(|b| !saveable(&b.ty))
+            || !(size(&state) < size(saved) || lists(saved))
+        {
             return Ok(None);
         }
         let slice = slice
@@ -794,15 +799,19 @@ impl Unzip<'_> {
     }
 
     /// ULoop under [`Checkpoint::Binomial`]: the state of an iteration is
-    /// its index and carried non-linear values. The forward loop runs as
-    /// before and also counts its iterations; the tape keeps the initial
-    /// state and the count, nothing per iteration. The residual replays
-    /// the states with the slice of the body that computes the next state
-    /// (the index advancing by the step), and in each iteration recomputes
-    /// from the state the slice its linear part reads. `None` (the caller
-    /// falls back to `LoopState`) for list loops, and where either slice
-    /// needs a value of the iteration that is not recomputable from the
-    /// state (a Rust constant).
+    /// the carried non-linear values the residual needs, directly or to
+    /// compute the next state's. The forward loop runs as before and also
+    /// counts its iterations; the tape keeps the initial state and the
+    /// count, nothing per iteration. The residual replays the states with
+    /// the slice of the body that computes the next state, and in each
+    /// iteration recomputes from the state the slice its linear part reads.
+    ///
+    /// `None` (the caller falls back to `LoopState`) for list loops, where
+    /// a slice needs a value of the iteration that is not recomputable
+    /// from the state (the result of a Rust constant), and where the state
+    /// would hold an integer (the loop index included): generated code
+    /// keeps each integer in the type the user's code gives it, which a
+    /// tape field cannot name.
     fn binomial(
         &mut self,
         l: &Loop,
@@ -810,69 +819,72 @@ impl Unzip<'_> {
         bound: &[Var],
         snapshots: u32,
     ) -> Result<Option<Split>, PassError> {
-        let (index, step, rev) = match &l.iter {
-            Iter::Range {
-                index, step, rev, ..
-            } => (Some(index), step.clone(), *rev),
-            Iter::While { .. } => (None, None, false),
-            Iter::Each { .. } | Iter::Replay { .. } => return Ok(None),
-        };
+        if matches!(l.iter, Iter::Each { .. } | Iter::Replay { .. }) {
+            return Ok(None);
+        }
         let mut ctx = sp.ctx.clone();
         let rs = self.results(&mut ctx, sp.nl.clone())?;
         let (next_x, collected) = rs.split_at(l.nl.len());
-        let header: Vec<Binder> = index
-            .cloned()
-            .into_iter()
-            .chain(l.nl.iter().map(|(b, _)| b.clone()))
-            .collect();
+        let mut header: Vec<&Binder> = l.iter.binder().into_iter().collect();
+        header.extend(l.nl.iter().map(|(b, _)| b));
         let mut inner: Vec<Var> = bound.to_vec();
         top_binders(&ctx, &mut inner);
-        let is_header = |v: &Var| header.iter().any(|b| &b.var == v);
-        let complete = |e: &Expr| {
-            free_vars(e)
-                .nl
-                .iter()
-                .all(|v| is_header(v) || !inner.contains(v))
+        // The header values a computation reads, or `None` if it reads a
+        // value of the iteration that is neither header nor recomputable.
+        let reads = |e: &Expr| -> Option<Vec<Var>> {
+            let mut out = Vec::new();
+            for v in free_vars(e).nl {
+                if header.iter().any(|b| b.var == v) {
+                    out.push(v);
+                } else if inner.contains(&v) {
+                    return None;
+                }
+            }
+            Some(out)
         };
+        let (lin_slice, _) = backward_slice(&ctx, &sp.lin);
+        let Some(mut needed) = reads(&Expr::block(lin_slice.clone(), sp.lin.clone())) else {
+            return Ok(None);
+        };
+        // Close over the next-state computations of the needed state.
+        let mut k = 0;
+        while k < needed.len() {
+            if let Some(pos) = l.nl.iter().position(|(b, _)| b.var == needed[k]) {
+                let ret = Expr::var(next_x[pos].clone());
+                let (slice, _) = backward_slice(&ctx, &ret);
+                let Some(more) = reads(&Expr::block(slice, ret)) else {
+                    return Ok(None);
+                };
+                for v in more {
+                    if !needed.contains(&v) {
+                        needed.push(v);
+                    }
+                }
+            }
+            k += 1;
+        }
+        let state: Vec<(usize, Binder)> =
+            l.nl.iter()
+                .enumerate()
+                .filter(|(_, (b, _))| needed.contains(&b.var))
+                .map(|(p, (b, _))| (p, b.clone()))
+                .collect();
+        let index_needed = l.iter.binder().is_some_and(|b| needed.contains(&b.var));
+        if index_needed || state.iter().any(|(_, b)| !saveable(&b.ty)) {
+            return Ok(None);
+        }
+        let header: Vec<Binder> = state.iter().map(|(_, b)| b.clone()).collect();
+        let next_vals: Vec<Var> = state.iter().map(|(p, _)| next_x[*p].clone()).collect();
         let next_ret = Expr::Ret {
-            nl: next_x.to_vec(),
+            nl: next_vals.clone(),
             lin: vec![],
         };
         let (step_slice, _) = backward_slice(&ctx, &next_ret);
-        let (lin_slice, _) = backward_slice(&ctx, &sp.lin);
-        if header.is_empty()
-            || !complete(&Expr::block(step_slice.clone(), next_ret))
-            || !complete(&Expr::block(lin_slice.clone(), sp.lin.clone()))
-        {
-            return Ok(None);
-        }
         let state_ty = Ty::Tuple(header.iter().map(|b| b.ty.clone()).collect());
 
         // Forward: the initial state, then the loop counting its iterations.
         let mut pre = Vec::new();
-        let mut init = Vec::new();
-        let mut delta = None;
-        if let (Some(_), Iter::Range { lo, hi, .. }) = (index, &l.iter) {
-            let d = match &step {
-                Some(d) => d.clone(),
-                None => self.bind(&mut pre, "one", Ty::Int, Expr::Int(1)),
-            };
-            // The first index of `(lo..hi).step_by(d).rev()` is the last
-            // of the forward range (irrelevant when the range is empty).
-            let first = if rev {
-                let one = self.bind(&mut pre, "one", Ty::Int, Expr::Int(1));
-                let span = self.int_op(&mut pre, Prim::ISub, hi, lo);
-                let span = self.int_op(&mut pre, Prim::ISub, &span, &one);
-                let k = self.int_op(&mut pre, Prim::IDiv, &span, &d);
-                let off = self.int_op(&mut pre, Prim::IMul, &k, &d);
-                self.int_op(&mut pre, Prim::IAdd, lo, &off)
-            } else {
-                lo.clone()
-            };
-            init.push(first);
-            delta = Some(d);
-        }
-        init.extend(l.nl.iter().map(|(_, v)| v.clone()));
+        let init: Vec<Var> = state.iter().map(|(p, _)| l.nl[*p].1.clone()).collect();
         let s0 = self.bind(&mut pre, "s", state_ty.clone(), Expr::Tup(init));
         let zero = self.bind(&mut pre, "zero", Ty::Int, Expr::Int(0));
         let cnt = self.fresh.var("count");
@@ -924,12 +936,6 @@ impl Unzip<'_> {
         };
         let mut next_stmts = vec![unpack.clone()];
         next_stmts.extend(step_slice);
-        let mut next_vals = Vec::new();
-        if let (Some(i), Some(d)) = (index, &delta) {
-            let prim = if rev { Prim::ISub } else { Prim::IAdd };
-            next_vals.push(self.int_op(&mut next_stmts, prim, &i.var, d));
-        }
-        next_vals.extend(next_x.iter().cloned());
         let mut next = Expr::block(next_stmts, Expr::Tup(next_vals));
         crate::visit::freshen_bound(&mut next, &mut self.fresh);
         let mut body = vec![unpack];
@@ -968,6 +974,20 @@ impl Unzip<'_> {
             },
             lin: Expr::Loop(Box::new(residual)),
         }))
+    }
+}
+
+/// Whether values of this type can be saved in a recomputed loop's state:
+/// not integers, whose Rust type generated code leaves to inference (a
+/// loop index is a `usize` or an `i32` as the user's code has it, and a
+/// tape field cannot name it; the paper's rule never saves one, since
+/// linear code reads no integer), nor lists and callees' tapes, which are
+/// not `Copy`.
+fn saveable(t: &Ty) -> bool {
+    match t {
+        Ty::Real(_) | Ty::Bool => true,
+        Ty::Tuple(ts) | Ty::Sum(ts) => ts.iter().all(saveable),
+        Ty::Int | Ty::List(_) | Ty::Tape(_) => false,
     }
 }
 
