@@ -286,6 +286,10 @@ pub mod __private {
     /// The tape of a loop holds one record per iteration.
     pub use ::std::vec::Vec;
 
+    /// The tape of a loop whose trip count is a compile-time constant, when
+    /// its records are small: inline, no heap.
+    pub use ::arrayvec::ArrayVec;
+
     /// A loop's states, recomputed for the reverse sweep under binomial
     /// checkpointing.
     pub use crate::replay::Replay;

@@ -202,7 +202,7 @@ macro_rules! indexed {
             let mut s = x;
             for i in 0..n {
                 let t = (s * i as f64).sin();
-                s = t * x + s;
+                s += t * x;
             }
             s
         }
@@ -227,4 +227,45 @@ fn a_body_reading_its_index_keeps_it_off_the_tape() {
     let want = indexed_saved_vjp(0.4, 6, 1.0);
     assert_eq!(indexed_state_vjp(0.4, 6, 1.0), want);
     assert_eq!(indexed_binomial_vjp(0.4, 6, 1.0), want);
+}
+
+/// Eight fixed steps: the tape is a fixed-size array inside the
+/// linearization, no heap.
+#[differentiable]
+pub fn eight_steps(x: f64, y0: f64) -> f64 {
+    let mut y = y0;
+    for _ in 0..8 {
+        y = (y * x).sin() + y;
+    }
+    y
+}
+
+/// The same with a thousand steps: too large to move by value, so on the
+/// heap.
+#[differentiable]
+pub fn thousand_steps(x: f64, y0: f64) -> f64 {
+    let mut y = y0;
+    for _ in (0..=999).rev() {
+        y = (y * x).sin() * 0.5 + y * 0.5;
+    }
+    y
+}
+
+#[test]
+fn a_constant_trip_count_keeps_a_small_tape_inline() {
+    let (x, y0) = (0.7, 0.3);
+    let (v, lin) = eight_steps_lin(x, y0);
+    assert_eq!(lin.tape_bytes(), std::mem::size_of_val(&lin));
+    let (_, g) = eight_steps_vjp(x, y0, 1.0);
+    assert_eq!(lin.transpose(1.0), g);
+    let e = 1e-6;
+    let fd = (eight_steps(x + e, y0) - eight_steps(x - e, y0)) / (2.0 * e);
+    assert!(close(g.0, fd, 1e-7), "{} vs {fd}", g.0);
+    assert_eq!(eight_steps_jvp(x, y0, 1.0, 0.0), (v, lin.apply((1.0, 0.0))));
+
+    let (_, big) = thousand_steps_lin(x, y0);
+    assert!(big.tape_bytes() > std::mem::size_of_val(&big) + 1000 * 8);
+    let (_, g) = thousand_steps_vjp(x, y0, 1.0);
+    let fd = (thousand_steps(x + e, y0) - thousand_steps(x - e, y0)) / (2.0 * e);
+    assert!(close(g.0, fd, 1e-7), "{} vs {fd}", g.0);
 }

@@ -181,6 +181,77 @@ fn rk4_bench(c: &mut Criterion) {
     g.finish();
 }
 
+/// Binomial checkpointing: RK4 over 10,000 steps under every policy; the
+/// memory each holds (the tape, plus the states the reverse sweep keeps)
+/// and the steps each evaluates are appended to
+/// `target/criterion/control_checkpoint.txt` for the report.
+fn checkpoint_bench(c: &mut Criterion) {
+    let y0 = [1.0, 0.5, -0.3, 0.8];
+    let k = 1.3;
+    let steps = 10_000;
+    let h = 1e-4;
+    let (_, (hy, hk)) = rk4_hand_vjp(y0, k, steps, h, 1.0);
+    type Vjp = fn([f64; 4], f64, usize, f64, f64) -> (f64, ([f64; 4], f64));
+    let variants: [(&str, Option<u32>, Vjp); 5] = [
+        ("save", None, rk4_vjp),
+        ("state", None, rk4_state_vjp),
+        ("binomial_4", Some(4), rk4_binomial4_vjp),
+        ("binomial_16", Some(16), rk4_binomial16_vjp),
+        ("binomial_64", Some(64), rk4_binomial64_vjp),
+    ];
+    for (name, _, f) in &variants {
+        let (_, (gy, gk)) = f(y0, k, steps, h, 1.0);
+        for j in 0..4 {
+            close(gy[j], hy[j], name);
+        }
+        close(gk, hk, name);
+    }
+    let tapes = [
+        rk4_lin(y0, k, steps, h).1.tape_bytes(),
+        rk4_state_lin(y0, k, steps, h).1.tape_bytes(),
+        rk4_binomial4_lin(y0, k, steps, h).1.tape_bytes(),
+        rk4_binomial16_lin(y0, k, steps, h).1.tape_bytes(),
+        rk4_binomial64_lin(y0, k, steps, h).1.tape_bytes(),
+    ];
+    let mut lines = String::new();
+    for ((name, snaps, _), tape) in variants.iter().zip(tapes) {
+        // The states the reverse sweep holds, and the steps it evaluates
+        // (the forward pass's `steps` plus recomputation), from the same
+        // schedule generated code runs.
+        let (held, evaluated) = match snaps {
+            Some(c) => {
+                let mut r = linear_ad::__private::Replay::new((), steps as i64, *c, true);
+                while r.next_state(|s| s).is_some() {}
+                (
+                    (*c as usize).min(steps) * std::mem::size_of::<[f64; 4]>(),
+                    steps as u64 + r.steps(),
+                )
+            }
+            None if *name == "state" => (0, 2 * steps as u64),
+            None => (0, steps as u64),
+        };
+        lines.push_str(&format!("{name}\t{tape}\t{held}\t{evaluated}\n"));
+        println!("rk4_10000 {name}: tape {tape} B, reverse sweep holds {held} B, {evaluated} step evaluations");
+    }
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/criterion");
+    let _ = std::fs::create_dir_all(&dir);
+    let _ = std::fs::write(dir.join("control_checkpoint.txt"), lines);
+
+    let mut g = c.benchmark_group("rk4_10000");
+    g.bench_function("primal", |b| {
+        b.iter(|| rk4(black_box(y0), black_box(k), steps, h))
+    });
+    g.bench_function("hand_vjp", |b| {
+        b.iter(|| rk4_hand_vjp(black_box(y0), black_box(k), steps, h, 1.0))
+    });
+    for (name, _, f) in variants {
+        g.bench_function(name, |b| {
+            b.iter(|| f(black_box(y0), black_box(k), steps, h, 1.0))
+        });
+    }
+    g.finish();
+}
+
 fn newton_bench(c: &mut Criterion) {
     let (a, b0) = (1.5, 10.0);
     let (v, da) = newton_hand_jvp(a, b0, 1.0, 0.0);
@@ -301,6 +372,6 @@ fn huber_bench(c: &mut Criterion) {
 criterion_group! {
     name = benches;
     config = config();
-    targets = horner_bench, rk4_bench, newton_bench, huber_bench
+    targets = horner_bench, rk4_bench, checkpoint_bench, newton_bench, huber_bench
 }
 criterion_main!(benches);

@@ -61,7 +61,7 @@ pub fn ode_rhs(y: [f64; 4], k: f64) -> [f64; 4] {
 }
 
 /// RK4 over `steps` steps of size `h`, then the squared norm of the state:
-/// one body, differentiated under two checkpoint policies.
+/// one body, differentiated under each checkpoint policy.
 macro_rules! rk4_fn {
     ($(#[$attr:meta])* $name:ident) => {
         $(#[$attr])*
@@ -110,6 +110,22 @@ rk4_fn!(
     /// [`rk4`] keeping only the state of each step for the reverse sweep.
     #[differentiable(checkpoint = "state")]
     rk4_state
+);
+rk4_fn!(
+    /// [`rk4`] keeping the initial state only; the reverse sweep holds at
+    /// most 4 states and recomputes the others.
+    #[differentiable(checkpoint = "binomial", snapshots = 4)]
+    rk4_binomial4
+);
+rk4_fn!(
+    /// [`rk4`] with binomial checkpointing in 16 snapshots.
+    #[differentiable(checkpoint = "binomial", snapshots = 16)]
+    rk4_binomial16
+);
+rk4_fn!(
+    /// [`rk4`] with binomial checkpointing in 64 snapshots.
+    #[differentiable(checkpoint = "binomial", snapshots = 64)]
+    rk4_binomial64
 );
 
 type V4 = [f64; 4];

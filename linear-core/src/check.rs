@@ -159,7 +159,7 @@ fn all_float(t: &Ty, f: Float) -> bool {
     match t {
         Ty::Real(g) => *g == f,
         Ty::Tuple(ts) => ts.iter().all(|t| all_float(t, f)),
-        Ty::Int | Ty::Bool | Ty::Sum(_) | Ty::List(_) | Ty::Tape(_) => false,
+        Ty::Int | Ty::Bool | Ty::Sum(_) | Ty::List(..) | Ty::Tape(_) => false,
     }
 }
 
@@ -594,7 +594,7 @@ impl Checker<'_> {
             }
             Iter::Each { elem, list, .. } => {
                 let t = self.use_var(list, false)?;
-                if t != Ty::List(Box::new(elem.ty.clone())) {
+                if !matches!(&t, Ty::List(e, _) if **e == elem.ty) {
                     return Err(format!(
                         "loop over `{list}: {t}` binds `{}: {}`",
                         elem.var, elem.ty

@@ -57,7 +57,49 @@ pub fn is_copy(t: &Ty) -> bool {
     match t {
         Ty::Real(_) | Ty::Int | Ty::Bool => true,
         Ty::Tuple(ts) | Ty::Sum(ts) => ts.iter().all(is_copy),
-        Ty::List(_) | Ty::Tape(_) => false,
+        Ty::List(..) | Ty::Tape(_) => false,
+    }
+}
+
+/// The most bytes a loop's tape with a constant trip count may take to be
+/// kept inline in the linearization (an `ArrayVec`) rather than in a `Vec`:
+/// a linearization is moved by value, so large inline tapes would cost
+/// copies and stack.
+pub const INLINE_TAPE_BYTES: u64 = 4096;
+
+/// The length of a list type generated Rust keeps inline
+/// (`linear_ad::__private::ArrayVec<T, n>`), or `None` for a `Vec`: lists
+/// of known length `n` whose elements have no heap part, up to
+/// [`INLINE_TAPE_BYTES`].
+pub fn inline_len(t: &Ty) -> Option<u64> {
+    fn bytes(t: &Ty) -> Option<u64> {
+        match t {
+            Ty::Real(_) | Ty::Int | Ty::Bool => Some(8),
+            Ty::Tuple(ts) => ts.iter().map(bytes).sum(),
+            Ty::Sum(ts) => ts.iter().map(bytes).try_fold(8, |m, b| Some(m.max(b? + 8))),
+            Ty::List(..) | Ty::Tape(_) => None,
+        }
+    }
+    match t {
+        Ty::List(e, Some(n)) if bytes(e)?.saturating_mul(*n) <= INLINE_TAPE_BYTES => Some(*n),
+        Ty::Real(_)
+        | Ty::Int
+        | Ty::Bool
+        | Ty::Tuple(_)
+        | Ty::Sum(_)
+        | Ty::List(..)
+        | Ty::Tape(_) => None,
+    }
+}
+
+/// The Rust type of a list of elements of Rust type `elem`.
+pub fn list_type(t: &Ty, elem: TokenStream) -> TokenStream {
+    match inline_len(t) {
+        Some(n) => {
+            let n = Literal::usize_unsuffixed(n as usize);
+            quote!(::linear_ad::__private::ArrayVec<#elem, #n>)
+        }
+        None => quote!(::linear_ad::__private::Vec<#elem>),
     }
 }
 
@@ -291,7 +333,7 @@ pub fn zero(t: &Ty) -> TokenStream {
             quote!((#(#zs,)*))
         }
         // Never linear (the checker forbids it).
-        Ty::Tape(_) | Ty::Int | Ty::Bool | Ty::Sum(_) | Ty::List(_) => quote!(()),
+        Ty::Tape(_) | Ty::Int | Ty::Bool | Ty::Sum(_) | Ty::List(..) => quote!(()),
     }
 }
 
@@ -705,6 +747,7 @@ fn loop_header(iter: &Iter, item: &syn::Ident, names: &mut Names) -> (TokenStrea
             hi,
             step,
             rev,
+            ..
         } => {
             let (lo, hi) = (names.ident(lo), names.ident(hi));
             let mut range = quote!((#lo..#hi));
@@ -827,9 +870,14 @@ fn gen_loop(l: &Loop, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
             }
         }
         Iter::Range { .. } | Iter::Each { .. } => {
+            let (res_tys, _) = l.result_types();
             let cols_init: Vec<TokenStream> = cols
                 .iter()
-                .map(|c| quote!(let mut #c = #vec::with_capacity(::core::iter::Iterator::size_hint(&#it).0);))
+                .zip(&res_tys[l.nl.len()..])
+                .map(|(c, t)| match inline_len(t) {
+                    Some(_) => quote!(let mut #c = ::linear_ad::__private::ArrayVec::new();),
+                    None => quote!(let mut #c = #vec::with_capacity(::core::iter::Iterator::size_hint(&#it).0);),
+                })
                 .collect();
             quote! {
                 let #it = #header;
@@ -967,7 +1015,7 @@ fn elementwise1(
 ) -> TokenStream {
     match t {
         // Only reals and tuples are linear; the checker rules out the rest.
-        Ty::Real(_) | Ty::Tape(_) | Ty::Int | Ty::Bool | Ty::Sum(_) | Ty::List(_) => f(x),
+        Ty::Real(_) | Ty::Tape(_) | Ty::Int | Ty::Bool | Ty::Sum(_) | Ty::List(..) => f(x),
         Ty::Tuple(ts) => {
             let parts: Vec<syn::Ident> = ts.iter().map(|_| names.temp("e")).collect();
             let rs: Vec<TokenStream> = ts
@@ -988,7 +1036,7 @@ fn elementwise2(
     f: &dyn Fn(TokenStream, TokenStream) -> TokenStream,
 ) -> TokenStream {
     match t {
-        Ty::Real(_) | Ty::Tape(_) | Ty::Int | Ty::Bool | Ty::Sum(_) | Ty::List(_) => f(x, y),
+        Ty::Real(_) | Ty::Tape(_) | Ty::Int | Ty::Bool | Ty::Sum(_) | Ty::List(..) => f(x, y),
         Ty::Tuple(ts) => {
             let px: Vec<syn::Ident> = ts.iter().map(|_| names.temp("a")).collect();
             let py: Vec<syn::Ident> = ts.iter().map(|_| names.temp("b")).collect();

@@ -45,7 +45,7 @@ impl Value {
             Ty::Real(_) => Value::Real(0.0),
             Ty::Tuple(ts) => Value::Tuple(ts.iter().map(Value::zero).collect()),
             // Never linear (the checker forbids it): an empty value.
-            Ty::Int | Ty::Bool | Ty::Sum(_) | Ty::List(_) | Ty::Tape(_) => Value::Tuple(vec![]),
+            Ty::Int | Ty::Bool | Ty::Sum(_) | Ty::List(..) | Ty::Tape(_) => Value::Tuple(vec![]),
         }
     }
 
@@ -365,7 +365,12 @@ impl Machine<'_> {
         };
         Ok(Some(match it {
             Iter::Range {
-                lo, hi, step, rev, ..
+                lo,
+                hi,
+                step,
+                rev,
+                trip,
+                ..
             } => {
                 let (lo, hi) = (int(env, lo)?, int(env, hi)?);
                 let step = step.as_ref().map_or(Ok(1), |s| int(env, s))?;
@@ -375,6 +380,12 @@ impl Machine<'_> {
                 let n = if hi > lo { (hi - lo - 1) / step + 1 } else { 0 };
                 if n > MAX_ITERATIONS {
                     return Err(EvalError(format!("loop of {n} iterations")));
+                }
+                if trip.is_some_and(|t| t != n as u64) {
+                    return Err(EvalError(format!(
+                        "loop declared with {} iterations runs {n}",
+                        trip.unwrap_or(0)
+                    )));
                 }
                 let mut v: Vec<Value> = (0..n).map(|k| Value::Int(lo + k * step)).collect();
                 if *rev {

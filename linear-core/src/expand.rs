@@ -836,7 +836,8 @@ impl Calls<'_> {
                 let mut names = Names::default();
                 crate::codegen::match_sum_tokens(quote!(#e), &arms, &mut names)
             }
-            Ty::List(inner) => {
+            Ty::List(..) if crate::codegen::inline_len(t).is_some() => zero,
+            Ty::List(inner, _) => {
                 let elem = self.rust_ty(inner);
                 let x = syn::Ident::new("__x", Span::mixed_site());
                 let h = self.heap_bytes(quote!((*#x)), inner);
@@ -872,10 +873,7 @@ impl Calls<'_> {
             Ty::Sum(ts) => {
                 crate::codegen::sum_type(&ts.iter().map(|t| self.rust_ty(t)).collect::<Vec<_>>())
             }
-            Ty::List(t) => {
-                let t = self.rust_ty(t);
-                quote!(::linear_ad::__private::Vec<#t>)
-            }
+            Ty::List(e, _) => crate::codegen::list_type(t, self.rust_ty(e)),
             // Integers never reach a tape (the residual reads reals, sums
             // and lists only); `i64` keeps the struct well formed.
             Ty::Int => quote!(i64),

@@ -76,8 +76,11 @@ pub enum Ty {
     /// A tagged union `sum(τ0 | τ1 | ..)`: the tape of a conditional
     /// records which arm ran and that arm's residuals only.
     Sum(Vec<Ty>),
-    /// A list `list(τ)` of per-iteration values: the tape of a loop.
-    List(Box<Ty>),
+    /// A list `list(τ)` of per-iteration values: the tape of a loop;
+    /// `list(τ; n)` when it has exactly `n` elements, known at compile time
+    /// (the tape of a loop with a constant trip count), which generated
+    /// Rust may keep inline instead of on the heap.
+    List(Box<Ty>, Option<u64>),
     /// The tape returned by the forward pass of external function `f`
     /// (`f.nl` for an extern `f` after U): its contents are the callee's
     /// business. It is non-linear, is never unpacked, and carries no
@@ -97,7 +100,7 @@ impl Ty {
         match self {
             Ty::Real(_) | Ty::Int | Ty::Bool => 1,
             Ty::Tuple(ts) => ts.iter().map(Ty::scalars).sum(),
-            Ty::Sum(_) | Ty::List(_) | Ty::Tape(_) => 0,
+            Ty::Sum(_) | Ty::List(..) | Ty::Tape(_) => 0,
         }
     }
 
@@ -107,7 +110,7 @@ impl Ty {
         match self {
             Ty::Real(_) => true,
             Ty::Tuple(ts) => ts.iter().all(Ty::is_vector),
-            Ty::Int | Ty::Bool | Ty::Sum(_) | Ty::List(_) | Ty::Tape(_) => false,
+            Ty::Int | Ty::Bool | Ty::Sum(_) | Ty::List(..) | Ty::Tape(_) => false,
         }
     }
 
@@ -118,7 +121,7 @@ impl Ty {
         match self {
             Ty::Real(_) => self.clone(),
             Ty::Tuple(ts) => Ty::Tuple(ts.iter().map(Ty::tangent).collect()),
-            Ty::Int | Ty::Bool | Ty::Sum(_) | Ty::List(_) | Ty::Tape(_) => Ty::Tuple(vec![]),
+            Ty::Int | Ty::Bool | Ty::Sum(_) | Ty::List(..) | Ty::Tape(_) => Ty::Tuple(vec![]),
         }
     }
 
@@ -126,7 +129,7 @@ impl Ty {
     pub fn float(&self) -> Option<Float> {
         match self {
             Ty::Real(f) => Some(*f),
-            Ty::Int | Ty::Bool | Ty::Tuple(_) | Ty::Sum(_) | Ty::List(_) | Ty::Tape(_) => None,
+            Ty::Int | Ty::Bool | Ty::Tuple(_) | Ty::Sum(_) | Ty::List(..) | Ty::Tape(_) => None,
         }
     }
 }
@@ -743,13 +746,17 @@ pub struct Loop {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Iter {
     /// `index` over `(lo..hi).step_by(step)` (step 1 if `None`), in
-    /// reverse order if `rev`; the bounds and step are integers.
+    /// reverse order if `rev`; the bounds and step are integers. `trip` is
+    /// the number of iterations where the front end knows it at compile
+    /// time (literal bounds and step): the lists the loop collects then
+    /// have that length in their type.
     Range {
         index: Binder,
         lo: Var,
         hi: Var,
         step: Option<Var>,
         rev: bool,
+        trip: Option<u64>,
     },
     /// `elem` over the elements of a list, in reverse order if `rev`.
     Each { elem: Binder, list: Var, rev: bool },
@@ -830,12 +837,14 @@ impl Iter {
                 hi,
                 step,
                 rev,
+                trip,
             } => Iter::Range {
                 index: index.clone(),
                 lo: var(lo),
                 hi: var(hi),
                 step: step.as_ref().map(&var),
                 rev: *rev,
+                trip: *trip,
             },
             Iter::Each { elem, list, rev } => Iter::Each {
                 elem: elem.clone(),
@@ -871,12 +880,14 @@ impl Iter {
                 hi,
                 step,
                 rev,
+                trip,
             } => Some(Iter::Range {
                 index: index.clone(),
                 lo: lo.clone(),
                 hi: hi.clone(),
                 step: step.clone(),
                 rev: !rev,
+                trip: *trip,
             }),
             Iter::Each { elem, list, rev } => Some(Iter::Each {
                 elem: elem.clone(),
@@ -908,7 +919,15 @@ impl Loop {
     /// linear state.
     pub fn result_types(&self) -> (Vec<Ty>, Vec<Ty>) {
         let mut nl: Vec<Ty> = self.nl.iter().map(|(b, _)| b.ty.clone()).collect();
-        nl.extend(self.collect.iter().map(|t| Ty::List(Box::new(t.clone()))));
+        let trip = match &self.iter {
+            Iter::Range { trip, .. } => *trip,
+            Iter::Each { .. } | Iter::While { .. } | Iter::Replay { .. } => None,
+        };
+        nl.extend(
+            self.collect
+                .iter()
+                .map(|t| Ty::List(Box::new(t.clone()), trip)),
+        );
         (nl, self.lin.iter().map(|(b, _)| b.ty.clone()).collect())
     }
 }

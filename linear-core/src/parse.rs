@@ -180,9 +180,9 @@ impl Parser {
         }
     }
     /// A count written as a plain number, like a replay's snapshots.
-    fn count(&mut self) -> Result<u32, ParseError> {
+    fn count(&mut self) -> Result<u64, ParseError> {
         match self.peek().clone() {
-            Tok::Num(n) => match n.parse::<u32>() {
+            Tok::Num(n) => match n.parse::<u64>() {
                 Ok(k) => {
                     self.next();
                     Ok(k)
@@ -284,8 +284,13 @@ impl Parser {
             self.next();
             self.expect("(")?;
             let t = self.ty()?;
+            let len = if self.eat(";") {
+                Some(self.count()?)
+            } else {
+                None
+            };
             self.expect(")")?;
-            return Ok(Ty::List(Box::new(t)));
+            return Ok(Ty::List(Box::new(t), len));
         }
         match self.next() {
             Tok::Ident(s) if s == "f64" => Ok(Ty::F64),
@@ -615,6 +620,11 @@ impl Parser {
                 } else {
                     None
                 };
+                let trip = if self.eat(";") {
+                    Some(self.count()?)
+                } else {
+                    None
+                };
                 self.expect(")")?;
                 Iter::Range {
                     index: b,
@@ -622,6 +632,7 @@ impl Parser {
                     hi,
                     step,
                     rev: rev(self),
+                    trip,
                 }
             }
         } else if self.is_kw("replay") {
@@ -634,7 +645,9 @@ impl Parser {
             self.expect_kw("count")?;
             let count = self.ident()?;
             self.expect_kw("keep")?;
-            let snapshots = self.count()?;
+            let Ok(snapshots) = u32::try_from(self.count()?) else {
+                return self.err("too many snapshots");
+            };
             self.expect_kw("next")?;
             let next = Box::new(self.simple()?);
             Iter::Replay {

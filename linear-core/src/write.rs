@@ -21,12 +21,13 @@
 //! Control flow and the discrete types:
 //!
 //! ```text
-//! types      int  bool  sum(τ0 | τ1)  list(τ)
+//! types      int  bool  sum(τ0 | τ1)  list(τ)  list(τ; 3)
 //! literals   3i  -2i  true  false
 //! injection  inj(v, 1, sum((f64,) | ()))
 //! case       case c { true => e1 | false => e2 }
 //!            case t { a: (f64,) => e1 | b: () => e2 }
 //! loops      loop for i: int in range(lo, hi, step) rev carry(s: f64 = s0; ds: f64 = ds0) collect((f64,)) e
+//!            loop for i: int in range(lo, hi; 3) carry(..) collect((f64,)) e   (3 iterations, known)
 //!            loop each t: (f64,) in ts rev carry(; c: f64 = c0) collect() e
 //!            loop while e carry(i: int = i0;) collect() e
 //!            loop replay s: (int, f64) from s0 count n keep 8 next e rev carry(; c: f64 = c0) collect() e
@@ -66,7 +67,8 @@ impl fmt::Display for Ty {
                 }
                 f.write_str(")")
             }
-            Ty::List(t) => write!(f, "list({t})"),
+            Ty::List(t, None) => write!(f, "list({t})"),
+            Ty::List(t, Some(n)) => write!(f, "list({t}; {n})"),
         }
     }
 }
@@ -356,10 +358,14 @@ fn loop_(out: &mut String, l: &Loop, depth: usize) {
             hi,
             step,
             rev: r,
+            trip,
         } => {
             let _ = write!(out, "for {}: {} in range({lo}, {hi}", index.var, index.ty);
             if let Some(s) = step {
                 let _ = write!(out, ", {s}");
+            }
+            if let Some(n) = trip {
+                let _ = write!(out, "; {n}");
             }
             out.push(')');
             rev(out, *r);

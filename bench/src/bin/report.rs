@@ -147,9 +147,41 @@ Loops and branches against hand-written tangents and adjoints (`bench/src/contro
             }
         }
     }
+    checkpointing(out);
     out.push('\n');
     for (g, name) in groups {
         table(out, g, name, false);
+    }
+}
+
+/// The memory/time trade-off of the checkpoint policies on RK4 over
+/// 10,000 steps.
+fn checkpointing(out: &mut String) {
+    let Ok(text) = std::fs::read_to_string(root().join("target/criterion/control_checkpoint.txt"))
+    else {
+        return;
+    };
+    let hand = median("rk4_10000", "hand_vjp");
+    let save = median("rk4_10000", "save");
+    out.push_str("\n### Checkpointing: memory against time\n\nRK4 on the 4-D ODE over 10,000 steps, `f_vjp` under each policy. Memory is the tape `f_lin` holds plus the loop states the reverse sweep holds at once; step evaluations count the forward pass and the recomputation (`linear_ad`'s `Replay` schedule, counted by running it). The hand-written adjoint keeps every step's state (320,000 B).\n\n| policy | tape | reverse-sweep states | step evaluations ÷ steps | `f_vjp` median | ÷ hand-written | ÷ `save` |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+    for l in text.lines() {
+        let f: Vec<&str> = l.split('\t').collect();
+        let [name, tape, held, evaluated] = f.as_slice() else {
+            continue;
+        };
+        let m = median("rk4_10000", name);
+        let evals = evaluated.parse::<f64>().unwrap_or(0.0) / 10_000.0;
+        let label = match name.strip_prefix("binomial_") {
+            Some(c) => format!("`binomial`, `snapshots = {c}`"),
+            None => format!("`{name}`"),
+        };
+        let _ = writeln!(
+            out,
+            "| {label} | {tape} B | {held} B | {evals:.2} | {} | {} | {} |",
+            m.map_or("–".into(), fmt_ns),
+            ratio(m, hand),
+            ratio(m, save)
+        );
     }
 }
 

@@ -714,6 +714,7 @@ impl Lowerer<'_> {
                 hi,
                 step,
                 rev,
+                trip: literal_trip(&f.expr),
             },
             nl: carry,
             lin: vec![],
@@ -759,4 +760,56 @@ impl Lowerer<'_> {
         };
         self.finish_loop(&state, l);
     }
+}
+
+/// The number of iterations of a range written with integer literals only
+/// (`0..3`, `(1..=9).step_by(2).rev()`): its tape can be a fixed-size
+/// array. `None` for anything else.
+fn literal_trip(e: &syn::Expr) -> Option<u64> {
+    fn lit(e: &syn::Expr) -> Option<i128> {
+        match e {
+            syn::Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Int(i),
+                ..
+            }) => i.base10_parse().ok(),
+            syn::Expr::Unary(syn::ExprUnary {
+                op: syn::UnOp::Neg(_),
+                expr,
+                ..
+            }) => lit(expr).map(|v| -v),
+            syn::Expr::Paren(p) => lit(&p.expr),
+            syn::Expr::Group(g) => lit(&g.expr),
+            _ => None,
+        }
+    }
+    // (lo, hi exclusive, step)
+    fn range(e: &syn::Expr) -> Option<(i128, i128, i128)> {
+        match e {
+            syn::Expr::Paren(p) => range(&p.expr),
+            syn::Expr::Group(g) => range(&g.expr),
+            syn::Expr::Range(r) => {
+                let lo = lit(r.start.as_deref()?)?;
+                let hi = lit(r.end.as_deref()?)?;
+                let hi = match r.limits {
+                    syn::RangeLimits::Closed(_) => hi + 1,
+                    syn::RangeLimits::HalfOpen(_) => hi,
+                };
+                Some((lo, hi, 1))
+            }
+            syn::Expr::MethodCall(m) if m.method == "rev" && m.args.is_empty() => {
+                range(&m.receiver)
+            }
+            syn::Expr::MethodCall(m) if m.method == "step_by" && m.args.len() == 1 => {
+                let (lo, hi, _) = range(&m.receiver)?;
+                Some((lo, hi, lit(&m.args[0])?))
+            }
+            _ => None,
+        }
+    }
+    let (lo, hi, step) = range(e)?;
+    if step <= 0 {
+        return None;
+    }
+    let n = if hi > lo { (hi - lo - 1) / step + 1 } else { 0 };
+    u64::try_from(n).ok()
 }

@@ -250,7 +250,7 @@ impl Shape {
             Ty::Real(f) => Shape::Float(*f),
             Ty::Tuple(ts) => Shape::Tuple(ts.iter().map(Shape::of_ty).collect()),
             // Not values of differentiable Rust types.
-            Ty::Tape(_) | Ty::Int | Ty::Bool | Ty::Sum(_) | Ty::List(_) => Shape::Tuple(vec![]),
+            Ty::Tape(_) | Ty::Int | Ty::Bool | Ty::Sum(_) | Ty::List(..) => Shape::Tuple(vec![]),
         }
     }
 }
@@ -1973,9 +1973,6 @@ pub fn ty_rust(t: &Ty) -> TokenStream {
         Ty::Tape(_) | Ty::Int => quote!(_),
         Ty::Bool => quote!(bool),
         Ty::Sum(ts) => crate::codegen::sum_type(&ts.iter().map(ty_rust).collect::<Vec<_>>()),
-        Ty::List(t) => {
-            let t = ty_rust(t);
-            quote!(::linear_ad::__private::Vec<#t>)
-        }
+        Ty::List(e, _) => crate::codegen::list_type(t, ty_rust(e)),
     }
 }

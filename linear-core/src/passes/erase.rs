@@ -85,7 +85,7 @@ fn float_of(t: &Ty) -> Float {
     match t {
         Ty::Real(f) => *f,
         Ty::Tuple(ts) => ts.first().map_or(Float::F64, float_of),
-        Ty::Int | Ty::Bool | Ty::Sum(_) | Ty::List(_) | Ty::Tape(_) => Float::F64,
+        Ty::Int | Ty::Bool | Ty::Sum(_) | Ty::List(..) | Ty::Tape(_) => Float::F64,
     }
 }
 
@@ -154,7 +154,7 @@ impl Helpers<'_> {
                 // Linear values are never of these types (the checker
                 // forbids it): an ill-typed empty tuple, which the output's
                 // check reports.
-                (_, Ty::Tape(_) | Ty::Int | Ty::Bool | Ty::Sum(_) | Ty::List(_)) => {
+                (_, Ty::Tape(_) | Ty::Int | Ty::Bool | Ty::Sum(_) | Ty::List(..)) => {
                     Expr::Tup(vec![])
                 }
                 (_, Ty::Tuple(inner)) => {
@@ -275,7 +275,7 @@ impl Erase<'_, '_> {
                     args,
                 },
             },
-            Ty::Tape(_) | Ty::Int | Ty::Bool | Ty::Sum(_) | Ty::List(_) => Expr::Tup(vec![]),
+            Ty::Tape(_) | Ty::Int | Ty::Bool | Ty::Sum(_) | Ty::List(..) => Expr::Tup(vec![]),
             Ty::Tuple(ts) => Expr::App {
                 func: self.h.helper(op, ts),
                 nl: args,

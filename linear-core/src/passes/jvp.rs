@@ -769,7 +769,7 @@ impl Jvp<'_> {
             }
         }
         for t in &l.collect {
-            let (z, st) = self.zero_let("dl", Ty::List(Box::new(t.clone())).tangent());
+            let (z, st) = self.zero_let("dl", Ty::List(Box::new(t.clone()), None).tangent());
             out.push(st);
             ret.push(z);
         }

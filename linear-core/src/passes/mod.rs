@@ -89,7 +89,7 @@ pub(crate) fn unreplay(
         lin: vec![],
         rhs: Expr::Drop(Box::new(Expr::var(v.clone()))),
     };
-    let states_ty = Ty::List(Box::new(state.ty.clone()));
+    let states_ty = Ty::List(Box::new(state.ty.clone()), None);
     let compute = Loop {
         iter: Iter::Range {
             index: b(k.clone(), &Ty::Int),
@@ -97,6 +97,7 @@ pub(crate) fn unreplay(
             hi: count.clone(),
             step: None,
             rev: false,
+            trip: None,
         },
         nl: vec![(b(s.clone(), &state.ty), init.clone())],
         lin: vec![],

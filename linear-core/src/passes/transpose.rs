@@ -39,7 +39,9 @@
 //!   state to those of the current one. Outer values a forward body reads
 //!   arrive as carried state (see J), so their cotangents accumulate across
 //!   the reversed iterations. A `while` loop is never linear (U turns it
-//!   into a loop over its tape).
+//!   into a loop over its tape). A replay (binomial checkpointing) runs
+//!   its states in the opposite order: generated code recomputes them from
+//!   snapshots, the body is transposed as any other.
 //!
 //! TDropLin can leave a non-linear variable that only the dropped code read
 //! unused, which Fig. 3 forbids; such variables are dropped explicitly right

@@ -45,6 +45,20 @@
 //! binding by binding, from the last to the first; [`Checkpoint::SaveAll`]
 //! is the paper's rule and preserves work exactly (Thm 6.2).
 //!
+//! Loops extend the choice to whole iterations. `LoopState` saves per
+//! iteration the state from which the residual recomputes what it reads.
+//! `Binomial` saves no per-iteration record: a loop's state (the carried
+//! values its residual needs, closed under the step that computes them)
+//! is saved once, at entry, with the trip count, and the residual is a
+//! replay (`loop replay s from s0 count n next e`) whose `next` is the
+//! slice of the body computing the next state. T reverses a replay like
+//! any loop; in generated Rust, the reversed replay is `linear_ad`'s
+//! `Replay`, which recomputes states from a bounded number of snapshots by
+//! Griewank's binomial schedule. Both keep integers off the tape (their
+//! Rust type is the user's code's to infer) and fall back, loop by loop,
+//! to the next policy down where a slice would need one, or a Rust
+//! constant: `Binomial` to `LoopState` to `SaveAll`.
+//!
 //! Input: a Linear A program that type-checks. Output: a Linear B program
 //! that type-checks, two functions per input function, in input order.
 
@@ -754,7 +768,7 @@ impl Unzip<'_> {
         let size = |bs: &[Binder]| bs.iter().map(|b| b.ty.scalars()).sum::<u64>();
         let lists = |bs: &[Binder]| {
             bs.iter()
-                .any(|b| matches!(b.ty, Ty::List(_) | Ty::Sum(_) | Ty::Tape(_)))
+                .any(|b| matches!(b.ty, Ty::List(..) | Ty::Sum(_) | Ty::Tape(_)))
         };
         // Integers stay on the forward side: see `saveable`.
         if slice.is_empty()
@@ -987,7 +1001,7 @@ fn saveable(t: &Ty) -> bool {
     match t {
         Ty::Real(_) | Ty::Bool => true,
         Ty::Tuple(ts) | Ty::Sum(ts) => ts.iter().all(saveable),
-        Ty::Int | Ty::List(_) | Ty::Tape(_) => false,
+        Ty::Int | Ty::List(..) | Ty::Tape(_) => false,
     }
 }
 

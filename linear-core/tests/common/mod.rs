@@ -41,7 +41,8 @@ pub fn random_value(rng: &mut Rng, t: &Ty) -> Value {
             let k = rng.below(ts.len());
             Value::Sum(k, Box::new(random_value(rng, &ts[k])))
         }
-        Ty::List(t) => Value::List((0..rng.below(4)).map(|_| random_value(rng, t)).collect()),
+        Ty::List(t, None) => Value::List((0..rng.below(4)).map(|_| random_value(rng, t)).collect()),
+        Ty::List(t, Some(n)) => Value::List((0..*n).map(|_| random_value(rng, t)).collect()),
         Ty::Tape(_) => Value::Tuple(vec![]),
     }
 }
@@ -174,7 +175,7 @@ impl<'a> FnGen<'a> {
             }
             // Generated programs have no externs, hence no tapes, and no
             // sums or lists (U makes those).
-            Ty::Real(_) | Ty::Tape(_) | Ty::Sum(_) | Ty::List(_) => match self.scalar() {
+            Ty::Real(_) | Ty::Tape(_) | Ty::Sum(_) | Ty::List(..) => match self.scalar() {
                 Some(v) => v,
                 None => {
                     let v = self.bind(
@@ -663,18 +664,15 @@ impl<'a> FnGen<'a> {
 
     /// `for i in (lo..hi).step_by(k)` (maybe reversed) carrying real state.
     fn range_loop(&mut self, out: &mut Vec<Stmt>, d: usize) {
-        let lo = {
-            let x = self.rng.below(2) as i64;
-            self.bind(out, Ty::Int, Expr::Int(x), d)
-        };
-        let hi = {
-            let x = self.rng.below(5) as i64;
-            self.bind(out, Ty::Int, Expr::Int(x), d)
-        };
+        let lo_x = self.rng.below(2) as i64;
+        let lo = self.bind(out, Ty::Int, Expr::Int(lo_x), d);
+        let hi_x = self.rng.below(5) as i64;
+        let hi = self.bind(out, Ty::Int, Expr::Int(hi_x), d);
+        let mut step_x = 1;
         let step = if self.rng.chance(0.3) {
             let s = {
-                let x = 1 + self.rng.below(2) as i64;
-                self.bind(out, Ty::Int, Expr::Int(x), d)
+                step_x = 1 + self.rng.below(2) as i64;
+                self.bind(out, Ty::Int, Expr::Int(step_x), d)
             };
             self.use_(&s);
             Some(s)
@@ -683,6 +681,15 @@ impl<'a> FnGen<'a> {
         };
         self.use_(&lo);
         self.use_(&hi);
+        // Half the loops declare their (literal) trip count, as the front
+        // end does for literal ranges: their tapes have a known length.
+        let trip = self.rng.chance(0.5).then(|| {
+            if hi_x > lo_x {
+                ((hi_x - lo_x - 1) / step_x + 1) as u64
+            } else {
+                0
+            }
+        });
         let state = self.state(out, d);
         let index = Binder::new(self.var(), Ty::Int);
         self.pool.push((index.var.clone(), Ty::Int, d + 1));
@@ -722,6 +729,7 @@ impl<'a> FnGen<'a> {
                     hi,
                     step,
                     rev,
+                    trip,
                 },
                 state,
                 pre,
@@ -738,6 +746,7 @@ impl<'a> FnGen<'a> {
                     hi,
                     step,
                     rev,
+                    trip,
                 },
                 state,
                 vec![],
