@@ -874,8 +874,9 @@ impl Calls<'_> {
                 crate::codegen::sum_type(&ts.iter().map(|t| self.rust_ty(t)).collect::<Vec<_>>())
             }
             Ty::List(e, _) => crate::codegen::list_type(t, self.rust_ty(e)),
-            // Integers never reach a tape (the residual reads reals, sums
-            // and lists only); `i64` keeps the struct well formed.
+            // The only integer on a tape is a replay's trip count, which U
+            // counts from literals: `i64`, the type `Replay::new` takes.
+            // (Recomputing policies keep the user's integers off tapes.)
             Ty::Int => quote!(i64),
             Ty::Real(_) | Ty::Bool => crate::lower::ty_rust(t),
         }

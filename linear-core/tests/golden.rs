@@ -2,7 +2,8 @@
 //! the pipeline; the printed output of each stage is compared with
 //! `tests/files/*.out`. Regenerate the expectations with
 //! `UPDATE_EXPECT=1 cargo test -p linear-core --test golden`, then read the
-//! diff.
+//! diff. A first line `// checkpoint: binomial N` (or `state`) unzips with
+//! that policy instead of saving everything.
 
 use std::fmt::Write;
 use std::path::Path;
@@ -21,7 +22,19 @@ fn stages(src: &str) -> String {
     check(&j).expect("J output type-checks");
     let js = simplify(&j);
     check(&js).expect("simplified J output type-checks");
-    let u = unzip::unzip(&js, unzip::Checkpoint::SaveAll).expect("U applies");
+    let policy = match src
+        .lines()
+        .next()
+        .and_then(|l| l.strip_prefix("// checkpoint: "))
+    {
+        Some("state") => unzip::Checkpoint::LoopState,
+        Some(b) => match b.strip_prefix("binomial ").map(str::parse) {
+            Some(Ok(snapshots)) => unzip::Checkpoint::Binomial { snapshots },
+            _ => panic!("unknown checkpoint directive `{b}`"),
+        },
+        None => unzip::Checkpoint::SaveAll,
+    };
+    let u = unzip::unzip(&js, policy).expect("U applies");
     check_linear_b(&u).expect("U output is Linear B");
     let us = simplify(&u);
     check_linear_b(&us).expect("simplified U output is Linear B");
