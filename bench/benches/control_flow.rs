@@ -215,16 +215,17 @@ fn checkpoint_bench(c: &mut Criterion) {
     ];
     let mut lines = String::new();
     for ((name, snaps, _), tape) in variants.iter().zip(tapes) {
-        // The states the reverse sweep holds, and the steps it evaluates
-        // (the forward pass's `steps` plus recomputation), from the same
-        // schedule generated code runs.
+        // The states the reverse sweep holds, and the RK4 steps evaluated:
+        // the forward pass's, the reverse sweep's recomputation of each
+        // step's stages, and the replay's (from the same schedule generated
+        // code runs).
         let (held, evaluated) = match snaps {
             Some(c) => {
                 let mut r = linear_ad::__private::Replay::new((), steps as i64, *c, true);
                 while r.next_state(|s| s).is_some() {}
                 (
                     (*c as usize).min(steps) * std::mem::size_of::<[f64; 4]>(),
-                    steps as u64 + r.steps(),
+                    2 * steps as u64 + r.steps(),
                 )
             }
             None if *name == "state" => (0, 2 * steps as u64),
