@@ -293,6 +293,15 @@ fn newton_bench(c: &mut Criterion) {
         iters,
         NEWTON_HAND_BYTES_PER_ITER,
     );
+    let (_, (ba, bb)) = newton_binomial_vjp(a, b0, 1.0);
+    close(ba, da, "newton binomial vjp a");
+    close(bb, db, "newton binomial vjp b");
+    tape_line(
+        "newton_while (checkpoint = \"binomial\", snapshots = 4)",
+        newton_binomial_lin(a, b0).1.tape_bytes(),
+        iters,
+        NEWTON_HAND_BYTES_PER_ITER,
+    );
     let mut g = c.benchmark_group("newton_while");
     g.bench_function("primal", |b| b.iter(|| newton(black_box(a), black_box(b0))));
     g.bench_function("hand_jvp", |b| {
@@ -315,6 +324,9 @@ fn newton_bench(c: &mut Criterion) {
     });
     g.bench_function("linear_ad_vjp_state", |b| {
         b.iter(|| newton_state_vjp(black_box(a), black_box(b0), 1.0))
+    });
+    g.bench_function("linear_ad_vjp_binomial", |b| {
+        b.iter(|| newton_binomial_vjp(black_box(a), black_box(b0), 1.0))
     });
     g.finish();
 }

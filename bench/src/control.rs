@@ -264,7 +264,7 @@ pub fn rk4_hand_vjp(y0: V4, k: f64, steps: usize, h: f64, nbar: f64) -> (f64, (V
 pub const RK4_HAND_BYTES_PER_ITER: usize = 32;
 
 /// The real root of x³ + a x − b (a > 0) by Newton's method from x = b,
-/// iterating while the update is large; under two checkpoint policies.
+/// iterating while the update is large; under three checkpoint policies.
 macro_rules! newton_fn {
     ($(#[$attr:meta])* $name:ident) => {
         $(#[$attr])*
@@ -290,6 +290,11 @@ newton_fn!(
     /// [`newton`] keeping only each iteration's state for the reverse sweep.
     #[differentiable(checkpoint = "state")]
     newton_state
+);
+newton_fn!(
+    /// [`newton`] keeping only the initial state for the reverse sweep.
+    #[differentiable(checkpoint = "binomial", snapshots = 4)]
+    newton_binomial
 );
 
 /// Newton's iteration with tangents propagated (differentiating the

@@ -363,3 +363,58 @@ fn linear_b_forbids_a_case_with_mixed_results() {
         ]],
     );
 }
+
+/// A replay's states: `s` over `n` values from `s0`, each the `next` of the
+/// one before.
+const REPLAY: &str = "def f(x: f64; dx: f64) -> (; f64) =
+  let n: int; = 3i in
+  let s0: (f64,); = tup(x) in
+  loop replay s: (f64,) from s0 count n keep 2 next NEXT carry(; d: f64 = dx) collect() {
+    unpack (y: f64) = s in
+    let ; e: f64 = y * d in
+    (; e)
+  }";
+
+#[test]
+fn a_replay_type_checks() {
+    let p = parse_program(&REPLAY.replace(
+        "NEXT",
+        "{ unpack (z: f64) = s in let w: f64; = sin(z) in tup(w) }",
+    ))
+    .expect("parses");
+    check_linear_b(&p).expect("well-typed");
+}
+
+#[test]
+fn replay_next_returns_the_wrong_type() {
+    err_a(
+        &REPLAY.replace("NEXT", "{ unpack (z: f64) = s in sin(z) }"),
+        expect![[
+            r#"in `f`: a replay's `next` must return one (f64,) and read no linear variable"#
+        ]],
+    );
+}
+
+#[test]
+fn replay_next_reads_a_linear_variable() {
+    err_a(
+        &REPLAY.replace("NEXT", "{ let ; = drop(dx) in s }"),
+        expect!["in `f`: a replay's `next` must return one (f64,) and read no linear variable"],
+    );
+}
+
+#[test]
+fn replay_starts_from_the_wrong_type() {
+    err_a(
+        &REPLAY.replace("NEXT", "s").replace("from s0", "from x"),
+        expect!["in `f`: replay of `s: (f64,)` starts from `x: f64`"],
+    );
+}
+
+#[test]
+fn replay_without_snapshots() {
+    err_a(
+        &REPLAY.replace("NEXT", "s").replace("keep 2", "keep 0"),
+        expect!["in `f`: a replay keeps at least one snapshot (its initial state)"],
+    );
+}
