@@ -31,7 +31,9 @@
 //!    (the error names the variable and the arm). An injection names a
 //!    sum type, an alternative of it and a value of that alternative's type.
 //! 8. A loop's range bounds and step are integers and its index an
-//!    integer; a list loop's element has the list's element type; a
+//!    integer (a declared trip count, `range(lo, hi; n)`, depends on
+//!    values: the interpreter checks it); a list loop's element has the
+//!    list's element type, whatever the list's declared length; a
 //!    `while` condition returns one bool and reads no linear variable; a
 //!    replay starts from a value of its state's type, counts with an int,
 //!    keeps at least one snapshot, and its `next`, which sees the state

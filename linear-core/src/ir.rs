@@ -852,21 +852,14 @@ impl Iter {
                 rev: *rev,
             },
             Iter::While { cond } => Iter::While { cond: cond.clone() },
-            Iter::Replay {
-                state,
-                init,
-                count,
-                next,
-                snapshots,
-                rev,
-            } => Iter::Replay {
-                state: state.clone(),
-                init: var(init),
-                count: var(count),
-                next: next.clone(),
-                snapshots: *snapshots,
-                rev: *rev,
-            },
+            Iter::Replay { .. } => {
+                let mut it = self.clone();
+                if let Iter::Replay { init, count, .. } = &mut it {
+                    *init = var(init);
+                    *count = var(count);
+                }
+                it
+            }
         }
     }
 
@@ -895,21 +888,13 @@ impl Iter {
                 rev: !rev,
             }),
             Iter::While { .. } => None,
-            Iter::Replay {
-                state,
-                init,
-                count,
-                next,
-                snapshots,
-                rev,
-            } => Some(Iter::Replay {
-                state: state.clone(),
-                init: init.clone(),
-                count: count.clone(),
-                next: next.clone(),
-                snapshots: *snapshots,
-                rev: !rev,
-            }),
+            Iter::Replay { .. } => {
+                let mut it = self.clone();
+                if let Iter::Replay { rev, .. } = &mut it {
+                    *rev = !*rev;
+                }
+                Some(it)
+            }
         }
     }
 }

@@ -692,15 +692,7 @@ impl Unzip<'_> {
                 },
             ),
         };
-        let (res_tys, _) = fwd.result_types();
-        let res: Vec<Binder> = res_tys
-            .into_iter()
-            .map(|t| {
-                let v = self.fresh.var("s");
-                self.types.insert(v.clone(), t.clone());
-                Binder::new(v, t)
-            })
-            .collect();
+        let res = self.fresh_binders("s", fwd.result_types().0);
         let tapes = res[res.len() - 1].var.clone();
         let elem = self.fresh.var("t");
         let residual = Loop {
@@ -792,6 +784,17 @@ impl Unzip<'_> {
 }
 
 impl Unzip<'_> {
+    /// One fresh variable per type, with its type recorded.
+    fn fresh_binders(&mut self, hint: &str, tys: Vec<Ty>) -> Vec<Binder> {
+        tys.into_iter()
+            .map(|t| {
+                let v = self.fresh.var(hint);
+                self.types.insert(v.clone(), t.clone());
+                Binder::new(v, t)
+            })
+            .collect()
+    }
+
     /// `let v: ty = rhs` appended to `out`, with `v` fresh.
     fn bind(&mut self, out: &mut Vec<Stmt>, hint: &str, ty: Ty, rhs: Expr) -> Var {
         let v = self.fresh.var(hint);
@@ -925,15 +928,7 @@ impl Unzip<'_> {
                 },
             ),
         };
-        let (res_tys, _) = fwd.result_types();
-        let res: Vec<Binder> = res_tys
-            .into_iter()
-            .map(|t| {
-                let v = self.fresh.var("s");
-                self.types.insert(v.clone(), t.clone());
-                Binder::new(v, t)
-            })
-            .collect();
+        let res = self.fresh_binders("s", fwd.result_types().0);
         let count = res[l.nl.len()].var.clone();
         pre.push(Stmt::Let {
             nl: res.clone(),
