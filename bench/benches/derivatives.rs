@@ -476,7 +476,7 @@ fn bundle_adjustment(c: &mut Criterion) {
     for (cam, x, w, feat) in &obs[..4] {
         let (_, lin) = reprojection_lin(*cam, *x, *w, *feat);
         let nd = nd_jacobian(cam, x, *w, *feat);
-        let (_, hand) = reprojection_jacobian_hand(cam, x, *w, *feat);
+        let (_, hand) = reprojection_jacobian_hand(*cam, *x, *w, *feat);
         for i in 0..2 {
             close_all(&hand[i], &nd[i], "BA hand-written Jacobian vs num-dual");
         }
@@ -503,7 +503,7 @@ fn bundle_adjustment(c: &mut Criterion) {
     g.bench_function("hand", |b| {
         b.iter(|| {
             for (cam, x, w, feat) in black_box(&obs) {
-                black_box(reprojection_jacobian_hand(cam, x, *w, *feat));
+                black_box(reprojection_jacobian_hand(*cam, *x, *w, *feat));
             }
         })
     });
@@ -601,8 +601,8 @@ fn nd_jacobian(cam: &[f64; 11], x: &[f64; 3], w: f64, feat: [f64; 2]) -> [[f64; 
 fn rosenbrock_sums(c: &mut Criterion) {
     let x10: [f64; 10] = std::array::from_fn(|i| 0.5 + 0.1 * i as f64);
     let x100: [f64; 100] = std::array::from_fn(|i| 0.5 + 0.01 * i as f64);
-    let want10 = rosenbrock_n_hand(&x10);
-    let want100 = rosenbrock_n_hand(&x100);
+    let want10 = rosenbrock_n_hand(x10);
+    let want100 = rosenbrock_n_hand(x100);
     let got10 = rosenbrock_10_vjp(x10, 1.0).1;
     let got100 = rosenbrock_100_vjp(x100, 1.0).1;
     close_all(&got10, &want10.1, "rosenbrock 10");
@@ -617,7 +617,7 @@ fn rosenbrock_sums(c: &mut Criterion) {
     close_all(&rv100.1, &want100.1, "rosenbrock 100 reverse");
     let mut g = c.benchmark_group("rosenbrock_10");
     g.bench_function("primal", |b| b.iter(|| rosenbrock_10(black_box(x10))));
-    g.bench_function("hand", |b| b.iter(|| rosenbrock_n_hand(black_box(&x10))));
+    g.bench_function("hand", |b| b.iter(|| rosenbrock_n_hand(black_box(x10))));
     g.bench_function("linear_ad_vjp", |b| {
         b.iter(|| rosenbrock_10_vjp(black_box(x10), 1.0))
     });
@@ -637,7 +637,7 @@ fn rosenbrock_sums(c: &mut Criterion) {
     g.finish();
     let mut g = c.benchmark_group("rosenbrock_100");
     g.bench_function("primal", |b| b.iter(|| rosenbrock_100(black_box(x100))));
-    g.bench_function("hand", |b| b.iter(|| rosenbrock_n_hand(black_box(&x100))));
+    g.bench_function("hand", |b| b.iter(|| rosenbrock_n_hand(black_box(x100))));
     g.bench_function("linear_ad_vjp", |b| {
         b.iter(|| rosenbrock_100_vjp(black_box(x100), 1.0))
     });
