@@ -1,0 +1,235 @@
+//! The caller side of the calling convention: Rust for the IR's calls to
+//! other differentiable functions (`call.N` and its derived externs), the
+//! Rust types of tape fields, and the heap bytes a tape owns.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{quote, quote_spanned};
+use rustc_hash::FxHashMap as HashMap;
+
+use super::{from_ir, pascal, to_ir};
+use crate::codegen::{CallGen, Names};
+use crate::ir::{Ty, Var};
+use crate::lower::{CallArg, CallSite};
+
+/// The caller-side half: Rust for the IR's calls to `call.N` and its
+/// derived externs, from the call sites recorded by lowering.
+pub(super) struct Calls<'a> {
+    pub(super) sites: &'a HashMap<Var, CallSite>,
+    pub(super) opaques: &'a HashMap<Var, crate::lower::Opaque>,
+}
+
+impl Calls<'_> {
+    pub(super) fn site(&self, func: &Var) -> Option<(&CallSite, String)> {
+        let mut parts = func.as_str().splitn(3, '.');
+        let (call, n) = (parts.next()?, parts.next()?);
+        let rest = parts.next().unwrap_or("").to_string();
+        let site = self.sites.get(&Var::new(&format!("{call}.{n}")))?;
+        Some((site, rest))
+    }
+
+    /// The callee's path with its last segment renamed, keeping the span of
+    /// the name the user wrote so errors point at the call.
+    pub(super) fn sibling(path: &syn::Path, name: String) -> syn::Path {
+        let mut p = path.clone();
+        if let Some(last) = p.segments.last_mut() {
+            last.ident = syn::Ident::new(&name, last.ident.span());
+        }
+        p
+    }
+
+    pub(super) fn callee_name(site: &CallSite) -> String {
+        Self::callee_name_of(&site.path)
+    }
+
+    pub(super) fn callee_name_of(path: &syn::Path) -> String {
+        path.segments
+            .last()
+            .map(|s| s.ident.to_string())
+            .unwrap_or_default()
+    }
+
+    /// Heap bytes a tape part of type `t` owns, beyond its inline size.
+    pub(super) fn heap_bytes(&self, e: TokenStream, t: &Ty) -> TokenStream {
+        let zero = quote!(0usize);
+        match t {
+            Ty::Real(_) | Ty::Int | Ty::Bool => zero,
+            Ty::Tuple(ts) => {
+                let parts: Vec<TokenStream> = ts
+                    .iter()
+                    .enumerate()
+                    .map(|(i, t)| {
+                        let i = syn::Index::from(i);
+                        self.heap_bytes(quote!((#e).#i), t)
+                    })
+                    .filter(|p| p.to_string() != "0usize")
+                    .collect();
+                if parts.is_empty() {
+                    zero
+                } else {
+                    quote!((#(#parts)+*))
+                }
+            }
+            Ty::Sum(ts) => {
+                let alts: Vec<(TokenStream, TokenStream)> = ts
+                    .iter()
+                    .map(|t| {
+                        let x = syn::Ident::new("__x", Span::mixed_site());
+                        (quote!(#x), self.heap_bytes(quote!(#x), t))
+                    })
+                    .collect();
+                if alts.iter().all(|(_, h)| h.to_string() == "0usize") {
+                    return zero;
+                }
+                let arms: Vec<(TokenStream, TokenStream)> = alts
+                    .into_iter()
+                    .map(|(p, h)| (quote!(ref #p), quote!({ #h })))
+                    .collect();
+                let mut names = Names::default();
+                crate::codegen::match_sum_tokens(quote!(#e), &arms, &mut names)
+            }
+            Ty::List(..) if crate::codegen::inline_len(t).is_some() => zero,
+            Ty::List(inner, _) => {
+                let elem = self.rust_ty(inner);
+                let x = syn::Ident::new("__x", Span::mixed_site());
+                let h = self.heap_bytes(quote!((*#x)), inner);
+                let own = quote!((#e).capacity() * ::core::mem::size_of::<#elem>());
+                if h.to_string() == "0usize" {
+                    own
+                } else {
+                    quote!((#own + (#e).iter().map(|#x| #h).sum::<usize>()))
+                }
+            }
+            Ty::Tape(_) => {
+                quote!((::linear_ad::TapeSize::tape_bytes(&#e) - ::core::mem::size_of_val(&#e)))
+            }
+        }
+    }
+
+    /// The Rust type of an IR type, with callee tapes as the callees'
+    /// linearization types.
+    pub(super) fn rust_ty(&self, t: &Ty) -> TokenStream {
+        match t {
+            Ty::Tape(name) => match self.site(name) {
+                Some((site, _)) => {
+                    let g = Self::callee_name(site);
+                    let p = Self::sibling(&site.path, format!("__{}Linearization", pascal(&g)));
+                    quote!(#p)
+                }
+                None => quote!(()),
+            },
+            Ty::Tuple(ts) => {
+                let ts = ts.iter().map(|t| self.rust_ty(t));
+                quote!((#(#ts,)*))
+            }
+            Ty::Sum(ts) => {
+                crate::codegen::sum_type(&ts.iter().map(|t| self.rust_ty(t)).collect::<Vec<_>>())
+            }
+            Ty::List(e, _) => crate::codegen::list_type(t, self.rust_ty(e)),
+            // The only integer on a tape is a replay's trip count, which U
+            // counts from literals: `i64`, the type `Replay::new` takes.
+            // (Recomputing policies keep the user's integers off tapes.)
+            Ty::Int => quote!(i64),
+            Ty::Real(_) | Ty::Bool => crate::lower::ty_rust(t),
+        }
+    }
+}
+
+impl CallGen for Calls<'_> {
+    fn opaque(&self, name: &Var, args: &[syn::Ident]) -> Option<TokenStream> {
+        let o = self.opaques.get(name)?;
+        let (params, code) = (&o.params, &o.code);
+        Some(quote!({ let (#(#params,)*) = (#(#args,)*); #code }))
+    }
+
+    fn call(
+        &self,
+        func: &Var,
+        nl: &[syn::Ident],
+        lin: &[syn::Ident],
+        names: &mut Names,
+    ) -> Option<TokenStream> {
+        let (site, stage) = self.site(func)?;
+        let g = Self::callee_name(site);
+        // Every reference goes through the callee's linearization type, so a
+        // callee that is not `#[differentiable]` is one missing name.
+        let ty = Self::sibling(&site.path, format!("__{}Linearization", pascal(&g)));
+        let inactive = quote!(::linear_ad::__private::Inactive);
+        // Tangent slots in the callee's parameter order: the IR passes the
+        // active arguments only; each slot carries its argument's span, so a
+        // type error about it points at the argument.
+        let slots = |vals: &[syn::Ident], names: &mut Names| -> Option<Vec<TokenStream>> {
+            let mut out = Vec::new();
+            let mut k = 0;
+            for a in &site.args {
+                match a {
+                    CallArg::Active(s, span) => {
+                        let v = vals.get(k)?;
+                        let conv = from_ir(quote!(#v), s, names);
+                        out.push(quote_spanned!(*span=> ::core::convert::identity(#conv)));
+                        k += 1;
+                    }
+                    CallArg::Inactive(..) => out.push(inactive.clone()),
+                }
+            }
+            Some(out)
+        };
+        let r = syn::Ident::new("__r", Span::mixed_site());
+        let dr = syn::Ident::new("__dr", Span::mixed_site());
+        let l = syn::Ident::new("__l", Span::mixed_site());
+        let r_ir = to_ir(quote!(#r), &site.ret, names);
+        Some(match stage.as_str() {
+            "jvp" | "jvp.nl" => {
+                let mut args = Vec::new();
+                let mut k = 0;
+                for a in &site.args {
+                    match a {
+                        CallArg::Active(s, _) => {
+                            let v = nl.get(k)?;
+                            args.push(from_ir(quote!(#v), s, names));
+                            k += 1;
+                        }
+                        CallArg::Inactive(id, _) => args.push(quote!(#id)),
+                    }
+                }
+                if stage == "jvp" {
+                    let slots = slots(lin, names)?;
+                    let dr_ir = to_ir(quote!(#dr), &site.ret, names);
+                    quote!({ let (#r, #dr) = <#ty>::__jvp(#(#args,)* #(#slots,)*); (#r_ir, #dr_ir) })
+                } else {
+                    quote!({ let (#r, #l) = <#ty>::__lin(#(#args,)*); (#r_ir, #l) })
+                }
+            }
+            "jvp.lin" => {
+                let tape = nl.first()?;
+                let slots = slots(lin, names)?;
+                quote!({ let #r = <#ty>::__apply(&#tape, #(#slots,)*); #r_ir })
+            }
+            "jvp.lin.t" => {
+                let tape = nl.first()?;
+                let ct = lin.first()?;
+                let ct_rust = from_ir(quote!(#ct), &site.ret, names);
+                let mut pats = Vec::new();
+                let mut outs = Vec::new();
+                for a in &site.args {
+                    match a {
+                        CallArg::Active(s, span) => {
+                            let c = names.temp("c");
+                            let t = s.rust();
+                            let got = quote_spanned!(*span=> <_ as ::linear_ad::__private::Tangent<#t>>::tangent(#c));
+                            outs.push(to_ir(got, s, names));
+                            pats.push(quote!(#c));
+                        }
+                        CallArg::Inactive(..) => pats.push(quote!(_)),
+                    }
+                }
+                let out = if outs.len() == 1 {
+                    outs[0].clone()
+                } else {
+                    quote!((#(#outs,)*))
+                };
+                quote!({ let (#(#pats,)*) = <#ty>::__transpose(&#tape, #ct_rust); #out })
+            }
+            _ => return None,
+        })
+    }
+}

@@ -1,0 +1,494 @@
+//! The items `#[differentiable]` adds beside `f`: `f_jvp`, the
+//! linearization type with its `LinearMap` and `TapeSize` impls, `f_lin`,
+//! `f_vjp`, and the companions other differentiable functions call.
+//!
+//! Each item is the Rust printing ([`crate::codegen`]) of one function of
+//! the pipeline's output wrapped in the user's signature: `f_jvp` of J(f),
+//! `f_lin` of U(J(f))'s forward pass, `apply` of its residual, `transpose`
+//! and `f_vjp` of T of the residual. What they share (parameter names,
+//! tangent types, conversions between Rust values and IR values) is
+//! computed once, in [`Sig`].
+
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote};
+
+use super::calls::Calls;
+use super::companions::companions;
+use super::{find, from_ir, pascal, pattern_idents, pipeline, to_ir, wants_dump};
+use crate::codegen::{body, body_holding, Hold, Names};
+use crate::ir::{Func, Ty, Var};
+use crate::lower::{Lowered, Shape};
+use crate::passes::unzip;
+
+/// What the generated functions' signatures and bodies share.
+struct Sig<'a> {
+    /// `f`'s visibility.
+    vis: &'a syn::Visibility,
+    /// The differentiable parameters: position and shape.
+    active: Vec<(usize, &'a Shape)>,
+    /// `f`'s parameters as the generated functions declare them.
+    params: Vec<TokenStream>,
+    /// `let _ = &p;` for constant parameters a body may not read.
+    used_markers: Vec<TokenStream>,
+    /// One tangent parameter per differentiable parameter (`f_jvp`).
+    tangent_params: Vec<TokenStream>,
+    /// The differentiable parameters, and their tangents, as IR values.
+    primal_ir: Vec<TokenStream>,
+    tangent_ir: Vec<TokenStream>,
+    /// `R`, and `In` (the tangent of the differentiable parameters).
+    ret_ty: TokenStream,
+    in_ty: TokenStream,
+    /// Lints allowed on every item: the user's `#[allow]`s, and
+    /// `too_many_arguments` (`f_jvp` takes a tangent per parameter).
+    allow: TokenStream,
+    /// The inactive statements every primal computation runs first.
+    prelude: &'a [TokenStream],
+}
+
+fn hidden(name: &str) -> syn::Ident {
+    syn::Ident::new(name, Span::mixed_site())
+}
+
+impl<'a> Sig<'a> {
+    fn new(item: &'a syn::ItemFn, l: &'a Lowered, names: &mut Names) -> Result<Sig<'a>, String> {
+        let active: Vec<(usize, &Shape)> = l
+            .params
+            .iter()
+            .enumerate()
+            .filter_map(|(i, p)| p.active.as_ref().map(|(s, _)| (i, s)))
+            .collect();
+        if active.is_empty() {
+            return Err("no differentiable parameter".into());
+        }
+        // Parameter identifiers: the user's own for a plain name, else a
+        // hidden one.
+        let mut params = Vec::new();
+        let mut primal_idents = Vec::new();
+        let mut used_markers = Vec::new();
+        for (i, p) in l.params.iter().enumerate() {
+            let ty = &p.ty;
+            if p.active.is_some() {
+                let id = match &p.pat {
+                    syn::Pat::Ident(pi) if pi.subpat.is_none() => pi.ident.clone(),
+                    _ => hidden(&format!("__p{i}")),
+                };
+                params.push(quote!(#id: #ty));
+                primal_idents.push(Some(id));
+            } else {
+                let pat = &p.pat;
+                params.push(quote!(#pat: #ty));
+                let mut ids = Vec::new();
+                pattern_idents(pat, &mut ids);
+                used_markers.extend(ids.into_iter().map(|id| quote!(let _ = &#id;)));
+                primal_idents.push(None);
+            }
+        }
+        let tangent_idents: Vec<syn::Ident> = active
+            .iter()
+            .map(|(i, _)| match primal_idents[*i].as_ref() {
+                Some(id) if !id.to_string().starts_with("__") => hidden(&format!("{id}_tangent")),
+                _ => hidden(&format!("__t{i}")),
+            })
+            .collect();
+        let tangent_params = active
+            .iter()
+            .zip(&tangent_idents)
+            .map(|((_, s), id)| {
+                let t = s.rust();
+                quote!(#id: #t)
+            })
+            .collect();
+        let primal_ir = active
+            .iter()
+            .map(|(i, s)| {
+                let id = primal_idents[*i]
+                    .as_ref()
+                    .map(|id| quote!(#id))
+                    .unwrap_or_default();
+                to_ir(id, s, names)
+            })
+            .collect();
+        let tangent_ir = active
+            .iter()
+            .zip(&tangent_idents)
+            .map(|((_, s), id)| to_ir(quote!(#id), s, names))
+            .collect();
+        let in_ty = if active.len() == 1 {
+            active[0].1.rust()
+        } else {
+            let ts = active.iter().map(|(_, s)| s.rust());
+            quote!((#(#ts,)*))
+        };
+        let user_allows = item.attrs.iter().filter(|a| a.path().is_ident("allow"));
+        Ok(Sig {
+            vis: &item.vis,
+            active,
+            params,
+            used_markers,
+            tangent_params,
+            primal_ir,
+            tangent_ir,
+            ret_ty: l.ret.rust(),
+            in_ty,
+            allow: quote!(#[allow(clippy::too_many_arguments)] #(#user_allows)*),
+            prelude: &l.prelude,
+        })
+    }
+
+    /// Converts IR cotangents of the differentiable parameters (`value`, a
+    /// tuple of them if there are several) to `In`.
+    fn pack_cotangents(&self, names: &mut Names, value: TokenStream) -> TokenStream {
+        if let [(_, s)] = self.active.as_slice() {
+            return from_ir(value, s, names);
+        }
+        let parts: Vec<syn::Ident> = (0..self.active.len())
+            .map(|k| format_ident!("__c{}", k, span = Span::mixed_site()))
+            .collect();
+        let outs: Vec<TokenStream> = parts
+            .iter()
+            .zip(&self.active)
+            .map(|(p, (_, s))| from_ir(quote!(#p), s, names))
+            .collect();
+        quote!({ let (#(#parts,)*) = #value; (#(#outs,)*) })
+    }
+
+    /// Binds an `In` tangent (`tangent`) as IR values: the arguments that
+    /// follow the tape in `apply`, and the statement that binds them.
+    fn unpack_tangents(
+        &self,
+        names: &mut Names,
+        tangent: &syn::Ident,
+    ) -> (TokenStream, Vec<TokenStream>) {
+        if let [(_, s)] = self.active.as_slice() {
+            return (quote!(), vec![to_ir(quote!(#tangent), s, names)]);
+        }
+        let parts: Vec<syn::Ident> = (0..self.active.len())
+            .map(|k| format_ident!("__d{}", k, span = Span::mixed_site()))
+            .collect();
+        let convs = parts
+            .iter()
+            .zip(&self.active)
+            .map(|(p, (_, s))| to_ir(quote!(#p), s, names))
+            .collect();
+        (quote!(let (#(#parts,)*) = #tangent;), convs)
+    }
+}
+
+/// The pipeline's output for `f`, and the functions code is printed from.
+struct Outputs<'a> {
+    jvp: &'a Func,
+    forward: &'a Func,
+    residual: &'a Func,
+    transposed: &'a Func,
+}
+
+/// Every item `#[differentiable]` adds for `f`.
+pub(super) fn generate(
+    item: &syn::ItemFn,
+    l: &Lowered,
+    dump: bool,
+    policy: unzip::Checkpoint,
+) -> Result<TokenStream, String> {
+    let name = item.sig.ident.to_string();
+    let stages = pipeline(&l.func, &l.externs, policy)?;
+    if wants_dump(&name, dump) {
+        eprintln!(
+            "== linear-ad: `{name}` lowered ==\n{}\n== J (simplified) ==\n{}\n== U (simplified) ==\n{}\n== T of the residual (simplified) ==\n{}",
+            stages.source,
+            stages.jvp,
+            stages.unzipped,
+            stages.transposed.funcs.iter().filter(|f| f.name.as_str().ends_with(".t")).map(ToString::to_string).collect::<String>()
+        );
+    }
+    let out = Outputs {
+        jvp: find(&stages.jvp, &format!("{name}.jvp"))?,
+        forward: find(&stages.unzipped, &format!("{name}.jvp.nl"))?,
+        residual: find(&stages.unzipped, &format!("{name}.jvp.lin"))?,
+        transposed: find(&stages.transposed, &format!("{name}.jvp.lin.t"))?,
+    };
+    let calls = Calls {
+        sites: &l.calls,
+        opaques: &l.opaques,
+    };
+    let mut names = Names::default();
+    let sig = Sig::new(item, l, &mut names)?;
+    let map_name = syn::Ident::new(
+        &format!("__{}Linearization", pascal(&name)),
+        item.sig.ident.span(),
+    );
+    let jvp_fn = jvp_item(item, l, &sig, out.jvp, &calls, &mut names);
+    let lin_items = lin_items(item, l, &sig, &out, &map_name, &calls, &mut names)?;
+    let vjp_fn = vjp_item(item, l, &sig, &out, &calls, &mut names);
+    let companions = companions(
+        item,
+        &l.params,
+        &map_name,
+        &sig.ret_ty,
+        &sig.active,
+        &sig.allow,
+    );
+    Ok(quote!(#jvp_fn #lin_items #vjp_fn #companions))
+}
+
+/// `f_jvp(params.., tangents..) -> (R, R)`: J(f).
+fn jvp_item(
+    item: &syn::ItemFn,
+    l: &Lowered,
+    sig: &Sig,
+    fj: &Func,
+    calls: &Calls,
+    names: &mut Names,
+) -> TokenStream {
+    let Sig {
+        vis,
+        params,
+        tangent_params,
+        used_markers,
+        prelude,
+        ret_ty,
+        allow,
+        ..
+    } = sig;
+    let (y, dy) = (hidden("__y"), hidden("__dy"));
+    let y_out = from_ir(quote!(#y), &l.ret, names);
+    let dy_out = from_ir(quote!(#dy), &l.ret, names);
+    let args: Vec<TokenStream> = sig
+        .primal_ir
+        .iter()
+        .chain(&sig.tangent_ir)
+        .cloned()
+        .collect();
+    let jvp_body = body(fj, &args, calls);
+    let name = &item.sig.ident;
+    let jvp_name = format_ident!("{}_jvp", name);
+    let doc = format!("Forward mode of [`{name}`]: its value and its directional derivative along the given tangents (one per differentiable parameter). Generated by `#[differentiable]`.");
+    quote! {
+        #[doc = #doc]
+        #allow
+        #[inline]
+        #vis fn #jvp_name(#(#params,)* #(#tangent_params,)*) -> (#ret_ty, #ret_ty) {
+            #(#used_markers)*
+            #(#prelude)*
+            let (#y, #dy) = #jvp_body;
+            (#y_out, #dy_out)
+        }
+    }
+}
+
+/// The tape as a struct: one field per saved value, named after its IR
+/// variable (as printed by `dump`).
+struct Tape {
+    fields: Vec<syn::Ident>,
+    tys: Vec<Ty>,
+}
+
+impl Tape {
+    fn new(forward: &Func, residual: &Func) -> Result<Tape, String> {
+        let tys = match forward.nl_rets.last() {
+            Some(Ty::Tuple(ts)) => ts.clone(),
+            _ => return Err("the forward pass returns no tape".into()),
+        };
+        let vars: Vec<Var> = match &residual.body {
+            crate::ir::Expr::Block { stmts, .. } => match stmts.first() {
+                Some(crate::ir::Stmt::Unpack { vars, .. }) => {
+                    vars.iter().map(|b| b.var.clone()).collect()
+                }
+                _ => Vec::new(),
+            },
+            _ => Vec::new(),
+        };
+        let mut field_names = Names::default();
+        let fields = (0..tys.len())
+            .map(|k| match vars.get(k) {
+                Some(v) => field_names.ident(v),
+                None => format_ident!("t{}", k),
+            })
+            .map(|id| syn::Ident::new(&id.to_string(), Span::call_site()))
+            .collect();
+        Ok(Tape { fields, tys })
+    }
+
+    /// The tape as `apply` and `transpose` read it, in place: its
+    /// non-`Copy` parts (lists, sums holding them, callees' tapes) by
+    /// reference.
+    fn read_in_place(&self) -> TokenStream {
+        let reads = self.fields.iter().zip(&self.tys).map(|(f, t)| {
+            if crate::codegen::is_copy(t) {
+                quote!(self.#f)
+            } else {
+                quote!(&self.#f)
+            }
+        });
+        quote!((#(#reads,)*))
+    }
+
+    /// The struct, with `Clone` (and `Copy` where every field is), and its
+    /// `TapeSize` and `Debug` impls.
+    fn items(&self, map_name: &syn::Ident, sig: &Sig, doc: &str, calls: &Calls) -> TokenStream {
+        let Sig { vis, allow, .. } = sig;
+        let fields = &self.fields;
+        let field_tys: Vec<TokenStream> = self.tys.iter().map(|t| calls.rust_ty(t)).collect();
+        let derive = if self.tys.iter().all(crate::codegen::is_copy) {
+            quote!(#[derive(Clone, Copy)])
+        } else {
+            quote!(#[derive(Clone)])
+        };
+        // Only the parts that own heap memory, summed over a flat array: a
+        // chain of `+` as long as the tape nests as deep in rustc's parser.
+        let heap: Vec<TokenStream> = fields
+            .iter()
+            .zip(&self.tys)
+            .map(|(f, t)| calls.heap_bytes(quote!(self.#f), t))
+            .filter(|h| h.to_string() != "0usize")
+            .collect();
+        let heap_len = heap.len();
+        let map_str = map_name.to_string();
+        // `Debug` by hand: per-iteration records may be tuples longer than
+        // the standard library's `Debug` impls.
+        quote! {
+            #[doc = #doc]
+            #derive
+            #allow
+            #vis struct #map_name {
+                #(#fields: #field_tys,)*
+            }
+
+            #allow
+            impl ::linear_ad::TapeSize for #map_name {
+                fn tape_bytes(&self) -> usize {
+                    let __heap: [usize; #heap_len] = [#(#heap),*];
+                    ::core::mem::size_of::<Self>() + __heap.iter().sum::<usize>()
+                }
+            }
+
+            #allow
+            impl ::core::fmt::Debug for #map_name {
+                fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                    f.debug_struct(#map_str)
+                        .field("tape_bytes", &::linear_ad::TapeSize::tape_bytes(self))
+                        .finish_non_exhaustive()
+                }
+            }
+        }
+    }
+}
+
+/// The linearization type (the tape, `LinearMap` from the residual and its
+/// transpose) and `f_lin(params..) -> (R, __FLinearization)`, U(J(f))'s
+/// forward pass.
+fn lin_items(
+    item: &syn::ItemFn,
+    l: &Lowered,
+    sig: &Sig,
+    out: &Outputs,
+    map_name: &syn::Ident,
+    calls: &Calls,
+    names: &mut Names,
+) -> Result<TokenStream, String> {
+    let Sig {
+        vis,
+        params,
+        used_markers,
+        prelude,
+        ret_ty,
+        in_ty,
+        allow,
+        ..
+    } = sig;
+    let tape = Tape::new(out.forward, out.residual)?;
+    let name = &item.sig.ident;
+    let lin_name = format_ident!("{}_lin", name);
+    let map_doc = format!("The linearization of [`{name}`] at a point, returned by [`{lin_name}`]: the tape of values its derivative needs. Generated by `#[differentiable]`.");
+    let lin_doc = format!("Linearizes [`{name}`] once: its value, and a [`LinearMap`](::linear_ad::LinearMap) that applies the derivative at this point (`apply`, forward mode) and its transpose (`transpose`, reverse mode) from one saved tape. Generated by `#[differentiable]`.");
+    let tape_items = tape.items(map_name, sig, &map_doc, calls);
+    let self_tape = tape.read_in_place();
+
+    let (tangent, cotangent, r) = (hidden("__tangent"), hidden("__cotangent"), hidden("__r"));
+    let (unpack, ts) = sig.unpack_tangents(names, &tangent);
+    let mut args = vec![(self_tape.clone(), Hold::Shallow)];
+    args.extend(ts.into_iter().map(|t| (t, Hold::Owned)));
+    let apply = body_holding(out.residual, &args, calls);
+    let conv = from_ir(quote!(#r), &l.ret, names);
+    let apply_body = quote!({ #unpack let #r = #apply; #conv });
+
+    let ct_ir = to_ir(quote!(#cotangent), &l.ret, names);
+    let t_body = body_holding(
+        out.transposed,
+        &[(self_tape, Hold::Shallow), (ct_ir, Hold::Owned)],
+        calls,
+    );
+    let transpose_out = sig.pack_cotangents(names, t_body);
+
+    let (y, tape_var) = (hidden("__y"), hidden("__tape"));
+    let y_out = from_ir(quote!(#y), &l.ret, names);
+    let fwd_body = body(out.forward, &sig.primal_ir, calls);
+    let fields = &tape.fields;
+    let field_index: Vec<syn::Index> = (0..fields.len()).map(syn::Index::from).collect();
+    Ok(quote! {
+        #tape_items
+
+        #allow
+        impl ::linear_ad::LinearMap<#in_ty, #ret_ty> for #map_name {
+            #[inline]
+            fn apply(&self, #tangent: #in_ty) -> #ret_ty {
+                #apply_body
+            }
+            #[inline]
+            fn transpose(&self, #cotangent: #ret_ty) -> #in_ty {
+                #transpose_out
+            }
+        }
+
+        #[doc = #lin_doc]
+        #allow
+        #[inline]
+        #vis fn #lin_name(#(#params,)*) -> (#ret_ty, #map_name) {
+            #(#used_markers)*
+            #(#prelude)*
+            let (#y, #tape_var) = #fwd_body;
+            (#y_out, #map_name { #(#fields: #tape_var.#field_index,)* })
+        }
+    })
+}
+
+/// `f_vjp(params.., cotangent: R) -> (R, In)`: the forward pass, then the
+/// transposed residual, fused in one function.
+fn vjp_item(
+    item: &syn::ItemFn,
+    l: &Lowered,
+    sig: &Sig,
+    out: &Outputs,
+    calls: &Calls,
+    names: &mut Names,
+) -> TokenStream {
+    let Sig {
+        vis,
+        params,
+        used_markers,
+        prelude,
+        ret_ty,
+        in_ty,
+        allow,
+        ..
+    } = sig;
+    let (y, tape, cotangent) = (hidden("__y"), hidden("__tape"), hidden("__cotangent"));
+    let y_out = from_ir(quote!(#y), &l.ret, names);
+    let fwd_body = body(out.forward, &sig.primal_ir, calls);
+    let ct_ir = to_ir(quote!(#cotangent), &l.ret, names);
+    let t_body = body(out.transposed, &[quote!(#tape), ct_ir], calls);
+    let vjp_out = sig.pack_cotangents(names, t_body);
+    let name = &item.sig.ident;
+    let vjp_name = format_ident!("{}_vjp", name);
+    let doc = format!("Reverse mode of [`{name}`]: its value and the cotangents of its differentiable parameters for the given output cotangent (the gradient, for an output cotangent of 1). Generated by `#[differentiable]`.");
+    quote! {
+        #[doc = #doc]
+        #allow
+        #[inline]
+        #vis fn #vjp_name(#(#params,)* #cotangent: #ret_ty) -> (#ret_ty, #in_ty) {
+            #(#used_markers)*
+            #(#prelude)*
+            let (#y, #tape) = #fwd_body;
+            (#y_out, #vjp_out)
+        }
+    }
+}

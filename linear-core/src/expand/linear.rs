@@ -1,0 +1,282 @@
+//! `#[linear]`: linearity proved by lowering in linear mode, the transpose
+//! by T, and the derivatives of a linear function by L then J.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned};
+
+use rustc_hash::FxHashMap as HashMap;
+
+use super::calls::Calls;
+use super::items::generate;
+use super::{
+    find, finish, from_ir, parse_input, pascal, pattern_idents, recheck, to_ir, wants_dump,
+    without_markers,
+};
+use crate::check::check_linear_b;
+use crate::codegen::{body, CallGen, Names};
+use crate::ir::{Program, Var};
+use crate::lower::{lower_fn, CallArg, CallSite, Errors, Lowered, Shape};
+use crate::passes::{simplify::simplify, transpose::transpose, unzip};
+
+/// Expands `#[linear] item`: checks that `g` is linear in its `#[linear]`
+/// parameters (every rejection at its span, naming the linear values
+/// involved), and generates, with `g`'s visibility:
+///
+/// * `g_transpose(coefficients.., out_cotangent: R) -> In`: T of `g`, whose
+///   coefficient computations run as the Rust prelude;
+/// * `g_jvp`, `g_lin`, `g_vjp` as for `#[differentiable]`: a linear
+///   function is differentiable too (linearity erasure, then J). Its float
+///   coefficients are differentiable when its body lowers without calls,
+///   and constants otherwise (calls may touch coefficients with arbitrary
+///   functions).
+pub fn linear(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let (args, item_fn, mut errs) = match parse_input(attr, item, "linear") {
+        Ok(parsed) => parsed,
+        Err(out) => return out,
+    };
+    if let Some(path) = &args.jvp {
+        errs.spanned(path, "`jvp = ..` belongs on `#[differentiable]`: a `#[linear]` function's derivative is itself");
+    }
+    let clean = without_markers(&item_fn);
+    let lowered = crate::lower::lower_fn_mode(&item_fn, &mut errs, crate::lower::Mode::Linear);
+    finish(&item_fn, &clean, lowered, errs, |l| {
+        generate_linear(&item_fn, &clean, l, args.dump)
+    })
+}
+
+fn generate_linear(
+    item: &syn::ItemFn,
+    clean: &syn::ItemFn,
+    l: &Lowered,
+    dump: bool,
+) -> Result<TokenStream, String> {
+    let name = item.sig.ident.to_string();
+    let source = Program {
+        externs: l.externs.clone(),
+        funcs: vec![l.func.clone()],
+    };
+    recheck(|| check_linear_b(&source), "lowered linear function:")?;
+    let t = simplify(&transpose(&simplify(&source)).map_err(|e| e.to_string())?);
+    recheck(|| check_linear_b(&t), "after T:")?;
+    if wants_dump(&name, dump) {
+        eprintln!("== linear-ad: `{name}` (#[linear]) lowered ==\n{source}\n== T ==\n{t}");
+    }
+    let gt = find(&t, &format!("{name}.t"))?;
+
+    // The differentiable triple, with float coefficients differentiable if
+    // that lowers without calls, else held constant.
+    let mut errs = Errors::default();
+    let diff = match lower_fn(clean, &mut errs) {
+        Some(d) if errs.is_empty() && d.externs.is_empty() => Some((clean.clone(), d)),
+        _ => {
+            let held = with_constant_coefficients(item);
+            let mut errs = Errors::default();
+            lower_fn(&held, &mut errs)
+                .filter(|_| errs.is_empty())
+                .map(|d| (held, d))
+        }
+    };
+    let vis = &item.vis;
+    let map_name = syn::Ident::new(
+        &format!("__{}Linearization", pascal(&name)),
+        item.sig.ident.span(),
+    );
+    let differentiable = match &diff {
+        Some((f, d)) => generate(f, d, false, unzip::Checkpoint::SaveAll)?,
+        // Not expressible as a differentiable function: only the transpose,
+        // and the type callers refer to.
+        None => quote!(#[doc(hidden)] #vis struct #map_name;),
+    };
+
+    let mut names = Names::default();
+    let calls = LinearCalls { sites: &l.calls };
+    let lin: Vec<(&crate::lower::Param, &Shape)> = l
+        .params
+        .iter()
+        .filter_map(|p| p.active.as_ref().map(|(s, _)| (p, s)))
+        .collect();
+    let coefficients: Vec<&crate::lower::Param> =
+        l.params.iter().filter(|p| p.active.is_none()).collect();
+    let sig_params: Vec<TokenStream> = coefficients
+        .iter()
+        .map(|p| {
+            let (pat, ty) = (&p.pat, &p.ty);
+            quote!(#pat: #ty)
+        })
+        .collect();
+    let mut used = Vec::new();
+    for p in &coefficients {
+        let mut ids = Vec::new();
+        pattern_idents(&p.pat, &mut ids);
+        used.extend(ids.into_iter().map(|id| quote!(let _ = &#id;)));
+    }
+    let prelude = &l.prelude;
+    let ret_ty = l.ret.rust();
+    let ct = syn::Ident::new("out_cotangent", Span::mixed_site());
+    let ct_ir = to_ir(quote!(#ct), &l.ret, &mut names);
+    let b = body(gt, &[ct_ir], &calls);
+    let in_ty = if lin.len() == 1 {
+        lin[0].1.rust()
+    } else {
+        let ts = lin.iter().map(|(_, s)| s.rust());
+        quote!((#(#ts,)*))
+    };
+    let out = if lin.len() == 1 {
+        from_ir(b, lin[0].1, &mut names)
+    } else {
+        let parts: Vec<syn::Ident> = (0..lin.len())
+            .map(|k| format_ident!("__c{}", k, span = Span::mixed_site()))
+            .collect();
+        let outs: Vec<TokenStream> = parts
+            .iter()
+            .zip(&lin)
+            .map(|(p, (_, s))| from_ir(quote!(#p), s, &mut names))
+            .collect();
+        quote!({ let (#(#parts,)*) = #b; (#(#outs,)*) })
+    };
+    let t_name = format_ident!("{}_transpose", item.sig.ident);
+    let doc = format!(
+        "The transpose (adjoint) of [`{name}`] in its `#[linear]` parameters: for every output cotangent ȳ and input x, ⟨x, {name}_transpose(ȳ)⟩ = ⟨{name}(x), ȳ⟩. Generated by `#[linear]`."
+    );
+    let user_allows = item.attrs.iter().filter(|a| a.path().is_ident("allow"));
+    let allow = quote!(#[allow(clippy::too_many_arguments)] #(#user_allows)*);
+
+    // The callee-side half of calls from other `#[linear]` functions: one
+    // slot per parameter; a coefficient slot takes `Coef(value)`, a linear
+    // slot `LinSlot`, so a mismatch is a type error at that argument.
+    let d: Vec<syn::Ident> = (0..l.params.len())
+        .map(|i| format_ident!("__d{}", i, span = Span::mixed_site()))
+        .collect();
+    let mut slot_tys = Vec::new();
+    let mut coef_args = Vec::new();
+    let mut per_ty = Vec::new();
+    let mut per = Vec::new();
+    let c: Vec<syn::Ident> = (0..lin.len())
+        .map(|k| format_ident!("__c{}", k, span = Span::mixed_site()))
+        .collect();
+    let mut k = 0;
+    for (p, di) in l.params.iter().zip(&d) {
+        match &p.active {
+            Some((s, _)) => {
+                slot_tys.push(quote!(impl ::linear_ad::__private::LinearSlot));
+                per_ty.push(s.rust());
+                let ck = &c[k];
+                per.push(quote!(#ck));
+                k += 1;
+            }
+            None => {
+                let ty = &p.ty;
+                slot_tys.push(quote!(impl ::linear_ad::__private::CoefArg<#ty>));
+                coef_args.push(quote!(::linear_ad::__private::CoefArg::coef(#di)));
+                per_ty.push(quote!(::linear_ad::__private::Inactive));
+                per.push(quote!(::linear_ad::__private::Inactive));
+            }
+        }
+    }
+    let linear_slots: Vec<&syn::Ident> = l
+        .params
+        .iter()
+        .zip(&d)
+        .filter(|(p, _)| p.active.is_some())
+        .map(|(_, di)| di)
+        .collect();
+    let unpack = if lin.len() == 1 {
+        let c0 = &c[0];
+        quote!(let #c0 = #t_name(#(#coef_args,)* #ct);)
+    } else {
+        quote!(let (#(#c,)*) = #t_name(#(#coef_args,)* #ct);)
+    };
+    Ok(quote! {
+        #[doc = #doc]
+        #allow
+        #[inline]
+        #vis fn #t_name(#(#sig_params,)* #ct: #ret_ty) -> #in_ty {
+            #(#used)*
+            #(#prelude)*
+            #out
+        }
+
+        #differentiable
+
+        #[doc(hidden)]
+        #allow
+        impl #map_name {
+            #[inline]
+            pub fn __linear_transpose(#(#d: #slot_tys,)* #ct: #ret_ty) -> (#(#per_ty,)*) {
+                #(let _ = #linear_slots;)*
+                #unpack
+                (#(#per,)*)
+            }
+        }
+    })
+}
+
+/// `f` with every parameter not marked `#[linear]` marked `#[nondiff]`.
+fn with_constant_coefficients(f: &syn::ItemFn) -> syn::ItemFn {
+    let mut f = f.clone();
+    for input in f.sig.inputs.iter_mut() {
+        if let syn::FnArg::Typed(pt) = input {
+            let linear = pt.attrs.iter().any(|a| a.path().is_ident("linear"));
+            pt.attrs.retain(|a| !a.path().is_ident("linear"));
+            if !linear {
+                pt.attrs.push(syn::parse_quote!(#[nondiff]));
+            }
+        }
+    }
+    f
+}
+
+/// Rust for the transposed calls of a `#[linear]` function to other
+/// `#[linear]` functions (`call.N.t`).
+struct LinearCalls<'a> {
+    sites: &'a HashMap<Var, CallSite>,
+}
+
+impl CallGen for LinearCalls<'_> {
+    fn call(
+        &self,
+        func: &Var,
+        _nl: &[syn::Ident],
+        lin: &[syn::Ident],
+        names: &mut Names,
+    ) -> Option<TokenStream> {
+        let calls = Calls {
+            sites: self.sites,
+            opaques: &HashMap::default(),
+        };
+        let (site, stage) = calls.site(func)?;
+        if stage != "t" {
+            return None;
+        }
+        let g = Calls::callee_name(site);
+        let ty = Calls::sibling(&site.path, format!("__{}Linearization", pascal(&g)));
+        let ct = lin.first()?;
+        let ct_rust = from_ir(quote!(#ct), &site.ret, names);
+        let (mut slots, mut pats, mut outs) = (Vec::new(), Vec::new(), Vec::new());
+        for a in &site.args {
+            match a {
+                CallArg::Active(s, span) => {
+                    slots.push(quote_spanned!(*span=> ::linear_ad::__private::LinSlot));
+                    let c = names.temp("c");
+                    // Through `Tangent`, so a coefficient position (already
+                    // reported at its argument) converts without a second
+                    // error.
+                    let t = s.rust();
+                    let got = quote_spanned!(*span=> <_ as ::linear_ad::__private::Tangent<#t>>::tangent(#c));
+                    outs.push(to_ir(got, s, names));
+                    pats.push(quote!(#c));
+                }
+                CallArg::Inactive(id, span) => {
+                    slots.push(quote_spanned!(*span=> ::linear_ad::__private::Coef(#id)));
+                    pats.push(quote!(_));
+                }
+            }
+        }
+        let out = if outs.len() == 1 {
+            outs[0].clone()
+        } else {
+            quote!((#(#outs,)*))
+        };
+        Some(quote!({ let (#(#pats,)*) = <#ty>::__linear_transpose(#(#slots,)* #ct_rust); #out }))
+    }
+}

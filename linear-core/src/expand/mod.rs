@@ -1,0 +1,341 @@
+//! The `#[differentiable]` attribute, as a function from tokens to tokens
+//! (the proc-macro crate only forwards to it).
+//!
+//! For `fn f(..) -> R` it keeps `f` and adds, with `f`'s visibility:
+//!
+//! * `f_jvp(params.., tangents..) -> (R, R)`: J(f), simplified;
+//! * `f_lin(params..) -> (R, __FLinearization)`: the forward pass of
+//!   U(J(f)); the returned value holds the tape and implements
+//!   `linear_ad::LinearMap<In, R>` with `apply` = the residual of
+//!   U(J(f)) and `transpose` = T of that residual;
+//! * `f_vjp(params.., cotangent: R) -> (R, In)`: the forward pass followed
+//!   by the transposed residual, in one function.
+//!
+//! Every stage's output is type-checked again before code is generated
+//! (Linear A after J, Linear B after U and T). `#[differentiable(dump)]`,
+//! or `LINEAR_AD_DUMP=f` (a comma-separated list of names, or `*`) in the
+//! environment of the compiler, prints each stage's IR at compile time.
+//!
+//! On any error the output is the errors plus the original function, with
+//! `#[nondiff]` markers removed, so the user sees no cascade.
+//!
+//! This module holds the entry point, the attribute's arguments, the
+//! pipeline and the conversions between Rust values and IR values; the
+//! items generated for `f` are in [`items`], the calling convention
+//! between differentiable functions in [`companions`] (callee side) and
+//! [`calls`] (caller side), custom derivatives in [`custom`], and
+//! `#[linear]` in [`linear`].
+
+mod calls;
+mod companions;
+mod custom;
+mod items;
+mod linear;
+
+pub use linear::linear;
+
+use darling::ast::NestedMeta;
+use darling::FromMeta;
+use proc_macro2::{Span, TokenStream};
+use quote::quote;
+
+use crate::check::{check, check_linear_b};
+use crate::codegen::Names;
+use crate::ir::{Extern, Func, Program};
+use crate::lower::{lower_fn, Errors, Lowered, Shape};
+use crate::passes::{jvp::jvp, simplify::simplify, transpose::transpose, unzip};
+
+#[derive(Debug, Default, FromMeta)]
+struct Args {
+    /// Print every stage's IR at compile time.
+    #[darling(default)]
+    dump: bool,
+    /// A user-supplied derivative: a `#[linear]` function taking the
+    /// primal parameters, then one `#[linear]` tangent per differentiable
+    /// parameter, and returning the output tangent.
+    #[darling(default)]
+    jvp: Option<syn::Path>,
+    /// What loops keep for the reverse sweep: `"save"` (default: every
+    /// intermediate the derivative reads, per iteration), `"state"` (the
+    /// loop state per iteration; the reverse sweep recomputes the rest) or
+    /// `"binomial"` (the initial state only; the reverse sweep recomputes
+    /// states from at most `snapshots` stored ones).
+    #[darling(default)]
+    checkpoint: Option<syn::LitStr>,
+    /// With `checkpoint = "binomial"`: how many loop states the reverse
+    /// sweep of each loop may hold at once (default
+    /// [`DEFAULT_SNAPSHOTS`]).
+    #[darling(default)]
+    snapshots: Option<syn::LitInt>,
+}
+
+/// Snapshots per loop under `checkpoint = "binomial"` when the attribute
+/// gives none: 10⁶ iterations then evaluate each step at most 5 times.
+pub const DEFAULT_SNAPSHOTS: u32 = 64;
+
+/// The checkpoint policy an attribute asks for.
+fn policy(args: &Args, errs: &mut Errors) -> unzip::Checkpoint {
+    let policy = match args.checkpoint.as_ref().map(|l| (l.value(), l)) {
+        None => unzip::Checkpoint::SaveAll,
+        Some((v, _)) if v == "save" => unzip::Checkpoint::SaveAll,
+        Some((v, _)) if v == "state" => unzip::Checkpoint::LoopState,
+        Some((v, _)) if v == "binomial" => unzip::Checkpoint::Binomial {
+            snapshots: DEFAULT_SNAPSHOTS,
+        },
+        Some((v, lit)) => {
+            errs.spanned(lit, format!("unknown checkpoint policy \"{v}\": use \"save\" (keep every intermediate the derivative needs, the default), \"state\" (keep each loop iteration's state and recompute the rest in the reverse sweep) or \"binomial\" (keep a few loop states and recompute the others by Griewank's Revolve schedule; set how many with `snapshots = N`)"));
+            unzip::Checkpoint::SaveAll
+        }
+    };
+    let Some(lit) = &args.snapshots else {
+        return policy;
+    };
+    match (policy, lit.base10_parse::<u32>()) {
+        (unzip::Checkpoint::Binomial { .. }, Ok(n)) if n >= 1 => {
+            unzip::Checkpoint::Binomial { snapshots: n }
+        }
+        (unzip::Checkpoint::Binomial { .. }, _) => {
+            errs.spanned(lit, "`snapshots` is the number of loop states the reverse sweep may hold: an integer from 1 to 4294967295");
+            policy
+        }
+        (
+            unzip::Checkpoint::SaveAll
+            | unzip::Checkpoint::LoopState
+            | unzip::Checkpoint::RecomputeCheap,
+            _,
+        ) => {
+            errs.spanned(
+                lit,
+                "`snapshots` applies to binomial checkpointing: add `checkpoint = \"binomial\"`",
+            );
+            policy
+        }
+    }
+}
+
+/// The attribute's arguments (errors collected) and the function it is on;
+/// for anything but a function, the item unchanged and an error.
+fn parse_input(
+    attr: TokenStream,
+    item: TokenStream,
+    macro_name: &str,
+) -> Result<(Args, syn::ItemFn, Errors), TokenStream> {
+    let mut errs = Errors::default();
+    let args = match NestedMeta::parse_meta_list(attr) {
+        Ok(list) => Args::from_list(&list).unwrap_or_else(|e| {
+            errs.push_err(e.into());
+            Args::default()
+        }),
+        Err(e) => {
+            errs.push_err(e);
+            Args::default()
+        }
+    };
+    match syn::parse2::<syn::ItemFn>(item.clone()) {
+        Ok(f) => Ok((args, f, errs)),
+        Err(_) => {
+            let msg =
+                format!("`#[{macro_name}]` applies to functions (`fn name(..) -> f64 {{ .. }}`)");
+            let e = syn::Error::new(Span::call_site(), msg).to_compile_error();
+            Err(quote!(#item #e))
+        }
+    }
+}
+
+/// Expands `#[differentiable(attr)] item`.
+pub fn differentiable(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let (args, item_fn, mut errs) = match parse_input(attr, item, "differentiable") {
+        Ok(parsed) => parsed,
+        Err(out) => return out,
+    };
+    let clean = without_markers(&item_fn);
+    if let Some(path) = &args.jvp {
+        return custom::custom_derivative(&item_fn, &clean, path, errs);
+    }
+    let policy = policy(&args, &mut errs);
+    let lowered = lower_fn(&item_fn, &mut errs);
+    finish(&item_fn, &clean, lowered, errs, |l| {
+        items::generate(&item_fn, l, args.dump, policy)
+    })
+}
+
+/// The output of either attribute: the function as written (so the user
+/// sees no cascade), then the errors if lowering found any, else the
+/// generated items, else an internal error at the function's name.
+fn finish(
+    item_fn: &syn::ItemFn,
+    clean: &syn::ItemFn,
+    lowered: Option<Lowered>,
+    errs: Errors,
+    generate: impl FnOnce(&Lowered) -> Result<TokenStream, String>,
+) -> TokenStream {
+    let lowered = match lowered {
+        Some(l) if errs.is_empty() => l,
+        _ => {
+            let e = errs.into_compile_errors();
+            return quote!(#clean #e);
+        }
+    };
+    match generate(&lowered) {
+        Ok(generated) => quote!(#clean #generated),
+        Err(msg) => {
+            let e = syn::Error::new(
+                item_fn.sig.ident.span(),
+                format!("linear-ad internal error (please report it): {msg}"),
+            )
+            .to_compile_error();
+            quote!(#clean #e)
+        }
+    }
+}
+
+/// The function as written, minus the `#[nondiff]` and `#[linear]`
+/// parameter markers rustc does not know.
+fn without_markers(f: &syn::ItemFn) -> syn::ItemFn {
+    let mut f = f.clone();
+    for input in f.sig.inputs.iter_mut() {
+        if let syn::FnArg::Typed(pt) = input {
+            pt.attrs
+                .retain(|a| !a.path().is_ident("nondiff") && !a.path().is_ident("linear"));
+        }
+    }
+    f
+}
+
+fn wants_dump(name: &str, attr: bool) -> bool {
+    attr || std::env::var("LINEAR_AD_DUMP")
+        .map(|v| v.split(',').any(|n| n.trim() == "*" || n.trim() == name))
+        .unwrap_or(false)
+}
+
+/// The pipeline's stages for one function.
+pub struct Stages {
+    pub source: Program,
+    pub jvp: Program,
+    pub unzipped: Program,
+    pub transposed: Program,
+}
+
+/// The type check of a stage's output: the paper's invariants, verified
+/// again after every pass in tests and in debug builds of the macro (how
+/// `cargo build` compiles it by default); release builds of the macro skip
+/// it for speed.
+fn recheck(
+    r: impl FnOnce() -> Result<(), crate::check::TypeError>,
+    stage: &str,
+) -> Result<(), String> {
+    if cfg!(debug_assertions) {
+        r().map_err(|e| format!("{stage} {e}"))
+    } else {
+        Ok(())
+    }
+}
+
+/// Runs J, U and T with simplification in between, checking every output.
+pub fn pipeline(f: &Func, externs: &[Extern], policy: unzip::Checkpoint) -> Result<Stages, String> {
+    let source = Program {
+        externs: externs.to_vec(),
+        funcs: vec![f.clone()],
+    };
+    recheck(|| check(&source), "lowered function:")?;
+    let j = simplify(&jvp(&source).map_err(|e| e.to_string())?);
+    recheck(|| check(&j), "after J:")?;
+    let u = simplify(&unzip::unzip(&j, policy).map_err(|e| e.to_string())?);
+    recheck(|| check_linear_b(&u), "after U:")?;
+    let t = simplify(&transpose(&u).map_err(|e| e.to_string())?);
+    recheck(|| check_linear_b(&t), "after T:")?;
+    Ok(Stages {
+        source,
+        jvp: j,
+        unzipped: u,
+        transposed: t,
+    })
+}
+
+fn find<'a>(p: &'a Program, name: &str) -> Result<&'a Func, String> {
+    p.func(name)
+        .ok_or_else(|| format!("no function `{name}` after the pipeline"))
+}
+
+fn has_array(s: &Shape) -> bool {
+    match s {
+        Shape::Float(_) => false,
+        Shape::Tuple(ss) => ss.iter().any(has_array),
+        Shape::Array(..) => true,
+    }
+}
+
+/// Rust value of shape `s` to its IR representation (arrays to tuples).
+fn to_ir(e: TokenStream, s: &Shape, names: &mut Names) -> TokenStream {
+    convert(e, s, names, true)
+}
+
+/// IR representation to the Rust value of shape `s`.
+fn from_ir(e: TokenStream, s: &Shape, names: &mut Names) -> TokenStream {
+    convert(e, s, names, false)
+}
+
+/// Destructures `e` and rebuilds it with every array of `s` as a tuple
+/// (`into_ir`) or every such tuple as an array again.
+fn convert(e: TokenStream, s: &Shape, names: &mut Names, into_ir: bool) -> TokenStream {
+    if !has_array(s) {
+        return e;
+    }
+    let (parts, shapes): (Vec<syn::Ident>, Vec<&Shape>) = match s {
+        Shape::Float(_) => return e,
+        Shape::Tuple(ss) => (
+            ss.iter().map(|_| names_temp(names)).collect(),
+            ss.iter().collect(),
+        ),
+        Shape::Array(inner, n) => (
+            (0..*n).map(|_| names_temp(names)).collect(),
+            vec![&**inner; *n],
+        ),
+    };
+    let conv: Vec<TokenStream> = parts
+        .iter()
+        .zip(&shapes)
+        .map(|(p, s)| convert(quote!(#p), s, names, into_ir))
+        .collect();
+    let array = matches!(s, Shape::Array(..));
+    let pat = if array && into_ir {
+        quote!([#(#parts),*])
+    } else {
+        quote!((#(#parts,)*))
+    };
+    let built = if array && !into_ir {
+        quote!([#(#conv),*])
+    } else {
+        quote!((#(#conv,)*))
+    };
+    quote!({ let #pat = #e; #built })
+}
+
+fn names_temp(names: &mut Names) -> syn::Ident {
+    names.temp("x")
+}
+
+fn pascal(s: &str) -> String {
+    s.split('_')
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            let mut c = p.chars();
+            c.next()
+                .map(|f| f.to_ascii_uppercase().to_string() + c.as_str())
+                .unwrap_or_default()
+        })
+        .collect()
+}
+
+/// Idents of a pattern, for `let _ = &x;` markers that keep nondiff
+/// parameters used in every generated function.
+fn pattern_idents(p: &syn::Pat, out: &mut Vec<syn::Ident>) {
+    match p {
+        syn::Pat::Ident(i) => out.push(i.ident.clone()),
+        syn::Pat::Tuple(t) => t.elems.iter().for_each(|e| pattern_idents(e, out)),
+        syn::Pat::Slice(t) => t.elems.iter().for_each(|e| pattern_idents(e, out)),
+        syn::Pat::Paren(t) => pattern_idents(&t.pat, out),
+        syn::Pat::Type(t) => pattern_idents(&t.pat, out),
+        _ => {}
+    }
+}
