@@ -22,7 +22,9 @@
 //!   `g.lin(w; v̇..)` as `ė'`: a callee's tape travels as one variable.
 //! * UDrop: `drop(e')` and `drop(ė')`.
 //! * UDef: the tape is every non-linear variable bound by the parameters or
-//!   `E` and read by `ė'`, in binding order.
+//!   `E` and read by `ė'`, in binding order, except literals: those are
+//!   bound again in the residual (they cost nothing, so work is still
+//!   preserved exactly), in functions, arms and loop bodies alike.
 //! * UCase: each arm unzips on its own into `E_k; e_k'; ė_k'`. The forward
 //!   case runs `E_k`, returns `e_k'` and the injection of arm k's residuals
 //!   (the variables bound in the arm that `ė_k'` reads) as alternative k of
@@ -180,7 +182,9 @@ pub fn unzip_func(
         types: crate::visit::binder_types(f),
         policy,
     };
-    let Split { ctx, nl, lin } = u.expr(&f.body)?;
+    let mut sp = u.expr(&f.body)?;
+    rematerialize(&mut sp);
+    let Split { ctx, nl, lin } = sp;
     let mut ctx = ctx;
     let mut lin = lin;
     let mut nl = nl;
@@ -284,6 +288,63 @@ fn record_types(s: &Stmt, types: &mut HashMap<Var, Ty>, order: &mut Vec<Var>) {
             }
         }
         Stmt::LinUnpack { .. } => {}
+    }
+}
+
+/// Literals the residual of a scope (a function, an arm, a loop body)
+/// reads are bound again at the top of that residual instead of saved:
+/// they cost nothing to recompute (nor in the cost model: U still
+/// preserves work exactly), and a tape of literals is memory traffic for
+/// nothing. The forward binding goes where nothing else reads it.
+fn rematerialize(sp: &mut Split) {
+    let reads: HashSet<Var> = free_vars(&sp.lin).nl.into_iter().collect();
+    let literal = |s: &Stmt| match s {
+        Stmt::Let { nl, lin, rhs } if nl.len() == 1 && lin.is_empty() => {
+            matches!(rhs, Expr::Lit { .. } | Expr::Int(_) | Expr::Bool(_))
+                .then(|| nl[0].var.clone())
+                .filter(|v| reads.contains(v))
+        }
+        Stmt::Let { .. } | Stmt::Unpack { .. } | Stmt::LinUnpack { .. } => None,
+    };
+    let copies: Vec<Stmt> = sp
+        .ctx
+        .iter()
+        .filter(|s| literal(s).is_some())
+        .cloned()
+        .collect();
+    if copies.is_empty() {
+        return;
+    }
+    let mut used: HashMap<Var, usize> = HashMap::default();
+    let mut count = |v: &Var, _: bool| *used.entry(v.clone()).or_insert(0) += 1;
+    sp.ctx
+        .iter()
+        .for_each(|s| crate::visit::stmt_uses(s, &mut count));
+    crate::visit::for_each_use(&sp.nl, &mut count);
+    sp.ctx
+        .retain(|s| literal(s).is_none_or(|v| used.get(&v).copied().unwrap_or(0) > 0));
+    let lin = std::mem::replace(&mut sp.lin, nothing());
+    sp.lin = Expr::block(copies, lin);
+}
+
+/// `lin` without the literal bindings [`rematerialize`] put at its top
+/// that a recomputed slice placed before it binds already (the slice
+/// copies the forward binding, under the same name).
+fn without_recomputed(slice: &[Stmt], lin: Expr) -> Expr {
+    let mut bound = Vec::new();
+    top_binders(slice, &mut bound);
+    match lin {
+        Expr::Block { mut stmts, tail } => {
+            stmts.retain(|s| match s {
+                Stmt::Let { nl, rhs, .. } if nl.len() == 1 => {
+                    !(matches!(rhs, Expr::Lit { .. } | Expr::Int(_) | Expr::Bool(_))
+                        && bound.contains(&nl[0].var))
+                }
+                Stmt::Let { .. } | Stmt::Unpack { .. } | Stmt::LinUnpack { .. } => true,
+            });
+            Expr::block(stmts, *tail)
+        }
+        other => other,
     }
 }
 
@@ -556,7 +617,8 @@ impl Unzip<'_> {
             if let Some(b) = &a.bind {
                 self.types.insert(b.var.clone(), b.ty.clone());
             }
-            let sp = self.expr(&a.body)?;
+            let mut sp = self.expr(&a.body)?;
+            rematerialize(&mut sp);
             let mut bound: Vec<Var> = a.bind.iter().map(|b| b.var.clone()).collect();
             top_binders(&sp.ctx, &mut bound);
             let saved = self.residuals(&sp.lin, &bound)?;
@@ -653,7 +715,8 @@ impl Unzip<'_> {
         }
         let mut bound: Vec<Var> = l.iter.binder().map(|b| b.var.clone()).into_iter().collect();
         bound.extend(l.nl.iter().map(|(b, _)| b.var.clone()));
-        let sp = self.expr(&l.body)?;
+        let mut sp = self.expr(&l.body)?;
+        rematerialize(&mut sp);
         top_binders(&sp.ctx, &mut bound);
         let mut saved = self.residuals(&sp.lin, &bound)?;
         if let Checkpoint::Binomial { snapshots } = self.policy {
@@ -695,6 +758,7 @@ impl Unzip<'_> {
         let res = self.fresh_binders("s", fwd.result_types().0);
         let tapes = res[res.len() - 1].var.clone();
         let elem = self.fresh.var("t");
+        let lin = without_recomputed(&recompute, sp.lin);
         let residual = Loop {
             iter: Iter::Each {
                 elem: Binder::new(elem.clone(), elem_ty),
@@ -711,7 +775,7 @@ impl Unzip<'_> {
                 })
                 .chain(recompute)
                 .collect(),
-                sp.lin,
+                lin,
             ),
         };
         Ok(Split {
@@ -971,7 +1035,7 @@ impl Unzip<'_> {
             nl: vec![],
             lin: l.lin.clone(),
             collect: vec![],
-            body: Expr::block(body, sp.lin.clone()),
+            body: Expr::block(body.clone(), without_recomputed(&body, sp.lin.clone())),
         };
         let mut results: Vec<Var> = res.iter().map(|b| b.var.clone()).collect();
         results.remove(l.nl.len());
