@@ -306,7 +306,17 @@ impl<'a> FnGen<'a> {
             0..=44 => self.prim_stmt(out, d),
             45..=49 => {
                 let x = self.rng.real(-2.0, 2.0);
-                self.lit(out, (x * 8.0).round() / 8.0, d);
+                let k = self.lit(out, (x * 8.0).round() / 8.0, d);
+                // A literal scaling a value right away: its derivative reads
+                // the literal, and so does the value's recomputation when a
+                // loop recomputes its body (U binds the literal again in the
+                // residual; the two must not collide).
+                if self.rng.chance(0.5) {
+                    if let Some(v) = self.scalar() {
+                        self.used.insert(k.clone());
+                        self.prim(out, Prim::Mul, &[&k, &v], d);
+                    }
+                }
             }
             50..=57 => {
                 let n = 1 + self.rng.below(3);
