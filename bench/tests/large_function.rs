@@ -1,6 +1,6 @@
-//! A generated straight-line function of 4,000 statements, compiled in the
+//! A generated straight-line function of 10,000 statements, compiled in the
 //! profile `cargo test` uses (debug, with debug information): its
-//! expansion has about 120,000 `let`s, and rustc's debug information
+//! expansion has about 300,000 `let`s, and rustc's debug information
 //! overflowed its stack on a few thousand nested ones before code generation
 //! grouped long runs of statements into chunks. Its derivatives are checked
 //! against finite differences and between modes.
@@ -17,7 +17,7 @@ use linear_ad::LinearMap;
 include!(concat!(env!("OUT_DIR"), "/chain.rs"));
 
 #[test]
-fn a_four_thousand_statement_function_builds_in_debug_and_differentiates() {
+fn a_ten_thousand_statement_function_builds_in_debug_and_differentiates() {
     std::thread::Builder::new()
         .stack_size(256 << 20)
         .spawn(check)
@@ -28,16 +28,16 @@ fn a_four_thousand_statement_function_builds_in_debug_and_differentiates() {
 
 fn check() {
     let (x, y) = (0.3, 0.7);
-    let (v, (gx, gy)) = chain_4000_vjp(x, y, 1.0);
-    assert_eq!(v, chain_4000(x, y));
+    let (v, (gx, gy)) = chain_10000_vjp(x, y, 1.0);
+    assert_eq!(v, chain_10000(x, y));
     let h = 1e-6;
-    let fx = (chain_4000(x + h, y) - chain_4000(x - h, y)) / (2.0 * h);
-    let fy = (chain_4000(x, y + h) - chain_4000(x, y - h)) / (2.0 * h);
+    let fx = (chain_10000(x + h, y) - chain_10000(x - h, y)) / (2.0 * h);
+    let fy = (chain_10000(x, y + h) - chain_10000(x, y - h)) / (2.0 * h);
     assert!((gx - fx).abs() <= 1e-6 * (1.0 + fx.abs()), "{gx} vs {fx}");
     assert!((gy - fy).abs() <= 1e-6 * (1.0 + fy.abs()), "{gy} vs {fy}");
-    let (_, dx) = chain_4000_jvp(x, y, 1.0, 0.0);
+    let (_, dx) = chain_10000_jvp(x, y, 1.0, 0.0);
     assert!((dx - gx).abs() <= 1e-12 * (1.0 + gx.abs()));
-    let (_, lin) = chain_4000_lin(x, y);
+    let (_, lin) = chain_10000_lin(x, y);
     assert_eq!(lin.transpose(1.0), (gx, gy));
     assert!((lin.apply((0.0, 1.0)) - gy).abs() <= 1e-12 * (1.0 + gy.abs()));
 }
