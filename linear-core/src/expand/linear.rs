@@ -62,9 +62,30 @@ fn generate_linear(
         eprintln!("== linear-ad: `{name}` (#[linear]) lowered ==\n{source}\n== T ==\n{t}");
     }
     let gt = find(&t, &format!("{name}.t"))?;
+    let map_name = syn::Ident::new(
+        &format!("__{}Linearization", pascal(&name)),
+        item.sig.ident.span(),
+    );
+    let differentiable = derivatives(item, clean, &map_name)?;
+    let user_allows = item.attrs.iter().filter(|a| a.path().is_ident("allow"));
+    let allow = quote!(#[allow(clippy::too_many_arguments)] #(#user_allows)*);
+    let transpose_fn = transpose_item(item, l, gt, &allow);
+    let companion = linear_companion(item, l, &map_name, &allow);
+    Ok(quote! {
+        #transpose_fn
+        #differentiable
+        #companion
+    })
+}
 
-    // The differentiable triple, with float coefficients differentiable if
-    // that lowers without calls, else held constant.
+/// `g_jvp`, `g_lin`, `g_vjp`: the float coefficients differentiable if
+/// that lowers without calls, else held constant; only the type callers
+/// refer to when neither lowers.
+fn derivatives(
+    item: &syn::ItemFn,
+    clean: &syn::ItemFn,
+    map_name: &syn::Ident,
+) -> Result<TokenStream, String> {
     let mut errs = Errors::default();
     let diff = match lower_fn(clean, &mut errs) {
         Some(d) if errs.is_empty() && d.externs.is_empty() => Some((clean.clone(), d)),
@@ -77,52 +98,55 @@ fn generate_linear(
         }
     };
     let vis = &item.vis;
-    let map_name = syn::Ident::new(
-        &format!("__{}Linearization", pascal(&name)),
-        item.sig.ident.span(),
-    );
-    let differentiable = match &diff {
+    Ok(match &diff {
         Some((f, d)) => generate(f, d, false, unzip::Checkpoint::SaveAll)?,
-        // Not expressible as a differentiable function: only the transpose,
-        // and the type callers refer to.
         None => quote!(#[doc(hidden)] #vis struct #map_name;),
-    };
+    })
+}
 
-    let mut names = Names::default();
-    let calls = LinearCalls { sites: &l.calls };
-    let lin: Vec<(&crate::lower::Param, &Shape)> = l
-        .params
+/// The `#[linear]` parameters, with their shapes.
+fn linear_params(l: &Lowered) -> Vec<(&crate::lower::Param, &Shape)> {
+    l.params
         .iter()
         .filter_map(|p| p.active.as_ref().map(|(s, _)| (p, s)))
-        .collect();
-    let coefficients: Vec<&crate::lower::Param> =
-        l.params.iter().filter(|p| p.active.is_none()).collect();
-    let sig_params: Vec<TokenStream> = coefficients
-        .iter()
-        .map(|p| {
-            let (pat, ty) = (&p.pat, &p.ty);
-            quote!(#pat: #ty)
-        })
-        .collect();
+        .collect()
+}
+
+/// `In`: the type of the `#[linear]` parameters, a tuple if several.
+fn linear_in_ty(lin: &[(&crate::lower::Param, &Shape)]) -> TokenStream {
+    if let [(_, s)] = lin {
+        return s.rust();
+    }
+    let ts = lin.iter().map(|(_, s)| s.rust());
+    quote!((#(#ts,)*))
+}
+
+/// `g_transpose(coefficients.., out_cotangent: R) -> In`: T of `g`.
+fn transpose_item(
+    item: &syn::ItemFn,
+    l: &Lowered,
+    gt: &crate::ir::Func,
+    allow: &TokenStream,
+) -> TokenStream {
+    let mut names = Names::default();
+    let calls = LinearCalls { sites: &l.calls };
+    let lin = linear_params(l);
+    let coefficients = l.params.iter().filter(|p| p.active.is_none());
+    let mut sig_params = Vec::new();
     let mut used = Vec::new();
-    for p in &coefficients {
+    for p in coefficients {
+        let (pat, ty) = (&p.pat, &p.ty);
+        sig_params.push(quote!(#pat: #ty));
         let mut ids = Vec::new();
-        pattern_idents(&p.pat, &mut ids);
+        pattern_idents(pat, &mut ids);
         used.extend(ids.into_iter().map(|id| quote!(let _ = &#id;)));
     }
-    let prelude = &l.prelude;
-    let ret_ty = l.ret.rust();
+    let (prelude, ret_ty, in_ty) = (&l.prelude, l.ret.rust(), linear_in_ty(&lin));
     let ct = syn::Ident::new("out_cotangent", Span::mixed_site());
     let ct_ir = to_ir(quote!(#ct), &l.ret, &mut names);
     let b = body(gt, &[ct_ir], &calls);
-    let in_ty = if lin.len() == 1 {
-        lin[0].1.rust()
-    } else {
-        let ts = lin.iter().map(|(_, s)| s.rust());
-        quote!((#(#ts,)*))
-    };
-    let out = if lin.len() == 1 {
-        from_ir(b, lin[0].1, &mut names)
+    let out = if let [(_, s)] = lin.as_slice() {
+        from_ir(b, s, &mut names)
     } else {
         let parts: Vec<syn::Ident> = (0..lin.len())
             .map(|k| format_ident!("__c{}", k, span = Span::mixed_site()))
@@ -134,26 +158,45 @@ fn generate_linear(
             .collect();
         quote!({ let (#(#parts,)*) = #b; (#(#outs,)*) })
     };
-    let t_name = format_ident!("{}_transpose", item.sig.ident);
+    let name = &item.sig.ident;
+    let t_name = format_ident!("{}_transpose", name);
     let doc = format!(
         "The transpose (adjoint) of [`{name}`] in its `#[linear]` parameters: for every output cotangent ȳ and input x, ⟨x, {name}_transpose(ȳ)⟩ = ⟨{name}(x), ȳ⟩. Generated by `#[linear]`."
     );
-    let user_allows = item.attrs.iter().filter(|a| a.path().is_ident("allow"));
-    let allow = quote!(#[allow(clippy::too_many_arguments)] #(#user_allows)*);
+    let vis = &item.vis;
+    quote! {
+        #[doc = #doc]
+        #allow
+        #[inline]
+        #vis fn #t_name(#(#sig_params,)* #ct: #ret_ty) -> #in_ty {
+            #(#used)*
+            #(#prelude)*
+            #out
+        }
+    }
+}
 
-    // The callee-side half of calls from other `#[linear]` functions: one
-    // slot per parameter; a coefficient slot takes `Coef(value)`, a linear
-    // slot `LinSlot`, so a mismatch is a type error at that argument.
+/// The callee-side half of calls from other `#[linear]` functions: one
+/// slot per parameter; a coefficient slot takes `Coef(value)`, a linear
+/// slot `LinSlot`, so a mismatch is a type error at that argument.
+fn linear_companion(
+    item: &syn::ItemFn,
+    l: &Lowered,
+    map_name: &syn::Ident,
+    allow: &TokenStream,
+) -> TokenStream {
+    let lin = linear_params(l);
+    let ret_ty = l.ret.rust();
+    let ct = syn::Ident::new("out_cotangent", Span::mixed_site());
+    let t_name = format_ident!("{}_transpose", item.sig.ident);
     let d: Vec<syn::Ident> = (0..l.params.len())
         .map(|i| format_ident!("__d{}", i, span = Span::mixed_site()))
         .collect();
-    let mut slot_tys = Vec::new();
-    let mut coef_args = Vec::new();
-    let mut per_ty = Vec::new();
-    let mut per = Vec::new();
     let c: Vec<syn::Ident> = (0..lin.len())
         .map(|k| format_ident!("__c{}", k, span = Span::mixed_site()))
         .collect();
+    let (mut slot_tys, mut coef_args, mut per_ty, mut per) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut k = 0;
     for (p, di) in l.params.iter().zip(&d) {
         match &p.active {
@@ -173,31 +216,18 @@ fn generate_linear(
             }
         }
     }
-    let linear_slots: Vec<&syn::Ident> = l
+    let linear_slots = l
         .params
         .iter()
         .zip(&d)
         .filter(|(p, _)| p.active.is_some())
-        .map(|(_, di)| di)
-        .collect();
-    let unpack = if lin.len() == 1 {
-        let c0 = &c[0];
+        .map(|(_, di)| di);
+    let unpack = if let [c0] = c.as_slice() {
         quote!(let #c0 = #t_name(#(#coef_args,)* #ct);)
     } else {
         quote!(let (#(#c,)*) = #t_name(#(#coef_args,)* #ct);)
     };
-    Ok(quote! {
-        #[doc = #doc]
-        #allow
-        #[inline]
-        #vis fn #t_name(#(#sig_params,)* #ct: #ret_ty) -> #in_ty {
-            #(#used)*
-            #(#prelude)*
-            #out
-        }
-
-        #differentiable
-
+    quote! {
         #[doc(hidden)]
         #allow
         impl #map_name {
@@ -208,7 +238,7 @@ fn generate_linear(
                 (#(#per,)*)
             }
         }
-    })
+    }
 }
 
 /// `f` with every parameter not marked `#[linear]` marked `#[nondiff]`.
