@@ -22,60 +22,16 @@ pub(super) fn custom_derivative(
     path: &syn::Path,
     mut errs: Errors,
 ) -> TokenStream {
-    let sig = &item.sig;
-    let ret = match &sig.output {
-        syn::ReturnType::Type(_, t) => Shape::from_type(t),
-        syn::ReturnType::Default => None,
-    };
-    let Some(ret) = ret else {
-        errs.spanned(&sig.output, "a function with a custom derivative must return f32, f64, or tuples and fixed-size arrays of them");
+    let Some((ret, params)) = custom_signature(item, &mut errs) else {
         let e = errs.into_compile_errors();
         return quote!(#clean #e);
     };
-    if !sig.generics.params.is_empty() {
-        errs.spanned(
-            &sig.generics,
-            "generic functions are not supported yet: write the function for f64 or f32",
-        );
-    }
-    let mut params = Vec::new();
-    for (i, input) in sig.inputs.iter().enumerate() {
-        let syn::FnArg::Typed(pt) = input else {
-            errs.spanned(
-                input,
-                "`self` parameters are not supported: differentiable functions are free functions",
-            );
-            continue;
-        };
-        let nondiff = pt.attrs.iter().any(|a| a.path().is_ident("nondiff"));
-        let ty = (*pt.ty).clone();
-        let shape = Shape::from_type(&ty);
-        let plain = shape.is_some() || crate::lower::is_constant_type(&ty);
-        if !plain {
-            errs.spanned(&ty, "with a custom derivative, the linearization stores every argument, so parameters must be floats, tuples and arrays of them, integers or bools");
-            continue;
-        }
-        let id = format_ident!("__a{}", i);
-        let pat: syn::Pat = syn::parse_quote!(#id);
-        let active = match shape {
-            Some(s) if !nondiff => Some((s, Var::new(&format!("a{i}")))),
-            _ => None,
-        };
-        params.push(crate::lower::Param { pat, ty, active });
-    }
+    let sig = &item.sig;
     let active: Vec<(usize, &Shape)> = params
         .iter()
         .enumerate()
         .filter_map(|(i, p)| p.active.as_ref().map(|(s, _)| (i, s)))
         .collect();
-    if active.is_empty() && errs.is_empty() {
-        errs.spanned(&sig.ident, "a differentiable function needs a differentiable parameter (a float, tuple or array not marked `#[nondiff]`)");
-    }
-    if !errs.is_empty() {
-        let e = errs.into_compile_errors();
-        return quote!(#clean #e);
-    }
-
     let vis = &item.vis;
     let fname = &sig.ident;
     let name = fname.to_string();
@@ -175,4 +131,57 @@ pub(super) fn custom_derivative(
 
         #companions
     }
+}
+
+/// The return shape and parameters of a function with a custom derivative,
+/// every problem reported in `errs` (`None` if there is any): the
+/// linearization stores the arguments, so each must be a plain value.
+fn custom_signature(
+    item: &syn::ItemFn,
+    errs: &mut Errors,
+) -> Option<(Shape, Vec<crate::lower::Param>)> {
+    let sig = &item.sig;
+    let ret = match &sig.output {
+        syn::ReturnType::Type(_, t) => Shape::from_type(t),
+        syn::ReturnType::Default => None,
+    };
+    let Some(ret) = ret else {
+        errs.spanned(&sig.output, "a function with a custom derivative must return f32, f64, or tuples and fixed-size arrays of them");
+        return None;
+    };
+    if !sig.generics.params.is_empty() {
+        errs.spanned(
+            &sig.generics,
+            "generic functions are not supported yet: write the function for f64 or f32",
+        );
+    }
+    let mut params = Vec::new();
+    for (i, input) in sig.inputs.iter().enumerate() {
+        let syn::FnArg::Typed(pt) = input else {
+            errs.spanned(
+                input,
+                "`self` parameters are not supported: differentiable functions are free functions",
+            );
+            continue;
+        };
+        let nondiff = pt.attrs.iter().any(|a| a.path().is_ident("nondiff"));
+        let ty = (*pt.ty).clone();
+        let shape = Shape::from_type(&ty);
+        let plain = shape.is_some() || crate::lower::is_constant_type(&ty);
+        if !plain {
+            errs.spanned(&ty, "with a custom derivative, the linearization stores every argument, so parameters must be floats, tuples and arrays of them, integers or bools");
+            continue;
+        }
+        let id = format_ident!("__a{}", i);
+        let pat: syn::Pat = syn::parse_quote!(#id);
+        let active = match shape {
+            Some(s) if !nondiff => Some((s, Var::new(&format!("a{i}")))),
+            _ => None,
+        };
+        params.push(crate::lower::Param { pat, ty, active });
+    }
+    if params.iter().all(|p| p.active.is_none()) && errs.is_empty() {
+        errs.spanned(&sig.ident, "a differentiable function needs a differentiable parameter (a float, tuple or array not marked `#[nondiff]`)");
+    }
+    errs.is_empty().then_some((ret, params))
 }
