@@ -238,6 +238,15 @@ fn checkpoint_bench(c: &mut Criterion) {
     let _ = std::fs::create_dir_all(&dir);
     let _ = std::fs::write(dir.join("control_checkpoint.txt"), lines);
 
+    // An inline tape (literal trip count), checked in the release profile.
+    let (x, y) = (0.7, 0.3);
+    let (_, lin) = eight_steps_lin(x, y);
+    assert_eq!(lin.tape_bytes(), std::mem::size_of_val(&lin));
+    let e = 1e-6;
+    let fd = (eight_steps(x + e, y) - eight_steps(x - e, y)) / (2.0 * e);
+    close(eight_steps_vjp(x, y, 1.0).1 .0, fd, "eight_steps vjp");
+    close(lin.transpose(1.0).0, fd, "eight_steps lin");
+
     let mut g = c.benchmark_group("rk4_10000");
     g.bench_function("primal", |b| {
         b.iter(|| rk4(black_box(y0), black_box(k), steps, h))

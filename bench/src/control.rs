@@ -401,3 +401,15 @@ pub fn huber_hand_vjp(w: f64, b: f64, xs: &[f64], ys: &[f64], tbar: f64) -> (f64
 
 /// Bytes the hand-written Huber gradient stores per term.
 pub const HUBER_HAND_BYTES_PER_ITER: usize = 0;
+
+/// Eight fixed steps: a loop with a literal trip count, whose tape is kept
+/// inline in the linearization. The benchmarks check it in the release
+/// profile (the tests do in debug).
+#[differentiable]
+pub fn eight_steps(x: f64, y0: f64) -> f64 {
+    let mut y = y0;
+    for _ in 0..8 {
+        y = (y * x).sin() + y;
+    }
+    y
+}

@@ -573,10 +573,9 @@ impl Checker<'_> {
         Ok(out)
     }
 
-    /// Invariant 8.
-    fn loop_(&mut self, l: &Loop) -> Res<(Vec<Ty>, Vec<Ty>)> {
-        let mut scope = Vec::new();
-        match &l.iter {
+    /// Invariant 8 for a loop header's values read outside the body.
+    fn loop_header(&mut self, iter: &Iter) -> Res<()> {
+        match iter {
             Iter::Range {
                 index,
                 lo,
@@ -627,6 +626,13 @@ impl Checker<'_> {
                 }
             }
         }
+        Ok(())
+    }
+
+    /// Invariant 8.
+    fn loop_(&mut self, l: &Loop) -> Res<(Vec<Ty>, Vec<Ty>)> {
+        let mut scope = Vec::new();
+        self.loop_header(&l.iter)?;
         for ((b, v), linear) in
             l.nl.iter()
                 .map(|c| (c, false))

@@ -805,7 +805,6 @@ fn gen_loop(l: &Loop, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
             .map(|(b, _)| names.ident(&b.var))
             .collect();
     let cols: Vec<syn::Ident> = l.collect.iter().map(|_| names.temp("tape")).collect();
-    let vec = quote!(::linear_ad::__private::Vec);
     let (header, bind_item) = loop_header(&l.iter, &item, names);
     let body = gen_expr(&l.body, names, calls);
     let next: Vec<syn::Ident> =
@@ -821,75 +820,50 @@ fn gen_loop(l: &Loop, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
         #st = (#(#next,)*);
         #(#cols.push(#outs);)*
     };
-    let looped = match &l.iter {
+    // Per kind of header: what runs before the loop, how many elements
+    // the collected lists get room for, and the loop itself.
+    let (setup, capacity, looped) = match &l.iter {
         Iter::While { cond } => {
             let c = gen_expr(cond, names, calls);
-            let cols_init: Vec<TokenStream> = cols
-                .iter()
-                .map(|c| quote!(let mut #c = #vec::new();))
-                .collect();
-            quote! {
-                #(#cols_init)*
+            let looped = quote! {
                 loop {
                     #unpack_state
                     if !#c { break; }
                     #step
                 }
-            }
-        }
-        Iter::Replay {
-            state,
-            init,
-            count,
-            next,
-            snapshots,
-            rev,
-        } => {
-            let init = if is_copy(&state.ty) {
-                let i = names.ident(init);
-                quote!(#i)
-            } else {
-                let place = names.place(init);
-                quote!(::core::clone::Clone::clone(&#place))
             };
-            let count = names.ident(count);
-            let s = names.ident(&state.var);
-            let n = gen_expr(next, names, calls);
-            let cols_init: Vec<TokenStream> = cols
-                .iter()
-                .map(|c| quote!(let mut #c = #vec::with_capacity(#count.max(0) as usize);))
-                .collect();
-            quote! {
-                let mut #it = ::linear_ad::__private::Replay::new(#init, #count, #snapshots, #rev);
-                #(#cols_init)*
-                while let ::core::option::Option::Some(#item) = #it.next_state(|#s| #n) {
-                    #bind_item
-                    #unpack_state
-                    #step
-                }
-            }
+            (quote!(), quote!(0), looped)
+        }
+        Iter::Replay { .. } => {
+            let each = quote!(#bind_item #unpack_state #step);
+            replay_driver(&l.iter, &it, &item, each, names, calls)
         }
         Iter::Range { .. } | Iter::Each { .. } => {
-            let (res_tys, _) = l.result_types();
-            let cols_init: Vec<TokenStream> = cols
-                .iter()
-                .zip(&res_tys[l.nl.len()..])
-                .map(|(c, t)| match inline_len(t) {
-                    Some(_) => quote!(let mut #c = ::linear_ad::__private::ArrayVec::new();),
-                    None => quote!(let mut #c = #vec::with_capacity(::core::iter::Iterator::size_hint(&#it).0);),
-                })
-                .collect();
-            quote! {
-                let #it = #header;
-                #(#cols_init)*
+            let looped = quote! {
                 for #item in #it {
                     #bind_item
                     #unpack_state
                     #step
                 }
-            }
+            };
+            (
+                quote!(let #it = #header;),
+                quote!(::core::iter::Iterator::size_hint(&#it).0),
+                looped,
+            )
         }
     };
+    // Each collected list is allocated once: inline when its length is a
+    // small constant, else a `Vec` with room for every iteration known.
+    let (res_tys, _) = l.result_types();
+    let cols_init = cols.iter().zip(&res_tys[l.nl.len()..]).map(|(c, t)| {
+        if inline_len(t).is_some() {
+            quote!(let mut #c = ::linear_ad::__private::ArrayVec::new();)
+        } else {
+            quote!(let mut #c = ::linear_ad::__private::Vec::with_capacity(#capacity);)
+        }
+    });
+    let looped = quote!(#setup #(#cols_init)* #looped);
     let fin: Vec<syn::Ident> =
         l.nl.iter()
             .chain(&l.lin)
@@ -908,6 +882,49 @@ fn gen_loop(l: &Loop, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
         let (#(#fin,)*) = #st;
         (#(#fin_nl,)* #(#cols,)* #(#fin_lin,)*)
     })
+}
+
+/// The setup, list capacity and loop of a replay header: `linear_ad`'s
+/// `Replay` yields the states, recomputing them from snapshots when
+/// reversed, and `each` runs per state (bound to `item`).
+fn replay_driver(
+    iter: &Iter,
+    it: &syn::Ident,
+    item: &syn::Ident,
+    each: TokenStream,
+    names: &mut Names,
+    calls: &dyn CallGen,
+) -> (TokenStream, TokenStream, TokenStream) {
+    let Iter::Replay {
+        state,
+        init,
+        count,
+        next,
+        snapshots,
+        rev,
+    } = iter
+    else {
+        return (quote!(), quote!(0), quote!());
+    };
+    let init = if is_copy(&state.ty) {
+        let i = names.ident(init);
+        quote!(#i)
+    } else {
+        let place = names.place(init);
+        quote!(::core::clone::Clone::clone(&#place))
+    };
+    let count = names.ident(count);
+    let s = names.ident(&state.var);
+    let n = gen_expr(next, names, calls);
+    let setup = quote! {
+        let mut #it = ::linear_ad::__private::Replay::new(#init, #count, #snapshots, #rev);
+    };
+    let looped = quote! {
+        while let ::core::option::Option::Some(#item) = #it.next_state(|#s| #n) {
+            #each
+        }
+    };
+    (setup, quote!(#count.max(0) as usize), looped)
 }
 
 fn gen_prim(prim: Prim, a: &[syn::Ident], names: &Names, args: &[Var]) -> TokenStream {

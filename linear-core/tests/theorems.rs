@@ -242,48 +242,19 @@ fn one_program(seed: u64, size_: usize, st: &RefCell<Stats>) -> Result<(), TestC
         &nocst,
     )
     .map_err(|e| fail(e.0))?;
-    // Binomial checkpointing: loops keep their initial state and count, and
-    // the residual replays the states; again the same derivative and
-    // transpose bit for bit.
-    let u4 = unzip(&j, Checkpoint::Binomial { snapshots: 2 }).map_err(|e| fail(e.to_string()))?;
-    check_linear_b(&u4).map_err(|e| fail(format!("U (binomial) not Linear B: {e}\n{u4}")))?;
-    let fwd4 = run(&u4, &fnl, &x, &[], &nocst).map_err(|e| fail(e.0))?;
-    let tape4 = fwd4.nl[k].clone();
-    let res4 = run(&u4, &flin, std::slice::from_ref(&tape4), &dx, &nocst).map_err(|e| fail(e.0))?;
-    prop_assert_eq!(&fwd4.nl[..k], &jo.nl[..]);
-    prop_assert_eq!(
-        &res4.lin,
-        &jo.lin,
-        "replaying loop states changed the derivative"
-    );
-    let t4 = simplify(&transpose(&u4).map_err(|e| fail(e.to_string()))?);
-    check_linear_b(&t4).map_err(|e| fail(format!("T of U (binomial) not Linear B: {e}\n{t4}")))?;
-    let tb4 = run(
-        &t4,
-        &format!("{flin}.t"),
-        std::slice::from_ref(&tape4),
-        &ybar,
-        &nocst,
-    )
-    .map_err(|e| fail(e.0))?;
-    prop_assert_eq!(
-        &tb4.lin,
-        &tb3.lin,
-        "replaying loop states changed the transpose"
-    );
-    // Differentiating the residual again (L, then J): J rewrites replays
-    // into loops it has rules for. The residual is linear in its tangent
-    // inputs, so its JVP along (0, dx) is the residual at dx. One program
-    // in four, for the test's time.
-    if seed % 4 == 0 {
-        second_order_of_replay(&u4, &flin, &tape4, &dx, &res4.lin)?;
-    }
+    let (tape4, replayed) = binomial_checks(
+        &j,
+        (&fnl, &flin, k),
+        (&x, &dx, &ybar),
+        (&jo.nl, &jo.lin, &tb3.lin),
+        seed,
+    )?;
     {
         let mut s = st.borrow_mut();
         s.tape_binomial += tape4.scalars();
         s.records_binomial += records(&tape4);
         s.records_loop_state += records(&tape3);
-        s.replayed += u64::from(t4.to_string().contains("loop replay"));
+        s.replayed += u64::from(replayed);
         s.tape_loop_state += tape3.scalars();
         s.smaller_loop_tapes += u64::from(tape3.scalars() < tape.scalars());
         s.larger_loop_tapes += u64::from(tape3.scalars() > tape.scalars());
@@ -417,6 +388,54 @@ fn one_program(seed: u64, size_: usize, st: &RefCell<Stats>) -> Result<(), TestC
     s.smaller_tapes += u64::from(tape2.scalars() < tape.scalars());
     s.transposes_strict += u64::from(tb.work + scalars(&dx) < res.work + scalars(&ybar));
     Ok(())
+}
+
+/// Binomial checkpointing: loops keep their initial state and count, and
+/// the residual replays the states; the same derivative (`want.1`, with
+/// forward results `want.0`) and transpose (`want.2`) bit for bit as the
+/// other policies. Returns the tape and whether T's output replays a loop.
+fn binomial_checks(
+    j: &linear_core::Program,
+    (fnl, flin, k): (&str, &str, usize),
+    (x, dx, ybar): (&[Value], &[Value], &[Value]),
+    want: (&[Value], &[Value], &[Value]),
+    seed: u64,
+) -> Result<(Value, bool), TestCaseError> {
+    let nocst = HashMap::new();
+    let u4 = unzip(j, Checkpoint::Binomial { snapshots: 2 }).map_err(|e| fail(e.to_string()))?;
+    check_linear_b(&u4).map_err(|e| fail(format!("U (binomial) not Linear B: {e}\n{u4}")))?;
+    let fwd4 = run(&u4, fnl, x, &[], &nocst).map_err(|e| fail(e.0))?;
+    let tape4 = fwd4.nl[k].clone();
+    let res4 = run(&u4, flin, std::slice::from_ref(&tape4), dx, &nocst).map_err(|e| fail(e.0))?;
+    prop_assert_eq!(&fwd4.nl[..k], want.0);
+    prop_assert_eq!(
+        &res4.lin[..],
+        want.1,
+        "replaying loop states changed the derivative"
+    );
+    let t4 = simplify(&transpose(&u4).map_err(|e| fail(e.to_string()))?);
+    check_linear_b(&t4).map_err(|e| fail(format!("T of U (binomial) not Linear B: {e}\n{t4}")))?;
+    let tb4 = run(
+        &t4,
+        &format!("{flin}.t"),
+        std::slice::from_ref(&tape4),
+        ybar,
+        &nocst,
+    )
+    .map_err(|e| fail(e.0))?;
+    prop_assert_eq!(
+        &tb4.lin[..],
+        want.2,
+        "replaying loop states changed the transpose"
+    );
+    // Differentiating the residual again (L, then J): J rewrites replays
+    // into loops it has rules for. The residual is linear in its tangent
+    // inputs, so its JVP along (0, dx) is the residual at dx. One program
+    // in four, for the test's time.
+    if seed % 4 == 0 {
+        second_order_of_replay(&u4, flin, &tape4, dx, &res4.lin)?;
+    }
+    Ok((tape4, t4.to_string().contains("loop replay")))
 }
 
 /// L, then J, then U on a residual `flin` with replays, checked against its

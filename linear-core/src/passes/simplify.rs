@@ -158,19 +158,35 @@ fn lin_drop(v: &Var) -> Stmt {
     }
 }
 
-/// The linear variable a `let ; = drop((; a))` statement drops.
-fn stmts_dropped_linear(s: &Stmt) -> Option<Var> {
-    match s {
-        Stmt::Let {
-            nl,
-            lin,
-            rhs: Expr::Drop(inner),
-        } if nl.is_empty() && lin.is_empty() => match &**inner {
-            Expr::Ret { nl, lin } if nl.is_empty() && lin.len() == 1 => lin.first().cloned(),
+/// The variable a `let ; = drop(v)` statement drops, and whether it is
+/// linear (`drop((; v))`).
+fn dropped(s: &Stmt) -> Option<(&Var, bool)> {
+    let Stmt::Let {
+        nl,
+        lin,
+        rhs: Expr::Drop(inner),
+    } = s
+    else {
+        return None;
+    };
+    if !nl.is_empty() || !lin.is_empty() {
+        return None;
+    }
+    match &**inner {
+        Expr::Ret { nl, lin } => match (nl.as_slice(), lin.as_slice()) {
+            ([v], []) => Some((v, false)),
+            ([], [v]) => Some((v, true)),
             _ => None,
         },
         _ => None,
     }
+}
+
+/// The linear variable a `let ; = drop((; a))` statement drops.
+fn stmts_dropped_linear(s: &Stmt) -> Option<Var> {
+    dropped(s)
+        .filter(|(_, linear)| *linear)
+        .map(|(v, _)| v.clone())
 }
 
 /// A drop (at `i`) of a linear value defined by a linear operation at `j`
@@ -525,17 +541,7 @@ fn dead_code(body: &mut Expr) {
 
 /// The non-linear variable a `let ; = drop(v)` statement drops.
 fn dropped_var(s: &Stmt) -> Option<&Var> {
-    match s {
-        Stmt::Let {
-            nl,
-            lin,
-            rhs: Expr::Drop(inner),
-        } if nl.is_empty() && lin.is_empty() => match &**inner {
-            Expr::Ret { nl, lin } if nl.len() == 1 && lin.is_empty() => nl.first(),
-            _ => None,
-        },
-        _ => None,
-    }
+    dropped(s).filter(|(_, linear)| !*linear).map(|(v, _)| v)
 }
 
 fn unread(bs: &[Binder], counts: &HashMap<Var, usize>) -> bool {

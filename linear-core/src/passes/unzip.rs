@@ -298,14 +298,7 @@ fn record_types(s: &Stmt, types: &mut HashMap<Var, Ty>, order: &mut Vec<Var>) {
 /// nothing. The forward binding goes where nothing else reads it.
 fn rematerialize(sp: &mut Split) {
     let reads: HashSet<Var> = free_vars(&sp.lin).nl.into_iter().collect();
-    let literal = |s: &Stmt| match s {
-        Stmt::Let { nl, lin, rhs } if nl.len() == 1 && lin.is_empty() => {
-            matches!(rhs, Expr::Lit { .. } | Expr::Int(_) | Expr::Bool(_))
-                .then(|| nl[0].var.clone())
-                .filter(|v| reads.contains(v))
-        }
-        Stmt::Let { .. } | Stmt::Unpack { .. } | Stmt::LinUnpack { .. } => None,
-    };
+    let literal = |s: &Stmt| literal_binding(s).filter(|v| reads.contains(*v)).cloned();
     let copies: Vec<Stmt> = sp
         .ctx
         .iter()
@@ -327,6 +320,16 @@ fn rematerialize(sp: &mut Split) {
     sp.lin = Expr::block(copies, lin);
 }
 
+/// The variable a statement binds to a literal (`let k: f64 = 0.5`).
+fn literal_binding(s: &Stmt) -> Option<&Var> {
+    match s {
+        Stmt::Let { nl, lin, rhs } if nl.len() == 1 && lin.is_empty() => {
+            matches!(rhs, Expr::Lit { .. } | Expr::Int(_) | Expr::Bool(_)).then(|| &nl[0].var)
+        }
+        Stmt::Let { .. } | Stmt::Unpack { .. } | Stmt::LinUnpack { .. } => None,
+    }
+}
+
 /// `lin` without the literal bindings [`rematerialize`] put at its top
 /// that a recomputed slice placed before it binds already (the slice
 /// copies the forward binding, under the same name).
@@ -335,13 +338,7 @@ fn without_recomputed(slice: &[Stmt], lin: Expr) -> Expr {
     top_binders(slice, &mut bound);
     match lin {
         Expr::Block { mut stmts, tail } => {
-            stmts.retain(|s| match s {
-                Stmt::Let { nl, rhs, .. } if nl.len() == 1 => {
-                    !(matches!(rhs, Expr::Lit { .. } | Expr::Int(_) | Expr::Bool(_))
-                        && bound.contains(&nl[0].var))
-                }
-                Stmt::Let { .. } | Stmt::Unpack { .. } | Stmt::LinUnpack { .. } => true,
-            });
+            stmts.retain(|s| literal_binding(s).is_none_or(|v| !bound.contains(v)));
             Expr::block(stmts, *tail)
         }
         other => other,
@@ -871,14 +868,6 @@ impl Unzip<'_> {
         v
     }
 
-    fn int_op(&mut self, out: &mut Vec<Stmt>, prim: Prim, a: &Var, b: &Var) -> Var {
-        let rhs = Expr::Prim {
-            prim,
-            args: vec![a.clone(), b.clone()],
-        };
-        self.bind(out, "i", Ty::Int, rhs)
-    }
-
     /// ULoop under [`Checkpoint::Binomial`]: the state of an iteration is
     /// the carried non-linear values the residual needs, directly or to
     /// compute the next state's. The forward loop runs as before and also
@@ -905,106 +894,30 @@ impl Unzip<'_> {
         }
         let mut ctx = sp.ctx.clone();
         let rs = self.results(&mut ctx, sp.nl.clone())?;
-        let (next_x, collected) = rs.split_at(l.nl.len());
-        let mut header: Vec<&Binder> = l.iter.binder().into_iter().collect();
-        header.extend(l.nl.iter().map(|(b, _)| b));
-        let mut inner: Vec<Var> = bound.to_vec();
-        top_binders(&ctx, &mut inner);
-        // The header values a computation reads, or `None` if it reads a
-        // value of the iteration that is neither header nor recomputable.
-        let reads = |e: &Expr| -> Option<Vec<Var>> {
-            let mut out = Vec::new();
-            for v in free_vars(e).nl {
-                if header.iter().any(|b| b.var == v) {
-                    out.push(v);
-                } else if inner.contains(&v) {
-                    return None;
-                }
-            }
-            Some(out)
-        };
-        let (lin_slice, _) = backward_slice(&ctx, &sp.lin);
-        let Some(mut needed) = reads(&Expr::block(lin_slice.clone(), sp.lin.clone())) else {
+        let next_x = &rs[..l.nl.len()];
+        let Some(state) = replay_state(l, &ctx, next_x, &sp.lin, bound) else {
             return Ok(None);
         };
-        // Close over the next-state computations of the needed state.
-        let mut k = 0;
-        while k < needed.len() {
-            if let Some(pos) = l.nl.iter().position(|(b, _)| b.var == needed[k]) {
-                let ret = Expr::var(next_x[pos].clone());
-                let (slice, _) = backward_slice(&ctx, &ret);
-                let Some(more) = reads(&Expr::block(slice, ret)) else {
-                    return Ok(None);
-                };
-                for v in more {
-                    if !needed.contains(&v) {
-                        needed.push(v);
-                    }
-                }
-            }
-            k += 1;
-        }
-        let state: Vec<(usize, Binder)> =
-            l.nl.iter()
-                .enumerate()
-                .filter(|(_, (b, _))| needed.contains(&b.var))
-                .map(|(p, (b, _))| (p, b.clone()))
-                .collect();
-        let index_needed = l.iter.binder().is_some_and(|b| needed.contains(&b.var));
-        if index_needed || state.iter().any(|(_, b)| !saveable(&b.ty)) {
-            return Ok(None);
-        }
-        let header: Vec<Binder> = state.iter().map(|(_, b)| b.clone()).collect();
-        let next_vals: Vec<Var> = state.iter().map(|(p, _)| next_x[*p].clone()).collect();
+        let header: Vec<Binder> = state.iter().map(|&p| l.nl[p].0.clone()).collect();
+        let state_ty = Ty::Tuple(header.iter().map(|b| b.ty.clone()).collect());
+        let next_vals: Vec<Var> = state.iter().map(|&p| next_x[p].clone()).collect();
         let next_ret = Expr::Ret {
             nl: next_vals.clone(),
             lin: vec![],
         };
         let (step_slice, _) = backward_slice(&ctx, &next_ret);
-        let state_ty = Ty::Tuple(header.iter().map(|b| b.ty.clone()).collect());
+        let (lin_slice, _) = backward_slice(&ctx, &sp.lin);
 
-        // Forward: the initial state, then the loop counting its iterations.
         let mut pre = Vec::new();
-        let init: Vec<Var> = state.iter().map(|(p, _)| l.nl[*p].1.clone()).collect();
+        let init = state.iter().map(|&p| l.nl[p].1.clone()).collect();
         let s0 = self.bind(&mut pre, "s", state_ty.clone(), Expr::Tup(init));
-        let zero = self.bind(&mut pre, "zero", Ty::Int, Expr::Int(0));
-        let cnt = self.fresh.var("count");
-        self.types.insert(cnt.clone(), Ty::Int);
-        let one = self.bind(&mut ctx, "one", Ty::Int, Expr::Int(1));
-        let cnt_next = self.int_op(&mut ctx, Prim::IAdd, &cnt, &one);
-        let mut carry = l.nl.clone();
-        carry.push((Binder::new(cnt.clone(), Ty::Int), zero));
-        let fwd = Loop {
-            iter: l.iter.clone(),
-            nl: carry,
-            lin: vec![],
-            collect: l.collect.clone(),
-            body: Expr::block(
-                ctx,
-                Expr::Ret {
-                    nl: next_x
-                        .iter()
-                        .cloned()
-                        .chain([cnt_next])
-                        .chain(collected.iter().cloned())
-                        .collect(),
-                    lin: vec![],
-                },
-            ),
-        };
-        let res = self.fresh_binders("s", fwd.result_types().0);
-        let count = res[l.nl.len()].var.clone();
-        pre.push(Stmt::Let {
-            nl: res.clone(),
-            lin: vec![],
-            rhs: Expr::Loop(Box::new(fwd)),
-        });
+        let (res, count) = self.counting_loop(l, ctx, &rs, &mut pre);
 
         // Residual: replay the states, recompute what the linear part reads.
         let st = self.fresh.var("st");
         self.types.insert(st.clone(), state_ty.clone());
         let unpack = Stmt::Unpack {
-            vars: header.clone(),
+            vars: header,
             tuple: st.clone(),
         };
         let mut next_stmts = vec![unpack.clone()];
@@ -1037,17 +950,125 @@ impl Unzip<'_> {
             collect: vec![],
             body: Expr::block(body.clone(), without_recomputed(&body, sp.lin.clone())),
         };
-        let mut results: Vec<Var> = res.iter().map(|b| b.var.clone()).collect();
-        results.remove(l.nl.len());
         Ok(Some(Split {
             ctx: pre,
             nl: Expr::Ret {
-                nl: results,
+                nl: res,
                 lin: vec![],
             },
             lin: Expr::Loop(Box::new(residual)),
         }))
     }
+
+    /// The forward loop of [`Unzip::binomial`], appended to `pre`: `l`
+    /// with body `ctx` returning `rs` (next state, then collected values)
+    /// and also counting its iterations. Returns the loop's results as
+    /// `l` has them, and the count.
+    fn counting_loop(
+        &mut self,
+        l: &Loop,
+        mut ctx: Vec<Stmt>,
+        rs: &[Var],
+        pre: &mut Vec<Stmt>,
+    ) -> (Vec<Var>, Var) {
+        let zero = self.bind(pre, "zero", Ty::Int, Expr::Int(0));
+        let cnt = self.fresh.var("count");
+        self.types.insert(cnt.clone(), Ty::Int);
+        let one = self.bind(&mut ctx, "one", Ty::Int, Expr::Int(1));
+        let add = Expr::Prim {
+            prim: Prim::IAdd,
+            args: vec![cnt.clone(), one],
+        };
+        let cnt_next = self.bind(&mut ctx, "i", Ty::Int, add);
+        let mut carry = l.nl.clone();
+        carry.push((Binder::new(cnt, Ty::Int), zero));
+        let (next_x, collected) = rs.split_at(l.nl.len());
+        let ret: Vec<Var> = next_x
+            .iter()
+            .cloned()
+            .chain([cnt_next])
+            .chain(collected.iter().cloned())
+            .collect();
+        let fwd = Loop {
+            iter: l.iter.clone(),
+            nl: carry,
+            lin: vec![],
+            collect: l.collect.clone(),
+            body: Expr::block(
+                ctx,
+                Expr::Ret {
+                    nl: ret,
+                    lin: vec![],
+                },
+            ),
+        };
+        let res = self.fresh_binders("s", fwd.result_types().0);
+        pre.push(Stmt::Let {
+            nl: res.clone(),
+            lin: vec![],
+            rhs: Expr::Loop(Box::new(fwd)),
+        });
+        let mut vars: Vec<Var> = res.into_iter().map(|b| b.var).collect();
+        let count = vars.remove(l.nl.len());
+        (vars, count)
+    }
+}
+
+/// The positions, among `l`'s carried non-linear values, of the state
+/// [`Unzip::binomial`] replays: those the residual `lin` reads (through
+/// the slice of the body `ctx` that computes them), closed under the
+/// slices computing their next values `next_x`. `None` where a slice needs
+/// a value of the iteration that is neither carried nor recomputable, the
+/// loop index, or a value that cannot be saved ([`saveable`]).
+fn replay_state(
+    l: &Loop,
+    ctx: &[Stmt],
+    next_x: &[Var],
+    lin: &Expr,
+    bound: &[Var],
+) -> Option<Vec<usize>> {
+    let mut header: Vec<&Var> = l.iter.binder().map(|b| &b.var).into_iter().collect();
+    header.extend(l.nl.iter().map(|(b, _)| &b.var));
+    let mut inner: Vec<Var> = bound.to_vec();
+    top_binders(ctx, &mut inner);
+    // The header values a computation reads, or `None` if it reads a value
+    // of the iteration that is neither header nor recomputable.
+    let reads = |e: Expr| -> Option<Vec<Var>> {
+        let mut out = Vec::new();
+        for v in free_vars(&e).nl {
+            if header.contains(&&v) {
+                out.push(v);
+            } else if inner.contains(&v) {
+                return None;
+            }
+        }
+        Some(out)
+    };
+    let (slice, _) = backward_slice(ctx, lin);
+    let mut needed = reads(Expr::block(slice, lin.clone()))?;
+    let mut k = 0;
+    while k < needed.len() {
+        if let Some(pos) = l.nl.iter().position(|(b, _)| b.var == needed[k]) {
+            let ret = Expr::var(next_x[pos].clone());
+            let (slice, _) = backward_slice(ctx, &ret);
+            for v in reads(Expr::block(slice, ret))? {
+                if !needed.contains(&v) {
+                    needed.push(v);
+                }
+            }
+        }
+        k += 1;
+    }
+    if l.iter.binder().is_some_and(|b| needed.contains(&b.var)) {
+        return None;
+    }
+    let state: Vec<usize> = (0..l.nl.len())
+        .filter(|&p| needed.contains(&l.nl[p].0.var))
+        .collect();
+    state
+        .iter()
+        .all(|&p| saveable(&l.nl[p].0.ty))
+        .then_some(state)
 }
 
 /// Whether values of this type can be saved in a recomputed loop's state:

@@ -706,9 +706,10 @@ impl<'a> FnGen<'a> {
         for (b, _) in &state {
             self.pool.push((b.var.clone(), b.ty.clone(), d + 1));
         }
+        // The body reads its index as a real (and maybe as an exponent).
+        let mut pre = Vec::new();
         if self.rng.chance(0.6) {
             let i = self.use_(&index.var);
-            let mut pre = Vec::new();
             if self.rng.chance(0.4) {
                 // x^i with a run-time exponent, x in (-1.5, 1.5).
                 if let Some(x) = self.scalar() {
@@ -720,49 +721,22 @@ impl<'a> FnGen<'a> {
                     self.bind(&mut pre, F, p, d + 1);
                 }
             }
-            self.bind(
-                &mut pre,
-                F,
-                Expr::Prim {
-                    prim: Prim::ToReal(Float::F64),
-                    args: vec![i],
-                },
-                d + 1,
-            );
-            let rev = self.rng.chance(0.4);
-            self.loop_stmt(
-                out,
-                d,
-                Iter::Range {
-                    index,
-                    lo,
-                    hi,
-                    step,
-                    rev,
-                    trip,
-                },
-                state,
-                pre,
-                None,
-            );
-        } else {
-            let rev = self.rng.chance(0.4);
-            self.loop_stmt(
-                out,
-                d,
-                Iter::Range {
-                    index,
-                    lo,
-                    hi,
-                    step,
-                    rev,
-                    trip,
-                },
-                state,
-                vec![],
-                None,
-            );
+            let real = Expr::Prim {
+                prim: Prim::ToReal(Float::F64),
+                args: vec![i],
+            };
+            self.bind(&mut pre, F, real, d + 1);
         }
+        let rev = self.rng.chance(0.4);
+        let iter = Iter::Range {
+            index,
+            lo,
+            hi,
+            step,
+            rev,
+            trip,
+        };
+        self.loop_stmt(out, d, iter, state, pre, None);
     }
 
     /// `while k < n { k += 1; .. }` carrying an integer and real state.
