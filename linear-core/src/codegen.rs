@@ -906,13 +906,9 @@ fn replay_driver(
     else {
         return (quote!(), quote!(0), quote!());
     };
-    let init = if is_copy(&state.ty) {
-        let i = names.ident(init);
-        quote!(#i)
-    } else {
-        let place = names.place(init);
-        quote!(::core::clone::Clone::clone(&#place))
-    };
+    // U replays only `Copy` states (reals and booleans), so the initial
+    // state is read by value even from a borrowed tape.
+    let init = names.ident(init);
     let count = names.ident(count);
     let s = names.ident(&state.var);
     let n = gen_expr(next, names, calls);
