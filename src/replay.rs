@@ -38,10 +38,11 @@ pub struct Replay<S> {
 }
 
 impl<S: Clone> Replay<S> {
-    /// `count` states from `init` (none if `count ≤ 0`), reversed if `rev`,
-    /// keeping at most `snapshots` states (at least 1).
-    pub fn new(init: S, count: i64, snapshots: u32, rev: bool) -> Replay<S> {
-        let count = u64::try_from(count).unwrap_or(0);
+    /// `count` states from `init`, reversed if `rev`, keeping at most
+    /// `snapshots` states (at least 1). The count is a `usize`, the one
+    /// integer type tapes hold (see `linear_core::codegen`).
+    pub fn new(init: S, count: usize, snapshots: u32, rev: bool) -> Replay<S> {
+        let count = count as u64;
         let snapshots = (snapshots.max(1) as usize).min(count.max(1) as usize);
         let mut stack = Vec::with_capacity(if rev { snapshots } else { 1 });
         stack.push((0, init));
@@ -152,7 +153,7 @@ mod tests {
 
     /// States are the indices themselves; the step counts how often it runs.
     fn reversed(n: i64, snapshots: u32) -> (Vec<i64>, u64, usize) {
-        let mut r = Replay::new(0i64, n, snapshots, true);
+        let mut r = Replay::new(0i64, n as usize, snapshots, true);
         let mut out = Vec::new();
         let mut most = 0;
         while let Some(s) = r.next_state(|s| s + 1) {
@@ -226,7 +227,7 @@ mod tests {
         // at t = 6 (C(25, 20) = 53,130; C(26, 20) = 230,230).
         let n = 100_000u64;
         let mut counts = vec![0u32; n as usize];
-        let mut r = Replay::new(0u64, n as i64, 20, true);
+        let mut r = Replay::new(0u64, n, 20, true);
         while r
             .next_state(|s| {
                 counts[s as usize] += 1;

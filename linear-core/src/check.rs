@@ -44,12 +44,35 @@
 //!    no linear variable from outside the loop (outer linear values are
 //!    carried instead).
 //!
+//! 11. Arrays. `index(a, i)` and `len(a)` read a non-linear array with an
+//!     integer index. A linear variable may have an array type only if
+//!     the elements are vectors (`array(f64)`, `array((f64, f64); 3)`):
+//!     a *linear array*. It is consumed at most once, like any linear
+//!     value, but `lindex(ȧ, i)` reads it in place without consuming it,
+//!     any number of times, anywhere in its scope (in loop bodies and
+//!     case arms too) until it is consumed; reading it after that is an
+//!     error. A non-linear array may go unread (discarding it touches no
+//!     element, and the cost model charges elements touched). Only a
+//!     linear parameter may be left unconsumed (borrowed):
+//!     T gives its transpose an accumulator for it. A linear array is never
+//!     duplicated, dropped, added, negated, scaled, put in a tuple or
+//!     zeroed (there is no `zero(array(..))`): its cotangent is a buffer
+//!     created once by the caller and threaded through the transposed code
+//!     by `laccum(ā, i, v̇)`, which consumes `ā` and `v̇` and returns the
+//!     buffer with `v̇` added at `i`. Reading in place is the non-linear
+//!     part of fan-out: `k` reads of one array transpose to `k`
+//!     accumulations into one buffer, where a `dup` per read would
+//!     transpose to `k` additions of whole arrays. In the sense the paper
+//!     needs (Thm 7.1: every linear value's cotangent is the sum of the
+//!     cotangents of its uses) each `lindex` is a use, and T sums their
+//!     cotangents in place.
+//!
 //! With [`Mode::LinearB`] two more (Def. 6.1):
 //!
 //! 9. No function and no expression returns both non-linear and linear
 //!    results.
 //! 10. An expression with a non-linear result reads no linear variable, not
-//!     even to drop it.
+//!     even to drop it (an in-place `lindex` read included).
 //!
 //! The checker is total and never panics; passes call it on their output in
 //! debug builds and in tests.
@@ -161,7 +184,7 @@ fn all_float(t: &Ty, f: Float) -> bool {
     match t {
         Ty::Real(g) => *g == f,
         Ty::Tuple(ts) => ts.iter().all(|t| all_float(t, f)),
-        Ty::Int | Ty::Bool | Ty::Sum(_) | Ty::List(..) | Ty::Tape(_) => false,
+        Ty::Int | Ty::Bool | Ty::Sum(_) | Ty::List(..) | Ty::Array(..) | Ty::Tape(_) => false,
     }
 }
 
@@ -196,9 +219,9 @@ impl Checker<'_> {
                 b.var
             ));
         }
-        if linear && !b.ty.is_vector() {
+        if linear && !b.ty.can_be_linear() {
             return Err(format!(
-                "linear variable `{}` has type {}, which has no zero, sum or scaling",
+                "linear variable `{}` has type {}, which has no zero, sum or scaling and is not an array of such values",
                 b.var, b.ty
             ));
         }
@@ -209,9 +232,20 @@ impl Checker<'_> {
 
     /// Leaves the scope of `bs`, checking how often each was used.
     fn unbind(&mut self, bs: &[(Var, bool)]) -> Res<()> {
+        self.unbind_as(bs, false)
+    }
+
+    /// [`Checker::unbind`]; `params` if `bs` are a function's parameters,
+    /// which may leave a linear array unconsumed (invariant 11).
+    fn unbind_as(&mut self, bs: &[(Var, bool)], params: bool) -> Res<()> {
         for (v, linear) in bs {
+            let array = self.env.get(v).is_some_and(|(t, _)| matches!(t, Ty::Array(..)));
+            let borrowed = params && array;
             self.env.remove(v);
             let n = self.uses.get(v).copied().unwrap_or(0);
+            if *linear && borrowed && n <= 1 {
+                continue;
+            }
             if *linear && n != 1 {
                 return Err(if n == 0 {
                     format!(
@@ -223,7 +257,9 @@ impl Checker<'_> {
                     )
                 });
             }
-            if !*linear && n == 0 {
+            // An array may go unread: discarding it touches no element,
+            // which is all the cost model charges (invariant 11).
+            if !*linear && n == 0 && !array {
                 return Err(format!(
                     "non-linear variable `{v}` is never used; every non-linear variable is used at least once (use `drop` to discard it)"
                 ));
@@ -252,6 +288,46 @@ impl Checker<'_> {
         }
         *self.uses.entry(v.clone()).or_insert(0) += 1;
         Ok(ty)
+    }
+
+    /// A linear variable that is not a linear array (invariant 11), for
+    /// the operations of vector spaces.
+    fn vector(&mut self, v: &Var, what: &str) -> Res<Ty> {
+        let t = self.use_var(v, true)?;
+        if t.is_linear_array() {
+            return Err(format!(
+                "{what} of linear array `{v}: {t}`; a linear array is only read in place (`lindex`) and accumulated into (`laccum`)"
+            ));
+        }
+        Ok(t)
+    }
+
+    /// The non-linear integer index `i` of an array operation.
+    fn index(&mut self, i: &Var) -> Res<()> {
+        match self.use_var(i, false)? {
+            Ty::Int => Ok(()),
+            t => Err(format!("array index `{i}` has type {t}, not int")),
+        }
+    }
+
+    /// Invariant 11 for `lindex(ȧ, i)`: a read in place of a linear array
+    /// not consumed yet; it counts as a linear read (Def. 6.1), not a use.
+    fn read_in_place(&mut self, a: &Var) -> Res<Ty> {
+        let Some((t, true)) = self.env.get(a).cloned() else {
+            return Err(format!(
+                "`lindex` reads `{a}`, which is not a linear array in scope"
+            ));
+        };
+        let Ty::Array(elem, _) = &t else {
+            return Err(format!("`lindex` reads `{a}: {t}`, which is not an array"));
+        };
+        if self.uses.get(a).copied().unwrap_or(0) > 0 {
+            return Err(format!(
+                "linear array `{a}` is read after it was consumed; in-place reads come before the array is consumed"
+            ));
+        }
+        self.lin_reads += 1;
+        Ok((**elem).clone())
     }
 
     fn scalar(&mut self, v: &Var, what: &str) -> Res<Float> {
@@ -287,7 +363,7 @@ impl Checker<'_> {
                 show(&f.lin_rets)
             ));
         }
-        self.unbind(&params)
+        self.unbind_as(&params, true)
     }
 
     /// Checks an expression, returning its non-linear and linear result
@@ -397,17 +473,24 @@ impl Checker<'_> {
             }
             Expr::Case { scrut, arms } => self.case(scrut, arms),
             Expr::Loop(l) => self.loop_(l),
-            Expr::LinZero(t) => Ok((vec![], vec![t.clone()])),
+            Expr::LinZero(t) => {
+                if !t.is_vector() {
+                    return Err(format!(
+                        "zero of type {t}, which has none (a linear array's zero is a buffer its caller creates)"
+                    ));
+                }
+                Ok((vec![], vec![t.clone()]))
+            }
             Expr::LinTup(vs) => {
                 let ts = vs
                     .iter()
-                    .map(|v| self.use_var(v, true))
+                    .map(|v| self.vector(v, "a tuple"))
                     .collect::<Res<Vec<_>>>()?;
                 Ok((vec![], vec![Ty::Tuple(ts)]))
             }
             Expr::LinAdd(a, b) => {
-                let ta = self.use_var(a, true)?;
-                let tb = self.use_var(b, true)?;
+                let ta = self.vector(a, "addition")?;
+                let tb = self.vector(b, "addition")?;
                 if ta != tb {
                     return Err(format!(
                         "linear addition of `{a}: {ta}` and `{b}: {tb}`, which differ in type"
@@ -415,10 +498,10 @@ impl Checker<'_> {
                 }
                 Ok((vec![], vec![ta]))
             }
-            Expr::LinNeg(a) => Ok((vec![], vec![self.use_var(a, true)?])),
+            Expr::LinNeg(a) => Ok((vec![], vec![self.vector(a, "negation")?])),
             Expr::LinScale(s, a) => {
                 let f = self.scalar(s, "the scaling factor of `*`")?;
-                let t = self.use_var(a, true)?;
+                let t = self.vector(a, "scaling")?;
                 if !all_float(&t, f) {
                     return Err(format!(
                         "scaling `{a}: {t}` by `{s}: {}` mixes float types",
@@ -428,12 +511,51 @@ impl Checker<'_> {
                 Ok((vec![], vec![t]))
             }
             Expr::Dup(a) => {
-                let t = self.use_var(a, true)?;
+                let t = self.vector(a, "`dup`")?;
                 Ok((vec![], vec![t.clone(), t]))
             }
             Expr::Drop(e) => {
+                let mut arrays = Vec::new();
+                crate::visit::for_each_consumed(e, &mut |v| {
+                    if self.env.get(v).is_some_and(|(t, l)| *l && t.is_linear_array()) {
+                        arrays.push(v.clone());
+                    }
+                });
+                if let Some(v) = arrays.first() {
+                    return Err(format!(
+                        "`drop` consumes linear array `{v}`; a linear array is never dropped (its cotangent is a buffer only its caller can create)"
+                    ));
+                }
                 self.expr(e)?;
                 Ok((vec![], vec![]))
+            }
+            Expr::Index { arr, idx } => {
+                let t = self.use_var(arr, false)?;
+                self.index(idx)?;
+                match t {
+                    Ty::Array(elem, _) => Ok((vec![*elem], vec![])),
+                    t => Err(format!("`index` reads `{arr}: {t}`, which is not an array")),
+                }
+            }
+            Expr::Len(arr) => match self.use_var(arr, false)? {
+                Ty::Array(..) => Ok((vec![Ty::Int], vec![])),
+                t => Err(format!("`len` of `{arr}: {t}`, which is not an array")),
+            },
+            Expr::LinIndex { arr, idx } => {
+                let elem = self.read_in_place(arr)?;
+                self.index(idx)?;
+                Ok((vec![], vec![elem]))
+            }
+            Expr::LinAccum { arr, idx, val } => {
+                let t = self.use_var(arr, true)?;
+                self.index(idx)?;
+                let tv = self.vector(val, "`laccum`'s value")?;
+                match &t {
+                    Ty::Array(elem, _) if **elem == tv => Ok((vec![], vec![t])),
+                    _ => Err(format!(
+                        "`laccum` adds `{val}: {tv}` into `{arr}: {t}`, which is not an array of {tv}"
+                    )),
+                }
             }
         }
     }

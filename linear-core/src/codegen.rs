@@ -57,7 +57,7 @@ pub fn is_copy(t: &Ty) -> bool {
     match t {
         Ty::Real(_) | Ty::Int | Ty::Bool => true,
         Ty::Tuple(ts) | Ty::Sum(ts) => ts.iter().all(is_copy),
-        Ty::List(..) | Ty::Tape(_) => false,
+        Ty::List(..) | Ty::Array(..) | Ty::Tape(_) => false,
     }
 }
 
@@ -77,7 +77,7 @@ pub fn inline_len(t: &Ty) -> Option<u64> {
             Ty::Real(_) | Ty::Int | Ty::Bool => Some(8),
             Ty::Tuple(ts) => ts.iter().map(bytes).sum(),
             Ty::Sum(ts) => ts.iter().map(bytes).try_fold(8, |m, b| Some(m.max(b? + 8))),
-            Ty::List(..) | Ty::Tape(_) => None,
+            Ty::List(..) | Ty::Array(..) | Ty::Tape(_) => None,
         }
     }
     match t {
@@ -88,6 +88,7 @@ pub fn inline_len(t: &Ty) -> Option<u64> {
         | Ty::Tuple(_)
         | Ty::Sum(_)
         | Ty::List(..)
+        | Ty::Array(..)
         | Ty::Tape(_) => None,
     }
 }
@@ -333,7 +334,7 @@ pub fn zero(t: &Ty) -> TokenStream {
             quote!((#(#zs,)*))
         }
         // Never linear (the checker forbids it).
-        Ty::Tape(_) | Ty::Int | Ty::Bool | Ty::Sum(_) | Ty::List(..) => quote!(()),
+        Ty::Tape(_) | Ty::Int | Ty::Bool | Ty::Sum(_) | Ty::List(..) | Ty::Array(..) => quote!(()),
     }
 }
 
@@ -643,6 +644,43 @@ fn gen_expr(e: &Expr, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
         }
         Expr::Case { scrut, arms } => gen_case(scrut, arms, names, calls),
         Expr::Loop(l) => gen_loop(l, names, calls),
+        Expr::Index { arr, idx } | Expr::LinIndex { arr, idx } => {
+            let (a, i) = (names.ident(arr), names.ident(idx));
+            quote!(#a[#i])
+        }
+        Expr::Len(arr) => {
+            let a = names.ident(arr);
+            quote!(#a.len())
+        }
+        Expr::LinAccum { arr, idx, val } => {
+            // The buffer is moved, not copied: an in-place `+=`.
+            let t = names.types.get(val).cloned().unwrap_or(Ty::F64);
+            let (a, i, v) = (names.ident(arr), names.ident(idx), names.ident(val));
+            let buf = names.temp("acc");
+            let add = accumulate(&t, quote!(#buf[#i]), quote!(#v));
+            quote!({ let mut #buf = #a; #add #buf })
+        }
+    }
+}
+
+/// `place += value` for a linear value of type `t`, componentwise for a
+/// tuple (`place.0 += value.0; …`).
+fn accumulate(t: &Ty, place: TokenStream, value: TokenStream) -> TokenStream {
+    match t {
+        Ty::Tuple(ts) => {
+            let parts = ts.iter().enumerate().map(|(k, t)| {
+                let k = syn::Index::from(k);
+                accumulate(t, quote!(#place.#k), quote!(#value.#k))
+            });
+            quote!(#(#parts)*)
+        }
+        Ty::Real(_)
+        | Ty::Int
+        | Ty::Bool
+        | Ty::Sum(_)
+        | Ty::List(..)
+        | Ty::Array(..)
+        | Ty::Tape(_) => quote!(#place += #value;),
     }
 }
 
@@ -920,7 +958,7 @@ fn replay_driver(
             #each
         }
     };
-    (setup, quote!(#count.max(0) as usize), looped)
+    (setup, quote!(#count), looped)
 }
 
 fn gen_prim(prim: Prim, a: &[syn::Ident], names: &Names, args: &[Var]) -> TokenStream {
@@ -1028,7 +1066,13 @@ fn elementwise1(
 ) -> TokenStream {
     match t {
         // Only reals and tuples are linear; the checker rules out the rest.
-        Ty::Real(_) | Ty::Tape(_) | Ty::Int | Ty::Bool | Ty::Sum(_) | Ty::List(..) => f(x),
+        Ty::Real(_)
+        | Ty::Tape(_)
+        | Ty::Int
+        | Ty::Bool
+        | Ty::Sum(_)
+        | Ty::List(..)
+        | Ty::Array(..) => f(x),
         Ty::Tuple(ts) => {
             let parts: Vec<syn::Ident> = ts.iter().map(|_| names.temp("e")).collect();
             let rs: Vec<TokenStream> = ts
@@ -1049,7 +1093,13 @@ fn elementwise2(
     f: &dyn Fn(TokenStream, TokenStream) -> TokenStream,
 ) -> TokenStream {
     match t {
-        Ty::Real(_) | Ty::Tape(_) | Ty::Int | Ty::Bool | Ty::Sum(_) | Ty::List(..) => f(x, y),
+        Ty::Real(_)
+        | Ty::Tape(_)
+        | Ty::Int
+        | Ty::Bool
+        | Ty::Sum(_)
+        | Ty::List(..)
+        | Ty::Array(..) => f(x, y),
         Ty::Tuple(ts) => {
             let px: Vec<syn::Ident> = ts.iter().map(|_| names.temp("a")).collect();
             let py: Vec<syn::Ident> = ts.iter().map(|_| names.temp("b")).collect();

@@ -14,8 +14,13 @@
 //!   schedule generated code follows to bound its memory (reversed, the
 //!   binomial schedule evaluates `next` at most `r·count` times, `r` its
 //!   repetition number; BENCHMARKS.md measures it);
+//! * an array read `index(a, i)`, an in-place read `lindex(ȧ, i)` and an
+//!   accumulation `laccum(ā, i, v̇)` cost 1 per scalar of the element:
+//!   the model charges elements touched, never whole arrays, which is what
+//!   makes T's work bound hold for linear arrays (invariant 11 of
+//!   [`crate::check`]);
 //! * everything else (literals, constants, tuples, injections, unpacking,
-//!   returns, `dup`, linear zero) costs 0.
+//!   returns, `dup`, linear zero, `len`) costs 0.
 //!
 //! Integers and booleans count one scalar each when dropped, like reals.
 //!
@@ -36,6 +41,7 @@ pub enum Value {
     Tuple(Vec<Value>),
     /// Alternative `k` of a sum.
     Sum(usize, Box<Value>),
+    /// A list or an array.
     List(Vec<Value>),
 }
 
@@ -46,6 +52,9 @@ impl Value {
             Ty::Tuple(ts) => Value::Tuple(ts.iter().map(Value::zero).collect()),
             // Never linear (the checker forbids it): an empty value.
             Ty::Int | Ty::Bool | Ty::Sum(_) | Ty::List(..) | Ty::Tape(_) => Value::Tuple(vec![]),
+            // No zero form (invariant 11); `n` zeros where the length is
+            // in the type.
+            Ty::Array(e, n) => Value::List(vec![Value::zero(e); n.unwrap_or(0) as usize]),
         }
     }
 
@@ -344,7 +353,48 @@ impl Machine<'_> {
                 self.work += nl.iter().chain(&lin).map(Value::scalars).sum::<u64>();
                 Ok((vec![], vec![]))
             }
+            Expr::Index { arr, idx } => {
+                let v = Self::element(env, arr, idx)?.1;
+                self.work += v.scalars();
+                one(v)
+            }
+            Expr::Len(arr) => match Self::get(env, arr)? {
+                Value::List(vs) => one(Value::Int(vs.len() as i64)),
+                _ => Err(EvalError(format!("`{arr}` is not an array"))),
+            },
+            Expr::LinIndex { arr, idx } => {
+                let v = Self::element(env, arr, idx)?.1;
+                self.linear_op(&v);
+                lin1(v)
+            }
+            Expr::LinAccum { arr, idx, val } => {
+                let (k, old) = Self::element(env, arr, idx)?;
+                let new = old.zip(&Self::get(env, val)?, &|x, y| x + y)?;
+                self.linear_op(&new);
+                let Some(Value::List(mut vs)) = env.remove(arr) else {
+                    return Err(EvalError(format!("`{arr}` is not an array")));
+                };
+                vs[k] = new;
+                lin1(Value::List(vs))
+            }
         }
+    }
+
+    /// The position and value of element `idx` of array `arr`; an error
+    /// out of bounds (a panic in generated Rust).
+    fn element(env: &Env, arr: &Var, idx: &Var) -> Result<(usize, Value), EvalError> {
+        let (Some(Value::List(vs)), Some(Value::Int(i))) = (env.get(arr), env.get(idx)) else {
+            return Err(EvalError(format!("`{arr}[{idx}]` is not an array element")));
+        };
+        usize::try_from(*i)
+            .ok()
+            .and_then(|k| Some((k, vs.get(k)?.clone())))
+            .ok_or_else(|| {
+                EvalError(format!(
+                    "index {i} out of bounds for `{arr}` of length {}",
+                    vs.len()
+                ))
+            })
     }
 
     fn linear_op(&mut self, r: &Value) {

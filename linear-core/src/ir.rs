@@ -81,6 +81,14 @@ pub enum Ty {
     /// (the tape of a loop with a constant trip count), which generated
     /// Rust may keep inline instead of on the heap.
     List(Box<Ty>, Option<u64>),
+    /// An array `array(τ)` of user data (a Rust slice, `Vec` or fixed
+    /// array), `array(τ; n)` when its length `n` is known at compile time.
+    /// Unlike a list it can be linear when its elements can: its tangent
+    /// is an array of the elements' tangents. A linear array is never
+    /// duplicated, dropped or added: it is read in place ([`Expr::LinIndex`],
+    /// which does not consume it) and, transposed, accumulated into in
+    /// place ([`Expr::LinAccum`]); see [`crate::check`], invariant 11.
+    Array(Box<Ty>, Option<u64>),
     /// The tape returned by the forward pass of external function `f`
     /// (`f.nl` for an extern `f` after U): its contents are the callee's
     /// business. It is non-linear, is never unpacked, and carries no
@@ -100,8 +108,20 @@ impl Ty {
         match self {
             Ty::Real(_) | Ty::Int | Ty::Bool => 1,
             Ty::Tuple(ts) => ts.iter().map(Ty::scalars).sum(),
-            Ty::Sum(_) | Ty::List(..) | Ty::Tape(_) => 0,
+            Ty::Sum(_) | Ty::List(..) | Ty::Array(..) | Ty::Tape(_) => 0,
         }
+    }
+
+    /// Whether this is an array whose elements can be linear: the type of
+    /// a linear array (an accumulator once transposed).
+    pub fn is_linear_array(&self) -> bool {
+        matches!(self, Ty::Array(e, _) if e.is_vector())
+    }
+
+    /// Whether values of this type can be bound to linear variables: vector
+    /// types and linear arrays.
+    pub fn can_be_linear(&self) -> bool {
+        self.is_vector() || self.is_linear_array()
     }
 
     /// Whether values of this type can be linear (have a zero, a sum and a
@@ -110,7 +130,7 @@ impl Ty {
         match self {
             Ty::Real(_) => true,
             Ty::Tuple(ts) => ts.iter().all(Ty::is_vector),
-            Ty::Int | Ty::Bool | Ty::Sum(_) | Ty::List(..) | Ty::Tape(_) => false,
+            Ty::Int | Ty::Bool | Ty::Sum(_) | Ty::List(..) | Ty::Array(..) | Ty::Tape(_) => false,
         }
     }
 
@@ -121,7 +141,10 @@ impl Ty {
         match self {
             Ty::Real(_) => self.clone(),
             Ty::Tuple(ts) => Ty::Tuple(ts.iter().map(Ty::tangent).collect()),
-            Ty::Int | Ty::Bool | Ty::Sum(_) | Ty::List(..) | Ty::Tape(_) => Ty::Tuple(vec![]),
+            Ty::Array(e, n) if e.is_vector() => Ty::Array(Box::new(e.tangent()), *n),
+            Ty::Int | Ty::Bool | Ty::Sum(_) | Ty::List(..) | Ty::Array(..) | Ty::Tape(_) => {
+                Ty::Tuple(vec![])
+            }
         }
     }
 
@@ -129,7 +152,13 @@ impl Ty {
     pub fn float(&self) -> Option<Float> {
         match self {
             Ty::Real(f) => Some(*f),
-            Ty::Int | Ty::Bool | Ty::Tuple(_) | Ty::Sum(_) | Ty::List(..) | Ty::Tape(_) => None,
+            Ty::Int
+            | Ty::Bool
+            | Ty::Tuple(_)
+            | Ty::Sum(_)
+            | Ty::List(..)
+            | Ty::Array(..)
+            | Ty::Tape(_) => None,
         }
     }
 }
@@ -714,6 +743,20 @@ pub enum Expr {
     Case { scrut: Var, arms: Vec<Arm> },
     /// A loop (a scan); see [`Loop`].
     Loop(Box<Loop>),
+    /// `arr[idx]`: the element of a non-linear array at an integer index
+    /// (out of bounds is an error, a panic in generated Rust).
+    Index { arr: Var, idx: Var },
+    /// `len(arr)`: the length of a non-linear array, an integer.
+    Len(Var),
+    /// `lindex(ȧ, i)`: the element of linear array `ȧ` at index `i`. It
+    /// reads `ȧ` in place without consuming it (invariant 11), so any
+    /// number of reads cost one operation each; its transpose is an
+    /// accumulation into the array's cotangent at `i`.
+    LinIndex { arr: Var, idx: Var },
+    /// `laccum(ā, i, v̇)`: the linear array `ā` with `v̇` added to its
+    /// element `i`, consuming both; an in-place `ā[i] += v̇` in generated
+    /// Rust. Its transpose reads the cotangent at `i` ([`Expr::LinIndex`]).
+    LinAccum { arr: Var, idx: Var, val: Var },
 }
 
 /// One arm of a [`Expr::Case`].

@@ -280,17 +280,22 @@ impl Parser {
             self.expect(")")?;
             return Ok(Ty::Sum(ts));
         }
-        if self.is_kw("list") {
+        if self.is_kw("list") || self.is_kw("array") {
+            let array = self.is_kw("array");
             self.next();
             self.expect("(")?;
-            let t = self.ty()?;
+            let t = Box::new(self.ty()?);
             let len = if self.eat(";") {
                 Some(self.count()?)
             } else {
                 None
             };
             self.expect(")")?;
-            return Ok(Ty::List(Box::new(t), len));
+            return Ok(if array {
+                Ty::Array(t, len)
+            } else {
+                Ty::List(t, len)
+            });
         }
         match self.next() {
             Tok::Ident(s) if s == "f64" => Ok(Ty::F64),
@@ -497,6 +502,28 @@ impl Parser {
                 let a = self.ident()?;
                 self.expect(")")?;
                 Ok(Expr::Dup(a))
+            }
+            "len" => {
+                let a = self.ident()?;
+                self.expect(")")?;
+                Ok(Expr::Len(a))
+            }
+            "index" | "lindex" | "laccum" => {
+                let arr = self.ident()?;
+                self.expect(",")?;
+                let idx = self.ident()?;
+                let val = if name.as_str() == "laccum" {
+                    self.expect(",")?;
+                    Some(self.ident()?)
+                } else {
+                    None
+                };
+                self.expect(")")?;
+                Ok(match (name.as_str(), val) {
+                    ("index", _) => Expr::Index { arr, idx },
+                    (_, Some(val)) => Expr::LinAccum { arr, idx, val },
+                    _ => Expr::LinIndex { arr, idx },
+                })
             }
             "inj" => {
                 let val = self.ident()?;

@@ -40,6 +40,20 @@ pub fn for_each_use<F: FnMut(&Var, bool) + ?Sized>(e: &Expr, f: &mut F) {
         Expr::Drop(e) => for_each_use(e, f),
         Expr::Int(_) | Expr::Bool(_) => {}
         Expr::Inj { val, .. } => f(val, false),
+        Expr::Index { arr, idx } => {
+            f(arr, false);
+            f(idx, false);
+        }
+        Expr::Len(arr) => f(arr, false),
+        Expr::LinIndex { arr, idx } => {
+            f(arr, true);
+            f(idx, false);
+        }
+        Expr::LinAccum { arr, idx, val } => {
+            f(arr, true);
+            f(idx, false);
+            f(val, true);
+        }
         Expr::Case { scrut, arms } => {
             f(scrut, false);
             for a in arms {
@@ -126,7 +140,64 @@ pub fn for_each_binder(e: &Expr, f: &mut impl FnMut(&Binder, bool)) {
         | Expr::Dup(_)
         | Expr::Int(_)
         | Expr::Bool(_)
-        | Expr::Inj { .. } => {}
+        | Expr::Inj { .. }
+        | Expr::Index { .. }
+        | Expr::Len(_)
+        | Expr::LinIndex { .. }
+        | Expr::LinAccum { .. } => {}
+    }
+}
+
+/// Whether `e` reads linear array `v` in place ([`Expr::LinIndex`]) and
+/// nothing else: such reads do not consume it (invariant 11 of
+/// [`crate::check`]).
+pub fn is_array_read(e: &Expr, v: &Var) -> bool {
+    matches!(e, Expr::LinIndex { arr, .. } if arr == v)
+}
+
+/// Calls `f` for every linear variable `e` consumes: its linear uses
+/// except in-place array reads.
+pub fn for_each_consumed(e: &Expr, f: &mut dyn FnMut(&Var)) {
+    match e {
+        Expr::LinIndex { .. } => {}
+        Expr::Block { stmts, tail } => {
+            for s in stmts {
+                match s {
+                    Stmt::Let { rhs, .. } => for_each_consumed(rhs, f),
+                    Stmt::LinUnpack { tuple, .. } => f(tuple),
+                    Stmt::Unpack { .. } => {}
+                }
+            }
+            for_each_consumed(tail, f);
+        }
+        Expr::Drop(inner) => for_each_consumed(inner, f),
+        Expr::Case { arms, .. } => arms.iter().for_each(|a| for_each_consumed(&a.body, f)),
+        Expr::Loop(l) => {
+            l.lin.iter().for_each(|(_, v)| f(v));
+            for_each_consumed(&l.body, f);
+        }
+        Expr::Ret { .. }
+        | Expr::App { .. }
+        | Expr::Lit { .. }
+        | Expr::Const { .. }
+        | Expr::Tup(_)
+        | Expr::Prim { .. }
+        | Expr::LinZero(_)
+        | Expr::LinTup(_)
+        | Expr::LinAdd(..)
+        | Expr::LinNeg(_)
+        | Expr::LinScale(..)
+        | Expr::Dup(_)
+        | Expr::Int(_)
+        | Expr::Bool(_)
+        | Expr::Inj { .. }
+        | Expr::Index { .. }
+        | Expr::Len(_)
+        | Expr::LinAccum { .. } => for_each_use(e, &mut |v, lin| {
+            if lin {
+                f(v)
+            }
+        }),
     }
 }
 
@@ -140,6 +211,15 @@ pub fn binder_types(f: &Func) -> HashMap<Var, crate::ir::Ty> {
         types.insert(b.var.clone(), b.ty.clone());
     });
     types
+}
+
+/// The binders a statement itself binds, with their types (not those
+/// bound inside its right-hand side).
+pub fn stmt_binds_typed(s: &Stmt, f: &mut impl FnMut(&Binder)) {
+    match s {
+        Stmt::Let { nl, lin, .. } => nl.iter().chain(lin).for_each(f),
+        Stmt::Unpack { vars, .. } | Stmt::LinUnpack { vars, .. } => vars.iter().for_each(f),
+    }
 }
 
 /// The variables a statement itself binds (not those bound inside its
@@ -305,7 +385,9 @@ pub fn expr_size(e: &Expr) -> usize {
         Expr::LinNeg(_) | Expr::Dup(_) => 2,
         Expr::Drop(e) => 1 + expr_size(e),
         Expr::Int(_) | Expr::Bool(_) => 1,
-        Expr::Inj { .. } => 3,
+        Expr::Inj { .. } | Expr::Index { .. } | Expr::LinIndex { .. } => 3,
+        Expr::Len(_) => 2,
+        Expr::LinAccum { .. } => 4,
         Expr::Case { arms, .. } => {
             2 + arms
                 .iter()
@@ -437,6 +519,10 @@ impl Linearize {
                 self.take(b);
             }
             Expr::LinNeg(a) | Expr::LinScale(_, a) | Expr::Dup(a) => self.take(a),
+            Expr::LinAccum { arr, val, .. } => {
+                self.take(arr);
+                self.take(val);
+            }
             Expr::Drop(inner) => self.walk(inner),
             // Lowering in linear mode produces no control flow: arms would
             // need their reads counted separately.
@@ -452,7 +538,10 @@ impl Linearize {
             | Expr::Const { .. }
             | Expr::Tup(_)
             | Expr::Prim { .. }
-            | Expr::LinZero(_) => {}
+            | Expr::LinZero(_)
+            | Expr::Index { .. }
+            | Expr::Len(_)
+            | Expr::LinIndex { .. } => {}
         }
     }
 }
@@ -512,7 +601,18 @@ pub fn rename_all(e: &mut Expr, map: &HashMap<Var, Var>) {
             rename_var(a, map);
             rename_var(b, map);
         }
-        Expr::LinNeg(a) | Expr::Dup(a) | Expr::Inj { val: a, .. } => rename_var(a, map),
+        Expr::LinNeg(a) | Expr::Dup(a) | Expr::Inj { val: a, .. } | Expr::Len(a) => {
+            rename_var(a, map)
+        }
+        Expr::Index { arr, idx } | Expr::LinIndex { arr, idx } => {
+            rename_var(arr, map);
+            rename_var(idx, map);
+        }
+        Expr::LinAccum { arr, idx, val } => {
+            rename_var(arr, map);
+            rename_var(idx, map);
+            rename_var(val, map);
+        }
         Expr::Drop(inner) => rename_all(inner, map),
         Expr::Case { scrut, arms } => {
             rename_var(scrut, map);

@@ -32,6 +32,15 @@
 //!            loop while e carry(i: int = i0;) collect() e
 //!            loop replay s: (int, f64) from s0 count n keep 8 next e rev carry(; c: f64 = c0) collect() e
 //! ```
+//!
+//! Arrays:
+//!
+//! ```text
+//! types      array(f64)  array((f64, f64); 3)
+//! reads      index(a, i)  len(a)       (non-linear)
+//! linear     lindex(da, i)             (reads da in place, does not consume it)
+//!            laccum(ca, i, dv)         (ca with dv added at i; consumes ca and dv)
+//! ```
 
 use std::fmt::{self, Write};
 
@@ -69,6 +78,8 @@ impl fmt::Display for Ty {
             }
             Ty::List(t, None) => write!(f, "list({t})"),
             Ty::List(t, Some(n)) => write!(f, "list({t}; {n})"),
+            Ty::Array(t, None) => write!(f, "array({t})"),
+            Ty::Array(t, Some(n)) => write!(f, "array({t}; {n})"),
         }
     }
 }
@@ -341,6 +352,18 @@ fn expr(out: &mut String, e: &Expr, depth: usize) {
             out.push('}');
         }
         Expr::Loop(l) => loop_(out, l, depth),
+        Expr::Index { arr, idx } => {
+            let _ = write!(out, "index({arr}, {idx})");
+        }
+        Expr::Len(arr) => {
+            let _ = write!(out, "len({arr})");
+        }
+        Expr::LinIndex { arr, idx } => {
+            let _ = write!(out, "lindex({arr}, {idx})");
+        }
+        Expr::LinAccum { arr, idx, val } => {
+            let _ = write!(out, "laccum({arr}, {idx}, {val})");
+        }
     }
 }
 

@@ -350,7 +350,7 @@ fn integer_arithmetic_on_reals() {
 fn linear_integer() {
     err_a(
         "def f(; n: int) -> (; int) = (; n)",
-        expect![[r#"in `f`: linear variable `n` has type int, which has no zero, sum or scaling"#]],
+        expect!["in `f`: linear variable `n` has type int, which has no zero, sum or scaling and is not an array of such values"],
     );
 }
 

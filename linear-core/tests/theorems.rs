@@ -26,7 +26,9 @@ mod common;
 use std::cell::RefCell;
 use std::collections::HashMap;
 
-use common::{close, dual_run, gen_program, random_value, Dual, Rng};
+use common::{
+    close, cotangent_args, dual_run, gen_program, random_like, random_value, Dual, Rng,
+};
 use linear_core::check::{check, check_linear_b};
 use linear_core::eval::{dot, run, Value};
 use linear_core::parse::parse_program;
@@ -57,6 +59,10 @@ struct Stats {
     transposes_strict: u64,
     with_case: u64,
     with_range_loop: u64,
+    /// Programs reading an array, and reading one in a loop over its
+    /// indices (the tangent read in place, the transpose accumulating).
+    with_array: u64,
+    with_array_loop: u64,
     with_while_loop: u64,
     with_nesting: u64,
     rounding_allowance: u64,
@@ -129,14 +135,7 @@ fn one_program(seed: u64, size_: usize, st: &RefCell<Stats>) -> Result<(), TestC
             .map(|b| b.ty.clone())
             .collect::<Vec<_>>(),
     );
-    let dx = tys_values(
-        &mut rng,
-        &entry
-            .nl_params
-            .iter()
-            .map(|b| b.ty.clone())
-            .collect::<Vec<_>>(),
-    );
+    let dx: Vec<Value> = x.iter().map(|v| random_like(&mut rng, v)).collect();
     let ybar = tys_values(&mut rng, &entry.nl_rets);
     let orig = run(&p, main.as_str(), &x, &[], &nocst).map_err(|e| fail(e.0))?;
     if !all_finite(&orig.nl) {
@@ -234,18 +233,20 @@ fn one_program(seed: u64, size_: usize, st: &RefCell<Stats>) -> Result<(), TestC
     );
     let t3 = transpose(&u3).map_err(|e| fail(e.to_string()))?;
     check_linear_b(&t3).map_err(|e| fail(format!("T of U (loop state) not Linear B: {e}")))?;
+    // The results' cotangents, then zeroed accumulators for the arrays.
+    let ct_args = cotangent_args(&ybar, &dx);
     let tb3 = run(
         &t3,
         &format!("{flin}.t"),
         std::slice::from_ref(&tape3),
-        &ybar,
+        &ct_args,
         &nocst,
     )
     .map_err(|e| fail(e.0))?;
     let (tape4, replayed) = binomial_checks(
         &j,
         (&fnl, &flin, k),
-        (&x, &dx, &ybar),
+        (&x, &dx, &ct_args),
         (&jo.nl, &jo.lin, &tb3.lin),
         seed,
     )?;
@@ -264,7 +265,7 @@ fn one_program(seed: u64, size_: usize, st: &RefCell<Stats>) -> Result<(), TestC
     let t = transpose(&u).map_err(|e| fail(e.to_string()))?;
     check_linear_b(&t).map_err(|e| fail(format!("T output not Linear B: {e}\n{t}")))?;
     let ft = format!("{flin}.t");
-    let tb = run(&t, &ft, std::slice::from_ref(&tape), &ybar, &nocst).map_err(|e| fail(e.0))?;
+    let tb = run(&t, &ft, std::slice::from_ref(&tape), &ct_args, &nocst).map_err(|e| fail(e.0))?;
     let (lhs, rhs) = (dot(&dx, &tb.lin), dot(&res.lin, &ybar));
     // Up to rounding: relative to the result, or, where the linear maps
     // pass through intermediates much larger than it (derivatives grown
@@ -284,13 +285,16 @@ fn one_program(seed: u64, size_: usize, st: &RefCell<Stats>) -> Result<(), TestC
         &tb.lin,
         "recomputing loop bodies changed the transpose"
     );
+    // Thm 7.1's bound, with the transpose's inputs: the results'
+    // cotangents and the arrays' accumulators (the caller's zeroed
+    // buffers, which stand for the zeros T would otherwise create).
     prop_assert!(
-        tb.work + scalars(&dx) <= res.work + scalars(&ybar),
+        tb.work + scalars(&dx) <= res.work + scalars(&ct_args),
         "transposition work: {} + {} > {} + {}",
         tb.work,
         scalars(&dx),
         res.work,
-        scalars(&ybar)
+        scalars(&ct_args)
     );
     let tt = transpose(&t).map_err(|e| fail(e.to_string()))?;
     check_linear_b(&tt).map_err(|e| fail(format!("T(T) not Linear B: {e}")))?;
@@ -302,7 +306,13 @@ fn one_program(seed: u64, size_: usize, st: &RefCell<Stats>) -> Result<(), TestC
         &nocst,
     )
     .map_err(|e| fail(e.0))?;
-    prop_assert!(close(&again.lin, &res.lin, 1e-12), "T(T(e)) differs from e");
+    // T(T(e)) also returns, after e's results, the accumulators' cotangents
+    // (the array tangents, passed through): e's results are the prefix.
+    prop_assert!(
+        again.lin.len() == res.lin.len() + ct_args.len() - ybar.len()
+            && close(&again.lin[..res.lin.len()], &res.lin, 1e-12),
+        "T(T(e)) differs from e"
+    );
     prop_assert!(again.work <= res.work, "T(T(e)) does more work than e");
 
     // Simplifier: types, results, work.
@@ -320,7 +330,7 @@ fn one_program(seed: u64, size_: usize, st: &RefCell<Stats>) -> Result<(), TestC
             &t,
             ft.as_str(),
             &vec![tape.clone()],
-            &ybar,
+            &ct_args,
             true,
             (&vec![], &tb.lin, tb.work),
         ),
@@ -364,6 +374,11 @@ fn one_program(seed: u64, size_: usize, st: &RefCell<Stats>) -> Result<(), TestC
     let text = p.to_string();
     s.with_case += u64::from(text.contains("case "));
     s.with_range_loop += u64::from(text.contains("loop for"));
+    s.with_array += u64::from(text.contains("index("));
+    s.with_array_loop += u64::from(
+        text.lines()
+            .any(|l| l.starts_with("    ") && l.contains("= index(")),
+    );
     s.with_while_loop += u64::from(text.contains("loop while"));
     // A case or loop inside an arm or a body: indented control flow.
     s.with_nesting += u64::from(text.lines().any(|l| {
@@ -386,7 +401,7 @@ fn one_program(seed: u64, size_: usize, st: &RefCell<Stats>) -> Result<(), TestC
     s.tape_save += tape.scalars();
     s.tape_recompute += tape2.scalars();
     s.smaller_tapes += u64::from(tape2.scalars() < tape.scalars());
-    s.transposes_strict += u64::from(tb.work + scalars(&dx) < res.work + scalars(&ybar));
+    s.transposes_strict += u64::from(tb.work + scalars(&dx) < res.work + scalars(&ct_args));
     Ok(())
 }
 
@@ -519,6 +534,10 @@ fn theorems_hold_on_random_programs() {
         s.with_case, s.with_range_loop, s.with_while_loop, s.with_nesting
     );
     println!(
+        "arrays: {} programs read an array, {} inside a loop or an arm",
+        s.with_array, s.with_array_loop
+    );
+    println!(
         "Thm 8.1 size constants measured: |J(P)| <= {:.2}|P|, |U(J)| <= {:.2}|J|, |T(U)| <= {:.2}|U|, |L(J)| <= {:.2}|J|",
         s.c_j, s.c_u, s.c_t, s.c_l
     );
@@ -566,6 +585,10 @@ fn theorems_hold_on_random_programs() {
             && s.with_while_loop > quarter / 2
             && s.with_nesting > quarter / 4,
         "too few programs with control flow: {s:?}"
+    );
+    assert!(
+        s.with_array > quarter && s.with_array_loop > quarter / 2,
+        "too few programs with arrays: {s:?}"
     );
     // The recomputing policy must actually trade tape for work somewhere.
     assert!(

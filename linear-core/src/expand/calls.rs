@@ -52,7 +52,7 @@ impl Calls<'_> {
     pub(super) fn heap_bytes(&self, e: TokenStream, t: &Ty) -> TokenStream {
         let zero = quote!(0usize);
         match t {
-            Ty::Real(_) | Ty::Int | Ty::Bool => zero,
+            Ty::Real(_) | Ty::Int | Ty::Bool | Ty::Array(..) => zero,
             Ty::Tuple(ts) => {
                 let parts: Vec<TokenStream> = ts
                     .iter()
@@ -125,10 +125,14 @@ impl Calls<'_> {
                 crate::codegen::sum_type(&ts.iter().map(|t| self.rust_ty(t)).collect::<Vec<_>>())
             }
             Ty::List(e, _) => crate::codegen::list_type(t, self.rust_ty(e)),
-            // The only integer on a tape is a replay's trip count, which U
-            // counts from literals: `i64`, the type `Replay::new` takes.
-            // (Recomputing policies keep the user's integers off tapes.)
-            Ty::Int => quote!(i64),
+            // Integers on a tape are array indices read by the residual
+            // (`lindex`), so `usize`, and replay trip counts, which U
+            // counts from literals and `Replay::new` takes as `usize`.
+            // (Recomputing policies keep the user's other integers off
+            // tapes.)
+            Ty::Int => quote!(usize),
+            // Arrays never go on tapes (their elements are saved as read).
+            Ty::Array(..) => crate::lower::ty_rust(t),
             Ty::Real(_) | Ty::Bool => crate::lower::ty_rust(t),
         }
     }

@@ -26,7 +26,7 @@
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
-use proc_macro2::{Span, TokenStream, TokenTree};
+use proc_macro2::{Literal, Span, TokenStream, TokenTree};
 use quote::{quote, quote_spanned, ToTokens};
 use syn::spanned::Spanned;
 use syn::visit_mut::VisitMut;
@@ -250,7 +250,9 @@ impl Shape {
             Ty::Real(f) => Shape::Float(*f),
             Ty::Tuple(ts) => Shape::Tuple(ts.iter().map(Shape::of_ty).collect()),
             // Not values of differentiable Rust types.
-            Ty::Tape(_) | Ty::Int | Ty::Bool | Ty::Sum(_) | Ty::List(..) => Shape::Tuple(vec![]),
+            Ty::Tape(_) | Ty::Int | Ty::Bool | Ty::Sum(_) | Ty::List(..) | Ty::Array(..) => {
+                Shape::Tuple(vec![])
+            }
         }
     }
 }
@@ -1974,5 +1976,15 @@ pub fn ty_rust(t: &Ty) -> TokenStream {
         Ty::Bool => quote!(bool),
         Ty::Sum(ts) => crate::codegen::sum_type(&ts.iter().map(ty_rust).collect::<Vec<_>>()),
         Ty::List(e, _) => crate::codegen::list_type(t, ty_rust(e)),
+        // An owned array: a cotangent buffer (`[τ; n]` when its length is
+        // known, else a `Vec`).
+        Ty::Array(e, Some(n)) => {
+            let (e, n) = (ty_rust(e), Literal::usize_unsuffixed(*n as usize));
+            quote!([#e; #n])
+        }
+        Ty::Array(e, None) => {
+            let e = ty_rust(e);
+            quote!(::linear_ad::__private::Vec<#e>)
+        }
     }
 }

@@ -85,6 +85,7 @@ fn float_of(t: &Ty) -> Float {
     match t {
         Ty::Real(f) => *f,
         Ty::Tuple(ts) => ts.first().map_or(Float::F64, float_of),
+        Ty::Array(e, _) => float_of(e),
         Ty::Int | Ty::Bool | Ty::Sum(_) | Ty::List(..) | Ty::Tape(_) => Float::F64,
     }
 }
@@ -154,7 +155,7 @@ impl Helpers<'_> {
                 // Linear values are never of these types (the checker
                 // forbids it): an ill-typed empty tuple, which the output's
                 // check reports.
-                (_, Ty::Tape(_) | Ty::Int | Ty::Bool | Ty::Sum(_) | Ty::List(..)) => {
+                (_, Ty::Tape(_) | Ty::Int | Ty::Bool | Ty::Sum(_) | Ty::List(..) | Ty::Array(..)) => {
                     Expr::Tup(vec![])
                 }
                 (_, Ty::Tuple(inner)) => {
@@ -275,7 +276,9 @@ impl Erase<'_, '_> {
                     args,
                 },
             },
-            Ty::Tape(_) | Ty::Int | Ty::Bool | Ty::Sum(_) | Ty::List(..) => Expr::Tup(vec![]),
+            Ty::Tape(_) | Ty::Int | Ty::Bool | Ty::Sum(_) | Ty::List(..) | Ty::Array(..) => {
+                Expr::Tup(vec![])
+            }
             Ty::Tuple(ts) => Expr::App {
                 func: self.h.helper(op, ts),
                 nl: args,
@@ -369,6 +372,17 @@ impl Erase<'_, '_> {
             }
             Expr::Drop(inner) => Expr::Drop(Box::new(self.expr(inner)?)),
             Expr::Int(_) | Expr::Bool(_) => e.clone(),
+            Expr::Index { arr, idx } | Expr::LinIndex { arr, idx } => Expr::Index {
+                arr: self.r(arr),
+                idx: self.r(idx),
+            },
+            Expr::Len(arr) => Expr::Len(self.r(arr)),
+            Expr::LinAccum { .. } => {
+                return Err(PassError::new(
+                    self.func,
+                    "L of an accumulation (`laccum`, only in transposed code) is not defined",
+                ))
+            }
             Expr::Inj { sum, tag, val } => Expr::Inj {
                 sum: sum.clone(),
                 tag: *tag,

@@ -48,6 +48,15 @@
 //!   not carried. Bounds, lists and `while` conditions are piecewise
 //!   constant: the condition runs on primal values only.
 //!
+//! * Arrays (invariant 11 of [`crate::check`]). An array of reals (or
+//!   tuples of them) has a linear array as its tangent; it is kept out of
+//!   Σ, never split or dropped, and read in place: JIndex is
+//!   `index(a, i)` with tangent `lindex(ȧ, i)`, so k reads of an array
+//!   are k element reads, not k copies. Loops and cases read it from
+//!   where it is bound, which T turns into accumulation in place. `len(a)`
+//!   and indices are piecewise constant. An array of integers or booleans
+//!   has no tangent (the empty tuple) and follows the scalar rules.
+//!
 //! Input: a program that type-checks in Linear A and has no linear
 //! parameters, results or expressions. Output: a program that type-checks
 //! in Linear A, with one function per input function, calls renamed.
@@ -115,6 +124,7 @@ pub fn jvp_func(f: &Func, names: &HashMap<Var, Var>) -> Result<Func, PassError> 
         fresh: Fresh::for_func(f),
         types: HashMap::default(),
         constant: Default::default(),
+        arrays: HashMap::default(),
         func: &f.name,
     };
     let mut sigma = HashMap::default();
@@ -122,7 +132,11 @@ pub fn jvp_func(f: &Func, names: &HashMap<Var, Var>) -> Result<Func, PassError> 
     for b in &f.nl_params {
         let d = j.tangent_of(&b.var);
         j.types.insert(b.var.clone(), b.ty.clone());
-        sigma.insert(b.var.clone(), d.clone());
+        if b.ty.is_linear_array() {
+            j.arrays.insert(b.var.clone(), d.clone());
+        } else {
+            sigma.insert(b.var.clone(), d.clone());
+        }
         lin_params.push(Binder::new(d, b.ty.tangent()));
     }
     let body = j.expr(&f.body, sigma)?;
@@ -144,6 +158,9 @@ struct Jvp<'a> {
     /// Variables whose tangent is zero by construction (literals, Rust
     /// constants, results of piecewise-constant primitives).
     constant: rustc_hash::FxHashSet<Var>,
+    /// Arrays with a linear array tangent: primal to tangent. They are not
+    /// in Σ: their tangents are read in place, never consumed.
+    arrays: HashMap<Var, Var>,
     func: &'a Var,
 }
 
@@ -183,6 +200,11 @@ impl Jvp<'_> {
         let mut left: HashMap<&Var, usize> = HashMap::default();
         for v in vs {
             *left.entry(v).or_insert(0) += 1;
+        }
+        if let Some(a) = vs.iter().find(|v| self.arrays.contains_key(*v)) {
+            return Err(self.err(&format!(
+                "array `{a}` is used as a value; J reads arrays by index only"
+            )));
         }
         let mut cur: HashMap<Var, Var> = HashMap::default();
         let mut ds = Vec::with_capacity(vs.len());
@@ -346,6 +368,18 @@ impl Jvp<'_> {
                 ))
             }
             Expr::Drop(inner) => Ok(Expr::Drop(Box::new(self.expr(inner, sigma)?))),
+            Expr::Index { arr, idx } => self.index(e, arr, idx, sigma),
+            Expr::Len(arr) => {
+                let mut out = Vec::new();
+                if !self.arrays.contains_key(arr) {
+                    let ds = self.occurrences(&mut out, std::slice::from_ref(arr), &mut sigma)?;
+                    out.extend(ds.into_iter().map(drop_stmt));
+                }
+                Ok(Expr::block(out, self.with_zero_tangent(e.clone(), Ty::Int)))
+            }
+            Expr::LinIndex { .. } | Expr::LinAccum { .. } => Err(self.err(
+                "J applies to non-linear expressions only; this one contains a linear operation",
+            )),
             Expr::LinZero(_)
             | Expr::LinTup(_)
             | Expr::LinAdd(..)
@@ -355,6 +389,47 @@ impl Jvp<'_> {
                 "J applies to non-linear expressions only; this one contains a linear operation",
             )),
         }
+    }
+
+    /// JIndex: `index(a, i)` with tangent `lindex(ȧ, i)`, read in place;
+    /// the index's tangent is dropped. An array without a linear tangent
+    /// (of integers) gives a zero tangent.
+    fn index(&mut self, e: &Expr, arr: &Var, idx: &Var, mut sigma: Sigma) -> Result<Expr, PassError> {
+        let Ty::Array(elem, _) = self.ty(arr)? else {
+            return Err(self.err(&format!("`index` of `{arr}`, which is not an array")));
+        };
+        let mut out = Vec::new();
+        let mut read = vec![idx.clone()];
+        let da = self.arrays.get(arr).cloned();
+        if da.is_none() {
+            read.push(arr.clone());
+        }
+        let ds = self.occurrences(&mut out, &read, &mut sigma)?;
+        out.extend(ds.into_iter().map(drop_stmt));
+        let Some(da) = da else {
+            return Ok(Expr::block(out, self.with_zero_tangent(e.clone(), *elem)));
+        };
+        let (y, dy) = (self.fresh.var("x"), self.fresh.var("dx"));
+        out.push(Stmt::Let {
+            nl: vec![Binder::new(y.clone(), (*elem).clone())],
+            lin: vec![],
+            rhs: e.clone(),
+        });
+        out.push(Stmt::Let {
+            nl: vec![],
+            lin: vec![Binder::new(dy.clone(), elem.tangent())],
+            rhs: Expr::LinIndex {
+                arr: da,
+                idx: idx.clone(),
+            },
+        });
+        Ok(Expr::block(
+            out,
+            Expr::Ret {
+                nl: vec![y],
+                lin: vec![dy],
+            },
+        ))
     }
 
     fn with_zero_tangent(&mut self, e: Expr, ty: Ty) -> Expr {
@@ -404,7 +479,7 @@ impl Jvp<'_> {
         let mut out = Vec::new();
         for (i, (s, fv)) in stmts.iter().zip(frees).enumerate() {
             let mut local = Sigma::default();
-            for v in fv {
+            for v in fv.into_iter().filter(|v| !self.arrays.contains_key(v)) {
                 let d = self.tangent(&mut sigma, &v)?;
                 if last.get(&v).copied().unwrap_or(0) > i {
                     let ty = self.ty(&v)?.tangent();
@@ -436,6 +511,12 @@ impl Jvp<'_> {
                     let rhs = self.expr(rhs, local)?;
                     let mut dl = Vec::with_capacity(nl.len());
                     for b in nl {
+                        if b.ty.is_linear_array() {
+                            return Err(self.err(&format!(
+                                "array `{}` is bound by `let`; J reads only parameter arrays",
+                                b.var
+                            )));
+                        }
                         let d = self.tangent_of(&b.var);
                         self.types.insert(b.var.clone(), b.ty.clone());
                         sigma.insert(b.var.clone(), d.clone());
@@ -494,7 +575,10 @@ impl Jvp<'_> {
         let mut union: Vec<Var> = Vec::new();
         for a in arms {
             let bound: Vec<&Var> = a.bind.iter().map(|b| &b.var).collect();
-            let fv = nl_vars(free_vars(&a.body), &bound);
+            let fv: Vec<Var> = nl_vars(free_vars(&a.body), &bound)
+                .into_iter()
+                .filter(|v| !self.arrays.contains_key(v))
+                .collect();
             for v in &fv {
                 if !union.contains(v) {
                     union.push(v.clone());
@@ -594,13 +678,16 @@ impl Jvp<'_> {
     ) -> Result<(Vec<Var>, Vec<(Var, Var)>), PassError> {
         let mut bound: Vec<&Var> = l.nl.iter().map(|(b, _)| &b.var).collect();
         bound.extend(l.iter.binder().map(|b| &b.var));
-        let invariant = nl_vars(free_vars(&l.body), &bound);
+        let invariant: Vec<Var> = nl_vars(free_vars(&l.body), &bound)
+            .into_iter()
+            .filter(|v| !self.arrays.contains_key(v))
+            .collect();
         let mut cond_only = Vec::new();
         if let Iter::While { cond } = &l.iter {
             cond_only.extend(
                 nl_vars(free_vars(cond), &bound)
                     .into_iter()
-                    .filter(|v| !invariant.contains(v)),
+                    .filter(|v| !invariant.contains(v) && !self.arrays.contains_key(v)),
             );
         }
         let header = l.iter.outer_vars();

@@ -10,6 +10,9 @@
 //!   state) that site gets a `zero(τ)` of its own, so the zero's own
 //!   binding is always dead: a zero bound before a case is then never read
 //!   by one arm and dropped (now: not read) by another.
+//!   Accumulating a zero into an array, `laccum(ā, i, z)`, is `ā`; an
+//!   in-place read whose result is only dropped is not done (its index is
+//!   dropped instead).
 //! * Copies. `let a; b = (x; y)` renames `a` to `x` and `b` to `y`.
 //! * Nested blocks. `let v = { s..; e }` becomes `s..; let v = e` (names
 //!   are unique per function, so hoisting cannot capture).
@@ -128,6 +131,13 @@ fn dropped_linear(e: &mut Expr) -> bool {
                         Expr::LinNeg(b) => Some(vec![lin_drop(b)]),
                         Expr::LinAdd(b, c) => Some(vec![lin_drop(b), lin_drop(c)]),
                         Expr::LinTup(vs) => Some(vs.iter().map(lin_drop).collect()),
+                        // The array is read, not consumed: nothing to drop
+                        // but the index (kept read where it was, as above).
+                        Expr::LinIndex { idx, .. } => Some(vec![Stmt::Let {
+                            nl: vec![],
+                            lin: vec![],
+                            rhs: Expr::Drop(Box::new(Expr::var(idx.clone()))),
+                        }]),
                         _ => None,
                     },
                     _ => None,
@@ -198,7 +208,7 @@ fn linear_drop_site(stmts: &[Stmt]) -> Option<(usize, usize)> {
             if let Some(&j) = defs.get(&a) {
                 let simple = matches!(
                     &stmts[j],
-                    Stmt::Let { nl, rhs: Expr::Dup(_) | Expr::LinScale(..) | Expr::LinNeg(_) | Expr::LinAdd(..) | Expr::LinTup(_), .. } if nl.is_empty()
+                    Stmt::Let { nl, rhs: Expr::Dup(_) | Expr::LinScale(..) | Expr::LinNeg(_) | Expr::LinAdd(..) | Expr::LinTup(_) | Expr::LinIndex { .. }, .. } if nl.is_empty()
                 );
                 if simple {
                     return Some((k, j));
@@ -343,6 +353,20 @@ impl Simp<'_> {
                 other => Expr::Drop(Box::new(self.expr(other))),
             },
             Expr::Int(_) | Expr::Bool(_) => e.clone(),
+            Expr::Index { arr, idx } => Expr::Index {
+                arr: self.r(arr),
+                idx: self.r(idx),
+            },
+            Expr::Len(arr) => Expr::Len(self.r(arr)),
+            Expr::LinIndex { arr, idx } => Expr::LinIndex {
+                arr: self.r(arr),
+                idx: self.r(idx),
+            },
+            Expr::LinAccum { arr, idx, val } => Expr::LinAccum {
+                arr: self.r(arr),
+                idx: self.r(idx),
+                val: self.r(val),
+            },
             Expr::Inj { sum, tag, val } => Expr::Inj {
                 sum: sum.clone(),
                 tag: *tag,
@@ -479,6 +503,16 @@ impl Simp<'_> {
                     }
                     Expr::LinNeg(a) | Expr::Dup(a) if self.is_zero(a) => {
                         return self.zeros(out, lin);
+                    }
+                    // The index stays read (dropped), as for a scaling.
+                    Expr::LinAccum { arr, idx, val } if self.is_zero(val) && lin.len() == 1 => {
+                        self.rename.insert(lin[0].var.clone(), arr.clone());
+                        out.push(Stmt::Let {
+                            nl: vec![],
+                            lin: vec![],
+                            rhs: Expr::Drop(Box::new(Expr::var(idx.clone()))),
+                        });
+                        return;
                     }
                     // Scaling an empty tuple costs nothing, and the factor
                     // would then need an explicit drop: leave it.

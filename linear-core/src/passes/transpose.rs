@@ -43,6 +43,23 @@
 //!   its states in the opposite order: generated code recomputes them from
 //!   snapshots, the body is transposed as any other.
 //!
+//! * Arrays (invariant 11 of [`crate::check`]): a linear array's
+//!   cotangent is an accumulator, threaded through the transposed code.
+//!   TIndex: an in-place read `lindex(ȧ, i)` whose result has cotangent
+//!   `c` becomes `ā' = laccum(ā, i, c)` on the current accumulator `ā`,
+//!   which `ā'` replaces; so k reads of one array cost k element additions
+//!   into one buffer, `grad[i] += c` in generated Rust, never an array
+//!   copy or a one-hot array. TAccum: `laccum(ā, i, v̇)` with cotangent `c`
+//!   gives `v̇` the cotangent `lindex(c, i)` and `ā` the cotangent `c`
+//!   (so T∘T is the identity on these forms). The accumulator of an array
+//!   consumed in the forward code comes from its consumer (transposed
+//!   first); that of a borrowed parameter (read, never consumed) is a
+//!   parameter of the transpose, after the results' cotangents: the caller
+//!   passes a zeroed buffer, and gets it back, accumulated, in the
+//!   parameter's position among the results. Arms take the current
+//!   accumulators of the arrays they read and return them; reversed loops
+//!   carry them as state.
+//!
 //! TDropLin can leave a non-linear variable that only the dropped code read
 //! unused, which Fig. 3 forbids; such variables are dropped explicitly right
 //! after their binding ([`drop_unused`]).
@@ -102,23 +119,34 @@ pub fn transpose_func(f: &Func, p: &Program, names: &HashMap<Var, Var>) -> Resul
         func: &f.name,
         fresh: Fresh::for_func(f),
         types: crate::visit::binder_types(f),
+        acc: HashMap::default(),
     };
-    let cts: Vec<Binder> = f
+    let mut cts: Vec<Binder> = f
         .lin_rets
         .iter()
         .map(|ty| Binder::new(t.fresh.var("ct"), ty.clone()))
         .collect();
+    let results: Vec<Var> = cts.iter().map(|b| b.var.clone()).collect();
+    // A borrowed array parameter (read in place, never consumed) gets an
+    // accumulator parameter, after the results' cotangents.
+    let mut consumed = HashSet::default();
+    crate::visit::for_each_consumed(&f.body, &mut |v| {
+        consumed.insert(v.clone());
+    });
+    for b in &f.lin_params {
+        if b.ty.is_linear_array() && !consumed.contains(&b.var) {
+            let a = t.ct_var(&b.var)?;
+            t.acc.insert(b.var.clone(), a.var.clone());
+            cts.push(a);
+        }
+    }
     let mut out = Vec::new();
-    let mut ct = t.expr(
-        &f.body,
-        cts.iter().map(|b| b.var.clone()).collect(),
-        &mut out,
-    )?;
+    let mut ct = t.expr(&f.body, results, &mut out)?;
     let ret = f
         .lin_params
         .iter()
         .map(|b| {
-            ct.remove(&b.var)
+            t.take_ct(&mut ct, &b.var)
                 .ok_or_else(|| t.err(&format!("no cotangent for linear parameter `{}`", b.var)))
         })
         .collect::<Result<Vec<_>, _>>()?;
@@ -167,6 +195,11 @@ struct Transpose<'a> {
     func: &'a Var,
     fresh: Fresh,
     types: HashMap<Var, Ty>,
+    /// The accumulator of each linear array whose cotangent is known: the
+    /// variable holding the cotangent summed so far over its uses already
+    /// transposed (those after this point in the forward code). An
+    /// in-place read `lindex(ȧ, i)` adds into it at `i` and rebinds it.
+    acc: HashMap<Var, Var>,
 }
 
 impl Transpose<'_> {
@@ -176,6 +209,42 @@ impl Transpose<'_> {
 
     fn ty(&self, v: &Var) -> Result<Ty, PassError> {
         super::type_of(&self.types, self.func, v)
+    }
+
+    /// The cotangent of `v`: from `ct`, or `v`'s accumulator if it is an
+    /// array.
+    fn take_ct(&mut self, ct: &mut Cts, v: &Var) -> Option<Var> {
+        ct.remove(v).or_else(|| self.acc.remove(v))
+    }
+
+    /// Moves the cotangents of linear arrays from `ct` to the
+    /// accumulators, where in-place reads earlier in the forward code
+    /// (transposed next) add into them.
+    fn accumulate(&mut self, ct: &mut Cts) {
+        let arrays: Vec<Var> = ct
+            .keys()
+            .filter(|v| self.types.get(*v).is_some_and(Ty::is_linear_array))
+            .cloned()
+            .collect();
+        for v in arrays {
+            if let Some(c) = ct.remove(&v) {
+                self.acc.insert(v, c);
+            }
+        }
+    }
+
+    /// The linear arrays `e` reads in place and does not consume, with an
+    /// accumulator: the ones a transposed arm or loop body threads.
+    fn threaded(&self, e: &Expr) -> Vec<Var> {
+        let mut consumed = HashSet::default();
+        crate::visit::for_each_consumed(e, &mut |v| {
+            consumed.insert(v.clone());
+        });
+        free_vars(e)
+            .lin
+            .into_iter()
+            .filter(|v| self.acc.contains_key(v) && !consumed.contains(v))
+            .collect()
     }
 
     /// A fresh cotangent variable for linear variable `v`.
@@ -208,6 +277,7 @@ impl Transpose<'_> {
                 let mut groups: Vec<Vec<Stmt>> = Vec::new();
                 let mut g = Vec::new();
                 ct = self.expr(tail, cts, &mut g)?;
+                self.accumulate(&mut ct);
                 groups.push(g);
                 for s in stmts.iter().rev().filter(|s| is_linear_stmt(s)) {
                     let mut g = Vec::new();
@@ -216,7 +286,7 @@ impl Transpose<'_> {
                             let rc = lin
                                 .iter()
                                 .map(|b| {
-                                    ct.remove(&b.var).ok_or_else(|| {
+                                    self.take_ct(&mut ct, &b.var).ok_or_else(|| {
                                         self.err(&format!(
                                             "linear variable `{}` is never consumed",
                                             b.var
@@ -226,12 +296,13 @@ impl Transpose<'_> {
                                 .collect::<Result<Vec<_>, _>>()?;
                             let inner = self.expr(rhs, rc, &mut g)?;
                             ct.extend(inner);
+                            self.accumulate(&mut ct);
                         }
                         Stmt::LinUnpack { vars, tuple } => {
                             let parts = vars
                                 .iter()
                                 .map(|b| {
-                                    ct.remove(&b.var).ok_or_else(|| {
+                                    self.take_ct(&mut ct, &b.var).ok_or_else(|| {
                                         self.err(&format!(
                                             "linear variable `{}` is never consumed",
                                             b.var
@@ -347,8 +418,16 @@ impl Transpose<'_> {
             }
             Expr::Drop(inner) => {
                 // TDropLin: the dropped code is dead; its linear inputs get
-                // zero cotangents.
-                for v in free_vars(inner).lin {
+                // zero cotangents (arrays it only reads in place get
+                // nothing: no read, no accumulation).
+                let free = free_vars(inner).lin;
+                let mut consumed = Vec::new();
+                crate::visit::for_each_consumed(inner, &mut |v| {
+                    if free.contains(v) && !consumed.contains(v) {
+                        consumed.push(v.clone())
+                    }
+                });
+                for v in consumed {
                     let b = self.ct_var(&v)?;
                     ct.insert(v, b.var.clone());
                     let ty = b.ty.clone();
@@ -357,13 +436,57 @@ impl Transpose<'_> {
             }
             Expr::Case { scrut, arms } => return self.case(scrut, arms, cts, out),
             Expr::Loop(l) => return self.loop_(l, cts, out),
+            Expr::LinIndex { arr, idx } => {
+                // TIndex: accumulate the element's cotangent in place.
+                let c = cts
+                    .into_iter()
+                    .next()
+                    .ok_or_else(|| self.err("array read without a cotangent"))?;
+                let Some(a) = self.acc.remove(arr) else {
+                    return Err(self.err(&format!(
+                        "linear array `{arr}` is read in place but has no accumulator (it is neither a parameter nor consumed later)"
+                    )));
+                };
+                let b = self.ct_var(arr)?;
+                self.acc.insert(arr.clone(), b.var.clone());
+                Self::emit_lin(
+                    out,
+                    vec![b],
+                    Expr::LinAccum {
+                        arr: a,
+                        idx: idx.clone(),
+                        val: c,
+                    },
+                );
+            }
+            Expr::LinAccum { arr, idx, val } => {
+                // TAccum: the value's cotangent is the array's cotangent at
+                // the index, read in place; the array's is the whole.
+                let c = cts
+                    .into_iter()
+                    .next()
+                    .ok_or_else(|| self.err("accumulation without a cotangent"))?;
+                let cv = self.ct_var(val)?;
+                ct.insert(val.clone(), cv.var.clone());
+                Self::emit_lin(
+                    out,
+                    vec![cv],
+                    Expr::LinIndex {
+                        arr: c.clone(),
+                        idx: idx.clone(),
+                    },
+                );
+                ct.insert(arr.clone(), c);
+            }
             Expr::Lit { .. }
             | Expr::Const { .. }
             | Expr::Tup(_)
             | Expr::Prim { .. }
             | Expr::Int(_)
             | Expr::Bool(_)
-            | Expr::Inj { .. } => {
+            | Expr::Inj { .. }
+            | Expr::Index { .. }
+            | Expr::Len(_) => {
                 return Err(self.err("transposing a non-linear expression in a linear position"));
             }
         }
@@ -379,8 +502,11 @@ impl Transpose<'_> {
         out: &mut Vec<Stmt>,
     ) -> Result<Vec<Var>, PassError> {
         vars.iter()
-            .map(|v| match ct.remove(v) {
+            .map(|v| match self.take_ct(&mut ct, v) {
                 Some(c) => Ok(c),
+                None if self.ty(v)?.is_linear_array() => Err(self.err(&format!(
+                    "linear array `{v}` is consumed on one path only; it has no zero"
+                ))),
                 None => {
                     let b = self.ct_var(v)?;
                     let t = b.ty.clone();
@@ -392,7 +518,8 @@ impl Transpose<'_> {
             .collect()
     }
 
-    /// TCase.
+    /// TCase. Accumulators of arrays the arms read in place are threaded
+    /// through: every arm takes the current one and returns it updated.
     fn case(
         &mut self,
         scrut: &Var,
@@ -401,18 +528,30 @@ impl Transpose<'_> {
         out: &mut Vec<Stmt>,
     ) -> Result<Cts, PassError> {
         let mut reads: Vec<Var> = Vec::new();
+        let mut threads: Vec<Var> = Vec::new();
         for a in arms {
-            for v in free_vars(&a.body).lin {
-                if !reads.contains(&v) {
-                    reads.push(v);
+            let free = free_vars(&a.body).lin;
+            crate::visit::for_each_consumed(&a.body, &mut |v| {
+                if free.contains(v) && !reads.contains(v) {
+                    reads.push(v.clone());
+                }
+            });
+            for v in self.threaded(&a.body) {
+                if !threads.contains(&v) {
+                    threads.push(v);
                 }
             }
         }
+        let inputs = self.take_accumulators(&threads);
         let mut new_arms = Vec::new();
         for a in arms {
             let mut body = Vec::new();
+            let saved = self.acc.clone();
+            self.acc.extend(inputs.iter().cloned());
             let ct = self.expr(&a.body, cts.clone(), &mut body)?;
-            let rets = self.cotangents_or_zero(&reads, ct, &mut body)?;
+            let mut rets = self.cotangents_or_zero(&reads, ct, &mut body)?;
+            rets.extend(self.final_accumulators(&threads)?);
+            self.acc = saved;
             new_arms.push(Arm {
                 bind: a.bind.clone(),
                 body: Expr::block(
@@ -431,6 +570,7 @@ impl Transpose<'_> {
             ct.insert(v.clone(), b.var.clone());
             binders.push(b);
         }
+        binders.extend(self.rebind_accumulators(&threads)?);
         Self::emit_lin(
             out,
             binders,
@@ -442,7 +582,42 @@ impl Transpose<'_> {
         Ok(ct)
     }
 
-    /// TLoop.
+    /// Removes and returns the accumulators of `arrays`, to be threaded
+    /// into an arm or a loop.
+    fn take_accumulators(&mut self, arrays: &[Var]) -> Vec<(Var, Var)> {
+        arrays
+            .iter()
+            .filter_map(|v| Some((v.clone(), self.acc.remove(v)?)))
+            .collect()
+    }
+
+    /// The accumulators of `arrays` at the end of a transposed arm or body.
+    fn final_accumulators(&mut self, arrays: &[Var]) -> Result<Vec<Var>, PassError> {
+        arrays
+            .iter()
+            .map(|v| {
+                self.acc
+                    .remove(v)
+                    .ok_or_else(|| self.err(&format!("accumulator of `{v}` consumed inside")))
+            })
+            .collect()
+    }
+
+    /// Fresh accumulators for `arrays`, bound by a transposed case or
+    /// loop.
+    fn rebind_accumulators(&mut self, arrays: &[Var]) -> Result<Vec<Binder>, PassError> {
+        arrays
+            .iter()
+            .map(|v| {
+                let b = self.ct_var(v)?;
+                self.acc.insert(v.clone(), b.var.clone());
+                Ok(b)
+            })
+            .collect()
+    }
+
+    /// TLoop. Accumulators of outer arrays the body reads in place are
+    /// carried as extra state of the reversed loop.
     fn loop_(&mut self, l: &Loop, cts: Vec<Var>, out: &mut Vec<Stmt>) -> Result<Cts, PassError> {
         if !l.nl.is_empty() || !l.collect.is_empty() {
             return Err(self.err("transposing a loop with non-linear state (not Linear B)"));
@@ -457,13 +632,24 @@ impl Transpose<'_> {
             let c = self.ct_var(&b.var)?;
             carry.push((c, c0));
         }
+        let threads = self.threaded(&l.body);
+        let mut inner = Vec::new();
+        for (v, a0) in self.take_accumulators(&threads) {
+            let c = self.ct_var(&v)?;
+            inner.push((v, c.var.clone()));
+            carry.push((c, a0));
+        }
+        let outer_acc = self.acc.clone();
+        self.acc.extend(inner);
         let mut body = Vec::new();
         let ct = self.expr(
             &l.body,
-            carry.iter().map(|(c, _)| c.var.clone()).collect(),
+            carry[..state.len()].iter().map(|(c, _)| c.var.clone()).collect(),
             &mut body,
         )?;
-        let rets = self.cotangents_or_zero(&state, ct, &mut body)?;
+        let mut rets = self.cotangents_or_zero(&state, ct, &mut body)?;
+        rets.extend(self.final_accumulators(&threads)?);
+        self.acc = outer_acc;
         let mut ct = Cts::default();
         let mut binders = Vec::new();
         for (_, v) in &l.lin {
@@ -471,6 +657,7 @@ impl Transpose<'_> {
             ct.insert(v.clone(), b.var.clone());
             binders.push(b);
         }
+        binders.extend(self.rebind_accumulators(&threads)?);
         Self::emit_lin(
             out,
             binders,
@@ -505,10 +692,11 @@ pub fn drop_unused(f: &mut Func) {
         lin: vec![],
         rhs: Expr::Drop(Box::new(Expr::var(v.clone()))),
     };
+    // An array may go unread (invariant 11 of `check`): no drop.
     let params: Vec<Stmt> = f
         .nl_params
         .iter()
-        .filter(|b| !used.contains(&b.var))
+        .filter(|b| !used.contains(&b.var) && !matches!(b.ty, Ty::Array(..)))
         .map(|b| dropper(&b.var))
         .collect();
     fix_expr(&mut f.body, &used, &dropper);
@@ -547,7 +735,7 @@ fn fix_expr(e: &mut Expr, used: &HashSet<Var>, dropper: &impl Fn(&Var) -> Stmt) 
                         fix_expr(rhs, used, dropper);
                         unused.extend(
                             nl.iter()
-                                .filter(|b| !used.contains(&b.var))
+                                .filter(|b| !used.contains(&b.var) && !matches!(b.ty, Ty::Array(..)))
                                 .map(|b| b.var.clone()),
                         );
                     }
@@ -605,6 +793,10 @@ fn fix_expr(e: &mut Expr, used: &HashSet<Var>, dropper: &impl Fn(&Var) -> Stmt) 
         | Expr::LinAdd(..)
         | Expr::LinNeg(_)
         | Expr::LinScale(..)
-        | Expr::Dup(_) => {}
+        | Expr::Dup(_)
+        | Expr::Index { .. }
+        | Expr::Len(_)
+        | Expr::LinIndex { .. }
+        | Expr::LinAccum { .. } => {}
     }
 }

@@ -489,7 +489,9 @@ impl Unzip<'_> {
             | Expr::Prim { .. }
             | Expr::Int(_)
             | Expr::Bool(_)
-            | Expr::Inj { .. } => nl_leaf(e),
+            | Expr::Inj { .. }
+            | Expr::Index { .. }
+            | Expr::Len(_) => nl_leaf(e),
             Expr::Case { scrut, arms } => self.case(scrut, arms)?,
             Expr::Loop(l) => self.loop_(l)?,
             Expr::LinZero(_)
@@ -497,7 +499,9 @@ impl Unzip<'_> {
             | Expr::LinAdd(..)
             | Expr::LinNeg(_)
             | Expr::LinScale(..)
-            | Expr::Dup(_) => lin_leaf(e),
+            | Expr::Dup(_)
+            | Expr::LinIndex { .. }
+            | Expr::LinAccum { .. } => lin_leaf(e),
             Expr::Drop(inner) => {
                 let sp = self.expr(inner)?;
                 let drop = |e: Expr| {
@@ -570,7 +574,14 @@ impl Unzip<'_> {
                 };
                 vec![prim.result_ty(first.as_ref())]
             }
+            Expr::Index { arr, .. } => match self.ty(arr)? {
+                Ty::Array(e, _) => vec![*e],
+                t => return Err(self.err(&format!("`index` of `{arr}: {t}`"))),
+            },
+            Expr::Len(_) => vec![Ty::Int],
             Expr::Block { .. }
+            | Expr::LinIndex { .. }
+            | Expr::LinAccum { .. }
             | Expr::App { .. }
             | Expr::Case { .. }
             | Expr::Loop(_)
@@ -807,6 +818,14 @@ impl Unzip<'_> {
         saved: &[Binder],
     ) -> Result<Option<(Vec<Binder>, Vec<Stmt>)>, PassError> {
         let (slice, reads) = backward_slice(ctx, lin);
+        // The slice's inputs may be bound anywhere in the body (results of
+        // statements it cannot recompute, such as array reads): their
+        // types, for the saved record.
+        for s in ctx {
+            crate::visit::stmt_binds_typed(s, &mut |b| {
+                self.types.insert(b.var.clone(), b.ty.clone());
+            });
+        }
         // What the slice and the residual read that the slice does not
         // compute: header values, and results of statements that read Rust
         // constants (not in scope where the residual runs).
@@ -1081,7 +1100,7 @@ fn saveable(t: &Ty) -> bool {
     match t {
         Ty::Real(_) | Ty::Bool => true,
         Ty::Tuple(ts) | Ty::Sum(ts) => ts.iter().all(saveable),
-        Ty::Int | Ty::List(..) | Ty::Tape(_) => false,
+        Ty::Int | Ty::List(..) | Ty::Array(..) | Ty::Tape(_) => false,
     }
 }
 
@@ -1110,11 +1129,13 @@ fn backward_slice(ctx: &[Stmt], lin: &Expr) -> (Vec<Stmt>, Vec<Var>) {
 
 /// Whether a forward statement can run again in the residual: it reads
 /// no Rust constant (prelude values, parameters and inactive code are not
-/// in scope in `apply` and `transpose`).
+/// in scope in `apply` and `transpose`) and no array (an input array is
+/// never copied onto the tape: its elements are saved as read).
 fn recomputable(s: &Stmt) -> bool {
     fn pure(e: &Expr) -> bool {
         match e {
-            Expr::Const { .. } => false,
+            Expr::Const { .. } | Expr::Index { .. } | Expr::Len(_) => false,
+            Expr::LinIndex { .. } | Expr::LinAccum { .. } => true,
             Expr::Block { stmts, tail } => stmts.iter().all(recomputable) && pure(tail),
             Expr::Drop(inner) => pure(inner),
             Expr::Case { arms, .. } => arms.iter().all(|a| pure(&a.body)),

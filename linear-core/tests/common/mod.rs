@@ -42,9 +42,43 @@ pub fn random_value(rng: &mut Rng, t: &Ty) -> Value {
             Value::Sum(k, Box::new(random_value(rng, &ts[k])))
         }
         Ty::List(t, None) => Value::List((0..rng.below(4)).map(|_| random_value(rng, t)).collect()),
-        Ty::List(t, Some(n)) => Value::List((0..*n).map(|_| random_value(rng, t)).collect()),
+        Ty::List(t, Some(n)) | Ty::Array(t, Some(n)) => {
+            Value::List((0..*n).map(|_| random_value(rng, t)).collect())
+        }
+        // Never empty: the generator reads element 0 without a check.
+        Ty::Array(t, None) => Value::List((0..1 + rng.below(4)).map(|_| random_value(rng, t)).collect()),
         Ty::Tape(_) => Value::Tuple(vec![]),
     }
+}
+
+/// A random tangent for the value `x`: its shape (arrays of its length),
+/// scalars in [-2, 2].
+pub fn random_like(rng: &mut Rng, x: &Value) -> Value {
+    match x {
+        Value::Real(_) => Value::Real(rng.real(-2.0, 2.0)),
+        Value::Tuple(vs) => Value::Tuple(vs.iter().map(|v| random_like(rng, v)).collect()),
+        Value::List(vs) => Value::List(vs.iter().map(|v| random_like(rng, v)).collect()),
+        Value::Int(_) | Value::Bool(_) | Value::Sum(..) => x.clone(),
+    }
+}
+
+/// The arguments of a transposed function `f.t`: the results' cotangents
+/// `ybar`, then a zeroed accumulator for each array among the tangents
+/// `dx` (every linear array of J's and U's output is a borrowed
+/// parameter: T gives it an accumulator, in order).
+pub fn cotangent_args(ybar: &[Value], dx: &[Value]) -> Vec<Value> {
+    fn zeros(v: &Value) -> Value {
+        match v {
+            Value::Real(_) => Value::Real(0.0),
+            Value::Tuple(vs) => Value::Tuple(vs.iter().map(zeros).collect()),
+            Value::List(vs) => Value::List(vs.iter().map(zeros).collect()),
+            Value::Int(_) | Value::Bool(_) | Value::Sum(..) => v.clone(),
+        }
+    }
+    ybar.iter()
+        .cloned()
+        .chain(dx.iter().filter(|v| matches!(v, Value::List(_))).map(zeros))
+        .collect()
 }
 
 const F: Ty = Ty::Real(Float::F64);
@@ -76,9 +110,11 @@ struct FnGen<'a> {
 }
 
 fn random_param_ty(rng: &mut Rng) -> Ty {
-    match rng.below(8) {
+    match rng.below(10) {
         0 => Ty::Tuple(vec![F, F]),
         1 => Ty::Tuple(vec![Ty::Tuple(vec![F]), F]),
+        2 => Ty::Array(Box::new(F), None),
+        3 => Ty::Array(Box::new(Ty::Tuple(vec![F, F])), Some(3)),
         _ => F,
     }
 }
@@ -174,8 +210,9 @@ impl<'a> FnGen<'a> {
                 self.use_(&v)
             }
             // Generated programs have no externs, hence no tapes, and no
-            // sums or lists (U makes those).
-            Ty::Real(_) | Ty::Tape(_) | Ty::Sum(_) | Ty::List(..) => match self.scalar() {
+            // sums or lists (U makes those); arrays are parameters only,
+            // never built or passed on.
+            Ty::Real(_) | Ty::Tape(_) | Ty::Sum(_) | Ty::List(..) | Ty::Array(..) => match self.scalar() {
                 Some(v) => v,
                 None => {
                     let v = self.bind(
@@ -290,7 +327,58 @@ impl<'a> FnGen<'a> {
         self.prim(out, p, &refs, d);
     }
 
+    /// The arrays in scope.
+    fn arrays(&self) -> Vec<(Var, Ty)> {
+        self.pool
+            .iter()
+            .filter(|(_, t, _)| matches!(t, Ty::Array(..)))
+            .map(|(v, t, _)| (v.clone(), t.clone()))
+            .collect()
+    }
+
+    /// `index(a, i)` of an array in scope at an index that is a literal 0
+    /// (arrays are never empty) or any integer in scope brought into range
+    /// by `((k % n) + n) % n`. Returns whether there was an array.
+    fn array_read(&mut self, out: &mut Vec<Stmt>, d: usize) -> bool {
+        let arrays = self.arrays();
+        let Some((a, t)) = arrays.get(self.rng.below(arrays.len())).cloned() else {
+            return false;
+        };
+        let Ty::Array(elem, _) = t else { return false };
+        let ints: Vec<Var> = self
+            .pool
+            .iter()
+            .filter(|(_, t, _)| *t == Ty::Int)
+            .map(|(v, _, _)| v.clone())
+            .collect();
+        self.use_(&a);
+        let idx = if ints.is_empty() || self.rng.chance(0.3) {
+            let z = self.bind(out, Ty::Int, Expr::Int(0), d);
+            self.use_(&z)
+        } else {
+            let k = ints[self.rng.below(ints.len())].clone();
+            self.use_(&k);
+            let n = self.bind(out, Ty::Int, Expr::Len(a.clone()), d);
+            self.use_(&n);
+            let iop = |p: Prim, x: &Var, y: &Var| Expr::Prim {
+                prim: p,
+                args: vec![x.clone(), y.clone()],
+            };
+            let m = self.bind(out, Ty::Int, iop(Prim::IRem, &k, &n), d);
+            self.use_(&m);
+            let m2 = self.bind(out, Ty::Int, iop(Prim::IAdd, &m, &n), d);
+            self.use_(&m2);
+            let i = self.bind(out, Ty::Int, iop(Prim::IRem, &m2, &n), d);
+            self.use_(&i)
+        };
+        self.bind(out, *elem, Expr::Index { arr: a, idx }, d);
+        true
+    }
+
     fn stmt(&mut self, out: &mut Vec<Stmt>, d: usize) {
+        if self.rng.chance(0.15) && self.array_read(out, d) {
+            return;
+        }
         if d < 2 && self.control && self.rng.chance(0.12) {
             match self.rng.below(4) {
                 0 | 1 => self.case_stmt(out, d),
@@ -350,6 +438,10 @@ impl<'a> FnGen<'a> {
             67..=80 if !self.funcs.is_empty() => {
                 let f = &self.funcs[self.rng.below(self.funcs.len())];
                 let (params, rets) = (f.nl_params.clone(), f.nl_rets.clone());
+                // Arrays are not passed to calls (J reads them by index).
+                if params.iter().any(|b| matches!(b.ty, Ty::Array(..))) {
+                    return;
+                }
                 let name = f.name.clone();
                 let args: Vec<Var> = params.iter().map(|b| self.build(out, &b.ty, d)).collect();
                 let bs: Vec<Binder> = rets
@@ -473,6 +565,8 @@ impl<'a> FnGen<'a> {
             for (v, t) in unused {
                 self.used.insert(v.clone());
                 match t {
+                    // An array may go unread (invariant 11).
+                    Ty::Array(..) => {}
                     Ty::Real(_) if self.rng.chance(0.8) && self.fold_ok(&rets) => {
                         let acc = rets[0].clone();
                         let s = self.prim(&mut out, Prim::Add, &[&acc, &v], d);
@@ -674,6 +768,10 @@ impl<'a> FnGen<'a> {
 
     /// `for i in (lo..hi).step_by(k)` (maybe reversed) carrying real state.
     fn range_loop(&mut self, out: &mut Vec<Stmt>, d: usize) {
+        let arrays = self.arrays();
+        if !arrays.is_empty() && self.rng.chance(0.5) {
+            return self.array_loop(out, d, arrays);
+        }
         let lo_x = self.rng.below(2) as i64;
         let lo = self.bind(out, Ty::Int, Expr::Int(lo_x), d);
         let hi_x = self.rng.below(5) as i64;
@@ -735,6 +833,36 @@ impl<'a> FnGen<'a> {
             step,
             rev,
             trip,
+        };
+        self.loop_stmt(out, d, iter, state, pre, None);
+    }
+
+    /// `for i in 0..len(a)` (maybe reversed) reading `a[i]`, carrying real
+    /// state: a reduction over an array.
+    fn array_loop(&mut self, out: &mut Vec<Stmt>, d: usize, arrays: Vec<(Var, Ty)>) {
+        let (a, t) = arrays[self.rng.below(arrays.len())].clone();
+        let Ty::Array(elem, _) = t else { return };
+        self.use_(&a);
+        let lo = self.bind(out, Ty::Int, Expr::Int(0), d);
+        let hi = self.bind(out, Ty::Int, Expr::Len(a.clone()), d);
+        self.use_(&lo);
+        self.use_(&hi);
+        let state = self.state(out, d);
+        let index = Binder::new(self.var(), Ty::Int);
+        self.pool.push((index.var.clone(), Ty::Int, d + 1));
+        for (b, _) in &state {
+            self.pool.push((b.var.clone(), b.ty.clone(), d + 1));
+        }
+        let mut pre = Vec::new();
+        let i = self.use_(&index.var);
+        self.bind(&mut pre, *elem, Expr::Index { arr: a, idx: i }, d + 1);
+        let iter = Iter::Range {
+            index,
+            lo,
+            hi,
+            step: None,
+            rev: self.rng.chance(0.3),
+            trip: None,
         };
         self.loop_stmt(out, d, iter, state, pre, None);
     }
@@ -913,7 +1041,7 @@ impl Dual {
     pub fn from_values(x: &Value, dx: &Value) -> Dual {
         match (x, dx) {
             (Value::Real(a), Value::Real(b)) => Dual::Real(*a, *b),
-            (Value::Tuple(a), Value::Tuple(b)) => Dual::Tuple(
+            (Value::Tuple(a), Value::Tuple(b)) | (Value::List(a), Value::List(b)) => Dual::Tuple(
                 a.iter()
                     .zip(b)
                     .map(|(x, d)| Dual::from_values(x, d))
@@ -1103,7 +1231,17 @@ fn dual_expr(p: &Program, e: &Expr, env: &mut HashMap<Var, Dual>) -> Vec<Dual> {
             vec![Dual::Real(z, d)]
         }
         Expr::Drop(_) => vec![],
+        Expr::Index { arr, idx } => match (get(env, arr), get(env, idx)) {
+            (Dual::Tuple(vs), Dual::Int(i)) => vec![vs[i as usize].clone()],
+            _ => panic!("index of a non-array"),
+        },
+        Expr::Len(arr) => match get(env, arr) {
+            Dual::Tuple(vs) => vec![Dual::Int(vs.len() as i64)],
+            _ => panic!("len of a non-array"),
+        },
         Expr::Inj { .. }
+        | Expr::LinIndex { .. }
+        | Expr::LinAccum { .. }
         | Expr::Const { .. }
         | Expr::LinZero(_)
         | Expr::LinTup(_)
