@@ -334,6 +334,15 @@ pub mod __private {
     /// The tape of a loop holds one record per iteration.
     pub use ::std::vec::Vec;
 
+    /// A zeroed cotangent buffer of `n` elements: the accumulator the
+    /// transpose of a function with an array parameter adds into.
+    #[inline]
+    pub fn zeros<T: Vector>(n: usize) -> Vec<T> {
+        let mut v = Vec::with_capacity(n);
+        v.resize(n, T::zero());
+        v
+    }
+
     /// The tape of a loop whose trip count is a compile-time constant, when
     /// its records are small: inline, no heap.
     pub use ::arrayvec::ArrayVec;

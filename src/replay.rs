@@ -227,7 +227,7 @@ mod tests {
         // at t = 6 (C(25, 20) = 53,130; C(26, 20) = 230,230).
         let n = 100_000u64;
         let mut counts = vec![0u32; n as usize];
-        let mut r = Replay::new(0u64, n, 20, true);
+        let mut r = Replay::new(0u64, n as usize, 20, true);
         while r
             .next_state(|s| {
                 counts[s as usize] += 1;

@@ -221,7 +221,7 @@ fn checkpoint_bench(c: &mut Criterion) {
         // code runs).
         let (held, evaluated) = match snaps {
             Some(c) => {
-                let mut r = linear_ad::__private::Replay::new((), steps as i64, *c, true);
+                let mut r = linear_ad::__private::Replay::new((), steps, *c, true);
                 while r.next_state(|s| s).is_some() {}
                 (
                     (*c as usize).min(steps) * std::mem::size_of::<[f64; 4]>(),

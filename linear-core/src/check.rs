@@ -239,7 +239,10 @@ impl Checker<'_> {
     /// which may leave a linear array unconsumed (invariant 11).
     fn unbind_as(&mut self, bs: &[(Var, bool)], params: bool) -> Res<()> {
         for (v, linear) in bs {
-            let array = self.env.get(v).is_some_and(|(t, _)| matches!(t, Ty::Array(..)));
+            let array = self
+                .env
+                .get(v)
+                .is_some_and(|(t, _)| matches!(t, Ty::Array(..)));
             let borrowed = params && array;
             self.env.remove(v);
             let n = self.uses.get(v).copied().unwrap_or(0);
@@ -517,7 +520,11 @@ impl Checker<'_> {
             Expr::Drop(e) => {
                 let mut arrays = Vec::new();
                 crate::visit::for_each_consumed(e, &mut |v| {
-                    if self.env.get(v).is_some_and(|(t, l)| *l && t.is_linear_array()) {
+                    if self
+                        .env
+                        .get(v)
+                        .is_some_and(|(t, l)| *l && t.is_linear_array())
+                    {
                         arrays.push(v.clone());
                     }
                 });

@@ -853,8 +853,15 @@ fn gen_loop(l: &Loop, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
     let (next_nl, next_lin) = next.split_at(l.nl.len());
     let outs: Vec<syn::Ident> = l.collect.iter().map(|_| names.temp("out")).collect();
     let unpack_state = quote!(let (#(#state,)*) = #st;);
+    // The body's and the loop's results are tuples unless there is one
+    // (see `tuple_of`).
+    let results = |ids: Vec<&syn::Ident>| match ids.as_slice() {
+        [one] => quote!(#one),
+        _ => quote!((#(#ids,)*)),
+    };
+    let body_out = results(next_nl.iter().chain(&outs).chain(next_lin).collect());
     let step = quote! {
-        let (#(#next_nl,)* #(#outs,)* #(#next_lin,)*) = #body;
+        let #body_out = #body;
         #st = (#(#next,)*);
         #(#cols.push(#outs);)*
     };
@@ -908,6 +915,7 @@ fn gen_loop(l: &Loop, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
             .map(|_| names.temp("fin"))
             .collect();
     let (fin_nl, fin_lin) = fin.split_at(l.nl.len());
+    let loop_out = results(fin_nl.iter().chain(&cols).chain(fin_lin).collect());
     let mutable = if l.nl.is_empty() && l.lin.is_empty() {
         quote!()
     } else {
@@ -918,7 +926,7 @@ fn gen_loop(l: &Loop, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
         let #mutable #st = (#(#inits,)*);
         #looped
         let (#(#fin,)*) = #st;
-        (#(#fin_nl,)* #(#cols,)* #(#fin_lin,)*)
+        #loop_out
     })
 }
 

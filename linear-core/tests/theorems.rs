@@ -26,9 +26,7 @@ mod common;
 use std::cell::RefCell;
 use std::collections::HashMap;
 
-use common::{
-    close, cotangent_args, dual_run, gen_program, random_like, random_value, Dual, Rng,
-};
+use common::{close, cotangent_args, dual_run, gen_program, random_like, random_value, Dual, Rng};
 use linear_core::check::{check, check_linear_b};
 use linear_core::eval::{dot, run, Value};
 use linear_core::parse::parse_program;
@@ -684,4 +682,51 @@ fn transposing_a_drop_skips_the_dropped_work() {
         back.work, 1,
         "only the drop of the unread coefficient remains:\n{s}"
     );
+}
+
+/// Linear arrays cost what their elements cost: the reverse pass of a
+/// reduction over an array of length n does work and keeps a tape linear
+/// in n (each read is one accumulation into one buffer; a `dup` per read
+/// or a one-hot cotangent per read would make both quadratic).
+#[test]
+fn array_reverse_pass_is_linear_in_length() {
+    let src = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/files/array_weighted_squares.la"
+    ))
+    .expect("file test exists");
+    let p = parse_program(&src).expect("parses");
+    let u = unzip(&simplify(&jvp(&p).expect("J")), Checkpoint::SaveAll).expect("U");
+    let t = simplify(&transpose(&u).expect("T"));
+    let nocst = HashMap::new();
+    let mut measured = Vec::new();
+    for n in [10usize, 100, 1000] {
+        let a = Value::List((0..n).map(|k| Value::Real(k as f64 / n as f64)).collect());
+        let fwd = run(&u, "f.jvp.nl", &[a.clone(), Value::Real(0.5)], &[], &nocst).expect("runs");
+        let tape = fwd.nl[1].clone();
+        let buf = Value::List(vec![Value::Real(0.0); n]);
+        let back = run(
+            &t,
+            "f.jvp.lin.t",
+            std::slice::from_ref(&tape),
+            &[Value::Real(1.0), buf],
+            &nocst,
+        )
+        .expect("runs");
+        // The gradient is w * 2 a[i] and sum a[i]^2.
+        let Value::List(g) = &back.lin[0] else {
+            panic!("array cotangent")
+        };
+        for (k, gk) in g.iter().enumerate() {
+            assert_eq!(gk, &Value::Real(2.0 * 0.5 * (k as f64 / n as f64)));
+        }
+        measured.push((n as u64, back.work, tape.scalars()));
+    }
+    // Affine in n: the increments over 90 and 900 more elements are in the
+    // ratio 1 : 10, for work and tape alike.
+    let (w, s): (Vec<u64>, Vec<u64>) = measured.iter().map(|(_, w, s)| (*w, *s)).unzip();
+    assert_eq!(w[2] - w[1], 10 * (w[1] - w[0]), "reverse work {measured:?}");
+    assert_eq!(s[2] - s[1], 10 * (s[1] - s[0]), "tape scalars {measured:?}");
+    // And small: a few operations and saved scalars per element.
+    assert!(w[2] <= 8 * 1000 && s[2] <= 4 * 1000, "{measured:?}");
 }

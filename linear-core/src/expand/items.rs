@@ -38,6 +38,10 @@ struct Sig<'a> {
     /// `R`, and `In` (the tangent of the differentiable parameters).
     ret_ty: TokenStream,
     in_ty: TokenStream,
+    /// The array parameters read by index, in order, with their lengths'
+    /// expressions in the primal: T gives each an accumulator, a zeroed
+    /// buffer its caller passes in.
+    arrays: Vec<(&'a Shape, TokenStream)>,
     /// Lints allowed on every item: the user's `#[allow]`s, and
     /// `too_many_arguments` (`f_jvp` takes a tangent per parameter).
     allow: TokenStream,
@@ -114,11 +118,19 @@ impl<'a> Sig<'a> {
             .map(|((_, s), id)| to_ir(quote!(#id), s, names))
             .collect();
         let in_ty = if active.len() == 1 {
-            active[0].1.rust()
+            active[0].1.owned()
         } else {
-            let ts = active.iter().map(|(_, s)| s.rust());
+            let ts = active.iter().map(|(_, s)| s.owned());
             quote!((#(#ts,)*))
         };
+        let arrays = active
+            .iter()
+            .filter(|(_, s)| matches!(s, Shape::Slice(..)))
+            .map(|(i, s)| {
+                let id = primal_idents[*i].as_ref();
+                (*s, quote!(#id.len()))
+            })
+            .collect();
         let user_allows = item.attrs.iter().filter(|a| a.path().is_ident("allow"));
         Ok(Sig {
             vis: &item.vis,
@@ -130,6 +142,7 @@ impl<'a> Sig<'a> {
             tangent_ir,
             ret_ty: l.ret.rust(),
             in_ty,
+            arrays,
             allow: quote!(#[allow(clippy::too_many_arguments)] #(#user_allows)*),
             prelude: &l.prelude,
         })
@@ -205,6 +218,24 @@ impl<'a> Sig<'a> {
     }
 }
 
+/// A zeroed cotangent buffer for an array parameter of shape `s`, of
+/// length `len` (unused for `&[T; n]`).
+fn zero_buffer(s: &Shape, len: TokenStream) -> TokenStream {
+    match s {
+        Shape::Slice(e, crate::lower::SliceKind::ArrayRef(n)) => {
+            let e = e.rust();
+            quote!(<[#e; #n] as ::linear_ad::__private::Vector>::zero())
+        }
+        other => {
+            let e = match other {
+                Shape::Slice(e, _) => e.rust(),
+                _ => other.rust(),
+            };
+            quote!(::linear_ad::__private::zeros::<#e>(#len))
+        }
+    }
+}
+
 /// The pipeline's output for `f`, and the functions code is printed from.
 struct Outputs<'a> {
     jvp: &'a Func,
@@ -250,14 +281,20 @@ pub(super) fn generate(
     let jvp_fn = jvp_item(item, l, &sig, out.jvp, &calls, &mut names);
     let lin_items = lin_items(item, l, &sig, &out, &map_name, &calls, &mut names)?;
     let vjp_fn = vjp_item(item, l, &sig, &out, &calls, &mut names);
-    let companions = companions(
-        item,
-        &l.params,
-        &map_name,
-        &sig.ret_ty,
-        &sig.active,
-        &sig.allow,
-    );
+    // Other differentiable functions cannot pass arrays yet (lowering says
+    // so at the call): no companions to call.
+    let companions = if sig.arrays.is_empty() {
+        companions(
+            item,
+            &l.params,
+            &map_name,
+            &sig.ret_ty,
+            &sig.active,
+            &sig.allow,
+        )
+    } else {
+        quote!()
+    };
     Ok(quote!(#jvp_fn #lin_items #vjp_fn #companions))
 }
 
@@ -297,6 +334,9 @@ fn jvp_item(
 struct Tape {
     fields: Vec<syn::Ident>,
     tys: Vec<Ty>,
+    /// One `usize` per array parameter of run-time length: the length of
+    /// its cotangent buffer (the array itself is never saved).
+    lens: Vec<syn::Ident>,
 }
 
 impl Tape {
@@ -322,7 +362,11 @@ impl Tape {
             })
             .map(|id| syn::Ident::new(&id.to_string(), Span::call_site()))
             .collect();
-        Ok(Tape { fields, tys })
+        Ok(Tape {
+            fields,
+            tys,
+            lens: Vec::new(),
+        })
     }
 
     /// The tape as `apply` and `transpose` read it, in place: its
@@ -343,8 +387,10 @@ impl Tape {
     /// `TapeSize` and `Debug` impls.
     fn items(&self, map_name: &syn::Ident, sig: &Sig, doc: &str, calls: &Calls) -> TokenStream {
         let Sig { vis, allow, .. } = sig;
-        let fields = &self.fields;
-        let field_tys: Vec<TokenStream> = self.tys.iter().map(|t| calls.rust_ty(t)).collect();
+        let mut fields = self.fields.clone();
+        let mut field_tys: Vec<TokenStream> = self.tys.iter().map(|t| calls.rust_ty(t)).collect();
+        fields.extend(self.lens.iter().cloned());
+        field_tys.extend(self.lens.iter().map(|_| quote!(usize)));
         let derive = if self.tys.iter().all(crate::codegen::is_copy) {
             quote!(#[derive(Clone, Copy)])
         } else {
@@ -408,12 +454,11 @@ fn lin_items(
         allow,
         ..
     } = sig;
-    let tape = Tape::new(out.forward, out.residual)?;
+    let mut tape = Tape::new(out.forward, out.residual)?;
     let name = &item.sig.ident;
     let lin_name = format_ident!("{}_lin", name);
     let map_doc = format!("The linearization of [`{name}`] at a point, returned by [`{lin_name}`]: the tape of values its derivative needs. Generated by `#[differentiable]`.");
     let lin_doc = format!("Linearizes [`{name}`] once: its value, and a [`LinearMap`](::linear_ad::LinearMap) that applies the derivative at this point (`apply`, forward mode) and its transpose (`transpose`, reverse mode) from one saved tape. Generated by `#[differentiable]`.");
-    let tape_items = tape.items(map_name, sig, &map_doc, calls);
     let self_tape = tape.read_in_place();
 
     let (tangent, cotangent, r) = (hidden("__tangent"), hidden("__cotangent"), hidden("__r"));
@@ -425,11 +470,18 @@ fn lin_items(
     let apply_body = quote!({ #unpack let #r = #apply; #conv });
 
     let ct_ir = to_ir(quote!(#cotangent), &l.ret, names);
-    let t_body = body_holding(
-        out.transposed,
-        &[(self_tape, Hold::Shallow), (ct_ir, Hold::Owned)],
-        calls,
-    );
+    let mut t_args = vec![(self_tape, Hold::Shallow), (ct_ir, Hold::Owned)];
+    let mut len_inits = Vec::new();
+    for (k, (s, len)) in sig.arrays.iter().enumerate() {
+        let field = format_ident!("__len{}", k);
+        t_args.push((zero_buffer(s, quote!(self.#field)), Hold::Owned));
+        if !matches!(s, Shape::Slice(_, crate::lower::SliceKind::ArrayRef(_))) {
+            tape.lens.push(field.clone());
+            len_inits.push(quote!(#field: #len));
+        }
+    }
+    let tape_items = tape.items(map_name, sig, &map_doc, calls);
+    let t_body = body_holding(out.transposed, &t_args, calls);
     let transpose_out = sig.pack_cotangents(names, t_body);
 
     let (y, tape_var) = (hidden("__y"), hidden("__tape"));
@@ -444,7 +496,7 @@ fn lin_items(
         quote!((#ret_ty, #map_name)),
         quote! {
             let (#y, #tape_var) = #fwd_body;
-            (#y_out, #map_name { #(#fields: #tape_var.#field_index,)* })
+            (#y_out, #map_name { #(#fields: #tape_var.#field_index,)* #(#len_inits,)* })
         },
     );
     Ok(quote! {
@@ -480,7 +532,13 @@ fn vjp_item(
     let y_out = from_ir(quote!(#y), &l.ret, names);
     let fwd_body = body(out.forward, &sig.primal_ir, calls);
     let ct_ir = to_ir(quote!(#cotangent), &l.ret, names);
-    let t_body = body(out.transposed, &[quote!(#tape), ct_ir], calls);
+    let mut t_args = vec![quote!(#tape), ct_ir];
+    t_args.extend(
+        sig.arrays
+            .iter()
+            .map(|(s, len)| zero_buffer(s, len.clone())),
+    );
+    let t_body = body(out.transposed, &t_args, calls);
     let vjp_out = sig.pack_cotangents(names, t_body);
     let name = &item.sig.ident;
     let doc = format!("Reverse mode of [`{name}`]: its value and the cotangents of its differentiable parameters for the given output cotangent (the gradient, for an output cotangent of 1). Generated by `#[differentiable]`.");

@@ -262,11 +262,18 @@ fn has_array(s: &Shape) -> bool {
         Shape::Float(_) => false,
         Shape::Tuple(ss) => ss.iter().any(has_array),
         Shape::Array(..) => true,
+        // Passed as it is: the IR indexes it in place.
+        Shape::Slice(..) => false,
     }
 }
 
-/// Rust value of shape `s` to its IR representation (arrays to tuples).
+/// Rust value of shape `s` to its IR representation (arrays to tuples; an
+/// array read by index is borrowed, so that a `Vec` passed by value stays
+/// where it is for its length to be read after the forward pass).
 fn to_ir(e: TokenStream, s: &Shape, names: &mut Names) -> TokenStream {
+    if let Shape::Slice(_, crate::lower::SliceKind::Vec) = s {
+        return quote!(&#e);
+    }
     convert(e, s, names, true)
 }
 
@@ -282,7 +289,7 @@ fn convert(e: TokenStream, s: &Shape, names: &mut Names, into_ir: bool) -> Token
         return e;
     }
     let (parts, shapes): (Vec<syn::Ident>, Vec<&Shape>) = match s {
-        Shape::Float(_) => return e,
+        Shape::Float(_) | Shape::Slice(..) => return e,
         Shape::Tuple(ss) => (
             ss.iter().map(|_| names_temp(names)).collect(),
             ss.iter().collect(),

@@ -604,7 +604,7 @@ impl Lowerer<'_> {
                 Some((lo, hi, Some(k), false))
             }
             other => {
-                self.errs.spanned(other, "`for` loops in differentiable functions iterate over integer ranges: `a..b`, `a..=b`, `(a..b).rev()`, `(a..b).step_by(k)`; index slices with the loop variable");
+                self.errs.spanned(other, "`for` loops in differentiable functions iterate over integer ranges (`a..b`, `a..=b`, `(a..b).rev()`, `(a..b).step_by(k)`) or over arrays (`a.iter()`, `&a`, with `.copied()`, `.enumerate()`, `.zip(b.iter())`, `.rev()`)");
                 None
             }
         }
@@ -683,6 +683,11 @@ impl Lowerer<'_> {
                 "labelled loops are not supported yet in differentiable functions",
             );
             return;
+        }
+        match self.array_for(f) {
+            Some(Ok(indexed)) => return self.for_loop(&indexed),
+            Some(Err(())) => return,
+            None => {}
         }
         let Some((lo, hi, step, rev)) = self.range(&f.expr) else {
             return;

@@ -34,6 +34,7 @@ use syn::visit_mut::VisitMut;
 use crate::ir::{Binder, Cmp, Expr, Extern, Float, Func, Prim, Stmt, Ty, Var};
 use crate::visit::Fresh;
 
+mod array;
 mod control;
 mod exits;
 mod inactive;
@@ -90,19 +91,38 @@ pub enum Shape {
     Float(Float),
     Tuple(Vec<Shape>),
     Array(Box<Shape>, usize),
+    /// A parameter holding an array of floats or tuples of floats, read by
+    /// index: an IR array (`array(τ)`, `array(τ; n)` for `&[T; n]`).
+    Slice(Box<Shape>, SliceKind),
+}
+
+/// How a [`Shape::Slice`] parameter holds its elements.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SliceKind {
+    /// `&[T]`.
+    Slice,
+    /// `&[T; n]`.
+    ArrayRef(usize),
+    /// `&Vec<T>`.
+    VecRef,
+    /// `Vec<T>`, by value.
+    Vec,
 }
 
 impl Shape {
-    /// The IR type: arrays are tuples of their elements.
+    /// The IR type: arrays are tuples of their elements, slices arrays.
     pub fn ty(&self) -> Ty {
         match self {
             Shape::Float(f) => Ty::Real(*f),
             Shape::Tuple(s) => Ty::Tuple(s.iter().map(Shape::ty).collect()),
             Shape::Array(s, n) => Ty::Tuple(vec![s.ty(); *n]),
+            Shape::Slice(s, SliceKind::ArrayRef(n)) => Ty::Array(Box::new(s.ty()), Some(*n as u64)),
+            Shape::Slice(s, _) => Ty::Array(Box::new(s.ty()), None),
         }
     }
 
-    /// The Rust type.
+    /// The Rust type, as a parameter declares it (a tangent parameter of
+    /// `f_jvp` has the same type as its primal).
     pub fn rust(&self) -> TokenStream {
         match self {
             Shape::Float(Float::F64) => quote!(f64),
@@ -115,6 +135,46 @@ impl Shape {
                 let s = s.rust();
                 quote!([#s; #n])
             }
+            Shape::Slice(s, kind) => {
+                let s = s.rust();
+                match kind {
+                    SliceKind::Slice => quote!(&[#s]),
+                    SliceKind::ArrayRef(n) => quote!(&[#s; #n]),
+                    SliceKind::VecRef => quote!(&::linear_ad::__private::Vec<#s>),
+                    SliceKind::Vec => quote!(::linear_ad::__private::Vec<#s>),
+                }
+            }
+        }
+    }
+
+    /// The owned Rust type of a tangent or cotangent of this shape: the
+    /// `In` and `Out` of `LinearMap` and what `f_vjp` returns (`Vec<T>`
+    /// for `&[T]`, `&Vec<T>` and `Vec<T>`; `[T; n]` for `&[T; n]`).
+    pub fn owned(&self) -> TokenStream {
+        match self {
+            Shape::Slice(s, SliceKind::ArrayRef(n)) => {
+                let s = s.rust();
+                quote!([#s; #n])
+            }
+            Shape::Slice(s, _) => {
+                let s = s.rust();
+                quote!(::linear_ad::__private::Vec<#s>)
+            }
+            Shape::Tuple(ss) => {
+                let ss = ss.iter().map(Shape::owned);
+                quote!((#(#ss,)*))
+            }
+            Shape::Float(_) | Shape::Array(..) => self.rust(),
+        }
+    }
+
+    /// Whether this is an array read by index (or holds one).
+    pub fn has_slice(&self) -> bool {
+        match self {
+            Shape::Float(_) => false,
+            Shape::Tuple(ss) => ss.iter().any(Shape::has_slice),
+            Shape::Array(s, _) => s.has_slice(),
+            Shape::Slice(..) => true,
         }
     }
 
@@ -122,7 +182,7 @@ impl Shape {
         match self {
             Shape::Float(f) => Some(*f),
             Shape::Tuple(s) => s.iter().find_map(Shape::float),
-            Shape::Array(s, _) => s.float(),
+            Shape::Array(s, _) | Shape::Slice(s, _) => s.float(),
         }
     }
 
@@ -158,6 +218,62 @@ impl Shape {
             syn::Type::Paren(p) => Shape::from_type(&p.elem),
             syn::Type::Group(g) => Shape::from_type(&g.elem),
             _ => None,
+        }
+    }
+
+    /// Reads the shape of a parameter type: [`Shape::from_type`], or an
+    /// array read by index: `&[T]`, `&[T; n]`, `&Vec<T>` or `Vec<T>` with
+    /// `T` a float or a tuple of floats.
+    pub fn from_param_type(t: &syn::Type) -> Option<Shape> {
+        if let Some(s) = Shape::from_type(t) {
+            return Some(s);
+        }
+        let element = |t: &syn::Type| {
+            Shape::from_type(t).filter(|s| !matches!(s, Shape::Array(..)) && !s.has_array())
+        };
+        let (inner, by_ref) = match t {
+            syn::Type::Reference(r) if r.mutability.is_none() => (&*r.elem, true),
+            other => (other, false),
+        };
+        match inner {
+            syn::Type::Slice(s) if by_ref => {
+                Some(Shape::Slice(Box::new(element(&s.elem)?), SliceKind::Slice))
+            }
+            syn::Type::Array(_) if by_ref => match Shape::from_type(inner)? {
+                Shape::Array(e, n) if !e.has_array() => {
+                    Some(Shape::Slice(e, SliceKind::ArrayRef(n)))
+                }
+                _ => None,
+            },
+            syn::Type::Path(p) if p.qself.is_none() => {
+                let last = p.path.segments.last()?;
+                if last.ident != "Vec" {
+                    return None;
+                }
+                let syn::PathArguments::AngleBracketed(a) = &last.arguments else {
+                    return None;
+                };
+                let [syn::GenericArgument::Type(e)] = a.args.iter().collect::<Vec<_>>()[..] else {
+                    return None;
+                };
+                let kind = if by_ref {
+                    SliceKind::VecRef
+                } else {
+                    SliceKind::Vec
+                };
+                Some(Shape::Slice(Box::new(element(e)?), kind))
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether a fixed-size array is part of this shape.
+    fn has_array(&self) -> bool {
+        match self {
+            Shape::Float(_) => false,
+            Shape::Tuple(ss) => ss.iter().any(Shape::has_array),
+            Shape::Array(..) => true,
+            Shape::Slice(s, _) => s.has_array(),
         }
     }
 }
@@ -362,13 +478,20 @@ pub fn lower_fn_mode(item: &syn::ItemFn, errs: &mut Errors, mode: Mode) -> Optio
             });
             continue;
         }
-        let Some(shape) = Shape::from_type(&ty) else {
+        let Some(shape) = Shape::from_param_type(&ty) else {
             l.errs.spanned(&ty, format!(
-                "unsupported parameter type `{}`: differentiable parameters are f32, f64, or tuples and fixed-size arrays of them; integers and bools are constants; mark any other parameter `#[nondiff]` to use it as a constant",
+                "unsupported parameter type `{}`: differentiable parameters are f32, f64, tuples and fixed-size arrays of them, and arrays read by index (`&[T]`, `&[T; N]`, `&Vec<T>`, `Vec<T>` with `T` a float or a tuple of floats); integers and bools are constants; mark any other parameter `#[nondiff]` to use it as a constant",
                 show_type(&ty)
             ));
             continue;
         };
+        if mode == Mode::Linear && shape.has_slice() {
+            l.errs.spanned(&ty, "arrays read by index are not supported in `#[linear]` functions yet: use fixed-size arrays (`[f64; N]`)");
+            // Poisoned: what reads it reports nothing more.
+            let p = l.placeholder();
+            l.bind_pattern(&pat, p);
+            continue;
+        }
         if l.float.is_none() {
             l.float = shape.float();
         }
@@ -1537,8 +1660,20 @@ impl Lowerer<'_> {
                 );
                 self.placeholder()
             }
+            syn::Expr::MethodCall(m) if array::is_reduction(m) => match self.array_reduction(m) {
+                Some(block) => self.expr(&block, hint),
+                None => {
+                    self.errs.spanned(e, "reductions in differentiable functions run over arrays: `a.iter().sum::<f64>()`, `a.iter().map(|v| ..).sum::<f64>()`, `a.iter().fold(init, |acc, v| ..)`, with `.copied()`, `.enumerate()`, `.zip(..)`, `.rev()`");
+                    self.placeholder()
+                }
+            },
             syn::Expr::MethodCall(m) => {
                 let recv = self.expr(&m.receiver, hint);
+                if m.method == "len" && m.args.is_empty() {
+                    if let Some(n) = self.array_len(&recv) {
+                        return n;
+                    }
+                }
                 let args: Vec<(Val, Span)> = m
                     .args
                     .iter()
@@ -1610,6 +1745,10 @@ impl Lowerer<'_> {
                 self.select(base, idx.index as usize, f.span())
             }
             syn::Expr::Index(ix) => {
+                let base = self.expr(&ix.expr, hint);
+                if let Some(v) = self.array_index(&base, ix) {
+                    return v;
+                }
                 let k = match &*ix.index {
                     syn::Expr::Lit(syn::ExprLit {
                         lit: syn::Lit::Int(i),
@@ -1618,10 +1757,9 @@ impl Lowerer<'_> {
                     _ => None,
                 };
                 let Some(k) = k else {
-                    self.errs.spanned(&ix.index, "differentiable arrays are indexed by integer literals for now (dynamic indexing of differentiable arrays comes with arrays support; constant data may be indexed by a loop variable)");
+                    self.errs.spanned(&ix.index, "a fixed-size array held by value (`[f64; N]`) is indexed by integer literals; take it by reference (`&[f64; N]`) or as a slice (`&[f64]`) to index it with any integer");
                     return self.placeholder();
                 };
-                let base = self.expr(&ix.expr, hint);
                 self.select(base, k, ix.span())
             }
             syn::Expr::Block(b) if b.label.is_none() => {
@@ -1722,6 +1860,10 @@ impl Lowerer<'_> {
         for a in &c.args {
             match self.expr(a, hint) {
                 Val::Active(v, _) if self.poison.contains(&v) => return self.placeholder(),
+                Val::Active(_, Ty::Array(..)) => {
+                    self.errs.spanned(a, "passing a differentiable array to another function is not supported yet: index it here, or pass its elements");
+                    return self.placeholder();
+                }
                 Val::Active(v, ty) => {
                     args.push(CallArg::Active(self.shape_of(&v), a.span()));
                     vars.push(v);

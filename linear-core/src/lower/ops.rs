@@ -119,6 +119,18 @@ impl Lowerer<'_> {
                     Ty::Bool,
                 )
             }
+            // An element bound by an iteration is a value already: `*v`
+            // reads it (see `array.rs`).
+            syn::UnOp::Deref(_) if self.mode == Mode::Differentiable => {
+                match self.expr(&u.expr, hint) {
+                    v @ Val::Active(_, Ty::Real(_) | Ty::Tuple(_)) => v,
+                    Val::Inactive(t) => Val::Inactive(quote::quote!(*#t)),
+                    _ => {
+                        self.errs.spanned(u, "`*` of this value is not supported");
+                        self.placeholder()
+                    }
+                }
+            }
             _ => {
                 self.errs.spanned(
                     u,

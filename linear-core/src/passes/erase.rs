@@ -155,9 +155,10 @@ impl Helpers<'_> {
                 // Linear values are never of these types (the checker
                 // forbids it): an ill-typed empty tuple, which the output's
                 // check reports.
-                (_, Ty::Tape(_) | Ty::Int | Ty::Bool | Ty::Sum(_) | Ty::List(..) | Ty::Array(..)) => {
-                    Expr::Tup(vec![])
-                }
+                (
+                    _,
+                    Ty::Tape(_) | Ty::Int | Ty::Bool | Ty::Sum(_) | Ty::List(..) | Ty::Array(..),
+                ) => Expr::Tup(vec![]),
                 (_, Ty::Tuple(inner)) => {
                     let h = self.helper(op, inner);
                     let nl = match op {

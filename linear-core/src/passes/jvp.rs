@@ -394,7 +394,13 @@ impl Jvp<'_> {
     /// JIndex: `index(a, i)` with tangent `lindex(ȧ, i)`, read in place;
     /// the index's tangent is dropped. An array without a linear tangent
     /// (of integers) gives a zero tangent.
-    fn index(&mut self, e: &Expr, arr: &Var, idx: &Var, mut sigma: Sigma) -> Result<Expr, PassError> {
+    fn index(
+        &mut self,
+        e: &Expr,
+        arr: &Var,
+        idx: &Var,
+        mut sigma: Sigma,
+    ) -> Result<Expr, PassError> {
         let Ty::Array(elem, _) = self.ty(arr)? else {
             return Err(self.err(&format!("`index` of `{arr}`, which is not an array")));
         };

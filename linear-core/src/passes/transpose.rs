@@ -644,7 +644,10 @@ impl Transpose<'_> {
         let mut body = Vec::new();
         let ct = self.expr(
             &l.body,
-            carry[..state.len()].iter().map(|(c, _)| c.var.clone()).collect(),
+            carry[..state.len()]
+                .iter()
+                .map(|(c, _)| c.var.clone())
+                .collect(),
             &mut body,
         )?;
         let mut rets = self.cotangents_or_zero(&state, ct, &mut body)?;
@@ -735,7 +738,9 @@ fn fix_expr(e: &mut Expr, used: &HashSet<Var>, dropper: &impl Fn(&Var) -> Stmt) 
                         fix_expr(rhs, used, dropper);
                         unused.extend(
                             nl.iter()
-                                .filter(|b| !used.contains(&b.var) && !matches!(b.ty, Ty::Array(..)))
+                                .filter(|b| {
+                                    !used.contains(&b.var) && !matches!(b.ty, Ty::Array(..))
+                                })
                                 .map(|b| b.var.clone()),
                         );
                     }

@@ -46,7 +46,11 @@ pub fn random_value(rng: &mut Rng, t: &Ty) -> Value {
             Value::List((0..*n).map(|_| random_value(rng, t)).collect())
         }
         // Never empty: the generator reads element 0 without a check.
-        Ty::Array(t, None) => Value::List((0..1 + rng.below(4)).map(|_| random_value(rng, t)).collect()),
+        Ty::Array(t, None) => Value::List(
+            (0..1 + rng.below(4))
+                .map(|_| random_value(rng, t))
+                .collect(),
+        ),
         Ty::Tape(_) => Value::Tuple(vec![]),
     }
 }
@@ -212,21 +216,23 @@ impl<'a> FnGen<'a> {
             // Generated programs have no externs, hence no tapes, and no
             // sums or lists (U makes those); arrays are parameters only,
             // never built or passed on.
-            Ty::Real(_) | Ty::Tape(_) | Ty::Sum(_) | Ty::List(..) | Ty::Array(..) => match self.scalar() {
-                Some(v) => v,
-                None => {
-                    let v = self.bind(
-                        out,
-                        F,
-                        Expr::Lit {
-                            value: 0.5,
-                            float: Float::F64,
-                        },
-                        depth,
-                    );
-                    self.use_(&v)
+            Ty::Real(_) | Ty::Tape(_) | Ty::Sum(_) | Ty::List(..) | Ty::Array(..) => {
+                match self.scalar() {
+                    Some(v) => v,
+                    None => {
+                        let v = self.bind(
+                            out,
+                            F,
+                            Expr::Lit {
+                                value: 0.5,
+                                float: Float::F64,
+                            },
+                            depth,
+                        );
+                        self.use_(&v)
+                    }
                 }
-            },
+            }
             Ty::Tuple(ts) => {
                 let parts: Vec<Var> = ts.iter().map(|t| self.build(out, t, depth)).collect();
                 let v = self.bind(out, t.clone(), Expr::Tup(parts), depth);

@@ -1,0 +1,323 @@
+//! Lowering of arrays read by index: slices, `Vec`s and references to
+//! fixed-size arrays of floats (or tuples of floats) passed as parameters.
+//!
+//! * `a[i]` with any integer expression `i` is `index(a, i)`; `a.len()` is
+//!   `len(a)`. Out of bounds panics in every generated function as in the
+//!   original: generated code indexes with Rust's checked `[]`.
+//! * Iteration is index loops: `for v in a.iter()` (also `&a`, `a`,
+//!   `.copied()`, `.cloned()`, `.rev()`, `.enumerate()`, `.zip(b.iter())`,
+//!   on differentiable arrays and `#[nondiff]` data alike) is rewritten,
+//!   before lowering, into `for k in 0..n { let v = a[k]; .. }`, with `n`
+//!   the shorter length for a `zip`. Patterns bind values: `&v` and `v`
+//!   both bind the element (and `*v` reads it).
+//! * Reductions are loops: `it.sum::<f64>()`, `it.map(|v| e).sum()` and
+//!   `it.fold(init, |acc, v| e)` over such an iteration become
+//!   `{ let mut s = init; for v in it { s = s + e; } s }`. Closures are
+//!   accepted only there.
+//!
+//! The rewriting is syntactic and total (a chain it does not recognise is
+//! left alone, and reported where it is lowered), so errors point at the
+//! user's own code.
+
+use proc_macro2::Span;
+use quote::format_ident;
+use syn::spanned::Spanned;
+
+use super::{Lowerer, Val};
+use crate::ir::{Expr, Ty};
+
+/// An iteration over arrays: the arrays (several for `zip`), whether it
+/// counts (`enumerate`) and whether it runs backwards, and the shape of the
+/// items it yields.
+struct Chain {
+    sources: Vec<syn::Expr>,
+    rev: bool,
+    item: Item,
+}
+
+/// The structure of an iteration's items.
+enum Item {
+    /// The element of source `k`.
+    Elem(usize),
+    /// `(index, item)`.
+    Enumerate(Box<Item>),
+    /// `(item, item)`.
+    Zip(Box<Item>, Box<Item>),
+    /// The iteration's index (the first half of `Enumerate`).
+    Index,
+}
+
+/// Recognises an iteration over arrays: `a.iter()`, `&a`, `a` (a plain
+/// path), with `.copied()`, `.cloned()`, `.rev()`, `.enumerate()` and
+/// `.zip(..)` applied.
+fn chain(e: &syn::Expr, sources: &mut Vec<syn::Expr>, top: bool) -> Option<(Item, bool)> {
+    match e {
+        syn::Expr::Paren(p) => chain(&p.expr, sources, top),
+        syn::Expr::Group(g) => chain(&g.expr, sources, top),
+        syn::Expr::Reference(r) if r.mutability.is_none() => {
+            leaf(&r.expr).map(|s| push(sources, s))
+        }
+        syn::Expr::Path(_) if top => leaf(e).map(|s| push(sources, s)),
+        syn::Expr::MethodCall(m) => {
+            let name = m.method.to_string();
+            match (name.as_str(), m.args.len()) {
+                ("iter" | "into_iter", 0) => leaf(&m.receiver).map(|s| push(sources, s)),
+                ("copied" | "cloned", 0) => chain(&m.receiver, sources, false),
+                ("rev", 0) => chain(&m.receiver, sources, false).map(|(i, r)| (i, !r)),
+                ("enumerate", 0) => {
+                    let (i, r) = chain(&m.receiver, sources, false)?;
+                    // `rev().enumerate()` counts from 0 in reverse order:
+                    // not an index loop.
+                    (!r).then(|| (Item::Enumerate(Box::new(i)), false))
+                }
+                ("zip", 1) => {
+                    let (a, ra) = chain(&m.receiver, sources, false)?;
+                    let (b, rb) = chain(&m.args[0], sources, true)?;
+                    (!ra && !rb).then(|| (Item::Zip(Box::new(a), Box::new(b)), false))
+                }
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+fn push(sources: &mut Vec<syn::Expr>, s: syn::Expr) -> (Item, bool) {
+    sources.push(s);
+    (Item::Elem(sources.len() - 1), false)
+}
+
+/// The array an iteration starts from: a path or a field.
+fn leaf(e: &syn::Expr) -> Option<syn::Expr> {
+    match e {
+        syn::Expr::Paren(p) => leaf(&p.expr),
+        syn::Expr::Path(_) | syn::Expr::Field(_) => Some(e.clone()),
+        _ => None,
+    }
+}
+
+fn recognise(e: &syn::Expr) -> Option<Chain> {
+    let mut sources = Vec::new();
+    let (item, rev) = chain(e, &mut sources, true)?;
+    Some(Chain { sources, rev, item })
+}
+
+/// `let` statements binding `pat` to the item `item` of iteration index
+/// `k`: one per name, so that tuples of an index and elements need no
+/// tuple value.
+fn bind_item(
+    pat: &syn::Pat,
+    item: &Item,
+    k: &syn::Ident,
+    sources: &[syn::Expr],
+    out: &mut Vec<syn::Stmt>,
+) -> Result<(), Span> {
+    match pat {
+        syn::Pat::Reference(r) => return bind_item(&r.pat, item, k, sources, out),
+        syn::Pat::Paren(p) => return bind_item(&p.pat, item, k, sources, out),
+        syn::Pat::Wild(_) => return Ok(()),
+        _ => {}
+    }
+    let value: syn::Expr = match item {
+        Item::Elem(s) => {
+            let a = &sources[*s];
+            syn::parse_quote!(#a[#k])
+        }
+        Item::Enumerate(inner) => {
+            let syn::Pat::Tuple(t) = pat else {
+                return bind_whole(pat, out, syn::parse_quote!((#k, ())));
+            };
+            let parts: Vec<&syn::Pat> = t.elems.iter().collect();
+            let [i, rest] = parts[..] else {
+                return Err(pat.span());
+            };
+            bind_item(i, &Item::Index, k, sources, out)?;
+            return bind_item(rest, inner, k, sources, out);
+        }
+        Item::Zip(a, b) => {
+            let syn::Pat::Tuple(t) = pat else {
+                return Err(pat.span());
+            };
+            let parts: Vec<&syn::Pat> = t.elems.iter().collect();
+            let [pa, pb] = parts[..] else {
+                return Err(pat.span());
+            };
+            bind_item(pa, a, k, sources, out)?;
+            return bind_item(pb, b, k, sources, out);
+        }
+        Item::Index => syn::parse_quote!(#k),
+    };
+    bind_whole(pat, out, value)
+}
+
+/// `let pat = value;` for a name, `_`, or a tuple of them (an element that
+/// is a tuple), with `&` patterns read as the values they match.
+fn bind_whole(pat: &syn::Pat, out: &mut Vec<syn::Stmt>, value: syn::Expr) -> Result<(), Span> {
+    fn by_value(p: &syn::Pat) -> Option<syn::Pat> {
+        match p {
+            syn::Pat::Ident(i) if i.subpat.is_none() && i.by_ref.is_none() => Some(p.clone()),
+            syn::Pat::Wild(_) => Some(p.clone()),
+            syn::Pat::Reference(r) => by_value(&r.pat),
+            syn::Pat::Paren(q) => by_value(&q.pat),
+            syn::Pat::Tuple(t) => {
+                let elems = t.elems.iter().map(by_value).collect::<Option<Vec<_>>>()?;
+                Some(syn::parse_quote!((#(#elems,)*)))
+            }
+            _ => None,
+        }
+    }
+    let p = by_value(pat).ok_or_else(|| pat.span())?;
+    out.push(syn::parse_quote!(let #p = #value;));
+    Ok(())
+}
+
+/// The length an iteration runs: the array's, the shortest for a `zip`.
+fn length(sources: &[syn::Expr]) -> syn::Expr {
+    let mut it = sources.iter();
+    let Some(first) = it.next() else {
+        return syn::parse_quote!(0usize);
+    };
+    let mut n: syn::Expr = syn::parse_quote!(#first.len());
+    for s in it {
+        n = syn::parse_quote!({
+            let __linear_ad_a = #n;
+            let __linear_ad_b = #s.len();
+            if __linear_ad_a < __linear_ad_b { __linear_ad_a } else { __linear_ad_b }
+        });
+    }
+    n
+}
+
+impl Lowerer<'_> {
+    /// `a[i]` of a differentiable array, `None` if `base` is not one.
+    pub(super) fn array_index(&mut self, base: &Val, ix: &syn::ExprIndex) -> Option<Val> {
+        let Val::Active(a, Ty::Array(elem, _)) = base else {
+            return None;
+        };
+        let (a, elem) = (a.clone(), (**elem).clone());
+        let i = self.int(&ix.index);
+        let v = self.emit(
+            "x",
+            elem.clone(),
+            Expr::Index {
+                arr: a.clone(),
+                idx: i,
+            },
+        );
+        if let Some(super::Shape::Slice(s, _)) = self.shapes.get(&a).cloned() {
+            self.shapes.insert(v.clone(), *s);
+        }
+        Some(Val::Active(v, elem))
+    }
+
+    /// `a.len()` of a differentiable array, `None` if `recv` is not one.
+    pub(super) fn array_len(&mut self, recv: &Val) -> Option<Val> {
+        let Val::Active(a, Ty::Array(..)) = recv else {
+            return None;
+        };
+        let n = self.emit_nd("n", Ty::Int, Expr::Len(a.clone()));
+        Some(Val::Active(n, Ty::Int))
+    }
+
+    /// A `for` loop over arrays as a loop over their indices, `None` if
+    /// it iterates over something else, `Some(Err(()))` after reporting a
+    /// pattern that does not fit its items.
+    pub(super) fn array_for(
+        &mut self,
+        f: &syn::ExprForLoop,
+    ) -> Option<Result<syn::ExprForLoop, ()>> {
+        let c = recognise(&f.expr)?;
+        let k = format_ident!("__linear_ad_k{}", self.fresh_index());
+        let mut lets = Vec::new();
+        if let Err(span) = bind_item(&f.pat, &c.item, &k, &c.sources, &mut lets) {
+            self.errs.push(span, "this pattern does not match the iteration's items: bind names, `&name`, `_`, or tuples of them as `.enumerate()` and `.zip(..)` yield them");
+            return Some(Err(()));
+        }
+        let n = length(&c.sources);
+        // Parenthesised: a block bound (`zip`'s) must not end the head.
+        let range: syn::Expr = if c.rev {
+            syn::parse_quote!((0..#n).rev())
+        } else {
+            syn::parse_quote!((0..#n))
+        };
+        let stmts = &f.body.stmts;
+        Some(Ok(
+            syn::parse_quote!(for #k in #range { #(#lets)* #(#stmts)* }),
+        ))
+    }
+
+    /// A reduction over arrays (`sum`, `map(..).sum`, `fold`) as a block
+    /// with a loop, `None` if `m` is not one.
+    pub(super) fn array_reduction(&mut self, m: &syn::ExprMethodCall) -> Option<syn::Expr> {
+        let acc = format_ident!("__linear_ad_s{}", self.fresh_index());
+        let (iter, init, pat, body): (&syn::Expr, syn::Expr, syn::Pat, syn::Expr) =
+            match (m.method.to_string().as_str(), m.args.len()) {
+                ("sum", 0) => match &*m.receiver {
+                    syn::Expr::MethodCall(inner)
+                        if inner.method == "map" && inner.args.len() == 1 =>
+                    {
+                        let syn::Expr::Closure(cl) = &inner.args[0] else {
+                            return None;
+                        };
+                        let [p] = cl.inputs.iter().collect::<Vec<_>>()[..] else {
+                            return None;
+                        };
+                        let b = &cl.body;
+                        (
+                            &inner.receiver,
+                            syn::parse_quote!(0.0),
+                            p.clone(),
+                            syn::parse_quote!(#acc + (#b)),
+                        )
+                    }
+                    other => {
+                        let v = format_ident!("__linear_ad_v{}", self.fresh_index());
+                        (
+                            other,
+                            syn::parse_quote!(0.0),
+                            syn::parse_quote!(#v),
+                            syn::parse_quote!(#acc + #v),
+                        )
+                    }
+                },
+                ("fold", 2) => {
+                    let syn::Expr::Closure(cl) = &m.args[1] else {
+                        return None;
+                    };
+                    let [a, p] = cl.inputs.iter().collect::<Vec<_>>()[..] else {
+                        return None;
+                    };
+                    let b = &cl.body;
+                    let init = m.args[0].clone();
+                    (
+                        &m.receiver,
+                        init,
+                        p.clone(),
+                        syn::parse_quote!({ let #a = #acc; #b }),
+                    )
+                }
+                _ => return None,
+            };
+        recognise(iter)?;
+        Some(syn::parse_quote!({
+            let mut #acc = #init;
+            for #pat in #iter {
+                #acc = #body;
+            }
+            #acc
+        }))
+    }
+
+    fn fresh_index(&mut self) -> usize {
+        self.next_const += 1;
+        self.next_const
+    }
+}
+
+/// Whether `e` is a method call this module lowers as a reduction.
+pub(super) fn is_reduction(m: &syn::ExprMethodCall) -> bool {
+    matches!(
+        (m.method.to_string().as_str(), m.args.len()),
+        ("sum", 0) | ("fold", 2)
+    )
+}

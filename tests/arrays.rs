@@ -1,0 +1,208 @@
+//! Arrays read by index: slices, `Vec`s and references to fixed-size
+//! arrays as parameters, dynamic indexing, `len`, iteration and
+//! reductions. Each function is checked against finite differences and
+//! forward against reverse mode (the dot-product identity), in debug and
+//! release builds alike.
+
+use linear_ad::{differentiable, LinearMap};
+
+#[differentiable]
+fn rosenbrock(x: &[f64]) -> f64 {
+    let mut s = 0.0;
+    for i in 0..x.len() - 1 {
+        let a = x[i + 1] - x[i] * x[i];
+        let b = 1.0 - x[i];
+        s += 100.0 * a * a + b * b;
+    }
+    s
+}
+
+#[differentiable]
+fn dot(x: &[f64], y: &[f64]) -> f64 {
+    x.iter().zip(y.iter()).map(|(a, b)| a * b).sum::<f64>()
+}
+
+// `&Vec<T>` is accepted as written (clippy prefers `&[T]`).
+#[allow(clippy::ptr_arg)]
+#[differentiable]
+fn log_sum_exp(x: &Vec<f64>) -> f64 {
+    let mut m = x[0];
+    for &v in x.iter() {
+        if v > m {
+            m = v;
+        }
+    }
+    let mut s = 0.0;
+    for v in x {
+        s += (*v - m).exp();
+    }
+    m + s.ln()
+}
+
+#[differentiable]
+fn least_squares(w: &[f64; 2], #[nondiff] xs: &[f64], #[nondiff] ys: &[f64]) -> f64 {
+    let mut loss = 0.0;
+    for (k, &x) in xs.iter().enumerate() {
+        let r = w[0] * x + w[1] - ys[k];
+        loss += r * r;
+    }
+    loss / xs.len() as f64
+}
+
+#[differentiable]
+fn weighted(p: Vec<(f64, f64)>, s: f64) -> (f64, f64) {
+    let mut a = 0.0;
+    let mut b = 0.0;
+    for (i, q) in p.iter().enumerate().rev() {
+        a += q.0 * s * (i as f64 + 1.0);
+        b += q.1 * q.0;
+    }
+    (a, b)
+}
+
+#[differentiable]
+fn weighted_by_data(x: f64, #[nondiff] w: &[f64]) -> f64 {
+    let mut s = 0.0;
+    for wi in w.iter() {
+        s += wi * x;
+    }
+    s
+}
+
+#[differentiable]
+fn fold_max(x: &[f64]) -> f64 {
+    x.iter().fold(0.0, |acc, v| acc * 0.5 + v.sin())
+}
+
+const H: f64 = 1e-6;
+
+fn close(a: f64, b: f64, tol: f64) -> bool {
+    (a - b).abs() <= tol * (1.0 + a.abs() + b.abs())
+}
+
+/// Central differences of `f` at `x` along each coordinate.
+fn fd(f: impl Fn(&[f64]) -> f64, x: &[f64]) -> Vec<f64> {
+    (0..x.len())
+        .map(|i| {
+            let (mut a, mut b) = (x.to_vec(), x.to_vec());
+            a[i] += H;
+            b[i] -= H;
+            (f(&a) - f(&b)) / (2.0 * H)
+        })
+        .collect()
+}
+
+#[test]
+fn rosenbrock_gradient_matches_finite_differences_and_modes() {
+    let x = [0.3, -1.2, 0.8, 1.1, 0.5];
+    let (y, g) = rosenbrock_vjp(&x, 1.0);
+    assert_eq!(y, rosenbrock(&x));
+    let want = fd(rosenbrock, &x);
+    assert_eq!(g.len(), x.len());
+    for (a, b) in g.iter().zip(&want) {
+        assert!(close(*a, *b, 1e-6), "{g:?} vs {want:?}");
+    }
+    // Forward along a direction equals the gradient's dot product with it.
+    let dx = [0.1, 0.2, -0.3, 0.4, -0.5];
+    let (y2, dy) = rosenbrock_jvp(&x, &dx);
+    assert_eq!(y2, y);
+    let expect: f64 = g.iter().zip(&dx).map(|(a, b)| a * b).sum();
+    assert!(close(dy, expect, 1e-12));
+    // One tape, both directions.
+    let (y3, map) = rosenbrock_lin(&x);
+    assert_eq!(y3, y);
+    assert!(close(map.apply(dx.to_vec()), dy, 1e-12));
+    assert_eq!(map.transpose(1.0), g);
+}
+
+#[test]
+fn dot_product_of_two_slices() {
+    let (x, y) = ([1.0, 2.0, 3.0], [4.0, -5.0, 6.0]);
+    let (v, (gx, gy)) = dot_vjp(&x, &y, 2.0);
+    assert_eq!(v, 12.0);
+    assert_eq!(v, dot(&x, &y));
+    assert_eq!(gx, vec![8.0, -10.0, 12.0]);
+    assert_eq!(gy, vec![2.0, 4.0, 6.0]);
+    // `zip` stops at the shorter slice, as the original does.
+    let (v, (gx, gy)) = dot_vjp(&x[..2], &y, 1.0);
+    assert_eq!(v, -6.0);
+    assert_eq!((gx, gy), (vec![4.0, -5.0], vec![1.0, 2.0, 0.0]));
+}
+
+#[test]
+fn log_sum_exp_with_the_max_shift() {
+    let x = vec![0.5, 2.0, -1.0, 1.5];
+    let (y, g) = log_sum_exp_vjp(&x, 1.0);
+    let direct = x.iter().map(|v| v.exp()).sum::<f64>().ln();
+    assert!(close(y, direct, 1e-14));
+    assert_eq!(y, log_sum_exp(&x));
+    // The gradient is the softmax (the shift's derivative cancels).
+    let z: f64 = x.iter().map(|v| v.exp()).sum();
+    for (gi, xi) in g.iter().zip(&x) {
+        assert!(close(*gi, xi.exp() / z, 1e-12), "{g:?}");
+    }
+}
+
+#[test]
+fn least_squares_over_nondiff_data() {
+    let xs = [0.0, 1.0, 2.0, 3.0];
+    let ys = [1.0, 3.2, 4.9, 7.1];
+    let w = [1.5, 0.5];
+    let (l, g) = least_squares_vjp(&w, &xs, &ys, 1.0);
+    assert!(close(l, least_squares(&w, &xs, &ys), 1e-15));
+    let want = fd(|w| least_squares(&[w[0], w[1]], &xs, &ys), &w);
+    for (a, b) in g.iter().zip(&want) {
+        assert!(close(*a, *b, 1e-6), "{g:?} vs {want:?}");
+    }
+}
+
+#[test]
+fn vec_of_tuples_by_value_reversed_enumeration() {
+    let p = vec![(1.0, 2.0), (3.0, -1.0), (0.5, 0.25)];
+    let s = 0.7;
+    let (y, (gp, gs)) = weighted_vjp(p.clone(), s, (1.0, 0.0));
+    assert_eq!(y, weighted(p.clone(), s));
+    // d a / d p_i.0 = s (i + 1); d a / d s = sum p_i.0 (i + 1).
+    for (i, g) in gp.iter().enumerate() {
+        assert!(close(g.0, s * (i as f64 + 1.0), 1e-15));
+        assert_eq!(g.1, 0.0);
+    }
+    assert!(close(gs, 1.0 + 6.0 + 1.5, 1e-15));
+    let (_, (gp, gs)) = weighted_vjp(p.clone(), s, (0.0, 1.0));
+    assert_eq!(gs, 0.0);
+    assert_eq!(gp, vec![(2.0, 1.0), (-1.0, 3.0), (0.25, 0.5)]);
+    let (_, dy) = weighted_jvp(p.clone(), s, vec![(1.0, 0.0); 3], 0.0);
+    assert!(close(dy.0, s * 6.0, 1e-15));
+}
+
+#[test]
+fn iteration_over_nondiff_data() {
+    let w = [0.5, -2.0, 4.0];
+    let (y, g) = weighted_by_data_vjp(1.5, &w, 1.0);
+    assert_eq!(y, weighted_by_data(1.5, &w));
+    assert_eq!(g, 2.5);
+    assert_eq!(weighted_by_data_jvp(1.5, &w, 2.0).1, 5.0);
+}
+
+#[test]
+fn fold_reduction() {
+    let x = [0.2, -0.4, 1.3];
+    let (y, g) = fold_max_vjp(&x, 1.0);
+    assert!(close(y, fold_max(&x), 1e-15));
+    let want = fd(fold_max, &x);
+    for (a, b) in g.iter().zip(&want) {
+        assert!(close(*a, *b, 1e-6), "{g:?} vs {want:?}");
+    }
+}
+
+#[test]
+#[allow(clippy::needless_range_loop)]
+fn out_of_bounds_panics_as_the_original() {
+    #[differentiable]
+    fn third(x: &[f64]) -> f64 {
+        x[2] * 2.0
+    }
+    assert!(std::panic::catch_unwind(|| third(&[1.0])).is_err());
+    assert!(std::panic::catch_unwind(|| third_vjp(&[1.0], 1.0)).is_err());
+    assert_eq!(third_vjp(&[1.0, 2.0, 3.0], 1.0).1, vec![0.0, 0.0, 2.0]);
+}
