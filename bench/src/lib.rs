@@ -3,6 +3,7 @@
 //! hand. The baselines' generic versions live in `benches/derivatives.rs`,
 //! next to the AD types they are instantiated with.
 
+pub mod arrays;
 pub mod control;
 
 use linear_ad::differentiable;

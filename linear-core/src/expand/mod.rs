@@ -238,7 +238,9 @@ pub fn pipeline(f: &Func, externs: &[Extern], policy: unzip::Checkpoint) -> Resu
         funcs: vec![f.clone()],
     };
     recheck(|| check(&source), "lowered function:")?;
-    let j = simplify(&jvp(&source).map_err(|e| e.to_string())?);
+    // The source simplified first: a value read twice (`x[i] * x[i]`) is
+    // differentiated once.
+    let j = simplify(&jvp(&simplify(&source)).map_err(|e| e.to_string())?);
     recheck(|| check(&j), "after J:")?;
     let u = simplify(&unzip::unzip(&j, policy).map_err(|e| e.to_string())?);
     recheck(|| check_linear_b(&u), "after U:")?;

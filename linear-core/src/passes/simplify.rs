@@ -14,6 +14,10 @@
 //!   in-place read whose result is only dropped is not done (its index is
 //!   dropped instead).
 //! * Copies. `let a; b = (x; y)` renames `a` to `x` and `b` to `y`.
+//! * Repeated reads. `index(a, i)` of an array and index already read in
+//!   scope is that earlier read (arrays are values: no write can come
+//!   between), so `x[i] * x[i]` reads, differentiates and saves `x[i]`
+//!   once.
 //! * Nested blocks. `let v = { s..; e }` becomes `s..; let v = e` (names
 //!   are unique per function, so hoisting cannot capture).
 //! * Dead code. A binding none of whose variables is read, whose
@@ -63,6 +67,7 @@ pub fn simplify_func(f: &Func, linear: &HashMap<Var, bool>) -> Func {
         linear,
         rename: HashMap::default(),
         zero: HashMap::default(),
+        reads: HashMap::default(),
         fresh: Fresh::for_func(f),
     };
     let body = s.expr(&f.body);
@@ -75,6 +80,7 @@ pub fn simplify_func(f: &Func, linear: &HashMap<Var, bool>) -> Func {
             linear,
             rename: HashMap::default(),
             zero: HashMap::default(),
+            reads: HashMap::default(),
             fresh: Fresh::for_func(&g),
         };
         g.body = s.expr(&g.body);
@@ -229,6 +235,9 @@ struct Simp<'a> {
     rename: HashMap<Var, Var>,
     /// Linear variables known to be zero, with their types.
     zero: HashMap<Var, Ty>,
+    /// Array reads in scope: `index(a, i)` by array and index variable,
+    /// to the variable holding it.
+    reads: HashMap<(Var, Var), Var>,
     fresh: Fresh,
 }
 
@@ -425,7 +434,10 @@ impl Simp<'_> {
                 .collect()
         };
         let before = outer(e, self);
+        // What the arm or body reads stays inside it.
+        let reads = self.reads.clone();
         let mut body = self.expr(e);
+        self.reads = reads;
         dead_code(&mut body);
         let after = outer(&body, self);
         let lost: Vec<Stmt> = before
@@ -476,6 +488,14 @@ impl Simp<'_> {
                     rhs = *tail;
                 }
                 match &rhs {
+                    Expr::Index { arr, idx } if nl.len() == 1 => {
+                        let key = (arr.clone(), idx.clone());
+                        if let Some(v) = self.reads.get(&key) {
+                            self.rename.insert(nl[0].var.clone(), v.clone());
+                            return;
+                        }
+                        self.reads.insert(key, nl[0].var.clone());
+                    }
                     Expr::Ret { nl: xs, lin: ys }
                         if xs.len() == nl.len() && ys.len() == lin.len() =>
                     {

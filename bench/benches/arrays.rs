@@ -1,0 +1,123 @@
+//! Arrays: `f_vjp` against the hand-written adjoint for n = 10, 10³, 10⁵
+//! and 10⁶, on the same inputs, in one run; every gradient is checked
+//! against the hand-written one before it is timed, and the tape bytes of
+//! `f_lin` are printed (the hand-written adjoints keep none: they read the
+//! input again). `cargo bench -p linear-ad-bench --bench arrays`.
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
+use linear_ad::TapeSize;
+use linear_ad_bench::arrays::*;
+
+fn config() -> Criterion {
+    Criterion::default()
+        .warm_up_time(Duration::from_millis(200))
+        .measurement_time(Duration::from_millis(1000))
+        .sample_size(20)
+}
+
+const SIZES: [usize; 4] = [10, 1_000, 100_000, 1_000_000];
+
+fn input(n: usize, seed: usize) -> Vec<f64> {
+    (0..n)
+        .map(|i| (((i * 7919 + seed * 104_729) % 1000) as f64 / 500.0) - 1.0)
+        .collect()
+}
+
+fn same(a: &[f64], b: &[f64], what: &str) {
+    assert_eq!(a.len(), b.len(), "{what}");
+    for (x, y) in a.iter().zip(b) {
+        assert!((x - y).abs() <= 1e-9 * (1.0 + x.abs() + y.abs()), "{what}: {x} vs {y}");
+    }
+}
+
+fn tape(name: &str, n: usize, bytes: usize) {
+    println!(
+        "tape {name} n={n}: {bytes} bytes ({:.1} per element; hand-written adjoint 0)",
+        bytes as f64 / n as f64
+    );
+}
+
+fn rosenbrock_bench(c: &mut Criterion) {
+    let mut g = c.benchmark_group("arrays/rosenbrock");
+    for n in SIZES {
+        let x = input(n, 1);
+        let (v, gh) = rosenbrock_hand(&x);
+        let (w, gv) = rosenbrock_vjp(&x, 1.0);
+        assert!((v - w).abs() <= 1e-9 * v.abs());
+        same(&gv, &gh, "rosenbrock gradient");
+        tape("rosenbrock", n, rosenbrock_lin(&x).1.tape_bytes());
+        g.bench_with_input(BenchmarkId::new("hand", n), &x, |b, x| {
+            b.iter(|| rosenbrock_hand(black_box(x)))
+        });
+        g.bench_with_input(BenchmarkId::new("vjp", n), &x, |b, x| {
+            b.iter(|| rosenbrock_vjp(black_box(x), 1.0))
+        });
+    }
+}
+
+fn dot_bench(c: &mut Criterion) {
+    let mut g = c.benchmark_group("arrays/dot");
+    for n in SIZES {
+        let (x, y) = (input(n, 2), input(n, 3));
+        let (v, gx, gy) = dot_hand(&x, &y);
+        let (w, (ax, ay)) = dot_vjp(&x, &y, 1.0);
+        assert!((v - w).abs() <= 1e-9 * (1.0 + v.abs()));
+        same(&ax, &gx, "dot x");
+        same(&ay, &gy, "dot y");
+        tape("dot", n, dot_lin(&x, &y).1.tape_bytes());
+        g.bench_with_input(BenchmarkId::new("hand", n), &(x.clone(), y.clone()), |b, (x, y)| {
+            b.iter(|| dot_hand(black_box(x), black_box(y)))
+        });
+        g.bench_with_input(BenchmarkId::new("vjp", n), &(x, y), |b, (x, y)| {
+            b.iter(|| dot_vjp(black_box(x), black_box(y), 1.0))
+        });
+    }
+}
+
+fn log_sum_exp_bench(c: &mut Criterion) {
+    let mut g = c.benchmark_group("arrays/log_sum_exp");
+    for n in SIZES {
+        let x = input(n, 4);
+        let (v, gh) = log_sum_exp_hand(&x);
+        let (w, gv) = log_sum_exp_vjp(&x, 1.0);
+        assert!((v - w).abs() <= 1e-9 * (1.0 + v.abs()));
+        same(&gv, &gh, "log-sum-exp gradient");
+        tape("log_sum_exp", n, log_sum_exp_lin(&x).1.tape_bytes());
+        g.bench_with_input(BenchmarkId::new("hand", n), &x, |b, x| {
+            b.iter(|| log_sum_exp_hand(black_box(x)))
+        });
+        g.bench_with_input(BenchmarkId::new("vjp", n), &x, |b, x| {
+            b.iter(|| log_sum_exp_vjp(black_box(x), 1.0))
+        });
+    }
+}
+
+fn least_squares_bench(c: &mut Criterion) {
+    let mut g = c.benchmark_group("arrays/least_squares");
+    let w = [0.7, -0.2];
+    for n in SIZES {
+        let (xs, ys) = (input(n, 5), input(n, 6));
+        let (v, gh) = least_squares_hand(&w, &xs, &ys);
+        let (l, gv) = least_squares_vjp(&w, &xs, &ys, 1.0);
+        assert!((v - l).abs() <= 1e-9 * (1.0 + v.abs()));
+        same(&gv, &gh, "least-squares gradient");
+        tape("least_squares", n, least_squares_lin(&w, &xs, &ys).1.tape_bytes());
+        let data = (xs, ys);
+        g.bench_with_input(BenchmarkId::new("hand", n), &data, |b, (xs, ys)| {
+            b.iter(|| least_squares_hand(black_box(&w), black_box(xs), black_box(ys)))
+        });
+        g.bench_with_input(BenchmarkId::new("vjp", n), &data, |b, (xs, ys)| {
+            b.iter(|| least_squares_vjp(black_box(&w), black_box(xs), black_box(ys), 1.0))
+        });
+    }
+}
+
+criterion_group! {
+    name = benches;
+    config = config();
+    targets = rosenbrock_bench, dot_bench, log_sum_exp_bench, least_squares_bench
+}
+criterion_main!(benches);

@@ -1,0 +1,87 @@
+//! Array workloads (issue 9): each a `#[differentiable]` function over a
+//! slice, and its adjoint written by hand the way one would: the reverse
+//! sweep reads the input again and writes `grad[i] += ..`, keeping no tape.
+
+use linear_ad::differentiable;
+
+/// The chained Rosenbrock function over a slice.
+#[differentiable]
+pub fn rosenbrock(x: &[f64]) -> f64 {
+    let mut s = 0.0;
+    for i in 0..x.len() - 1 {
+        let a = x[i + 1] - x[i] * x[i];
+        let b = 1.0 - x[i];
+        s += 100.0 * a * a + b * b;
+    }
+    s
+}
+
+pub fn rosenbrock_hand(x: &[f64]) -> (f64, Vec<f64>) {
+    let mut s = 0.0;
+    let mut g = vec![0.0; x.len()];
+    for i in 0..x.len() - 1 {
+        let a = x[i + 1] - x[i] * x[i];
+        let b = 1.0 - x[i];
+        s += 100.0 * a * a + b * b;
+        g[i + 1] += 200.0 * a;
+        g[i] += -400.0 * a * x[i] - 2.0 * b;
+    }
+    (s, g)
+}
+
+/// ⟨x, y⟩.
+#[differentiable]
+pub fn dot(x: &[f64], y: &[f64]) -> f64 {
+    x.iter().zip(y.iter()).map(|(a, b)| a * b).sum::<f64>()
+}
+
+pub fn dot_hand(x: &[f64], y: &[f64]) -> (f64, Vec<f64>, Vec<f64>) {
+    let v = x.iter().zip(y).map(|(a, b)| a * b).sum();
+    (v, y.to_vec(), x.to_vec())
+}
+
+/// log Σ exp(x_i), shifted by the maximum.
+#[differentiable]
+pub fn log_sum_exp(x: &[f64]) -> f64 {
+    let mut m = x[0];
+    for &v in x.iter() {
+        if v > m {
+            m = v;
+        }
+    }
+    let mut s = 0.0;
+    for &v in x.iter() {
+        s += (v - m).exp();
+    }
+    m + s.ln()
+}
+
+pub fn log_sum_exp_hand(x: &[f64]) -> (f64, Vec<f64>) {
+    let m = x.iter().fold(x[0], |m, &v| if v > m { v } else { m });
+    let s: f64 = x.iter().map(|v| (v - m).exp()).sum();
+    let g = x.iter().map(|v| (v - m).exp() / s).collect();
+    (m + s.ln(), g)
+}
+
+/// Mean squared error of a line `w[0] x + w[1]` over a data set.
+#[differentiable]
+pub fn least_squares(w: &[f64; 2], #[nondiff] xs: &[f64], #[nondiff] ys: &[f64]) -> f64 {
+    let mut loss = 0.0;
+    for (k, &x) in xs.iter().enumerate() {
+        let r = w[0] * x + w[1] - ys[k];
+        loss += r * r;
+    }
+    loss / xs.len() as f64
+}
+
+pub fn least_squares_hand(w: &[f64; 2], xs: &[f64], ys: &[f64]) -> (f64, [f64; 2]) {
+    let (mut loss, mut g) = (0.0, [0.0; 2]);
+    for (x, y) in xs.iter().zip(ys) {
+        let r = w[0] * x + w[1] - y;
+        loss += r * r;
+        g[0] += 2.0 * r * x;
+        g[1] += 2.0 * r;
+    }
+    let n = xs.len() as f64;
+    (loss / n, [g[0] / n, g[1] / n])
+}
