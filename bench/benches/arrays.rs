@@ -33,11 +33,25 @@ fn same(a: &[f64], b: &[f64], what: &str) {
     }
 }
 
+/// Prints a tape measurement and records it in
+/// `target/criterion/array_tapes.txt` for the report.
 fn tape(name: &str, n: usize, bytes: usize) {
     println!(
         "tape {name} n={n}: {bytes} bytes ({:.1} per element; hand-written adjoint 0)",
         bytes as f64 / n as f64
     );
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/criterion");
+    let _ = std::fs::create_dir_all(&dir);
+    let path = dir.join("array_tapes.txt");
+    let key = format!("{name}\t{n}\t");
+    let mut text: String = std::fs::read_to_string(&path)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| !l.starts_with(&key))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    text.push_str(&format!("{key}{bytes}\n"));
+    let _ = std::fs::write(path, text);
 }
 
 fn rosenbrock_bench(c: &mut Criterion) {

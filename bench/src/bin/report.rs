@@ -108,6 +108,101 @@ fn table(out: &mut String, group: &str, title: &str, with_hand: bool) {
     out.push('\n');
 }
 
+const ARRAY_SIZES: [u64; 4] = [10, 1_000, 100_000, 1_000_000];
+const ARRAY_WORKLOADS: [(&str, &str); 4] = [
+    ("rosenbrock", "chained Rosenbrock over a slice"),
+    ("dot", "dot product of two slices"),
+    ("log_sum_exp", "log-sum-exp with the max shift"),
+    ("least_squares", "least squares over `#[nondiff]` data (2 parameters)"),
+];
+
+/// Tape bytes of `f_lin` per array workload and length, as the arrays
+/// benchmark recorded them.
+fn array_tape(name: &str, n: u64) -> Option<u64> {
+    let text = std::fs::read_to_string(root().join("target/criterion/array_tapes.txt")).ok()?;
+    text.lines().find_map(|l| {
+        let mut f = l.split('\t');
+        (f.next()? == name && f.next()?.parse::<u64>().ok()? == n)
+            .then(|| f.next()?.parse().ok())
+            .flatten()
+    })
+}
+
+/// The array workloads: `f_vjp` against the hand-written adjoint by
+/// length, with tapes, and the log-log plot.
+fn arrays(out: &mut String) {
+    if median("arrays_rosenbrock", "hand/10").is_none() {
+        return;
+    }
+    out.push_str("## Arrays
+
+Gradients over slices against adjoints written by hand (`bench/src/arrays.rs`, `cargo bench -p linear-ad-bench --bench arrays`): the hand-written reverse sweeps read the input again and write `grad[i] += ..`, keeping no tape. Time is linear in n for every implementation (plot below; `bench/arrays.svg`), and so is the tape: `f_vjp` saves, per element, the index and the values its reverse sweep multiplies by, instead of reading the input array again (the next step: a tape that borrows read-only inputs).
+
+| workload | n | hand-written | `f_vjp` | ÷ hand-written | tape (`f_lin`) | per element |
+| --- | ---: | ---: | ---: | ---: | ---: | ---: |
+");
+    for (name, title) in ARRAY_WORKLOADS {
+        let group = format!("arrays_{name}");
+        for n in ARRAY_SIZES {
+            let hand = median(&group, &format!("hand/{n}"));
+            let vjp = median(&group, &format!("vjp/{n}"));
+            let tape = array_tape(name, n);
+            let _ = writeln!(
+                out,
+                "| {title} | {n} | {} | {} | {} | {} | {} |",
+                hand.map_or("–".into(), fmt_ns),
+                vjp.map_or("–".into(), fmt_ns),
+                ratio(vjp, hand),
+                tape.map_or("–".into(), |b| format!("{b} B")),
+                tape.map_or("–".into(), |b| format!("{:.1} B", b as f64 / n as f64)),
+            );
+        }
+    }
+    out.push_str("
+![time against n](bench/arrays.svg)
+
+");
+    let _ = std::fs::write(root().join("bench/arrays.svg"), arrays_svg());
+}
+
+/// Log-log plot of the array benchmarks' medians against n.
+fn arrays_svg() -> String {
+    let (w, h, m) = (720.0, 460.0, 70.0);
+    let lx = |n: f64| m + (n.log10() - 1.0) / 5.0 * (w - 2.0 * m);
+    let (tmin, tmax) = (1.0f64, 1e8f64);
+    let ly =
+        |t: f64| h - m - (t.log10() - tmin.log10()) / (tmax.log10() - tmin.log10()) * (h - 2.0 * m);
+    let mut s = format!("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n");
+    let _ = writeln!(s, "<text x=\"{}\" y=\"24\" text-anchor=\"middle\" font-size=\"14\">Gradient time against array length (log-log): solid f_vjp, dashed hand-written</text>", w / 2.0);
+    let _ = writeln!(s, "<line x1=\"{m}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"black\"/><line x1=\"{m}\" y1=\"{m}\" x2=\"{m}\" y2=\"{}\" stroke=\"black\"/>", h - m, w - m, h - m, h - m);
+    for e in 1..=6 {
+        let x = lx(10f64.powi(e));
+        let _ = writeln!(s, "<line x1=\"{x}\" y1=\"{}\" x2=\"{x}\" y2=\"{}\" stroke=\"black\"/><text x=\"{x}\" y=\"{}\" text-anchor=\"middle\">1e{e}</text>", h - m, h - m + 5.0, h - m + 20.0);
+    }
+    for (e, label) in [(0, "1 ns"), (3, "1 µs"), (6, "1 ms"), (8, "100 ms")] {
+        let y = ly(10f64.powi(e));
+        let _ = writeln!(s, "<line x1=\"{}\" y1=\"{y}\" x2=\"{m}\" y2=\"{y}\" stroke=\"black\"/><text x=\"{}\" y=\"{}\" text-anchor=\"end\">{label}</text>", m - 5.0, m - 8.0, y + 4.0);
+    }
+    let _ = writeln!(s, "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">n, elements (log scale)</text>", w / 2.0, h - 20.0);
+    let colors = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd"];
+    for (k, ((name, _), color)) in ARRAY_WORKLOADS.iter().zip(colors).enumerate() {
+        for (bench, dash) in [("vjp", ""), ("hand", " stroke-dasharray=\"6,4\"")] {
+            let pts: Vec<String> = ARRAY_SIZES
+                .iter()
+                .filter_map(|n| {
+                    let t = median(&format!("arrays_{name}"), &format!("{bench}/{n}"))?;
+                    Some(format!("{:.1},{:.1}", lx(*n as f64), ly(t)))
+                })
+                .collect();
+            let _ = writeln!(s, "<polyline points=\"{}\" fill=\"none\" stroke=\"{color}\" stroke-width=\"2\"{dash}/>", pts.join(" "));
+        }
+        let row = m + 10.0 + 18.0 * k as f64;
+        let _ = writeln!(s, "<rect x=\"{}\" y=\"{row}\" width=\"12\" height=\"12\" fill=\"{color}\"/><text x=\"{}\" y=\"{}\">{name}</text>", m + 10.0, m + 28.0, row + 10.0);
+    }
+    s.push_str("</svg>\n");
+    s
+}
+
 /// The control-flow workloads: targets, tapes, tables.
 fn control_flow(out: &mut String) {
     let groups = [
@@ -437,6 +532,7 @@ fn main() {
     out.push_str("The hand-written Jacobian (`reprojection_jacobian_hand` in bench/src/lib.rs) composes closed-form Jacobians per stage, the rotation's by Gallego and Yezzi's formula. For reference, GradBench reports about 7.7× the primal for its hand-written Jacobian and about 9.7× for Enzyme (different machine and harness).\n\n");
 
     control_flow(&mut out);
+    arrays(&mut out);
 
     out.push_str("## The macro's own cost\n\nExpansion time of `#[differentiable]` (parse, lowering, J, U, T with every stage re-checked, code generation), median, and the size of what it generates, for generated straight-line functions (`bench/benches/macro_cost.rs`):\n\n| statements | expansion | per statement | generated Rust | IR: source | J | U | T |\n| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
     let mut points = Vec::new();
