@@ -29,7 +29,10 @@ fn input(n: usize, seed: usize) -> Vec<f64> {
 fn same(a: &[f64], b: &[f64], what: &str) {
     assert_eq!(a.len(), b.len(), "{what}");
     for (x, y) in a.iter().zip(b) {
-        assert!((x - y).abs() <= 1e-9 * (1.0 + x.abs() + y.abs()), "{what}: {x} vs {y}");
+        assert!(
+            (x - y).abs() <= 1e-9 * (1.0 + x.abs() + y.abs()),
+            "{what}: {x} vs {y}"
+        );
     }
 }
 
@@ -82,9 +85,11 @@ fn dot_bench(c: &mut Criterion) {
         same(&ax, &gx, "dot x");
         same(&ay, &gy, "dot y");
         tape("dot", n, dot_lin(&x, &y).1.tape_bytes());
-        g.bench_with_input(BenchmarkId::new("hand", n), &(x.clone(), y.clone()), |b, (x, y)| {
-            b.iter(|| dot_hand(black_box(x), black_box(y)))
-        });
+        g.bench_with_input(
+            BenchmarkId::new("hand", n),
+            &(x.clone(), y.clone()),
+            |b, (x, y)| b.iter(|| dot_hand(black_box(x), black_box(y))),
+        );
         g.bench_with_input(BenchmarkId::new("vjp", n), &(x, y), |b, (x, y)| {
             b.iter(|| dot_vjp(black_box(x), black_box(y), 1.0))
         });
@@ -118,7 +123,11 @@ fn least_squares_bench(c: &mut Criterion) {
         let (l, gv) = least_squares_vjp(&w, &xs, &ys, 1.0);
         assert!((v - l).abs() <= 1e-9 * (1.0 + v.abs()));
         same(&gv, &gh, "least-squares gradient");
-        tape("least_squares", n, least_squares_lin(&w, &xs, &ys).1.tape_bytes());
+        tape(
+            "least_squares",
+            n,
+            least_squares_lin(&w, &xs, &ys).1.tape_bytes(),
+        );
         let data = (xs, ys);
         g.bench_with_input(BenchmarkId::new("hand", n), &data, |b, (xs, ys)| {
             b.iter(|| least_squares_hand(black_box(&w), black_box(xs), black_box(ys)))

@@ -113,7 +113,10 @@ const ARRAY_WORKLOADS: [(&str, &str); 4] = [
     ("rosenbrock", "chained Rosenbrock over a slice"),
     ("dot", "dot product of two slices"),
     ("log_sum_exp", "log-sum-exp with the max shift"),
-    ("least_squares", "least squares over `#[nondiff]` data (2 parameters)"),
+    (
+        "least_squares",
+        "least squares over `#[nondiff]` data (2 parameters)",
+    ),
 ];
 
 /// Tape bytes of `f_lin` per array workload and length, as the arrays
@@ -158,10 +161,12 @@ Gradients over slices against adjoints written by hand (`bench/src/arrays.rs`, `
             );
         }
     }
-    out.push_str("
+    out.push_str(
+        "
 ![time against n](bench/arrays.svg)
 
-");
+",
+    );
     let _ = std::fs::write(root().join("bench/arrays.svg"), arrays_svg());
 }
 
@@ -183,7 +188,12 @@ fn arrays_svg() -> String {
         let y = ly(10f64.powi(e));
         let _ = writeln!(s, "<line x1=\"{}\" y1=\"{y}\" x2=\"{m}\" y2=\"{y}\" stroke=\"black\"/><text x=\"{}\" y=\"{}\" text-anchor=\"end\">{label}</text>", m - 5.0, m - 8.0, y + 4.0);
     }
-    let _ = writeln!(s, "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">n, elements (log scale)</text>", w / 2.0, h - 20.0);
+    let _ = writeln!(
+        s,
+        "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">n, elements (log scale)</text>",
+        w / 2.0,
+        h - 20.0
+    );
     let colors = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd"];
     for (k, ((name, _), color)) in ARRAY_WORKLOADS.iter().zip(colors).enumerate() {
         for (bench, dash) in [("vjp", ""), ("hand", " stroke-dasharray=\"6,4\"")] {
