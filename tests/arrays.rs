@@ -74,6 +74,51 @@ fn fold_max(x: &[f64]) -> f64 {
     x.iter().fold(0.0, |acc, v| acc * 0.5 + v.sin())
 }
 
+/// x' A x with A stored row-major in a slice: nested loops over two arrays
+/// with a computed index.
+#[differentiable]
+fn quadratic_form(a: &[f64], x: &[f64], n: usize) -> f64 {
+    let mut s = 0.0;
+    for i in 0..n {
+        let mut row = 0.0;
+        for j in 0..n {
+            row += a[i * n + j] * x[j];
+        }
+        s += x[i] * row;
+    }
+    s
+}
+
+/// A branch inside the loop, in single precision.
+#[differentiable]
+fn relu_sum(x: &[f32], w: f32) -> f32 {
+    let mut s = 0.0;
+    for &v in x.iter() {
+        if v * w > 0.0 {
+            s += v * w;
+        }
+    }
+    s
+}
+
+/// A fixed-size array by reference, closures with typed parameters.
+#[differentiable]
+fn norm3(p: &[f64; 3]) -> f64 {
+    p.iter().map(|v: &f64| v * v).sum::<f64>().sqrt()
+}
+
+/// Binomial checkpointing asked for a loop that reads an array by its
+/// index: the index is needed by the reverse sweep, so the loop falls back
+/// to saving its records, with the same derivatives.
+#[differentiable(checkpoint = "binomial", snapshots = 4)]
+fn decay(x: &[f64], k: f64) -> f64 {
+    let mut s = 1.0;
+    for i in 0..x.len() {
+        s = s * (k * x[i]).tanh() + 0.5;
+    }
+    s
+}
+
 const H: f64 = 1e-6;
 
 fn close(a: f64, b: f64, tol: f64) -> bool {
@@ -205,4 +250,60 @@ fn out_of_bounds_panics_as_the_original() {
     assert!(std::panic::catch_unwind(|| third(&[1.0])).is_err());
     assert!(std::panic::catch_unwind(|| third_vjp(&[1.0], 1.0)).is_err());
     assert_eq!(third_vjp(&[1.0, 2.0, 3.0], 1.0).1, vec![0.0, 0.0, 2.0]);
+}
+
+#[test]
+fn quadratic_form_over_a_flat_matrix() {
+    let a = [2.0, 1.0, 0.5, 1.0, 3.0, -1.0, 0.5, -1.0, 4.0];
+    let x = [0.3, -0.7, 1.1];
+    let (v, (ga, gx)) = quadratic_form_vjp(&a, &x, 3, 1.0);
+    assert!(close(v, quadratic_form(&a, &x, 3), 1e-15));
+    // d/dx (x'Ax) = (A + A')x, d/dA_ij = x_i x_j.
+    for i in 0..3 {
+        let want: f64 = (0..3).map(|j| (a[i * 3 + j] + a[j * 3 + i]) * x[j]).sum();
+        assert!(close(gx[i], want, 1e-14), "{gx:?}");
+        for j in 0..3 {
+            assert!(close(ga[i * 3 + j], x[i] * x[j], 1e-14));
+        }
+    }
+    let (_, dv) = quadratic_form_jvp(&a, &x, 3, &[0.0; 9], &[1.0, 0.0, 0.0]);
+    assert!(close(dv, gx[0], 1e-14));
+}
+
+#[test]
+fn branch_in_a_loop_in_single_precision() {
+    let x = [0.5f32, -1.0, 2.0, -0.25];
+    let (s, (gx, gw)) = relu_sum_vjp(&x, 1.5, 1.0);
+    assert_eq!(s, relu_sum(&x, 1.5));
+    assert_eq!(gx, vec![1.5, 0.0, 1.5, 0.0]);
+    assert_eq!(gw, 2.5);
+    let (_, ds) = relu_sum_jvp(&x, -1.0, &[0.0; 4], 1.0);
+    assert_eq!(ds, -1.25);
+}
+
+#[test]
+fn fixed_size_array_by_reference() {
+    let p = [1.0, 2.0, 2.0];
+    let (n, g) = norm3_vjp(&p, 1.0);
+    assert_eq!(n, 3.0);
+    assert_eq!(n, norm3(&p));
+    let g: [f64; 3] = g;
+    assert!(g.iter().zip(&p).all(|(gi, pi)| close(*gi, pi / 3.0, 1e-15)));
+    let (_, dn) = norm3_jvp(&p, &[0.0, 3.0, 0.0]);
+    assert!(close(dn, 2.0, 1e-15));
+    let (_, map) = norm3_lin(&p);
+    assert!(close(map.apply([1.0, 0.0, 0.0]), 1.0 / 3.0, 1e-15));
+}
+
+#[test]
+fn binomial_request_on_an_array_loop_falls_back() {
+    let x = [0.2, -0.5, 0.9, 0.1, -0.3];
+    let (v, (gx, gk)) = decay_vjp(&x, 0.7, 1.0);
+    assert!(close(v, decay(&x, 0.7), 1e-15));
+    let want = fd(|x| decay(x, 0.7), &x);
+    for (a, b) in gx.iter().zip(&want) {
+        assert!(close(*a, *b, 1e-6), "{gx:?} vs {want:?}");
+    }
+    let dk = (decay(&x, 0.7 + H) - decay(&x, 0.7 - H)) / (2.0 * H);
+    assert!(close(gk, dk, 1e-6));
 }

@@ -19,6 +19,7 @@ const SOURCES: &[&str] = &[
     "fn h(x: f64, #[nondiff] k: f64) -> f64 { let t: (f64, f64) = geo::pair(x, k); t.0.powi(3) - t.1.atan2(x) }",
     "fn bad(x: f64) -> f64 { if x > 0.0 { x } else { -x } }",
     "fn calls(x: f32) -> f32 { let y = helper(x, 2.0f32, 3); f32::max(y, x).mul_add(x, 1.0) }",
+    "fn arrays(x: &[f64], w: &Vec<(f64, f64)>, #[nondiff] d: &[f64]) -> f64 { let mut s = 0.0; for (i, &v) in x.iter().enumerate().rev() { s += v * w[i].0 - d[i]; } for (a, b) in x.iter().zip(d.iter()) { s += a * b; } s + x.iter().map(|v: &f64| v.sin()).sum::<f64>() + x.iter().fold(0.0, |m, &v| m * v) + x[x.len() - 1] }",
 ];
 
 fn tokens(src: &str) -> Vec<TokenTree> {

@@ -20,7 +20,7 @@
 //! user's own code.
 
 use proc_macro2::Span;
-use quote::format_ident;
+use quote::{format_ident, quote};
 use syn::spanned::Spanned;
 
 use super::{Lowerer, Val};
@@ -102,6 +102,20 @@ fn recognise(e: &syn::Expr) -> Option<Chain> {
     Some(Chain { sources, rev, item })
 }
 
+/// Parses generated syntax; `None` where the user's pieces spliced into it
+/// do not fit, so that the macro reports an error instead of panicking.
+fn parse<T: syn::parse::Parse>(t: proc_macro2::TokenStream) -> Option<T> {
+    syn::parse2(t).ok()
+}
+
+/// A closure parameter without its type ascription (`|v: &f64|`).
+fn untyped(p: &syn::Pat) -> &syn::Pat {
+    match p {
+        syn::Pat::Type(t) => &t.pat,
+        other => other,
+    }
+}
+
 /// `let` statements binding `pat` to the item `item` of iteration index
 /// `k`: one per name, so that tuples of an index and elements need no
 /// tuple value.
@@ -118,68 +132,69 @@ fn bind_item(
         syn::Pat::Wild(_) => return Ok(()),
         _ => {}
     }
-    let value: syn::Expr = match item {
+    let pair = |pat: &syn::Pat| -> Result<(syn::Pat, syn::Pat), Span> {
+        let syn::Pat::Tuple(t) = pat else {
+            return Err(pat.span());
+        };
+        match t.elems.iter().collect::<Vec<_>>()[..] {
+            [a, b] => Ok((a.clone(), b.clone())),
+            _ => Err(pat.span()),
+        }
+    };
+    let value = match item {
         Item::Elem(s) => {
             let a = &sources[*s];
-            syn::parse_quote!(#a[#k])
+            quote!(#a[#k])
         }
+        Item::Index => quote!(#k),
         Item::Enumerate(inner) => {
-            let syn::Pat::Tuple(t) = pat else {
-                return bind_whole(pat, out, syn::parse_quote!((#k, ())));
-            };
-            let parts: Vec<&syn::Pat> = t.elems.iter().collect();
-            let [i, rest] = parts[..] else {
-                return Err(pat.span());
-            };
-            bind_item(i, &Item::Index, k, sources, out)?;
-            return bind_item(rest, inner, k, sources, out);
+            let (i, rest) = pair(pat)?;
+            bind_item(&i, &Item::Index, k, sources, out)?;
+            return bind_item(&rest, inner, k, sources, out);
         }
         Item::Zip(a, b) => {
-            let syn::Pat::Tuple(t) = pat else {
-                return Err(pat.span());
-            };
-            let parts: Vec<&syn::Pat> = t.elems.iter().collect();
-            let [pa, pb] = parts[..] else {
-                return Err(pat.span());
-            };
-            bind_item(pa, a, k, sources, out)?;
-            return bind_item(pb, b, k, sources, out);
+            let (pa, pb) = pair(pat)?;
+            bind_item(&pa, a, k, sources, out)?;
+            return bind_item(&pb, b, k, sources, out);
         }
-        Item::Index => syn::parse_quote!(#k),
     };
     bind_whole(pat, out, value)
 }
 
 /// `let pat = value;` for a name, `_`, or a tuple of them (an element that
 /// is a tuple), with `&` patterns read as the values they match.
-fn bind_whole(pat: &syn::Pat, out: &mut Vec<syn::Stmt>, value: syn::Expr) -> Result<(), Span> {
-    fn by_value(p: &syn::Pat) -> Option<syn::Pat> {
+fn bind_whole(
+    pat: &syn::Pat,
+    out: &mut Vec<syn::Stmt>,
+    value: proc_macro2::TokenStream,
+) -> Result<(), Span> {
+    fn by_value(p: &syn::Pat) -> Option<proc_macro2::TokenStream> {
         match p {
-            syn::Pat::Ident(i) if i.subpat.is_none() && i.by_ref.is_none() => Some(p.clone()),
-            syn::Pat::Wild(_) => Some(p.clone()),
+            syn::Pat::Ident(i) if i.subpat.is_none() && i.by_ref.is_none() => Some(quote!(#p)),
+            syn::Pat::Wild(_) => Some(quote!(#p)),
             syn::Pat::Reference(r) => by_value(&r.pat),
             syn::Pat::Paren(q) => by_value(&q.pat),
             syn::Pat::Tuple(t) => {
                 let elems = t.elems.iter().map(by_value).collect::<Option<Vec<_>>>()?;
-                Some(syn::parse_quote!((#(#elems,)*)))
+                Some(quote!((#(#elems,)*)))
             }
             _ => None,
         }
     }
     let p = by_value(pat).ok_or_else(|| pat.span())?;
-    out.push(syn::parse_quote!(let #p = #value;));
+    out.push(parse(quote!(let #p = #value;)).ok_or_else(|| pat.span())?);
     Ok(())
 }
 
 /// The length an iteration runs: the array's, the shortest for a `zip`.
-fn length(sources: &[syn::Expr]) -> syn::Expr {
+fn length(sources: &[syn::Expr]) -> proc_macro2::TokenStream {
     let mut it = sources.iter();
     let Some(first) = it.next() else {
-        return syn::parse_quote!(0usize);
+        return quote!(0usize);
     };
-    let mut n: syn::Expr = syn::parse_quote!(#first.len());
+    let mut n = quote!(#first.len());
     for s in it {
-        n = syn::parse_quote!({
+        n = quote!({
             let __linear_ad_a = #n;
             let __linear_ad_b = #s.len();
             if __linear_ad_a < __linear_ad_b { __linear_ad_a } else { __linear_ad_b }
@@ -196,14 +211,11 @@ impl Lowerer<'_> {
         };
         let (a, elem) = (a.clone(), (**elem).clone());
         let i = self.int(&ix.index);
-        let v = self.emit(
-            "x",
-            elem.clone(),
-            Expr::Index {
-                arr: a.clone(),
-                idx: i,
-            },
-        );
+        let rhs = Expr::Index {
+            arr: a.clone(),
+            idx: i,
+        };
+        let v = self.emit("x", elem.clone(), rhs);
         if let Some(super::Shape::Slice(s, _)) = self.shapes.get(&a).cloned() {
             self.shapes.insert(v.clone(), *s);
         }
@@ -235,71 +247,70 @@ impl Lowerer<'_> {
         }
         let n = length(&c.sources);
         // Parenthesised: a block bound (`zip`'s) must not end the head.
-        let range: syn::Expr = if c.rev {
-            syn::parse_quote!((0..#n).rev())
+        let range = if c.rev {
+            quote!((0..#n).rev())
         } else {
-            syn::parse_quote!((0..#n))
+            quote!((0..#n))
         };
         let stmts = &f.body.stmts;
-        Some(Ok(
-            syn::parse_quote!(for #k in #range { #(#lets)* #(#stmts)* }),
-        ))
+        match parse(quote!(for #k in #range { #(#lets)* #(#stmts)* })) {
+            Some(l) => Some(Ok(l)),
+            None => {
+                self.errs.spanned(
+                    &f.expr,
+                    "linear-ad internal error: this loop could not be rewritten as a loop over indices",
+                );
+                Some(Err(()))
+            }
+        }
     }
 
     /// A reduction over arrays (`sum`, `map(..).sum`, `fold`) as a block
     /// with a loop, `None` if `m` is not one.
     pub(super) fn array_reduction(&mut self, m: &syn::ExprMethodCall) -> Option<syn::Expr> {
         let acc = format_ident!("__linear_ad_s{}", self.fresh_index());
-        let (iter, init, pat, body): (&syn::Expr, syn::Expr, syn::Pat, syn::Expr) =
-            match (m.method.to_string().as_str(), m.args.len()) {
-                ("sum", 0) => match &*m.receiver {
-                    syn::Expr::MethodCall(inner)
-                        if inner.method == "map" && inner.args.len() == 1 =>
-                    {
-                        let syn::Expr::Closure(cl) = &inner.args[0] else {
-                            return None;
-                        };
-                        let [p] = cl.inputs.iter().collect::<Vec<_>>()[..] else {
-                            return None;
-                        };
-                        let b = &cl.body;
-                        (
-                            &inner.receiver,
-                            syn::parse_quote!(0.0),
-                            p.clone(),
-                            syn::parse_quote!(#acc + (#b)),
-                        )
-                    }
-                    other => {
-                        let v = format_ident!("__linear_ad_v{}", self.fresh_index());
-                        (
-                            other,
-                            syn::parse_quote!(0.0),
-                            syn::parse_quote!(#v),
-                            syn::parse_quote!(#acc + #v),
-                        )
-                    }
-                },
-                ("fold", 2) => {
-                    let syn::Expr::Closure(cl) = &m.args[1] else {
+        let method = m.method.to_string();
+        let (iter, init, pat, body) = match (method.as_str(), m.args.len()) {
+            ("sum", 0) => match &*m.receiver {
+                syn::Expr::MethodCall(inner) if inner.method == "map" && inner.args.len() == 1 => {
+                    let syn::Expr::Closure(cl) = &inner.args[0] else {
                         return None;
                     };
-                    let [a, p] = cl.inputs.iter().collect::<Vec<_>>()[..] else {
+                    let [p] = cl.inputs.iter().collect::<Vec<_>>()[..] else {
                         return None;
                     };
-                    let b = &cl.body;
-                    let init = m.args[0].clone();
+                    let (p, b) = (untyped(p), &cl.body);
                     (
-                        &m.receiver,
-                        init,
-                        p.clone(),
-                        syn::parse_quote!({ let #a = #acc; #b }),
+                        &*inner.receiver,
+                        quote!(0.0),
+                        quote!(#p),
+                        quote!(#acc + (#b)),
                     )
                 }
-                _ => return None,
-            };
+                other => {
+                    let v = format_ident!("__linear_ad_v{}", self.fresh_index());
+                    (other, quote!(0.0), quote!(#v), quote!(#acc + #v))
+                }
+            },
+            ("fold", 2) => {
+                let syn::Expr::Closure(cl) = &m.args[1] else {
+                    return None;
+                };
+                let [a, p] = cl.inputs.iter().collect::<Vec<_>>()[..] else {
+                    return None;
+                };
+                let (a, p, b, init) = (untyped(a), untyped(p), &cl.body, &m.args[0]);
+                (
+                    &*m.receiver,
+                    quote!(#init),
+                    quote!(#p),
+                    quote!({ let #a = #acc; #b }),
+                )
+            }
+            _ => return None,
+        };
         recognise(iter)?;
-        Some(syn::parse_quote!({
+        parse(quote!({
             let mut #acc = #init;
             for #pat in #iter {
                 #acc = #body;
