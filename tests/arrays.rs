@@ -110,6 +110,7 @@ fn norm3(p: &[f64; 3]) -> f64 {
 /// Binomial checkpointing asked for a loop that reads an array by its
 /// index: the index is needed by the reverse sweep, so the loop falls back
 /// to saving its records, with the same derivatives.
+#[allow(clippy::needless_range_loop)]
 #[differentiable(checkpoint = "binomial", snapshots = 4)]
 fn decay(x: &[f64], k: f64) -> f64 {
     let mut s = 1.0;
