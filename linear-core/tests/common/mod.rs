@@ -772,6 +772,18 @@ impl<'a> FnGen<'a> {
             .collect()
     }
 
+    /// The real state a counted loop carries and its index, both in scope
+    /// for the body (depth `d + 1`).
+    fn counted_scope(&mut self, out: &mut Vec<Stmt>, d: usize) -> (Vec<(Binder, Var)>, Binder) {
+        let state = self.state(out, d);
+        let index = Binder::new(self.var(), Ty::Int);
+        self.pool.push((index.var.clone(), Ty::Int, d + 1));
+        for (b, _) in &state {
+            self.pool.push((b.var.clone(), b.ty.clone(), d + 1));
+        }
+        (state, index)
+    }
+
     /// `for i in (lo..hi).step_by(k)` (maybe reversed) carrying real state.
     fn range_loop(&mut self, out: &mut Vec<Stmt>, d: usize) {
         let arrays = self.arrays();
@@ -804,12 +816,7 @@ impl<'a> FnGen<'a> {
                 0
             }
         });
-        let state = self.state(out, d);
-        let index = Binder::new(self.var(), Ty::Int);
-        self.pool.push((index.var.clone(), Ty::Int, d + 1));
-        for (b, _) in &state {
-            self.pool.push((b.var.clone(), b.ty.clone(), d + 1));
-        }
+        let (state, index) = self.counted_scope(out, d);
         // The body reads its index as a real (and maybe as an exponent).
         let mut pre = Vec::new();
         if self.rng.chance(0.6) {
@@ -853,12 +860,7 @@ impl<'a> FnGen<'a> {
         let hi = self.bind(out, Ty::Int, Expr::Len(a.clone()), d);
         self.use_(&lo);
         self.use_(&hi);
-        let state = self.state(out, d);
-        let index = Binder::new(self.var(), Ty::Int);
-        self.pool.push((index.var.clone(), Ty::Int, d + 1));
-        for (b, _) in &state {
-            self.pool.push((b.var.clone(), b.ty.clone(), d + 1));
-        }
+        let (state, index) = self.counted_scope(out, d);
         let mut pre = Vec::new();
         let i = self.use_(&index.var);
         self.bind(&mut pre, *elem, Expr::Index { arr: a, idx: i }, d + 1);
