@@ -513,11 +513,18 @@ fn chunk(runs: Vec<Run>, tail_reads: &HashSet<Var>, names: &mut Names) -> Vec<Ru
     out
 }
 
-fn pattern(bs: &[Binder], names: &mut Names) -> TokenStream {
+/// The pattern binding `bs`, annotated with its type if it is one
+/// variable (`linear` if that one is linear: a linear array is an owned
+/// buffer, a non-linear one a borrowed input).
+fn pattern(bs: &[Binder], linear: bool, names: &mut Names) -> TokenStream {
     let ids: Vec<syn::Ident> = bs.iter().map(|b| names.ident(&b.var)).collect();
     match ids.as_slice() {
         [one] => {
-            let t = ty_rust(&bs[0].ty);
+            let t = if linear {
+                crate::lower::owned_array(&bs[0].ty)
+            } else {
+                ty_rust(&bs[0].ty)
+            };
             quote!(#one: #t)
         }
         _ => quote!((#(#ids,)*)),
@@ -547,7 +554,7 @@ fn gen_stmt(s: &Stmt, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
                 };
             }
             let v = gen_expr(rhs, names, calls);
-            let p = pattern(&bs, names);
+            let p = pattern(&bs, nl.is_empty(), names);
             quote!(let #p = #v;)
         }
         Stmt::Unpack { vars, tuple } | Stmt::LinUnpack { vars, tuple } => {

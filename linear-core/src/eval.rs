@@ -14,13 +14,16 @@
 //!   schedule generated code follows to bound its memory (reversed, the
 //!   binomial schedule evaluates `next` at most `r·count` times, `r` its
 //!   repetition number; BENCHMARKS.md measures it);
-//! * an array read `index(a, i)`, an in-place read `lindex(ȧ, i)` and an
-//!   accumulation `laccum(ā, i, v̇)` cost 1 per scalar of the element:
-//!   the model charges elements touched, never whole arrays, which is what
+//! * an accumulation `laccum(ā, i, v̇)` costs 1 per scalar of the element
+//!   (an addition); reading an element, `index(a, i)` or `lindex(ȧ, i)`,
+//!   costs 0, as unpacking a tuple does (a projection; T turns an in-place
+//!   read into an accumulation as it turns `dup` into an addition). The
+//!   model charges elements touched, never whole arrays, which is what
 //!   makes T's work bound hold for linear arrays (invariant 11 of
-//!   [`crate::check`]);
+//!   [`crate::check`]) and lets U read an input array again in the
+//!   residual instead of saving its elements, at no cost;
 //! * everything else (literals, constants, tuples, injections, unpacking,
-//!   returns, `dup`, linear zero, `len`) costs 0.
+//!   returns, `dup`, linear zero, array reads, `len`) costs 0.
 //!
 //! Integers and booleans count one scalar each when dropped, like reals.
 //!
@@ -353,20 +356,12 @@ impl Machine<'_> {
                 self.work += nl.iter().chain(&lin).map(Value::scalars).sum::<u64>();
                 Ok((vec![], vec![]))
             }
-            Expr::Index { arr, idx } => {
-                let v = Self::element(env, arr, idx)?.1;
-                self.work += v.scalars();
-                one(v)
-            }
+            Expr::Index { arr, idx } => one(Self::element(env, arr, idx)?.1),
             Expr::Len(arr) => match Self::get(env, arr)? {
                 Value::List(vs) => one(Value::Int(vs.len() as i64)),
                 _ => Err(EvalError(format!("`{arr}` is not an array"))),
             },
-            Expr::LinIndex { arr, idx } => {
-                let v = Self::element(env, arr, idx)?.1;
-                self.linear_op(&v);
-                lin1(v)
-            }
+            Expr::LinIndex { arr, idx } => lin1(Self::element(env, arr, idx)?.1),
             Expr::LinAccum { arr, idx, val } => {
                 let (k, old) = Self::element(env, arr, idx)?;
                 let new = old.zip(&Self::get(env, val)?, &|x, y| x + y)?;

@@ -42,6 +42,12 @@ struct Sig<'a> {
     /// expressions in the primal: T gives each an accumulator, a zeroed
     /// buffer its caller passes in.
     arrays: Vec<(&'a Shape, TokenStream)>,
+    /// The differentiable parameters' IR variables, identifiers and shapes
+    /// (for the input arrays a tape holds).
+    inputs: Vec<(Var, syn::Ident, Shape)>,
+    /// `f`'s parameters with the input lifetime on the references to
+    /// arrays, for an `f_lin` whose linearization borrows them.
+    params_borrowed: Vec<TokenStream>,
     /// Lints allowed on every item: the user's `#[allow]`s, and
     /// `too_many_arguments` (`f_jvp` takes a tangent per parameter).
     allow: TokenStream,
@@ -131,6 +137,31 @@ impl<'a> Sig<'a> {
                 (*s, quote!(#id.len()))
             })
             .collect();
+        let inputs = l
+            .params
+            .iter()
+            .zip(&primal_idents)
+            .filter_map(|(p, id)| {
+                let (shape, var) = p.active.as_ref()?;
+                Some((var.clone(), id.clone()?, shape.clone()))
+            })
+            .collect();
+        let params_borrowed = l
+            .params
+            .iter()
+            .zip(&params)
+            .zip(&primal_idents)
+            .map(|((p, decl), id)| match (&p.active, &p.ty, id) {
+                (Some((Shape::Slice(..), _)), syn::Type::Reference(r), Some(id))
+                    if r.lifetime.is_none() =>
+                {
+                    let mut r = r.clone();
+                    r.lifetime = Some(input_lifetime());
+                    quote!(#id: #r)
+                }
+                _ => decl.clone(),
+            })
+            .collect();
         let user_allows = item.attrs.iter().filter(|a| a.path().is_ident("allow"));
         Ok(Sig {
             vis: &item.vis,
@@ -143,6 +174,8 @@ impl<'a> Sig<'a> {
             ret_ty: l.ret.rust(),
             in_ty,
             arrays,
+            inputs,
+            params_borrowed,
             allow: quote!(#[allow(clippy::too_many_arguments)] #(#user_allows)*),
             prelude: &l.prelude,
         })
@@ -172,6 +205,36 @@ impl<'a> Sig<'a> {
             #allow
             #[inline]
             #vis fn #name(#(#params,)* #(#extra,)*) -> #ret {
+                #(#used_markers)*
+                #(#prelude)*
+                #body
+            }
+        }
+    }
+
+    /// [`Sig::function`] for an `f_lin` whose linearization borrows input
+    /// arrays: generic in their lifetime, which `ret` names.
+    fn borrowing_function(
+        &self,
+        doc: &str,
+        name: &syn::Ident,
+        ret: TokenStream,
+        body: TokenStream,
+    ) -> TokenStream {
+        let Sig {
+            vis,
+            params_borrowed,
+            used_markers,
+            prelude,
+            allow,
+            ..
+        } = self;
+        let lt = input_lifetime();
+        quote! {
+            #[doc = #doc]
+            #allow
+            #[inline]
+            #vis fn #name<#lt>(#(#params_borrowed,)*) -> #ret {
                 #(#used_markers)*
                 #(#prelude)*
                 #body
@@ -334,13 +397,27 @@ fn jvp_item(
 struct Tape {
     fields: Vec<syn::Ident>,
     tys: Vec<Ty>,
+    /// Per field, the array parameter it holds, if any: U saves an input
+    /// array read by index as the array itself, never its elements, so the
+    /// linearization borrows it (`&'a [T]`), or owns a `Vec<T>` the
+    /// function took by value (moved in, not copied).
+    inputs: Vec<Option<(syn::Ident, Shape)>>,
     /// One `usize` per array parameter of run-time length: the length of
-    /// its cotangent buffer (the array itself is never saved).
+    /// its cotangent buffer.
     lens: Vec<syn::Ident>,
 }
 
+/// The lifetime of the input arrays a linearization borrows.
+fn input_lifetime() -> syn::Lifetime {
+    syn::Lifetime::new("'__linear_ad_in", Span::call_site())
+}
+
 impl Tape {
-    fn new(forward: &Func, residual: &Func) -> Result<Tape, String> {
+    fn new(
+        forward: &Func,
+        residual: &Func,
+        params: &[(Var, syn::Ident, Shape)],
+    ) -> Result<Tape, String> {
         let tys = match forward.nl_rets.last() {
             Some(Ty::Tuple(ts)) => ts.clone(),
             _ => return Err("the forward pass returns no tape".into()),
@@ -354,6 +431,15 @@ impl Tape {
             },
             _ => Vec::new(),
         };
+        let inputs = (0..tys.len())
+            .map(|k| {
+                let v = vars.get(k)?;
+                params
+                    .iter()
+                    .find(|(p, _, s)| p == v && matches!(s, Shape::Slice(..)))
+                    .map(|(_, id, s)| (id.clone(), s.clone()))
+            })
+            .collect();
         let mut field_names = Names::default();
         let fields = (0..tys.len())
             .map(|k| match vars.get(k) {
@@ -365,8 +451,61 @@ impl Tape {
         Ok(Tape {
             fields,
             tys,
+            inputs,
             lens: Vec::new(),
         })
+    }
+
+    /// Whether the linearization borrows an input array (and so has a
+    /// lifetime parameter).
+    fn borrows(&self) -> bool {
+        self.inputs
+            .iter()
+            .flatten()
+            .any(|(_, s)| !matches!(s, Shape::Slice(_, crate::lower::SliceKind::Vec)))
+    }
+
+    /// `<'a>` if the linearization borrows, else nothing.
+    fn generics(&self) -> TokenStream {
+        if self.borrows() {
+            let lt = input_lifetime();
+            quote!(<#lt>)
+        } else {
+            quote!()
+        }
+    }
+
+    /// The Rust type of field `k`.
+    fn field_ty(&self, k: usize, calls: &Calls) -> TokenStream {
+        match (&self.inputs[k], &self.tys[k]) {
+            (Some((_, Shape::Slice(_, crate::lower::SliceKind::Vec))), t) => {
+                crate::lower::owned_array(t)
+            }
+            (Some(_), Ty::Array(e, n)) => {
+                let (lt, e) = (input_lifetime(), calls.rust_ty(e));
+                match n {
+                    Some(n) => {
+                        let n = proc_macro2::Literal::usize_unsuffixed(*n as usize);
+                        quote!(&#lt [#e; #n])
+                    }
+                    None => quote!(&#lt [#e]),
+                }
+            }
+            (_, t) => calls.rust_ty(t),
+        }
+    }
+
+    /// The expression field `k` is built from in `f_lin`: the forward
+    /// pass's tape, or the parameter itself where the linearization takes
+    /// a `Vec` by value.
+    fn field_init(&self, k: usize, tape: &syn::Ident) -> TokenStream {
+        match &self.inputs[k] {
+            Some((id, Shape::Slice(_, crate::lower::SliceKind::Vec))) => quote!(#id),
+            _ => {
+                let i = syn::Index::from(k);
+                quote!(#tape.#i)
+            }
+        }
     }
 
     /// The tape as `apply` and `transpose` read it, in place: its
@@ -388,10 +527,17 @@ impl Tape {
     fn items(&self, map_name: &syn::Ident, sig: &Sig, doc: &str, calls: &Calls) -> TokenStream {
         let Sig { vis, allow, .. } = sig;
         let mut fields = self.fields.clone();
-        let mut field_tys: Vec<TokenStream> = self.tys.iter().map(|t| calls.rust_ty(t)).collect();
+        let mut field_tys: Vec<TokenStream> = (0..self.tys.len())
+            .map(|k| self.field_ty(k, calls))
+            .collect();
+        let generics = self.generics();
         fields.extend(self.lens.iter().cloned());
         field_tys.extend(self.lens.iter().map(|_| quote!(usize)));
-        let derive = if self.tys.iter().all(crate::codegen::is_copy) {
+        let copy = (0..self.tys.len()).all(|k| match &self.inputs[k] {
+            Some((_, Shape::Slice(_, kind))) => *kind != crate::lower::SliceKind::Vec,
+            _ => crate::codegen::is_copy(&self.tys[k]),
+        });
+        let derive = if copy {
             quote!(#[derive(Clone, Copy)])
         } else {
             quote!(#[derive(Clone)])
@@ -412,12 +558,12 @@ impl Tape {
             #[doc = #doc]
             #derive
             #allow
-            #vis struct #map_name {
+            #vis struct #map_name #generics {
                 #(#fields: #field_tys,)*
             }
 
             #allow
-            impl ::linear_ad::TapeSize for #map_name {
+            impl #generics ::linear_ad::TapeSize for #map_name #generics {
                 fn tape_bytes(&self) -> usize {
                     let __heap: [usize; #heap_len] = [#(#heap),*];
                     ::core::mem::size_of::<Self>() + __heap.iter().sum::<usize>()
@@ -425,7 +571,7 @@ impl Tape {
             }
 
             #allow
-            impl ::core::fmt::Debug for #map_name {
+            impl #generics ::core::fmt::Debug for #map_name #generics {
                 fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
                     f.debug_struct(#map_str)
                         .field("tape_bytes", &::linear_ad::TapeSize::tape_bytes(self))
@@ -454,7 +600,7 @@ fn lin_items(
         allow,
         ..
     } = sig;
-    let mut tape = Tape::new(out.forward, out.residual)?;
+    let mut tape = Tape::new(out.forward, out.residual, &sig.inputs)?;
     let name = &item.sig.ident;
     let lin_name = format_ident!("{}_lin", name);
     let map_doc = format!("The linearization of [`{name}`] at a point, returned by [`{lin_name}`]: the tape of values its derivative needs. Generated by `#[differentiable]`.");
@@ -488,22 +634,29 @@ fn lin_items(
     let y_out = from_ir(quote!(#y), &l.ret, names);
     let fwd_body = body(out.forward, &sig.primal_ir, calls);
     let fields = &tape.fields;
-    let field_index: Vec<syn::Index> = (0..fields.len()).map(syn::Index::from).collect();
-    let lin_fn = sig.function(
-        &lin_doc,
-        &lin_name,
-        &[],
-        quote!((#ret_ty, #map_name)),
-        quote! {
-            let (#y, #tape_var) = #fwd_body;
-            (#y_out, #map_name { #(#fields: #tape_var.#field_index,)* #(#len_inits,)* })
-        },
-    );
+    let inits: Vec<TokenStream> = (0..fields.len())
+        .map(|k| tape.field_init(k, &tape_var))
+        .collect();
+    let generics = tape.generics();
+    let body = quote! {
+        let (#y, #tape_var) = #fwd_body;
+        (#y_out, #map_name { #(#fields: #inits,)* #(#len_inits,)* })
+    };
+    let lin_fn = if tape.borrows() {
+        sig.borrowing_function(
+            &lin_doc,
+            &lin_name,
+            quote!((#ret_ty, #map_name #generics)),
+            body,
+        )
+    } else {
+        sig.function(&lin_doc, &lin_name, &[], quote!((#ret_ty, #map_name)), body)
+    };
     Ok(quote! {
         #tape_items
 
         #allow
-        impl ::linear_ad::LinearMap<#in_ty, #ret_ty> for #map_name {
+        impl #generics ::linear_ad::LinearMap<#in_ty, #ret_ty> for #map_name #generics {
             #[inline]
             fn apply(&self, #tangent: #in_ty) -> #ret_ty {
                 #apply_body

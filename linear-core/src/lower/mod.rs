@@ -2118,8 +2118,23 @@ pub fn ty_rust(t: &Ty) -> TokenStream {
         Ty::Bool => quote!(bool),
         Ty::Sum(ts) => crate::codegen::sum_type(&ts.iter().map(ty_rust).collect::<Vec<_>>()),
         Ty::List(e, _) => crate::codegen::list_type(t, ty_rust(e)),
-        // An owned array: a cotangent buffer (`[τ; n]` when its length is
-        // known, else a `Vec`).
+        // A non-linear array is an input, borrowed (on a tape too); a
+        // linear one is a cotangent buffer, owned: [`owned_array`].
+        Ty::Array(e, Some(n)) => {
+            let (e, n) = (ty_rust(e), Literal::usize_unsuffixed(*n as usize));
+            quote!(&[#e; #n])
+        }
+        Ty::Array(e, None) => {
+            let e = ty_rust(e);
+            quote!(&[#e])
+        }
+    }
+}
+
+/// The Rust type of a linear array, a cotangent buffer: `[τ; n]` when its
+/// length is known, else a `Vec`; `ty_rust` for other types.
+pub fn owned_array(t: &Ty) -> TokenStream {
+    match t {
         Ty::Array(e, Some(n)) => {
             let (e, n) = (ty_rust(e), Literal::usize_unsuffixed(*n as usize));
             quote!([#e; #n])
@@ -2128,5 +2143,6 @@ pub fn ty_rust(t: &Ty) -> TokenStream {
             let e = ty_rust(e);
             quote!(::linear_ad::__private::Vec<#e>)
         }
+        other => ty_rust(other),
     }
 }

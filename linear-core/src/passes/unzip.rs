@@ -320,12 +320,17 @@ fn rematerialize(sp: &mut Split) {
     sp.lin = Expr::block(copies, lin);
 }
 
-/// The variable a statement binds to a literal (`let k: f64 = 0.5`).
+/// The variable a statement binds to a value that costs nothing to
+/// compute again: a literal (`let k: f64 = 0.5`), or an element of an
+/// array (`let x: f64 = index(a, i)`: the residual reads the array again,
+/// saving the array, by reference, and the index instead of the element).
 fn literal_binding(s: &Stmt) -> Option<&Var> {
     match s {
-        Stmt::Let { nl, lin, rhs } if nl.len() == 1 && lin.is_empty() => {
-            matches!(rhs, Expr::Lit { .. } | Expr::Int(_) | Expr::Bool(_)).then(|| &nl[0].var)
-        }
+        Stmt::Let { nl, lin, rhs } if nl.len() == 1 && lin.is_empty() => matches!(
+            rhs,
+            Expr::Lit { .. } | Expr::Int(_) | Expr::Bool(_) | Expr::Index { .. }
+        )
+        .then(|| &nl[0].var),
         Stmt::Let { .. } | Stmt::Unpack { .. } | Stmt::LinUnpack { .. } => None,
     }
 }
@@ -1134,8 +1139,9 @@ fn backward_slice(ctx: &[Stmt], lin: &Expr) -> (Vec<Stmt>, Vec<Var>) {
 fn recomputable(s: &Stmt) -> bool {
     fn pure(e: &Expr) -> bool {
         match e {
-            Expr::Const { .. } | Expr::Index { .. } | Expr::Len(_) => false,
-            Expr::LinIndex { .. } | Expr::LinAccum { .. } => true,
+            Expr::Const { .. } | Expr::Len(_) => false,
+            // The array is on the tape (see `literal_binding`).
+            Expr::Index { .. } | Expr::LinIndex { .. } | Expr::LinAccum { .. } => true,
             Expr::Block { stmts, tail } => stmts.iter().all(recomputable) && pure(tail),
             Expr::Drop(inner) => pure(inner),
             Expr::Case { arms, .. } => arms.iter().all(|a| pure(&a.body)),
