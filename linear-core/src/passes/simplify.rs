@@ -63,11 +63,13 @@ pub fn simplify(p: &Program) -> Program {
 /// Simplifies one function; `linear` says which callees have only linear
 /// results.
 pub fn simplify_func(f: &Func, linear: &HashMap<Var, bool>) -> Func {
+    let arrays = arrays_of(f);
     let mut s = Simp {
         linear,
         rename: HashMap::default(),
         zero: HashMap::default(),
         reads: HashMap::default(),
+        arrays: &arrays,
         fresh: Fresh::for_func(f),
     };
     let body = s.expr(&f.body);
@@ -81,6 +83,7 @@ pub fn simplify_func(f: &Func, linear: &HashMap<Var, bool>) -> Func {
             rename: HashMap::default(),
             zero: HashMap::default(),
             reads: HashMap::default(),
+            arrays: &arrays,
             fresh: Fresh::for_func(&g),
         };
         g.body = s.expr(&g.body);
@@ -238,7 +241,19 @@ struct Simp<'a> {
     /// Array reads in scope: `index(a, i)` by array and index variable,
     /// to the variable holding it.
     reads: HashMap<(Var, Var), Var>,
+    /// The function's array variables: they may go unread (invariant 11
+    /// of `check`), so a read removed needs no drop.
+    arrays: &'a rustc_hash::FxHashSet<Var>,
     fresh: Fresh,
+}
+
+/// The variables of `f` that hold arrays.
+fn arrays_of(f: &Func) -> rustc_hash::FxHashSet<Var> {
+    crate::visit::binder_types(f)
+        .into_iter()
+        .filter(|(_, t)| matches!(t, Ty::Array(..)))
+        .map(|(v, _)| v)
+        .collect()
 }
 
 impl Simp<'_> {
@@ -442,7 +457,7 @@ impl Simp<'_> {
         let after = outer(&body, self);
         let lost: Vec<Stmt> = before
             .into_iter()
-            .filter(|v| !after.contains(v))
+            .filter(|v| !after.contains(v) && !self.arrays.contains(v))
             .map(|v| Stmt::Let {
                 nl: vec![],
                 lin: vec![],

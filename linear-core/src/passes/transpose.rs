@@ -747,7 +747,9 @@ fn fix_expr(e: &mut Expr, used: &HashSet<Var>, dropper: &impl Fn(&Var) -> Stmt) 
                     Stmt::Unpack { vars, .. } => {
                         unused.extend(
                             vars.iter()
-                                .filter(|b| !used.contains(&b.var))
+                                .filter(|b| {
+                                    !used.contains(&b.var) && !matches!(b.ty, Ty::Array(..))
+                                })
                                 .map(|b| b.var.clone()),
                         );
                     }

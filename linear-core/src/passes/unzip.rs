@@ -291,46 +291,91 @@ fn record_types(s: &Stmt, types: &mut HashMap<Var, Ty>, order: &mut Vec<Var>) {
     }
 }
 
-/// Literals the residual of a scope (a function, an arm, a loop body)
-/// reads are bound again at the top of that residual instead of saved:
-/// they cost nothing to recompute (nor in the cost model: U still
-/// preserves work exactly), and a tape of literals is memory traffic for
-/// nothing. The forward binding goes where nothing else reads it.
+/// Values that cost nothing to compute again (literals, elements of input
+/// arrays, and copies of them) that the residual of a scope (a function,
+/// an arm, a loop body) reads are bound again at the top of that residual
+/// instead of saved: they cost nothing (nor in the cost model: U still
+/// preserves work exactly), and a tape of them is memory traffic for
+/// nothing; an array element is read again from the array, which the tape
+/// holds by reference. The forward binding goes where nothing else reads
+/// it.
 fn rematerialize(sp: &mut Split) {
-    let reads: HashSet<Var> = free_vars(&sp.lin).nl.into_iter().collect();
-    let literal = |s: &Stmt| literal_binding(s).filter(|v| reads.contains(*v)).cloned();
+    // What costs nothing: literals, array reads, and copies of those (a
+    // copy of anything else would only move what is saved).
+    let mut free: HashSet<Var> = HashSet::default();
+    for s in &sp.ctx {
+        let source_free = match s {
+            Stmt::Let {
+                rhs: Expr::Ret { nl, .. },
+                ..
+            } => nl.iter().all(|v| free.contains(v)),
+            Stmt::Let { .. } | Stmt::Unpack { .. } | Stmt::LinUnpack { .. } => true,
+        };
+        if let Some(v) = literal_binding(s).filter(|_| source_free) {
+            free.insert(v.clone());
+        }
+    }
+    let mut needed: HashSet<Var> = free_vars(&sp.lin).nl.into_iter().collect();
+    let mut copy = vec![false; sp.ctx.len()];
+    for (k, s) in sp.ctx.iter().enumerate().rev() {
+        if literal_binding(s).is_some_and(|v| needed.contains(v) && free.contains(v)) {
+            copy[k] = true;
+            needed.extend(stmt_free_vars(s).nl);
+        }
+    }
+    if !copy.contains(&true) {
+        return;
+    }
     let copies: Vec<Stmt> = sp
         .ctx
         .iter()
-        .filter(|s| literal(s).is_some())
-        .cloned()
+        .zip(&copy)
+        .filter(|(_, c)| **c)
+        .map(|(s, _)| s.clone())
         .collect();
-    if copies.is_empty() {
-        return;
+    // The forward pass keeps what it still reads itself, to a fixed point
+    // (a removed copy may leave what it copied unread).
+    let mut keep = vec![true; sp.ctx.len()];
+    loop {
+        let mut used: HashMap<Var, usize> = HashMap::default();
+        let mut count = |v: &Var, _: bool| *used.entry(v.clone()).or_insert(0) += 1;
+        for (s, _) in sp.ctx.iter().zip(&keep).filter(|(_, k)| **k) {
+            crate::visit::stmt_uses(s, &mut count);
+        }
+        crate::visit::for_each_use(&sp.nl, &mut count);
+        let mut changed = false;
+        for (k, s) in sp.ctx.iter().enumerate() {
+            let unread = literal_binding(s).is_some_and(|v| !used.contains_key(v));
+            if keep[k] && copy[k] && unread {
+                keep[k] = false;
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
     }
-    let mut used: HashMap<Var, usize> = HashMap::default();
-    let mut count = |v: &Var, _: bool| *used.entry(v.clone()).or_insert(0) += 1;
-    sp.ctx
-        .iter()
-        .for_each(|s| crate::visit::stmt_uses(s, &mut count));
-    crate::visit::for_each_use(&sp.nl, &mut count);
-    sp.ctx
-        .retain(|s| literal(s).is_none_or(|v| used.get(&v).copied().unwrap_or(0) > 0));
+    let mut it = keep.into_iter();
+    sp.ctx.retain(|_| it.next().unwrap_or(true));
     let lin = std::mem::replace(&mut sp.lin, nothing());
     sp.lin = Expr::block(copies, lin);
 }
 
 /// The variable a statement binds to a value that costs nothing to
-/// compute again: a literal (`let k: f64 = 0.5`), or an element of an
-/// array (`let x: f64 = index(a, i)`: the residual reads the array again,
-/// saving the array, by reference, and the index instead of the element).
+/// compute again: a literal (`let k: f64 = 0.5`), an element of an array
+/// (`let x: f64 = index(a, i)`: the residual reads the array again, saving
+/// the array, by reference, and the index instead of the element), or a
+/// copy (`let y = (x;)`, which reads what it copies instead).
 fn literal_binding(s: &Stmt) -> Option<&Var> {
     match s {
-        Stmt::Let { nl, lin, rhs } if nl.len() == 1 && lin.is_empty() => matches!(
-            rhs,
-            Expr::Lit { .. } | Expr::Int(_) | Expr::Bool(_) | Expr::Index { .. }
-        )
-        .then(|| &nl[0].var),
+        Stmt::Let { nl, lin, rhs } if nl.len() == 1 && lin.is_empty() => {
+            let copy = matches!(rhs, Expr::Ret { nl, lin } if nl.len() == 1 && lin.is_empty());
+            let free = matches!(
+                rhs,
+                Expr::Lit { .. } | Expr::Int(_) | Expr::Bool(_) | Expr::Index { .. }
+            );
+            (copy || free).then(|| &nl[0].var)
+        }
         Stmt::Let { .. } | Stmt::Unpack { .. } | Stmt::LinUnpack { .. } => None,
     }
 }
@@ -692,11 +737,7 @@ impl Unzip<'_> {
                 ),
             });
         }
-        let results: Vec<Binder> = result_tys
-            .unwrap_or_default()
-            .into_iter()
-            .map(|t| Binder::new(self.fresh.var("r"), t))
-            .collect();
+        let results = self.fresh_binders("r", result_tys.unwrap_or_default());
         let mut binders = results.clone();
         binders.push(Binder::new(tape.clone(), sum));
         Ok(Split {
@@ -748,6 +789,9 @@ impl Unzip<'_> {
                 saved = state;
                 recompute = slice;
             }
+        }
+        if counted_by_index(l, &saved, &sp.lin, &recompute) {
+            return self.reread_loop(l, sp, recompute);
         }
         let mut ctx = sp.ctx;
         let mut ret = self.results(&mut ctx, sp.nl)?;
@@ -807,6 +851,54 @@ impl Unzip<'_> {
 }
 
 impl Unzip<'_> {
+    /// ULoop for a loop over a range whose residual needs nothing per
+    /// iteration but the index (it reads input arrays again, and
+    /// recomputes the rest): no per-iteration record at all. The residual
+    /// loops over the same range, whose bounds the enclosing rule saves,
+    /// as a hand-written adjoint runs its index backwards.
+    fn reread_loop(
+        &mut self,
+        l: &Loop,
+        sp: Split,
+        recompute: Vec<Stmt>,
+    ) -> Result<Split, PassError> {
+        let mut ctx = sp.ctx;
+        let ret = self.results(&mut ctx, sp.nl)?;
+        let fwd = Loop {
+            iter: l.iter.clone(),
+            nl: l.nl.clone(),
+            lin: vec![],
+            collect: l.collect.clone(),
+            body: Expr::block(
+                ctx,
+                Expr::Ret {
+                    nl: ret,
+                    lin: vec![],
+                },
+            ),
+        };
+        let res = self.fresh_binders("s", fwd.result_types().0);
+        let residual = Loop {
+            iter: l.iter.clone(),
+            nl: vec![],
+            lin: l.lin.clone(),
+            collect: vec![],
+            body: Expr::block(recompute.clone(), without_recomputed(&recompute, sp.lin)),
+        };
+        Ok(Split {
+            ctx: vec![Stmt::Let {
+                nl: res.clone(),
+                lin: vec![],
+                rhs: Expr::Loop(Box::new(fwd)),
+            }],
+            nl: Expr::Ret {
+                nl: res.iter().map(|b| b.var.clone()).collect(),
+                lin: vec![],
+            },
+            lin: Expr::Loop(Box::new(residual)),
+        })
+    }
+
     /// LoopState's choice for one loop body: the values to save per
     /// iteration instead of `saved` (what the slice of the body the
     /// residual needs reads, among the variables `bound` in the iteration)
@@ -1095,6 +1187,58 @@ fn replay_state(
         .then_some(state)
 }
 
+/// Whether a loop's per-iteration record would be its index alone, an
+/// index the residual uses to index an array (so a `usize`, whose range's
+/// bounds a tape can hold): [`Unzip::reread_loop`] applies.
+fn counted_by_index(l: &Loop, saved: &[Binder], lin: &Expr, recompute: &[Stmt]) -> bool {
+    let Iter::Range { index, .. } = &l.iter else {
+        return false;
+    };
+    let [only] = saved else { return false };
+    only.var == index.var
+        && (used_as_index(lin, &index.var)
+            || recompute.iter().any(|s| match s {
+                Stmt::Let { rhs, .. } => used_as_index(rhs, &index.var),
+                Stmt::Unpack { .. } | Stmt::LinUnpack { .. } => false,
+            }))
+}
+
+/// Whether `e` indexes an array with `v`.
+fn used_as_index(e: &Expr, v: &Var) -> bool {
+    match e {
+        Expr::Index { idx, .. } | Expr::LinIndex { idx, .. } | Expr::LinAccum { idx, .. } => {
+            idx == v
+        }
+        Expr::Block { stmts, tail } => {
+            stmts.iter().any(|s| match s {
+                Stmt::Let { rhs, .. } => used_as_index(rhs, v),
+                Stmt::Unpack { .. } | Stmt::LinUnpack { .. } => false,
+            }) || used_as_index(tail, v)
+        }
+        Expr::Drop(inner) => used_as_index(inner, v),
+        Expr::Case { arms, .. } => arms.iter().any(|a| used_as_index(&a.body, v)),
+        Expr::Loop(l) => {
+            l.iter.header_expr().is_some_and(|h| used_as_index(h, v)) || used_as_index(&l.body, v)
+        }
+        Expr::Ret { .. }
+        | Expr::App { .. }
+        | Expr::Lit { .. }
+        | Expr::Const { .. }
+        | Expr::Tup(_)
+        | Expr::Prim { .. }
+        | Expr::LinZero(_)
+        | Expr::LinTup(_)
+        | Expr::LinAdd(..)
+        | Expr::LinNeg(_)
+        | Expr::LinScale(..)
+        | Expr::Dup(_)
+        | Expr::Int(_)
+        | Expr::Bool(_)
+        | Expr::Inj { .. }
+        | Expr::Len(_) => false,
+    }
+}
+
 /// Whether values of this type can be saved in a recomputed loop's state:
 /// not integers, whose Rust type generated code leaves to inference (a
 /// loop index is a `usize` or an `i32` as the user's code has it, and a
@@ -1231,8 +1375,17 @@ fn recompute_cheap(ctx: &mut Vec<Stmt>, nl: &mut Expr, lin: &mut Expr, types: &H
     let body = std::mem::replace(lin, nothing());
     *lin = match body {
         Expr::Block { stmts, tail } => {
-            moved.extend(stmts);
-            Expr::block(moved, *tail)
+            // After what `rematerialize` bound again at the top, which
+            // the moved statements may read.
+            let prefix = stmts
+                .iter()
+                .take_while(|s| literal_binding(s).is_some())
+                .count();
+            let mut stmts = stmts;
+            let rest = stmts.split_off(prefix);
+            stmts.extend(moved);
+            stmts.extend(rest);
+            Expr::block(stmts, *tail)
         }
         other => Expr::block(moved, other),
     };

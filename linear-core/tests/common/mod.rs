@@ -855,6 +855,9 @@ impl<'a> FnGen<'a> {
     fn array_loop(&mut self, out: &mut Vec<Stmt>, d: usize, arrays: Vec<(Var, Ty)>) {
         let (a, t) = arrays[self.rng.below(arrays.len())].clone();
         let Ty::Array(elem, _) = t else { return };
+        if *elem == F && self.rng.chance(0.3) {
+            return self.weighted_sum(out, d, a);
+        }
         self.use_(&a);
         let lo = self.bind(out, Ty::Int, Expr::Int(0), d);
         let hi = self.bind(out, Ty::Int, Expr::Len(a.clone()), d);
@@ -873,6 +876,63 @@ impl<'a> FnGen<'a> {
             trip: None,
         };
         self.loop_stmt(out, d, iter, state, pre, None);
+    }
+
+    /// `for i in 0..len(a) { s = s + w * a[i] }` with `w` from outside the
+    /// loop: a body linear in what it reads, whose residual needs nothing
+    /// per iteration but the index (it reads `a` again).
+    fn weighted_sum(&mut self, out: &mut Vec<Stmt>, d: usize, a: Var) {
+        self.use_(&a);
+        let Some(w) = self.scalar() else { return };
+        let lo = self.bind(out, Ty::Int, Expr::Int(0), d);
+        let hi = self.bind(out, Ty::Int, Expr::Len(a.clone()), d);
+        let s0 = self.lit(out, 0.0, d);
+        for v in [&lo, &hi, &s0] {
+            self.use_(v);
+        }
+        let (index, s) = (Binder::new(self.var(), Ty::Int), Binder::new(self.var(), F));
+        let (x, p, r) = (self.var(), self.var(), self.var());
+        let let_ = |v: &Var, ty: Ty, rhs: Expr| Stmt::Let {
+            nl: vec![Binder::new(v.clone(), ty)],
+            lin: vec![],
+            rhs,
+        };
+        let mul = |a: &Var, b: &Var, p: Prim| Expr::Prim {
+            prim: p,
+            args: vec![a.clone(), b.clone()],
+        };
+        let arr = Expr::Index {
+            arr: a,
+            idx: index.var.clone(),
+        };
+        let body = Expr::block(
+            vec![
+                let_(&x, F, arr),
+                let_(&p, F, mul(&w, &x, Prim::Mul)),
+                let_(&r, F, mul(&s.var, &p, Prim::Add)),
+            ],
+            Expr::var(r),
+        );
+        let total = self.var();
+        out.push(Stmt::Let {
+            nl: vec![Binder::new(total.clone(), F)],
+            lin: vec![],
+            rhs: Expr::Loop(Box::new(Loop {
+                iter: Iter::Range {
+                    index,
+                    lo,
+                    hi,
+                    step: None,
+                    rev: self.rng.chance(0.3),
+                    trip: None,
+                },
+                nl: vec![(s, s0)],
+                lin: vec![],
+                collect: vec![],
+                body,
+            })),
+        });
+        self.pool.push((total, F, d));
     }
 
     /// `while k < n { k += 1; .. }` carrying an integer and real state.
