@@ -44,8 +44,13 @@ pub enum Value {
     Tuple(Vec<Value>),
     /// Alternative `k` of a sum.
     Sum(usize, Box<Value>),
-    /// A list or an array.
+    /// A list (a loop's tape).
     List(Vec<Value>),
+    /// An array. Unlike a list's, its elements count no scalars of their
+    /// own in the cost model (discarding an array or holding it on a tape
+    /// touches no element: a reference in generated code); they do count
+    /// in a dot product.
+    Array(Vec<Value>),
 }
 
 impl Value {
@@ -57,7 +62,7 @@ impl Value {
             Ty::Int | Ty::Bool | Ty::Sum(_) | Ty::List(..) | Ty::Tape(_) => Value::Tuple(vec![]),
             // No zero form (invariant 11); `n` zeros where the length is
             // in the type.
-            Ty::Array(e, n) => Value::List(vec![Value::zero(e); n.unwrap_or(0) as usize]),
+            Ty::Array(e, n) => Value::Array(vec![Value::zero(e); n.unwrap_or(0) as usize]),
         }
     }
 
@@ -65,6 +70,7 @@ impl Value {
         match self {
             Value::Real(_) | Value::Int(_) | Value::Bool(_) => 1,
             Value::Tuple(vs) | Value::List(vs) => vs.iter().map(Value::scalars).sum(),
+            Value::Array(_) => 0,
             Value::Sum(_, v) => v.scalars(),
         }
     }
@@ -72,9 +78,12 @@ impl Value {
     pub fn as_real(&self) -> Option<f64> {
         match self {
             Value::Real(x) => Some(*x),
-            Value::Int(_) | Value::Bool(_) | Value::Tuple(_) | Value::Sum(..) | Value::List(_) => {
-                None
-            }
+            Value::Int(_)
+            | Value::Bool(_)
+            | Value::Tuple(_)
+            | Value::Sum(..)
+            | Value::List(_)
+            | Value::Array(_) => None,
         }
     }
 
@@ -83,7 +92,7 @@ impl Value {
             Value::Real(x) => Some(Scalar::Real(*x)),
             Value::Int(n) => Some(Scalar::Int(*n)),
             Value::Bool(b) => Some(Scalar::Bool(*b)),
-            Value::Tuple(_) | Value::Sum(..) | Value::List(_) => None,
+            Value::Tuple(_) | Value::Sum(..) | Value::List(_) | Value::Array(_) => None,
         }
     }
 
@@ -94,7 +103,9 @@ impl Value {
             Value::Real(x) => out.push(*x),
             Value::Int(n) => out.push(*n as f64),
             Value::Bool(b) => out.push(f64::from(u8::from(*b))),
-            Value::Tuple(vs) | Value::List(vs) => vs.iter().for_each(|v| v.flatten(out)),
+            Value::Tuple(vs) | Value::List(vs) | Value::Array(vs) => {
+                vs.iter().for_each(|v| v.flatten(out))
+            }
             Value::Sum(k, v) => {
                 out.push(*k as f64);
                 v.flatten(out);
@@ -122,7 +133,9 @@ impl Value {
             Value::Real(a) => Value::Real(f(*a)),
             Value::Tuple(vs) => Value::Tuple(vs.iter().map(|v| v.map(f)).collect()),
             // Not vectors: linear operations never reach them.
-            Value::Int(_) | Value::Bool(_) | Value::Sum(..) | Value::List(_) => self.clone(),
+            Value::Int(_) | Value::Bool(_) | Value::Sum(..) | Value::List(_) | Value::Array(_) => {
+                self.clone()
+            }
         }
     }
 }
@@ -358,7 +371,7 @@ impl Machine<'_> {
             }
             Expr::Index { arr, idx } => one(Self::element(env, arr, idx)?.1),
             Expr::Len(arr) => match Self::get(env, arr)? {
-                Value::List(vs) => one(Value::Int(vs.len() as i64)),
+                Value::Array(vs) => one(Value::Int(vs.len() as i64)),
                 _ => Err(EvalError(format!("`{arr}` is not an array"))),
             },
             Expr::LinIndex { arr, idx } => lin1(Self::element(env, arr, idx)?.1),
@@ -366,11 +379,11 @@ impl Machine<'_> {
                 let (k, old) = Self::element(env, arr, idx)?;
                 let new = old.zip(&Self::get(env, val)?, &|x, y| x + y)?;
                 self.linear_op(&new);
-                let Some(Value::List(mut vs)) = env.remove(arr) else {
+                let Some(Value::Array(mut vs)) = env.remove(arr) else {
                     return Err(EvalError(format!("`{arr}` is not an array")));
                 };
                 vs[k] = new;
-                lin1(Value::List(vs))
+                lin1(Value::Array(vs))
             }
         }
     }
@@ -378,7 +391,7 @@ impl Machine<'_> {
     /// The position and value of element `idx` of array `arr`; an error
     /// out of bounds (a panic in generated Rust).
     fn element(env: &Env, arr: &Var, idx: &Var) -> Result<(usize, Value), EvalError> {
-        let (Some(Value::List(vs)), Some(Value::Int(i))) = (env.get(arr), env.get(idx)) else {
+        let (Some(Value::Array(vs)), Some(Value::Int(i))) = (env.get(arr), env.get(idx)) else {
             return Err(EvalError(format!("`{arr}[{idx}]` is not an array element")));
         };
         usize::try_from(*i)

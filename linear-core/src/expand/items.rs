@@ -633,14 +633,25 @@ fn lin_items(
     let (y, tape_var) = (hidden("__y"), hidden("__tape"));
     let y_out = from_ir(quote!(#y), &l.ret, names);
     let fwd_body = body(out.forward, &sig.primal_ir, calls);
-    let fields = &tape.fields;
-    let inits: Vec<TokenStream> = (0..fields.len())
-        .map(|k| tape.field_init(k, &tape_var))
-        .collect();
+    // Field initialisers in the order they may run: the forward pass's
+    // tape (which borrows the inputs), the lengths, then the `Vec`s taken
+    // by value, moved in last.
+    let (mut read, mut moved) = (Vec::new(), Vec::new());
+    for (k, f) in tape.fields.iter().enumerate() {
+        let init = tape.field_init(k, &tape_var);
+        match &tape.inputs[k] {
+            Some((_, Shape::Slice(_, crate::lower::SliceKind::Vec))) => {
+                moved.push(quote!(#f: #init))
+            }
+            _ => read.push(quote!(#f: #init)),
+        }
+    }
+    read.extend(len_inits);
+    read.extend(moved);
     let generics = tape.generics();
     let body = quote! {
         let (#y, #tape_var) = #fwd_body;
-        (#y_out, #map_name { #(#fields: #inits,)* #(#len_inits,)* })
+        (#y_out, #map_name { #(#read,)* })
     };
     let lin_fn = if tape.borrows() {
         sig.borrowing_function(

@@ -55,11 +55,14 @@ struct Args {
     /// parameter, and returning the output tangent.
     #[darling(default)]
     jvp: Option<syn::Path>,
-    /// What loops keep for the reverse sweep: `"save"` (default: every
-    /// intermediate the derivative reads, per iteration), `"state"` (the
-    /// loop state per iteration; the reverse sweep recomputes the rest) or
-    /// `"binomial"` (the initial state only; the reverse sweep recomputes
-    /// states from at most `snapshots` stored ones).
+    /// What loops keep for the reverse sweep: `"auto"` (default: as
+    /// `"save"`, except that a loop whose reverse sweep needs nothing per
+    /// iteration but its index, a reduction over arrays, keeps nothing and
+    /// reads the arrays again), `"save"` (every intermediate the derivative
+    /// reads, per iteration), `"state"` (the loop state per iteration; the
+    /// reverse sweep recomputes the rest) or `"binomial"` (the initial
+    /// state only; the reverse sweep recomputes states from at most
+    /// `snapshots` stored ones).
     #[darling(default)]
     checkpoint: Option<syn::LitStr>,
     /// With `checkpoint = "binomial"`: how many loop states the reverse
@@ -76,14 +79,15 @@ pub const DEFAULT_SNAPSHOTS: u32 = 64;
 /// The checkpoint policy an attribute asks for.
 fn policy(args: &Args, errs: &mut Errors) -> unzip::Checkpoint {
     let policy = match args.checkpoint.as_ref().map(|l| (l.value(), l)) {
-        None => unzip::Checkpoint::SaveAll,
+        None => unzip::Checkpoint::Adjoint,
+        Some((v, _)) if v == "auto" => unzip::Checkpoint::Adjoint,
         Some((v, _)) if v == "save" => unzip::Checkpoint::SaveAll,
         Some((v, _)) if v == "state" => unzip::Checkpoint::LoopState,
         Some((v, _)) if v == "binomial" => unzip::Checkpoint::Binomial {
             snapshots: DEFAULT_SNAPSHOTS,
         },
         Some((v, lit)) => {
-            errs.spanned(lit, format!("unknown checkpoint policy \"{v}\": use \"save\" (keep every intermediate the derivative needs, the default), \"state\" (keep each loop iteration's state and recompute the rest in the reverse sweep) or \"binomial\" (keep a few loop states and recompute the others by Griewank's Revolve schedule; set how many with `snapshots = N`)"));
+            errs.spanned(lit, format!("unknown checkpoint policy \"{v}\": use \"auto\" (the default: as \"save\", except that reductions over arrays read them again), \"save\" (keep every intermediate the derivative needs), \"state\" (keep each loop iteration's state and recompute the rest in the reverse sweep) or \"binomial\" (keep a few loop states and recompute the others by Griewank's Revolve schedule; set how many with `snapshots = N`)"));
             unzip::Checkpoint::SaveAll
         }
     };
@@ -101,7 +105,8 @@ fn policy(args: &Args, errs: &mut Errors) -> unzip::Checkpoint {
         (
             unzip::Checkpoint::SaveAll
             | unzip::Checkpoint::LoopState
-            | unzip::Checkpoint::RecomputeCheap,
+            | unzip::Checkpoint::RecomputeCheap
+            | unzip::Checkpoint::Adjoint,
             _,
         ) => {
             errs.spanned(

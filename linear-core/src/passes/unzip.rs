@@ -61,6 +61,16 @@
 //! to the next policy down where a slice would need one, or a Rust
 //! constant: `Binomial` to `LoopState` to `SaveAll`.
 //!
+//! Arrays (invariant 11 of [`crate::check`]): an element read,
+//! `index(a, i)`, costs nothing and is bound again in the residual, like
+//! a literal; the residual then reads the array, which the tape holds (by
+//! reference in generated code), and the index, never the element. A loop
+//! over a range whose residual then needs nothing per iteration but its
+//! index (a `usize`: it indexes arrays) keeps no per-iteration record: the
+//! residual loops over the range again ([`Unzip::reread_loop`]).
+//! [`Checkpoint::Adjoint`], the macro's default, also recomputes a loop's
+//! residual slice from the index where that is all it would save.
+//!
 //! Input: a Linear A program that type-checks. Output: a Linear B program
 //! that type-checks, two functions per input function, in input order.
 
@@ -101,6 +111,14 @@ pub enum Checkpoint {
     /// element of a `#[nondiff]` slice) is not in scope in the residual and
     /// falls back to `LoopState`.
     Binomial { snapshots: u32 },
+    /// As `SaveAll`, except that a loop over a range whose residual can be
+    /// recomputed from its index alone, reading input arrays again (a
+    /// reduction over arrays, `s += f(x[i], x[i + 1])`), saves nothing per
+    /// iteration: its residual runs the range again and recomputes what it
+    /// multiplies by, as a hand-written adjoint does. Work is then no
+    /// longer preserved exactly (the recomputed slice runs twice), memory
+    /// is constant in the trip count. The macro's default.
+    Adjoint,
 }
 
 /// Names and signatures of an unzipped function, for UApp at call sites.
@@ -181,6 +199,7 @@ pub fn unzip_func(
         fresh: crate::visit::Fresh::for_func(f),
         types: crate::visit::binder_types(f),
         policy,
+        loop_index: None,
     };
     let mut sp = u.expr(&f.body)?;
     rematerialize(&mut sp);
@@ -268,7 +287,10 @@ pub fn unzip_func(
         ),
     };
     let mut fnl = fnl;
-    if matches!(policy, Checkpoint::LoopState | Checkpoint::Binomial { .. }) {
+    if matches!(
+        policy,
+        Checkpoint::LoopState | Checkpoint::Binomial { .. } | Checkpoint::Adjoint
+    ) {
         // A recomputed slice may bind values nothing in it reads, and the
         // forward pass no longer saves some it computes.
         crate::passes::transpose::drop_unused(&mut flin);
@@ -420,6 +442,9 @@ struct Unzip<'a> {
     /// Types of every variable of the function, and of those U binds.
     types: HashMap<Var, Ty>,
     policy: Checkpoint,
+    /// The index of the range loop being unzipped, if it is one: the one
+    /// integer a loop's saved state may hold (when it indexes arrays).
+    loop_index: Option<Var>,
 }
 
 /// The variables a run of forward-pass statements binds at its top level,
@@ -781,11 +806,21 @@ impl Unzip<'_> {
             }
         }
         let mut recompute = Vec::new();
-        if matches!(
-            self.policy,
-            Checkpoint::LoopState | Checkpoint::Binomial { .. }
-        ) {
-            if let Some((state, slice)) = self.loop_state(&sp.ctx, &sp.lin, &bound, &saved)? {
+        self.loop_index = match &l.iter {
+            Iter::Range { index, .. } => Some(index.var.clone()),
+            Iter::Each { .. } | Iter::While { .. } | Iter::Replay { .. } => None,
+        };
+        let choice = match self.policy {
+            Checkpoint::LoopState | Checkpoint::Binomial { .. } | Checkpoint::Adjoint => {
+                self.loop_state(&sp.ctx, &sp.lin, &bound, &saved)?
+            }
+            Checkpoint::SaveAll | Checkpoint::RecomputeCheap => None,
+        };
+        if let Some((state, slice)) = choice {
+            // `Adjoint` recomputes only where nothing per iteration is left
+            // to save but the index (see `reread_loop`).
+            let index_only = counted_by_index(l, &state, &sp.lin, &slice);
+            if self.policy != Checkpoint::Adjoint || index_only {
                 saved = state;
                 recompute = slice;
             }
@@ -939,10 +974,19 @@ impl Unzip<'_> {
             bs.iter()
                 .any(|b| matches!(b.ty, Ty::List(..) | Ty::Sum(_) | Ty::Tape(_)))
         };
-        // Integers stay on the forward side: see `saveable`.
+        // Integers stay on the forward side (see `saveable`), except an
+        // index the residual reads arrays at: a `usize`.
+        let index = |b: &Binder| {
+            index_of(&self.loop_index, b)
+                && (used_as_index(lin, &b.var)
+                    || slice.iter().any(|s| match s {
+                        Stmt::Let { rhs, .. } => used_as_index(rhs, &b.var),
+                        Stmt::Unpack { .. } | Stmt::LinUnpack { .. } => false,
+                    }))
+        };
         if slice.is_empty()
             || reads.is_empty()
-            || state.iter().any(|b| !saveable(&b.ty))
+            || state.iter().any(|b| !saveable(&b.ty) && !index(b))
             || !(size(&state) < size(saved) || lists(saved))
         {
             return Ok(None);
@@ -1185,6 +1229,11 @@ fn replay_state(
         .iter()
         .all(|&p| saveable(&l.nl[p].0.ty))
         .then_some(state)
+}
+
+/// Whether `b` is the index of the loop being unzipped.
+fn index_of(index: &Option<Var>, b: &Binder) -> bool {
+    index.as_ref() == Some(&b.var)
 }
 
 /// Whether a loop's per-iteration record would be its index alone, an

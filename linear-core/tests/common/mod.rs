@@ -42,11 +42,10 @@ pub fn random_value(rng: &mut Rng, t: &Ty) -> Value {
             Value::Sum(k, Box::new(random_value(rng, &ts[k])))
         }
         Ty::List(t, None) => Value::List((0..rng.below(4)).map(|_| random_value(rng, t)).collect()),
-        Ty::List(t, Some(n)) | Ty::Array(t, Some(n)) => {
-            Value::List((0..*n).map(|_| random_value(rng, t)).collect())
-        }
+        Ty::List(t, Some(n)) => Value::List((0..*n).map(|_| random_value(rng, t)).collect()),
+        Ty::Array(t, Some(n)) => Value::Array((0..*n).map(|_| random_value(rng, t)).collect()),
         // Never empty: the generator reads element 0 without a check.
-        Ty::Array(t, None) => Value::List(
+        Ty::Array(t, None) => Value::Array(
             (0..1 + rng.below(4))
                 .map(|_| random_value(rng, t))
                 .collect(),
@@ -62,6 +61,7 @@ pub fn random_like(rng: &mut Rng, x: &Value) -> Value {
         Value::Real(_) => Value::Real(rng.real(-2.0, 2.0)),
         Value::Tuple(vs) => Value::Tuple(vs.iter().map(|v| random_like(rng, v)).collect()),
         Value::List(vs) => Value::List(vs.iter().map(|v| random_like(rng, v)).collect()),
+        Value::Array(vs) => Value::Array(vs.iter().map(|v| random_like(rng, v)).collect()),
         Value::Int(_) | Value::Bool(_) | Value::Sum(..) => x.clone(),
     }
 }
@@ -76,12 +76,17 @@ pub fn cotangent_args(ybar: &[Value], dx: &[Value]) -> Vec<Value> {
             Value::Real(_) => Value::Real(0.0),
             Value::Tuple(vs) => Value::Tuple(vs.iter().map(zeros).collect()),
             Value::List(vs) => Value::List(vs.iter().map(zeros).collect()),
+            Value::Array(vs) => Value::Array(vs.iter().map(zeros).collect()),
             Value::Int(_) | Value::Bool(_) | Value::Sum(..) => v.clone(),
         }
     }
     ybar.iter()
         .cloned()
-        .chain(dx.iter().filter(|v| matches!(v, Value::List(_))).map(zeros))
+        .chain(
+            dx.iter()
+                .filter(|v| matches!(v, Value::Array(_)))
+                .map(zeros),
+        )
         .collect()
 }
 
@@ -905,14 +910,28 @@ impl<'a> FnGen<'a> {
             arr: a,
             idx: index.var.clone(),
         };
-        let body = Expr::block(
-            vec![
-                let_(&x, F, arr),
-                let_(&p, F, mul(&w, &x, Prim::Mul)),
-                let_(&r, F, mul(&s.var, &p, Prim::Add)),
-            ],
-            Expr::var(r),
-        );
+        // Half of them through a non-linear function of the element: its
+        // derivative is recomputed from the element in the reverse sweep
+        // (the default policy) rather than saved per iteration.
+        let mut stmts = vec![let_(&x, F, arr)];
+        let read = if self.rng.chance(0.5) {
+            let fx = self.var();
+            let prim = [Prim::Sin, Prim::Tanh, Prim::Exp, Prim::Atan][self.rng.below(4)];
+            stmts.push(let_(
+                &fx,
+                F,
+                Expr::Prim {
+                    prim,
+                    args: vec![x.clone()],
+                },
+            ));
+            fx
+        } else {
+            x
+        };
+        stmts.push(let_(&p, F, mul(&w, &read, Prim::Mul)));
+        stmts.push(let_(&r, F, mul(&s.var, &p, Prim::Add)));
+        let body = Expr::block(stmts, Expr::var(r));
         let total = self.var();
         out.push(Stmt::Let {
             nl: vec![Binder::new(total.clone(), F)],
@@ -1109,7 +1128,7 @@ impl Dual {
     pub fn from_values(x: &Value, dx: &Value) -> Dual {
         match (x, dx) {
             (Value::Real(a), Value::Real(b)) => Dual::Real(*a, *b),
-            (Value::Tuple(a), Value::Tuple(b)) | (Value::List(a), Value::List(b)) => Dual::Tuple(
+            (Value::Tuple(a), Value::Tuple(b)) | (Value::Array(a), Value::Array(b)) => Dual::Tuple(
                 a.iter()
                     .zip(b)
                     .map(|(x, d)| Dual::from_values(x, d))
