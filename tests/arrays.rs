@@ -367,6 +367,7 @@ fn reductions_keep_no_per_element_tape() {
     use linear_ad::TapeSize;
     let bytes = |n: usize| {
         let x: Vec<f64> = (0..n).map(|i| (i as f64 * 0.37).sin()).collect();
+        assert_eq!(rosenbrock(&x), rosenbrock_saved(&x));
         assert_eq!(rosenbrock_vjp(&x, 1.0), rosenbrock_saved_vjp(&x, 1.0));
         (
             rosenbrock_lin(&x).1.tape_bytes(),
