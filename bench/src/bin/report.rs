@@ -139,7 +139,7 @@ fn arrays(out: &mut String) {
     }
     out.push_str("## Arrays
 
-Gradients over slices against adjoints written by hand (`bench/src/arrays.rs`, `cargo bench -p linear-ad-bench --bench arrays`): the hand-written reverse sweeps read the input again and write `grad[i] += ..`, keeping no tape. Time is linear in n for every implementation (plot below; `bench/arrays.svg`), and so is the tape: `f_vjp` saves, per element, the index and the values its reverse sweep multiplies by, instead of reading the input array again (the next step: a tape that borrows read-only inputs).
+Gradients over slices against adjoints written by hand (`bench/src/arrays.rs`, `cargo bench -p linear-ad-bench --bench arrays`): the hand-written reverse sweeps read the input again and write `grad[i] += ..`, keeping no tape. Time is linear in n for every implementation (plot below; `bench/arrays.svg`). Input arrays are never copied: the linearization borrows them, and under the default policy a reduction whose reverse sweep needs only the index keeps nothing per element (Rosenbrock, the dot product); log-sum-exp keeps its max loop's branches and the exponentials, least squares the elements of its `#[nondiff]` data (constant Rust code, not read again).
 
 | workload | n | hand-written | `f_vjp` | ÷ hand-written | tape (`f_lin`) | per element |
 | --- | ---: | ---: | ---: | ---: | ---: | ---: |
