@@ -148,6 +148,46 @@ pub fn for_each_binder(e: &Expr, f: &mut impl FnMut(&Binder, bool)) {
     }
 }
 
+/// Whether `f` holds for `e` or any expression nested in it (right-hand
+/// sides, tails, arms, loop headers and bodies, dropped code).
+pub fn any_subexpr(e: &Expr, f: &mut dyn FnMut(&Expr) -> bool) -> bool {
+    if f(e) {
+        return true;
+    }
+    match e {
+        Expr::Block { stmts, tail } => {
+            stmts.iter().any(|s| match s {
+                Stmt::Let { rhs, .. } => any_subexpr(rhs, f),
+                Stmt::Unpack { .. } | Stmt::LinUnpack { .. } => false,
+            }) || any_subexpr(tail, f)
+        }
+        Expr::Drop(inner) => any_subexpr(inner, f),
+        Expr::Case { arms, .. } => arms.iter().any(|a| any_subexpr(&a.body, f)),
+        Expr::Loop(l) => {
+            l.iter.header_expr().is_some_and(|h| any_subexpr(h, f)) || any_subexpr(&l.body, f)
+        }
+        Expr::Ret { .. }
+        | Expr::App { .. }
+        | Expr::Lit { .. }
+        | Expr::Const { .. }
+        | Expr::Tup(_)
+        | Expr::Prim { .. }
+        | Expr::LinZero(_)
+        | Expr::LinTup(_)
+        | Expr::LinAdd(..)
+        | Expr::LinNeg(_)
+        | Expr::LinScale(..)
+        | Expr::Dup(_)
+        | Expr::Int(_)
+        | Expr::Bool(_)
+        | Expr::Inj { .. }
+        | Expr::Index { .. }
+        | Expr::Len(_)
+        | Expr::LinIndex { .. }
+        | Expr::LinAccum { .. } => false,
+    }
+}
+
 /// Whether `e` reads linear array `v` in place ([`Expr::LinIndex`]) and
 /// nothing else: such reads do not consume it (invariant 11 of
 /// [`crate::check`]).

@@ -976,14 +976,7 @@ impl Unzip<'_> {
         };
         // Integers stay on the forward side (see `saveable`), except an
         // index the residual reads arrays at: a `usize`.
-        let index = |b: &Binder| {
-            index_of(&self.loop_index, b)
-                && (used_as_index(lin, &b.var)
-                    || slice.iter().any(|s| match s {
-                        Stmt::Let { rhs, .. } => used_as_index(rhs, &b.var),
-                        Stmt::Unpack { .. } | Stmt::LinUnpack { .. } => false,
-                    }))
-        };
+        let index = |b: &Binder| index_of(&self.loop_index, b) && indexes(&b.var, lin, &slice);
         if slice.is_empty()
             || reads.is_empty()
             || state.iter().any(|b| !saveable(&b.ty) && !index(b))
@@ -1244,48 +1237,25 @@ fn counted_by_index(l: &Loop, saved: &[Binder], lin: &Expr, recompute: &[Stmt]) 
         return false;
     };
     let [only] = saved else { return false };
-    only.var == index.var
-        && (used_as_index(lin, &index.var)
-            || recompute.iter().any(|s| match s {
-                Stmt::Let { rhs, .. } => used_as_index(rhs, &index.var),
-                Stmt::Unpack { .. } | Stmt::LinUnpack { .. } => false,
-            }))
+    only.var == index.var && indexes(&index.var, lin, recompute)
+}
+
+/// Whether a residual `lin`, or the slice recomputed before it, indexes
+/// an array with `v` (which is then a `usize`).
+fn indexes(v: &Var, lin: &Expr, slice: &[Stmt]) -> bool {
+    used_as_index(lin, v)
+        || slice.iter().any(|s| match s {
+            Stmt::Let { rhs, .. } => used_as_index(rhs, v),
+            Stmt::Unpack { .. } | Stmt::LinUnpack { .. } => false,
+        })
 }
 
 /// Whether `e` indexes an array with `v`.
 fn used_as_index(e: &Expr, v: &Var) -> bool {
-    match e {
-        Expr::Index { idx, .. } | Expr::LinIndex { idx, .. } | Expr::LinAccum { idx, .. } => {
-            idx == v
-        }
-        Expr::Block { stmts, tail } => {
-            stmts.iter().any(|s| match s {
-                Stmt::Let { rhs, .. } => used_as_index(rhs, v),
-                Stmt::Unpack { .. } | Stmt::LinUnpack { .. } => false,
-            }) || used_as_index(tail, v)
-        }
-        Expr::Drop(inner) => used_as_index(inner, v),
-        Expr::Case { arms, .. } => arms.iter().any(|a| used_as_index(&a.body, v)),
-        Expr::Loop(l) => {
-            l.iter.header_expr().is_some_and(|h| used_as_index(h, v)) || used_as_index(&l.body, v)
-        }
-        Expr::Ret { .. }
-        | Expr::App { .. }
-        | Expr::Lit { .. }
-        | Expr::Const { .. }
-        | Expr::Tup(_)
-        | Expr::Prim { .. }
-        | Expr::LinZero(_)
-        | Expr::LinTup(_)
-        | Expr::LinAdd(..)
-        | Expr::LinNeg(_)
-        | Expr::LinScale(..)
-        | Expr::Dup(_)
-        | Expr::Int(_)
-        | Expr::Bool(_)
-        | Expr::Inj { .. }
-        | Expr::Len(_) => false,
-    }
+    crate::visit::any_subexpr(
+        e,
+        &mut |x| matches!(x, Expr::Index { idx, .. } | Expr::LinIndex { idx, .. } | Expr::LinAccum { idx, .. } if idx == v),
+    )
 }
 
 /// Whether values of this type can be saved in a recomputed loop's state:
