@@ -113,6 +113,9 @@ impl Lowerer<'_> {
         let mut out = Vec::new();
         for n in names {
             match self.lookup(n).cloned() {
+                Some(Binding::Active(_, Ty::Array(..), true)) => {
+                    self.errs.push(span, format!("`{n}` holds a differentiable array and is assigned in this loop or branch: choosing between arrays is not supported yet; index the arrays instead (`if c {{ x[i] }} else {{ y[i] }}`)"));
+                }
                 Some(Binding::Active(v, t, true)) => out.push((n.clone(), v, t)),
                 Some(Binding::Inactive(id, true)) => {
                     let Some(t) = self.inactive_types.get(&id.to_string()).cloned() else {

@@ -1786,6 +1786,13 @@ impl Lowerer<'_> {
     }
 
     fn aggregate(&mut self, vals: Vec<(Val, Span, TokenStream)>, array: bool, hint: &str) -> Val {
+        if let Some((_, span, _)) = vals
+            .iter()
+            .find(|(v, _, _)| matches!(v, Val::Active(_, Ty::Array(..))))
+        {
+            self.errs.push(*span, "a differentiable array inside a tuple or an array is not supported yet: index it where it is used");
+            return self.placeholder();
+        }
         let f = self.float();
         let mut vars = Vec::new();
         let mut tys = Vec::new();
