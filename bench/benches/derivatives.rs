@@ -14,7 +14,7 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use linear_ad::LinearMap;
 use linear_ad_bench::*;
 use nalgebra::SVector;
-use num_dual::{DualNum, DualSVec64};
+use num_dual::{Dual64, DualNum, DualSVec64};
 use reverse::Gradient;
 
 /// What the generic versions of the workloads need of a number type.
@@ -107,6 +107,7 @@ macro_rules! dual_svec {
     )*};
 }
 dual_svec!(1, 2, 4, 10, 15, 100);
+real_via!(Dual64, DualNum, |a: Self, c| a + c, |a: Self, c| a * c);
 
 type BR = echidna::BReverse<f64>;
 
@@ -657,9 +658,61 @@ fn rosenbrock_sums(c: &mut Criterion) {
     g.finish();
 }
 
+/// The chained Rosenbrock function over a slice of 10³ elements
+/// (issue 9's comparison with Rust AD crates): `f_vjp` against the
+/// hand-written adjoint, echidna (tape recorded once), `reverse` (a tape
+/// per evaluation) and num-dual in forward mode (one pass per input: what
+/// forward mode costs for a gradient).
+fn rosenbrock_slice_1000(c: &mut Criterion) {
+    let x: Vec<f64> = (0..1000)
+        .map(|i| ((i * 37 % 101) as f64 - 50.0) / 60.0)
+        .collect();
+    let (v, want) = arrays::rosenbrock_hand(&x);
+    let (w, g) = arrays::rosenbrock_vjp(&x, 1.0);
+    close(v, w, "chained Rosenbrock value");
+    let same = |g: &[f64], what: &str| {
+        for (a, b) in g.iter().zip(&want) {
+            close(*a, *b, what);
+        }
+    };
+    same(&g, "chained Rosenbrock vjp");
+    let (mut tape, _) = echidna::record(|v: &[BR]| g_rosenbrock_n(v), &x);
+    same(&tape.gradient(&x), "chained Rosenbrock echidna");
+    let reverse_gradient = |x: &[f64]| {
+        let t = reverse::Tape::new();
+        let vars = t.add_vars(x);
+        let grads = g_rosenbrock_n(&vars).grad();
+        vars.iter().map(|v| grads.wrt(v)).collect::<Vec<f64>>()
+    };
+    same(&reverse_gradient(&x), "chained Rosenbrock reverse");
+    let forward_gradient = |x: &[f64]| {
+        let mut d: Vec<Dual64> = x.iter().map(|&v| Dual64::new(v, 0.0)).collect();
+        (0..x.len())
+            .map(|i| {
+                d[i].eps = 1.0;
+                let g = g_rosenbrock_n(&d).eps;
+                d[i].eps = 0.0;
+                g
+            })
+            .collect::<Vec<f64>>()
+    };
+    same(&forward_gradient(&x), "chained Rosenbrock num-dual");
+    let mut g = c.benchmark_group("rosenbrock_slice_1000");
+    g.bench_function("hand", |b| {
+        b.iter(|| arrays::rosenbrock_hand(black_box(&x)))
+    });
+    g.bench_function("linear_ad_vjp", |b| {
+        b.iter(|| arrays::rosenbrock_vjp(black_box(&x), 1.0))
+    });
+    g.bench_function("echidna", |b| b.iter(|| tape.gradient(black_box(&x))));
+    g.bench_function("reverse", |b| b.iter(|| reverse_gradient(black_box(&x))));
+    g.sample_size(10);
+    g.bench_function("num_dual", |b| b.iter(|| forward_gradient(black_box(&x))));
+}
+
 criterion_group! {
     name = benches;
     config = config();
-    targets = scalar_workloads, bundle_adjustment, rosenbrock_sums
+    targets = scalar_workloads, bundle_adjustment, rosenbrock_sums, rosenbrock_slice_1000
 }
 criterion_main!(benches);

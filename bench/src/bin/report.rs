@@ -161,13 +161,14 @@ Gradients over slices against adjoints written by hand (`bench/src/arrays.rs`, `
             );
         }
     }
-    out.push_str(
-        "
-![time against n](bench/arrays.svg)
-
-",
-    );
+    out.push_str("\n![time against n](bench/arrays.svg)\n\n");
     let _ = std::fs::write(root().join("bench/arrays.svg"), arrays_svg());
+    table(
+        out,
+        "rosenbrock_slice_1000",
+        "Chained Rosenbrock over 10³ elements, against Rust AD crates (`benches/derivatives.rs`; num-dual in forward mode, one pass per input)",
+        true,
+    );
 }
 
 /// Log-log plot of the array benchmarks' medians against n.
