@@ -518,32 +518,11 @@ impl Checker<'_> {
                 Ok((vec![], vec![t.clone(), t]))
             }
             Expr::Drop(e) => {
-                let mut arrays = Vec::new();
-                crate::visit::for_each_consumed(e, &mut |v| {
-                    if self
-                        .env
-                        .get(v)
-                        .is_some_and(|(t, l)| *l && t.is_linear_array())
-                    {
-                        arrays.push(v.clone());
-                    }
-                });
-                if let Some(v) = arrays.first() {
-                    return Err(format!(
-                        "`drop` consumes linear array `{v}`; a linear array is never dropped (its cotangent is a buffer only its caller can create)"
-                    ));
-                }
+                self.not_dropping_arrays(e)?;
                 self.expr(e)?;
                 Ok((vec![], vec![]))
             }
-            Expr::Index { arr, idx } => {
-                let t = self.use_var(arr, false)?;
-                self.index(idx)?;
-                match t {
-                    Ty::Array(elem, _) => Ok((vec![*elem], vec![])),
-                    t => Err(format!("`index` reads `{arr}: {t}`, which is not an array")),
-                }
-            }
+            Expr::Index { arr, idx } => self.array_read(arr, idx),
             Expr::Len(arr) => match self.use_var(arr, false)? {
                 Ty::Array(..) => Ok((vec![Ty::Int], vec![])),
                 t => Err(format!("`len` of `{arr}: {t}`, which is not an array")),
@@ -553,17 +532,50 @@ impl Checker<'_> {
                 self.index(idx)?;
                 Ok((vec![], vec![elem]))
             }
-            Expr::LinAccum { arr, idx, val } => {
-                let t = self.use_var(arr, true)?;
-                self.index(idx)?;
-                let tv = self.vector(val, "`laccum`'s value")?;
-                match &t {
-                    Ty::Array(elem, _) if **elem == tv => Ok((vec![], vec![t])),
-                    _ => Err(format!(
-                        "`laccum` adds `{val}: {tv}` into `{arr}: {t}`, which is not an array of {tv}"
-                    )),
-                }
+            Expr::LinAccum { arr, idx, val } => self.accumulation(arr, idx, val),
+        }
+    }
+
+    /// Invariant 11: `drop(e)` consumes no linear array.
+    fn not_dropping_arrays(&self, e: &Expr) -> Res<()> {
+        let mut arrays = Vec::new();
+        crate::visit::for_each_consumed(e, &mut |v| {
+            if self
+                .env
+                .get(v)
+                .is_some_and(|(t, l)| *l && t.is_linear_array())
+            {
+                arrays.push(v.clone());
             }
+        });
+        match arrays.first() {
+            Some(v) => Err(format!(
+                "`drop` consumes linear array `{v}`; a linear array is never dropped (its cotangent is a buffer only its caller can create)"
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// Invariant 11 for `index(a, i)`.
+    fn array_read(&mut self, arr: &Var, idx: &Var) -> Res<Results> {
+        let t = self.use_var(arr, false)?;
+        self.index(idx)?;
+        match t {
+            Ty::Array(elem, _) => Ok((vec![*elem], vec![])),
+            t => Err(format!("`index` reads `{arr}: {t}`, which is not an array")),
+        }
+    }
+
+    /// Invariant 11 for `laccum(ā, i, v̇)`.
+    fn accumulation(&mut self, arr: &Var, idx: &Var, val: &Var) -> Res<Results> {
+        let t = self.use_var(arr, true)?;
+        self.index(idx)?;
+        let tv = self.vector(val, "`laccum`'s value")?;
+        match &t {
+            Ty::Array(elem, _) if **elem == tv => Ok((vec![], vec![t])),
+            _ => Err(format!(
+                "`laccum` adds `{val}: {tv}` into `{arr}: {t}`, which is not an array of {tv}"
+            )),
         }
     }
 

@@ -375,17 +375,27 @@ impl Machine<'_> {
                 _ => Err(EvalError(format!("`{arr}` is not an array"))),
             },
             Expr::LinIndex { arr, idx } => lin1(Self::element(env, arr, idx)?.1),
-            Expr::LinAccum { arr, idx, val } => {
-                let (k, old) = Self::element(env, arr, idx)?;
-                let new = old.zip(&Self::get(env, val)?, &|x, y| x + y)?;
-                self.linear_op(&new);
-                let Some(Value::Array(mut vs)) = env.remove(arr) else {
-                    return Err(EvalError(format!("`{arr}` is not an array")));
-                };
-                vs[k] = new;
-                lin1(Value::Array(vs))
-            }
+            Expr::LinAccum { arr, idx, val } => lin1(self.accumulate(env, arr, idx, val)?),
         }
+    }
+
+    /// `laccum(arr, idx, val)`: the array, moved out of `env` (it is
+    /// consumed) rather than copied, with `val` added at `idx`.
+    fn accumulate(
+        &mut self,
+        env: &mut Env,
+        arr: &Var,
+        idx: &Var,
+        val: &Var,
+    ) -> Result<Value, EvalError> {
+        let (k, old) = Self::element(env, arr, idx)?;
+        let new = old.zip(&Self::get(env, val)?, &|x, y| x + y)?;
+        self.linear_op(&new);
+        let Some(Value::Array(mut vs)) = env.remove(arr) else {
+            return Err(EvalError(format!("`{arr}` is not an array")));
+        };
+        vs[k] = new;
+        Ok(Value::Array(vs))
     }
 
     /// The position and value of element `idx` of array `arr`; an error

@@ -188,57 +188,28 @@ pub fn any_subexpr(e: &Expr, f: &mut dyn FnMut(&Expr) -> bool) -> bool {
     }
 }
 
-/// Whether `e` reads linear array `v` in place ([`Expr::LinIndex`]) and
-/// nothing else: such reads do not consume it (invariant 11 of
-/// [`crate::check`]).
-pub fn is_array_read(e: &Expr, v: &Var) -> bool {
-    matches!(e, Expr::LinIndex { arr, .. } if arr == v)
-}
-
-/// Calls `f` for every linear variable `e` consumes: its linear uses
-/// except in-place array reads.
+/// Calls `f` once for every linear variable `e` consumes, in order of
+/// first use: its linear uses, in-place array reads (`lindex`) aside.
 pub fn for_each_consumed(e: &Expr, f: &mut dyn FnMut(&Var)) {
-    match e {
-        Expr::LinIndex { .. } => {}
-        Expr::Block { stmts, tail } => {
-            for s in stmts {
-                match s {
-                    Stmt::Let { rhs, .. } => for_each_consumed(rhs, f),
-                    Stmt::LinUnpack { tuple, .. } => f(tuple),
-                    Stmt::Unpack { .. } => {}
-                }
+    let (mut order, mut uses) = (Vec::new(), HashMap::<Var, usize>::default());
+    for_each_use(e, &mut |v, linear| {
+        if linear {
+            let n = uses.entry(v.clone()).or_insert(0);
+            if *n == 0 {
+                order.push(v.clone());
             }
-            for_each_consumed(tail, f);
+            *n += 1;
         }
-        Expr::Drop(inner) => for_each_consumed(inner, f),
-        Expr::Case { arms, .. } => arms.iter().for_each(|a| for_each_consumed(&a.body, f)),
-        Expr::Loop(l) => {
-            l.lin.iter().for_each(|(_, v)| f(v));
-            for_each_consumed(&l.body, f);
-        }
-        Expr::Ret { .. }
-        | Expr::App { .. }
-        | Expr::Lit { .. }
-        | Expr::Const { .. }
-        | Expr::Tup(_)
-        | Expr::Prim { .. }
-        | Expr::LinZero(_)
-        | Expr::LinTup(_)
-        | Expr::LinAdd(..)
-        | Expr::LinNeg(_)
-        | Expr::LinScale(..)
-        | Expr::Dup(_)
-        | Expr::Int(_)
-        | Expr::Bool(_)
-        | Expr::Inj { .. }
-        | Expr::Index { .. }
-        | Expr::Len(_)
-        | Expr::LinAccum { .. } => for_each_use(e, &mut |v, lin| {
-            if lin {
-                f(v)
+    });
+    any_subexpr(e, &mut |x| {
+        if let Expr::LinIndex { arr, .. } = x {
+            if let Some(n) = uses.get_mut(arr) {
+                *n -= 1;
             }
-        }),
-    }
+        }
+        false
+    });
+    order.iter().filter(|v| uses[*v] > 0).for_each(f);
 }
 
 /// The type of every variable `f` binds, parameters included.

@@ -222,55 +222,16 @@ fn one_program(seed: u64, size_: usize, st: &RefCell<Stats>) -> Result<(), TestC
         "recomputing policy grew the tape"
     );
 
-    // Loops saving their state and recomputing: the same derivative, bit
-    // for bit (the same arithmetic runs), from a tape no larger.
-    let u3 = unzip(&j, Checkpoint::LoopState).map_err(|e| fail(e.to_string()))?;
-    check_linear_b(&u3).map_err(|e| fail(format!("U (loop state) not Linear B: {e}\n{u3}")))?;
-    let fwd3 = run(&u3, &fnl, &x, &[], &nocst).map_err(|e| fail(e.0))?;
-    let tape3 = fwd3.nl[k].clone();
-    let res3 = run(&u3, &flin, std::slice::from_ref(&tape3), &dx, &nocst).map_err(|e| fail(e.0))?;
-    prop_assert_eq!(&fwd3.nl[..k], &jo.nl[..]);
-    prop_assert_eq!(
-        &res3.lin,
-        &jo.lin,
-        "recomputing loop bodies changed the derivative"
-    );
-    let t3 = transpose(&u3).map_err(|e| fail(e.to_string()))?;
-    check_linear_b(&t3).map_err(|e| fail(format!("T of U (loop state) not Linear B: {e}")))?;
     // The results' cotangents, then zeroed accumulators for the arrays.
     let ct_args = cotangent_args(&ybar, &dx);
-    let tb3 = run(
-        &t3,
-        &format!("{flin}.t"),
-        std::slice::from_ref(&tape3),
-        &ct_args,
-        &nocst,
-    )
-    .map_err(|e| fail(e.0))?;
+    let names = (fnl.as_str(), flin.as_str(), k);
+    // Loops saving their state and recomputing: the same derivative, bit
+    // for bit (the same arithmetic runs), from a tape no larger.
+    let (tape3, tb3) = recomputed(&j, Checkpoint::LoopState, names, (&x, &dx, &ct_args), &jo)?;
     // Reductions over arrays recomputed from their index (the macro's
-    // default): the same derivative and transpose, bit for bit, from a
-    // tape no larger.
-    let u5 = unzip(&j, Checkpoint::Adjoint).map_err(|e| fail(e.to_string()))?;
-    check_linear_b(&u5).map_err(|e| fail(format!("U (adjoint) not Linear B: {e}\n{u5}")))?;
-    let fwd5 = run(&u5, &fnl, &x, &[], &nocst).map_err(|e| fail(e.0))?;
-    let tape5 = fwd5.nl[k].clone();
-    let res5 = run(&u5, &flin, std::slice::from_ref(&tape5), &dx, &nocst).map_err(|e| fail(e.0))?;
-    prop_assert_eq!(&fwd5.nl[..k], &jo.nl[..]);
-    prop_assert_eq!(
-        &res5.lin,
-        &jo.lin,
-        "re-reading loops changed the derivative"
-    );
-    let t5 = transpose(&u5).map_err(|e| fail(e.to_string()))?;
-    check_linear_b(&t5).map_err(|e| fail(format!("T of U (adjoint) not Linear B: {e}")))?;
-    let tb5 = run(
-        &t5,
-        &format!("{flin}.t"),
-        std::slice::from_ref(&tape5),
-        &ct_args,
-        &nocst,
-    )
-    .map_err(|e| fail(e.0))?;
+    // default): the same derivative and transpose, bit for bit, with no
+    // more per-iteration records.
+    let (tape5, tb5) = recomputed(&j, Checkpoint::Adjoint, names, (&x, &dx, &ct_args), &jo)?;
     prop_assert_eq!(&tb5.lin, &tb3.lin, "re-reading loops changed the transpose");
     let (r5, r0) = (records(&tape5), records(&tape));
     prop_assert!(r5 <= r0, "re-reading loops kept more per-iteration records");
@@ -440,6 +401,37 @@ fn one_program(seed: u64, size_: usize, st: &RefCell<Stats>) -> Result<(), TestC
     s.smaller_tapes += u64::from(tape2.scalars() < tape.scalars());
     s.transposes_strict += u64::from(tb.work + scalars(&dx) < res.work + scalars(&ct_args));
     Ok(())
+}
+
+/// U under a recomputing `policy`, checked against J's results `jo`: the
+/// same forward results and derivative, bit for bit. Returns the tape and
+/// the transpose's run at the cotangent arguments.
+fn recomputed(
+    j: &linear_core::Program,
+    policy: Checkpoint,
+    (fnl, flin, k): (&str, &str, usize),
+    (x, dx, ct_args): (&[Value], &[Value], &[Value]),
+    jo: &linear_core::eval::Outcome,
+) -> Result<(Value, linear_core::eval::Outcome), TestCaseError> {
+    let nocst = HashMap::new();
+    let u = unzip(j, policy).map_err(|e| fail(e.to_string()))?;
+    check_linear_b(&u).map_err(|e| fail(format!("U ({policy:?}) not Linear B: {e}\n{u}")))?;
+    let fwd = run(&u, fnl, x, &[], &nocst).map_err(|e| fail(e.0))?;
+    let tape = fwd.nl[k].clone();
+    let res = run(&u, flin, std::slice::from_ref(&tape), dx, &nocst).map_err(|e| fail(e.0))?;
+    prop_assert_eq!(&fwd.nl[..k], &jo.nl[..]);
+    prop_assert_eq!(&res.lin, &jo.lin, "{:?} changed the derivative", policy);
+    let t = transpose(&u).map_err(|e| fail(e.to_string()))?;
+    check_linear_b(&t).map_err(|e| fail(format!("T of U ({policy:?}) not Linear B: {e}")))?;
+    let tb = run(
+        &t,
+        &format!("{flin}.t"),
+        std::slice::from_ref(&tape),
+        ct_args,
+        &nocst,
+    )
+    .map_err(|e| fail(e.0))?;
+    Ok((tape, tb))
 }
 
 /// Binomial checkpointing: loops keep their initial state and count, and

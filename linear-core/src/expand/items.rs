@@ -38,10 +38,6 @@ struct Sig<'a> {
     /// `R`, and `In` (the tangent of the differentiable parameters).
     ret_ty: TokenStream,
     in_ty: TokenStream,
-    /// The array parameters read by index, in order, with their lengths'
-    /// expressions in the primal: T gives each an accumulator, a zeroed
-    /// buffer its caller passes in.
-    arrays: Vec<(&'a Shape, TokenStream)>,
     /// The differentiable parameters' IR variables, identifiers and shapes
     /// (for the input arrays a tape holds).
     inputs: Vec<(Var, syn::Ident, Shape)>,
@@ -53,6 +49,31 @@ struct Sig<'a> {
     allow: TokenStream,
     /// The inactive statements every primal computation runs first.
     prelude: &'a [TokenStream],
+}
+
+/// `f`'s parameter declarations with the input lifetime on the references
+/// to arrays read by index, for an `f_lin` whose linearization borrows
+/// them.
+fn borrowing_params(
+    l: &Lowered,
+    params: &[TokenStream],
+    primal_idents: &[Option<syn::Ident>],
+) -> Vec<TokenStream> {
+    l.params
+        .iter()
+        .zip(params)
+        .zip(primal_idents)
+        .map(|((p, decl), id)| match (&p.active, &p.ty, id) {
+            (Some((Shape::Slice(..), _)), syn::Type::Reference(r), Some(id))
+                if r.lifetime.is_none() =>
+            {
+                let mut r = r.clone();
+                r.lifetime = Some(input_lifetime());
+                quote!(#id: #r)
+            }
+            _ => decl.clone(),
+        })
+        .collect()
 }
 
 fn hidden(name: &str) -> syn::Ident {
@@ -129,14 +150,6 @@ impl<'a> Sig<'a> {
             let ts = active.iter().map(|(_, s)| s.owned());
             quote!((#(#ts,)*))
         };
-        let arrays = active
-            .iter()
-            .filter(|(_, s)| matches!(s, Shape::Slice(..)))
-            .map(|(i, s)| {
-                let id = primal_idents[*i].as_ref();
-                (*s, quote!(#id.len()))
-            })
-            .collect();
         let inputs = l
             .params
             .iter()
@@ -146,22 +159,7 @@ impl<'a> Sig<'a> {
                 Some((var.clone(), id.clone()?, shape.clone()))
             })
             .collect();
-        let params_borrowed = l
-            .params
-            .iter()
-            .zip(&params)
-            .zip(&primal_idents)
-            .map(|((p, decl), id)| match (&p.active, &p.ty, id) {
-                (Some((Shape::Slice(..), _)), syn::Type::Reference(r), Some(id))
-                    if r.lifetime.is_none() =>
-                {
-                    let mut r = r.clone();
-                    r.lifetime = Some(input_lifetime());
-                    quote!(#id: #r)
-                }
-                _ => decl.clone(),
-            })
-            .collect();
+        let params_borrowed = borrowing_params(l, &params, &primal_idents);
         let user_allows = item.attrs.iter().filter(|a| a.path().is_ident("allow"));
         Ok(Sig {
             vis: &item.vis,
@@ -173,7 +171,6 @@ impl<'a> Sig<'a> {
             tangent_ir,
             ret_ty: l.ret.rust(),
             in_ty,
-            arrays,
             inputs,
             params_borrowed,
             allow: quote!(#[allow(clippy::too_many_arguments)] #(#user_allows)*),
@@ -210,6 +207,17 @@ impl<'a> Sig<'a> {
                 #body
             }
         }
+    }
+
+    /// The array parameters read by index, in order, with their lengths'
+    /// expressions in the primal: T gives each an accumulator, a zeroed
+    /// buffer its caller passes in.
+    fn arrays(&self) -> Vec<(&Shape, TokenStream)> {
+        self.inputs
+            .iter()
+            .filter(|(_, _, s)| matches!(s, Shape::Slice(..)))
+            .map(|(_, id, s)| (s, quote!(#id.len())))
+            .collect()
     }
 
     /// [`Sig::function`] for an `f_lin` whose linearization borrows input
@@ -346,7 +354,7 @@ pub(super) fn generate(
     let vjp_fn = vjp_item(item, l, &sig, &out, &calls, &mut names);
     // Other differentiable functions cannot pass arrays yet (lowering says
     // so at the call): no companions to call.
-    let companions = if sig.arrays.is_empty() {
+    let companions = if sig.arrays().is_empty() {
         companions(
             item,
             &l.params,
@@ -618,7 +626,7 @@ fn lin_items(
     let ct_ir = to_ir(quote!(#cotangent), &l.ret, names);
     let mut t_args = vec![(self_tape, Hold::Shallow), (ct_ir, Hold::Owned)];
     let mut len_inits = Vec::new();
-    for (k, (s, len)) in sig.arrays.iter().enumerate() {
+    for (k, (s, len)) in sig.arrays().into_iter().enumerate() {
         let field = format_ident!("__len{}", k);
         t_args.push((zero_buffer(s, quote!(self.#field)), Hold::Owned));
         if !matches!(s, Shape::Slice(_, crate::lower::SliceKind::ArrayRef(_))) {
@@ -697,11 +705,7 @@ fn vjp_item(
     let fwd_body = body(out.forward, &sig.primal_ir, calls);
     let ct_ir = to_ir(quote!(#cotangent), &l.ret, names);
     let mut t_args = vec![quote!(#tape), ct_ir];
-    t_args.extend(
-        sig.arrays
-            .iter()
-            .map(|(s, len)| zero_buffer(s, len.clone())),
-    );
+    t_args.extend(sig.arrays().into_iter().map(|(s, len)| zero_buffer(s, len)));
     let t_body = body(out.transposed, &t_args, calls);
     let vjp_out = sig.pack_cotangents(names, t_body);
     let name = &item.sig.ident;

@@ -479,6 +479,40 @@ impl Simp<'_> {
         }
     }
 
+    /// The array rules on a binding `nl; lin = rhs` (rhs simplified):
+    /// a repeated read is the earlier one; accumulating a zero is a copy
+    /// of the array, its index still read (dropped), as for a scaling.
+    /// Returns whether the binding is gone.
+    fn array_stmt(
+        &mut self,
+        nl: &[Binder],
+        lin: &[Binder],
+        rhs: &Expr,
+        out: &mut Vec<Stmt>,
+    ) -> bool {
+        match rhs {
+            Expr::Index { arr, idx } if nl.len() == 1 => {
+                let key = (arr.clone(), idx.clone());
+                if let Some(v) = self.reads.get(&key) {
+                    self.rename.insert(nl[0].var.clone(), v.clone());
+                    return true;
+                }
+                self.reads.insert(key, nl[0].var.clone());
+                false
+            }
+            Expr::LinAccum { arr, idx, val } if self.is_zero(val) && lin.len() == 1 => {
+                self.rename.insert(lin[0].var.clone(), arr.clone());
+                out.push(Stmt::Let {
+                    nl: vec![],
+                    lin: vec![],
+                    rhs: Expr::Drop(Box::new(Expr::var(idx.clone()))),
+                });
+                true
+            }
+            _ => false,
+        }
+    }
+
     fn stmt(&mut self, s: &Stmt, out: &mut Vec<Stmt>) {
         match s {
             Stmt::Unpack { vars, tuple } => out.push(Stmt::Unpack {
@@ -502,15 +536,10 @@ impl Simp<'_> {
                     out.extend(stmts);
                     rhs = *tail;
                 }
+                if self.array_stmt(nl, lin, &rhs, out) {
+                    return;
+                }
                 match &rhs {
-                    Expr::Index { arr, idx } if nl.len() == 1 => {
-                        let key = (arr.clone(), idx.clone());
-                        if let Some(v) = self.reads.get(&key) {
-                            self.rename.insert(nl[0].var.clone(), v.clone());
-                            return;
-                        }
-                        self.reads.insert(key, nl[0].var.clone());
-                    }
                     Expr::Ret { nl: xs, lin: ys }
                         if xs.len() == nl.len() && ys.len() == lin.len() =>
                     {
@@ -540,15 +569,6 @@ impl Simp<'_> {
                         return self.zeros(out, lin);
                     }
                     // The index stays read (dropped), as for a scaling.
-                    Expr::LinAccum { arr, idx, val } if self.is_zero(val) && lin.len() == 1 => {
-                        self.rename.insert(lin[0].var.clone(), arr.clone());
-                        out.push(Stmt::Let {
-                            nl: vec![],
-                            lin: vec![],
-                            rhs: Expr::Drop(Box::new(Expr::var(idx.clone()))),
-                        });
-                        return;
-                    }
                     // Scaling an empty tuple costs nothing, and the factor
                     // would then need an explicit drop: leave it.
                     Expr::LinScale(_, a)

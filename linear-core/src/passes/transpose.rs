@@ -436,47 +436,9 @@ impl Transpose<'_> {
             }
             Expr::Case { scrut, arms } => return self.case(scrut, arms, cts, out),
             Expr::Loop(l) => return self.loop_(l, cts, out),
-            Expr::LinIndex { arr, idx } => {
-                // TIndex: accumulate the element's cotangent in place.
-                let c = cts
-                    .into_iter()
-                    .next()
-                    .ok_or_else(|| self.err("array read without a cotangent"))?;
-                let Some(a) = self.acc.remove(arr) else {
-                    return Err(self.err(&format!(
-                        "linear array `{arr}` is read in place but has no accumulator (it is neither a parameter nor consumed later)"
-                    )));
-                };
-                let b = self.ct_var(arr)?;
-                self.acc.insert(arr.clone(), b.var.clone());
-                Self::emit_lin(
-                    out,
-                    vec![b],
-                    Expr::LinAccum {
-                        arr: a,
-                        idx: idx.clone(),
-                        val: c,
-                    },
-                );
-            }
+            Expr::LinIndex { arr, idx } => self.t_index(arr, idx, cts, out)?,
             Expr::LinAccum { arr, idx, val } => {
-                // TAccum: the value's cotangent is the array's cotangent at
-                // the index, read in place; the array's is the whole.
-                let c = cts
-                    .into_iter()
-                    .next()
-                    .ok_or_else(|| self.err("accumulation without a cotangent"))?;
-                let cv = self.ct_var(val)?;
-                ct.insert(val.clone(), cv.var.clone());
-                Self::emit_lin(
-                    out,
-                    vec![cv],
-                    Expr::LinIndex {
-                        arr: c.clone(),
-                        idx: idx.clone(),
-                    },
-                );
-                ct.insert(arr.clone(), c);
+                ct = self.t_accum(arr, idx, val, cts, out)?;
             }
             Expr::Lit { .. }
             | Expr::Const { .. }
@@ -490,6 +452,61 @@ impl Transpose<'_> {
                 return Err(self.err("transposing a non-linear expression in a linear position"));
             }
         }
+        Ok(ct)
+    }
+
+    /// TIndex: the element's cotangent is accumulated in place into the
+    /// array's current accumulator, which the result replaces.
+    fn t_index(
+        &mut self,
+        arr: &Var,
+        idx: &Var,
+        cts: Vec<Var>,
+        out: &mut Vec<Stmt>,
+    ) -> Result<(), PassError> {
+        let c = cts
+            .into_iter()
+            .next()
+            .ok_or_else(|| self.err("array read without a cotangent"))?;
+        let Some(a) = self.acc.remove(arr) else {
+            return Err(self.err(&format!(
+                "linear array `{arr}` is read in place but has no accumulator (it is neither a parameter nor consumed later)"
+            )));
+        };
+        let b = self.ct_var(arr)?;
+        self.acc.insert(arr.clone(), b.var.clone());
+        let rhs = Expr::LinAccum {
+            arr: a,
+            idx: idx.clone(),
+            val: c,
+        };
+        Self::emit_lin(out, vec![b], rhs);
+        Ok(())
+    }
+
+    /// TAccum: the value's cotangent is the array's cotangent at the
+    /// index, read in place; the array's is the whole.
+    fn t_accum(
+        &mut self,
+        arr: &Var,
+        idx: &Var,
+        val: &Var,
+        cts: Vec<Var>,
+        out: &mut Vec<Stmt>,
+    ) -> Result<Cts, PassError> {
+        let c = cts
+            .into_iter()
+            .next()
+            .ok_or_else(|| self.err("accumulation without a cotangent"))?;
+        let cv = self.ct_var(val)?;
+        let rhs = Expr::LinIndex {
+            arr: c.clone(),
+            idx: idx.clone(),
+        };
+        Self::emit_lin(out, vec![cv.clone()], rhs);
+        let mut ct = Cts::default();
+        ct.insert(val.clone(), cv.var);
+        ct.insert(arr.clone(), c);
         Ok(ct)
     }
 

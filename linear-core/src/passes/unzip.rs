@@ -834,19 +834,7 @@ impl Unzip<'_> {
         ret.push(t);
         let mut collect = l.collect.clone();
         collect.push(elem_ty.clone());
-        let fwd = Loop {
-            iter: l.iter.clone(),
-            nl: l.nl.clone(),
-            lin: vec![],
-            collect,
-            body: Expr::block(
-                ctx,
-                Expr::Ret {
-                    nl: ret,
-                    lin: vec![],
-                },
-            ),
-        };
+        let fwd = forward_loop(l, l.nl.clone(), collect, ctx, ret);
         let res = self.fresh_binders("s", fwd.result_types().0);
         let tapes = res[res.len() - 1].var.clone();
         let elem = self.fresh.var("t");
@@ -899,19 +887,7 @@ impl Unzip<'_> {
     ) -> Result<Split, PassError> {
         let mut ctx = sp.ctx;
         let ret = self.results(&mut ctx, sp.nl)?;
-        let fwd = Loop {
-            iter: l.iter.clone(),
-            nl: l.nl.clone(),
-            lin: vec![],
-            collect: l.collect.clone(),
-            body: Expr::block(
-                ctx,
-                Expr::Ret {
-                    nl: ret,
-                    lin: vec![],
-                },
-            ),
-        };
+        let fwd = forward_loop(l, l.nl.clone(), l.collect.clone(), ctx, ret);
         let res = self.fresh_binders("s", fwd.result_types().0);
         let residual = Loop {
             iter: l.iter.clone(),
@@ -1142,19 +1118,7 @@ impl Unzip<'_> {
             .chain([cnt_next])
             .chain(collected.iter().cloned())
             .collect();
-        let fwd = Loop {
-            iter: l.iter.clone(),
-            nl: carry,
-            lin: vec![],
-            collect: l.collect.clone(),
-            body: Expr::block(
-                ctx,
-                Expr::Ret {
-                    nl: ret,
-                    lin: vec![],
-                },
-            ),
-        };
+        let fwd = forward_loop(l, carry, l.collect.clone(), ctx, ret);
         let res = self.fresh_binders("s", fwd.result_types().0);
         pre.push(Stmt::Let {
             nl: res.clone(),
@@ -1222,6 +1186,30 @@ fn replay_state(
         .iter()
         .all(|&p| saveable(&l.nl[p].0.ty))
         .then_some(state)
+}
+
+/// The forward half of a loop: `l`'s header with the carried state `nl`,
+/// collecting `collect`, running `ctx` and returning `ret`.
+fn forward_loop(
+    l: &Loop,
+    nl: Vec<(Binder, Var)>,
+    collect: Vec<Ty>,
+    ctx: Vec<Stmt>,
+    ret: Vec<Var>,
+) -> Loop {
+    Loop {
+        iter: l.iter.clone(),
+        nl,
+        lin: vec![],
+        collect,
+        body: Expr::block(
+            ctx,
+            Expr::Ret {
+                nl: ret,
+                lin: vec![],
+            },
+        ),
+    }
 }
 
 /// Whether `b` is the index of the loop being unzipped.
