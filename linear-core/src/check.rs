@@ -148,6 +148,9 @@ pub fn check_mode(p: &Program, mode: Mode) -> Result<(), TypeError> {
             bound: HashSet::default(),
             uses: HashMap::default(),
             lin_reads: 0,
+            written: HashSet::default(),
+            depth: HashMap::default(),
+            loops: 0,
         }
         .func(f)
         .map_err(err)?;
@@ -170,6 +173,15 @@ struct Checker<'a> {
     /// Count of linear reads so far: an expression read a linear variable
     /// iff the count moved while checking it.
     lin_reads: usize,
+    /// Non-linear arrays consumed by `set`: written in place, so nothing
+    /// reads them again (invariant 11).
+    written: HashSet<Var>,
+    /// The loop nesting depth at which each variable was bound: `set`
+    /// writes only arrays bound in the innermost loop body (or carried
+    /// state), never one a later iteration would read again.
+    depth: HashMap<Var, usize>,
+    /// The current loop nesting depth.
+    loops: usize,
 }
 
 fn kind(linear: bool) -> &'static str {
@@ -227,6 +239,7 @@ impl Checker<'_> {
         }
         self.env.insert(b.var.clone(), (b.ty.clone(), linear));
         self.uses.insert(b.var.clone(), 0);
+        self.depth.insert(b.var.clone(), self.loops);
         Ok(())
     }
 
@@ -284,6 +297,11 @@ impl Checker<'_> {
                 "{} variable `{v}` is used where a {} value is expected",
                 kind(is_lin),
                 kind(linear)
+            ));
+        }
+        if self.written.contains(v) {
+            return Err(format!(
+                "array `{v}` is read after `set` wrote it in place; read the array `set` returns"
             ));
         }
         if linear {
@@ -533,7 +551,63 @@ impl Checker<'_> {
                 Ok((vec![], vec![elem]))
             }
             Expr::LinAccum { arr, idx, val } => self.accumulation(arr, idx, val),
+            Expr::Fill { len, val, size } => {
+                self.index(len)?;
+                let t = self.use_var(val, false)?;
+                Ok((vec![Ty::Array(Box::new(t), *size)], vec![]))
+            }
+            Expr::Set { arr, idx, val } => self.write(arr, idx, val),
+            Expr::LinZeros { ty, len } => {
+                self.index(len)?;
+                if !ty.is_linear_array() {
+                    return Err(format!(
+                        "`lzeros` of type {ty}, which is not a linear array type"
+                    ));
+                }
+                Ok((vec![], vec![ty.clone()]))
+            }
+            Expr::LinSet { arr, idx, val } => {
+                let t = self.use_var(arr, true)?;
+                self.index(idx)?;
+                let tv = self.vector(val, "`lset`'s value")?;
+                match &t {
+                    Ty::Array(elem, _) if **elem == tv => Ok((vec![], vec![t])),
+                    _ => Err(format!(
+                        "`lset` writes `{val}: {tv}` into `{arr}: {t}`, which is not an array of {tv}"
+                    )),
+                }
+            }
+            Expr::LinFree { arr, len } => {
+                let t = self.use_var(arr, true)?;
+                self.index(len)?;
+                if !t.is_linear_array() {
+                    return Err(format!(
+                        "`lfree` of `{arr}: {t}`, which is not a linear array"
+                    ));
+                }
+                Ok((vec![], vec![]))
+            }
         }
+    }
+
+    /// Invariant 11 for `set(a, i, v)`: `a` is an array of `v`'s type,
+    /// bound in the innermost loop body, and nothing reads it afterwards.
+    fn write(&mut self, arr: &Var, idx: &Var, val: &Var) -> Res<Results> {
+        let t = self.use_var(arr, false)?;
+        self.index(idx)?;
+        let tv = self.use_var(val, false)?;
+        if !matches!(&t, Ty::Array(elem, _) if **elem == tv) {
+            return Err(format!(
+                "`set` writes `{val}: {tv}` into `{arr}: {t}`, which is not an array of {tv}"
+            ));
+        }
+        if self.depth.get(arr).copied().unwrap_or(0) < self.loops {
+            return Err(format!(
+                "`set` writes `{arr}`, which is bound outside the loop; carry it as loop state"
+            ));
+        }
+        self.written.insert(arr.clone());
+        Ok((vec![t], vec![]))
     }
 
     /// Invariant 11: `drop(e)` consumes no linear array.
@@ -661,9 +735,12 @@ impl Checker<'_> {
             ));
         }
         let before = self.linear_uses();
+        let written = self.written.clone();
+        let mut all_written = written.clone();
         let mut first: Option<(Results, Uses)> = None;
         for (k, (arm, want)) in arms.iter().zip(binds).enumerate() {
             self.restore_uses(&before);
+            all_written.extend(std::mem::replace(&mut self.written, written.clone()));
             let mut scope = Vec::new();
             match (&arm.bind, want) {
                 (None, None) => {}
@@ -710,6 +787,8 @@ impl Checker<'_> {
         let Some((out, after)) = first else {
             return Err(format!("case on `{scrut}` has no arms"));
         };
+        all_written.extend(std::mem::take(&mut self.written));
+        self.written = all_written;
         self.restore_uses(&after);
         Ok(out)
     }
@@ -788,6 +867,7 @@ impl Checker<'_> {
             }
         }
         let outer = self.linear_uses();
+        self.loops += 1;
         if let Some(b) = l.iter.binder() {
             self.bind(b, false)?;
             scope.push((b.var.clone(), false));
@@ -820,6 +900,7 @@ impl Checker<'_> {
             scope.push((b.var.clone(), true));
         }
         let (nl, lin) = self.expr(&l.body)?;
+        self.loops -= 1;
         if let Some((v, _)) = self
             .linear_uses()
             .iter()

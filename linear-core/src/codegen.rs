@@ -522,6 +522,10 @@ fn pattern(bs: &[Binder], linear: bool, names: &mut Names) -> TokenStream {
         [one] => {
             let t = if linear {
                 crate::lower::owned_array(&bs[0].ty)
+            } else if matches!(bs[0].ty, Ty::Array(..)) {
+                // A borrowed input or an owned local array (`fill`, `set`):
+                // the right-hand side says which.
+                return quote!(#one);
             } else {
                 ty_rust(&bs[0].ty)
             };
@@ -667,6 +671,41 @@ fn gen_expr(e: &Expr, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
             let add = accumulate(&t, quote!(#buf[#i]), quote!(#v));
             quote!({ let mut #buf = #a; #add #buf })
         }
+        Expr::Fill { len, val, size } => {
+            let (n, v) = (names.ident(len), names.ident(val));
+            fill(quote!(#v), &n, *size)
+        }
+        Expr::LinZeros { ty, len } => {
+            let n = names.ident(len);
+            match ty {
+                Ty::Array(elem, size) => fill(zero(elem), &n, *size),
+                other => zero(other),
+            }
+        }
+        Expr::Set { arr, idx, val } | Expr::LinSet { arr, idx, val } => {
+            // The array is moved, not copied: an in-place store.
+            let (a, i, v) = (names.ident(arr), names.ident(idx), names.ident(val));
+            let buf = names.temp("buf");
+            quote!({ let mut #buf = #a; #buf[#i] = #v; #buf })
+        }
+        Expr::LinFree { arr, len } => {
+            let (a, n) = (names.ident(arr), names.ident(len));
+            quote!({
+                ::core::debug_assert_eq!(#a.len(), #n);
+            })
+        }
+    }
+}
+
+/// A fresh array of `n` copies of `v`: inline (`[v; N]`) when its length
+/// is the constant `size`, else a `Vec`.
+fn fill(v: TokenStream, n: &syn::Ident, size: Option<u64>) -> TokenStream {
+    match size {
+        Some(k) => {
+            let k = Literal::usize_unsuffixed(k as usize);
+            quote!({ let _: usize = #n; [#v; #k] })
+        }
+        None => quote!(::std::vec![#v; #n]),
     }
 }
 

@@ -159,15 +159,20 @@ impl fmt::Display for EvalError {
 
 impl std::error::Error for EvalError {}
 
-/// Results of a call: non-linear values, linear values, the work done, and
-/// the largest magnitude a linear operation produced (what rounding errors
-/// in the linear results scale with).
+/// Results of a call: non-linear values, linear values, the work done, the
+/// largest magnitude a linear operation produced (what rounding errors in
+/// the linear results scale with), and the number of in-place writes to
+/// linear arrays (`lset`) done.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Outcome {
     pub nl: Vec<Value>,
     pub lin: Vec<Value>,
     pub work: u64,
     pub max_linear: f64,
+    /// Each transposes to a read and a write of a zero (the slot is taken
+    /// out of the cotangent buffer): one unit more than the write, which
+    /// Thm 7.1's bound allows for arrays.
+    pub writes: u64,
 }
 
 /// Evaluates `func` in `p` on the given arguments. `consts` gives the values
@@ -184,6 +189,7 @@ pub fn run(
         consts,
         work: 0,
         max_linear: 0.0,
+        writes: 0,
     };
     let (nl, lin) = m.call(&Var::new(func), nl.to_vec(), lin.to_vec())?;
     Ok(Outcome {
@@ -191,6 +197,7 @@ pub fn run(
         lin,
         work: m.work,
         max_linear: m.max_linear,
+        writes: m.writes,
     })
 }
 
@@ -203,6 +210,7 @@ struct Machine<'a> {
     consts: &'a HashMap<Var, Value>,
     work: u64,
     max_linear: f64,
+    writes: u64,
 }
 
 type Env = HashMap<Var, Value>;
@@ -376,7 +384,75 @@ impl Machine<'_> {
             },
             Expr::LinIndex { arr, idx } => lin1(Self::element(env, arr, idx)?.1),
             Expr::LinAccum { arr, idx, val } => lin1(self.accumulate(env, arr, idx, val)?),
+            Expr::Fill { len, val, size } => {
+                let n = Self::length(env, len)?;
+                if size.is_some_and(|m| m != n as u64) {
+                    return Err(EvalError(format!(
+                        "`fill` of length {n} into an array of length {}",
+                        size.unwrap_or(0)
+                    )));
+                }
+                // Creating, writing and freeing an array are charged 1
+                // each, linear or not: the model counts operations on
+                // values, and these are one allocation, one store, one
+                // release (L maps each to the other, T swaps creation and
+                // release, and both must keep work: Lemma 4.3, Thm 7.1).
+                self.work += 1;
+                one(Value::Array(vec![Self::get(env, val)?; n]))
+            }
+            Expr::Set { arr, idx, val } => {
+                self.work += 1;
+                one(Self::write(env, arr, idx, val)?)
+            }
+            Expr::LinZeros { ty, len } => {
+                let n = Self::length(env, len)?;
+                let Ty::Array(elem, _) = ty else {
+                    return Err(EvalError(format!("`lzeros` of type {ty}")));
+                };
+                self.work += 1;
+                lin1(Value::Array(vec![Value::zero(elem); n]))
+            }
+            Expr::LinSet { arr, idx, val } => {
+                self.work += 1;
+                self.writes += 1;
+                lin1(Self::write(env, arr, idx, val)?)
+            }
+            Expr::LinFree { arr, len } => {
+                let n = Self::length(env, len)?;
+                let Some(Value::Array(vs)) = env.remove(arr) else {
+                    return Err(EvalError(format!("`{arr}` is not an array")));
+                };
+                if vs.len() != n {
+                    return Err(EvalError(format!(
+                        "`lfree` of `{arr}`, of length {}, given length {n}",
+                        vs.len()
+                    )));
+                }
+                self.work += 1;
+                Ok((vec![], vec![]))
+            }
         }
+    }
+
+    /// A non-negative integer length.
+    fn length(env: &Env, len: &Var) -> Result<usize, EvalError> {
+        match Self::get(env, len)? {
+            Value::Int(n) => usize::try_from(n)
+                .map_err(|_| EvalError(format!("negative array length {n} (`{len}`)"))),
+            _ => Err(EvalError(format!("array length `{len}` is not an integer"))),
+        }
+    }
+
+    /// `set`/`lset(arr, idx, val)`: the array, moved out of `env` (it is
+    /// consumed) rather than copied, with `val` at `idx`.
+    fn write(env: &mut Env, arr: &Var, idx: &Var, val: &Var) -> Result<Value, EvalError> {
+        let (k, _) = Self::element(env, arr, idx)?;
+        let new = Self::get(env, val)?;
+        let Some(Value::Array(mut vs)) = env.remove(arr) else {
+            return Err(EvalError(format!("`{arr}` is not an array")));
+        };
+        vs[k] = new;
+        Ok(Value::Array(vs))
     }
 
     /// `laccum(arr, idx, val)`: the array, moved out of `env` (it is

@@ -757,6 +757,32 @@ pub enum Expr {
     /// element `i`, consuming both; an in-place `ā[i] += v̇` in generated
     /// Rust. Its transpose reads the cotangent at `i` ([`Expr::LinIndex`]).
     LinAccum { arr: Var, idx: Var, val: Var },
+    /// `fill(n, v)`: a fresh array of `n` copies of the non-linear value
+    /// `v` (`vec![v; n]` in Rust), of type `array(τ)`; `fill(n, v; N)`, of
+    /// type `array(τ; N)`, when `n` is the constant `N` (`[v; N]`). An
+    /// owned, local array, which [`Expr::Set`] then writes in place.
+    Fill {
+        len: Var,
+        val: Var,
+        size: Option<u64>,
+    },
+    /// `set(a, i, v)`: the array `a` with element `i` replaced by `v`. It
+    /// consumes `a`, which nothing reads afterwards (invariant 11), so
+    /// generated Rust writes `a[i] = v` in place.
+    Set { arr: Var, idx: Var, val: Var },
+    /// `lzeros(τ, n)`: a linear array of type `τ` (an array of vectors) of `n` zeros, the
+    /// tangent of a fresh array. Its transpose frees the cotangent
+    /// ([`Expr::LinFree`]).
+    LinZeros { ty: Ty, len: Var },
+    /// `lset(ȧ, i, v̇)`: the linear array `ȧ` with element `i` replaced by
+    /// `v̇`, consuming both (the old element is discarded, as a linear
+    /// `drop`). Its transpose reads the cotangent at `i` and zeroes it
+    /// there: `v̄ = lindex(ā, i); ā = lset(ā, i, 0)`.
+    LinSet { arr: Var, idx: Var, val: Var },
+    /// `lfree(ȧ, n)`: consumes a linear array of length `n` and returns
+    /// nothing: the end of a local array's tangent. Its transpose creates
+    /// the accumulator, `lzeros(τ, n)`, which is why it keeps the length.
+    LinFree { arr: Var, len: Var },
 }
 
 /// One arm of a [`Expr::Case`].

@@ -508,11 +508,11 @@ impl Parser {
                 self.expect(")")?;
                 Ok(Expr::Len(a))
             }
-            "index" | "lindex" | "laccum" => {
+            "index" | "lindex" | "laccum" | "set" | "lset" => {
                 let arr = self.ident()?;
                 self.expect(",")?;
                 let idx = self.ident()?;
-                let val = if name.as_str() == "laccum" {
+                let val = if matches!(name.as_str(), "laccum" | "set" | "lset") {
                     self.expect(",")?;
                     Some(self.ident()?)
                 } else {
@@ -521,9 +521,44 @@ impl Parser {
                 self.expect(")")?;
                 Ok(match (name.as_str(), val) {
                     ("index", _) => Expr::Index { arr, idx },
+                    ("set", Some(val)) => Expr::Set { arr, idx, val },
+                    ("lset", Some(val)) => Expr::LinSet { arr, idx, val },
                     (_, Some(val)) => Expr::LinAccum { arr, idx, val },
                     _ => Expr::LinIndex { arr, idx },
                 })
+            }
+            "fill" | "lfree" => {
+                let a = self.ident()?;
+                self.expect(",")?;
+                let b = self.ident()?;
+                if name.as_str() == "lfree" {
+                    self.expect(")")?;
+                    return Ok(Expr::LinFree { arr: a, len: b });
+                }
+                let size = if self.eat(";") {
+                    match self.next() {
+                        Tok::Num(n) => match n.parse::<u64>() {
+                            Ok(n) => Some(n),
+                            Err(_) => return self.err("`fill`'s size is a whole number"),
+                        },
+                        _ => return self.err("`fill`'s size is a whole number"),
+                    }
+                } else {
+                    None
+                };
+                self.expect(")")?;
+                Ok(Expr::Fill {
+                    len: a,
+                    val: b,
+                    size,
+                })
+            }
+            "lzeros" => {
+                let ty = self.ty()?;
+                self.expect(",")?;
+                let len = self.ident()?;
+                self.expect(")")?;
+                Ok(Expr::LinZeros { ty, len })
             }
             "inj" => {
                 let val = self.ident()?;

@@ -49,10 +49,24 @@ pub fn for_each_use<F: FnMut(&Var, bool) + ?Sized>(e: &Expr, f: &mut F) {
             f(arr, true);
             f(idx, false);
         }
-        Expr::LinAccum { arr, idx, val } => {
+        Expr::LinAccum { arr, idx, val } | Expr::LinSet { arr, idx, val } => {
             f(arr, true);
             f(idx, false);
             f(val, true);
+        }
+        Expr::Fill { len, val, .. } => {
+            f(len, false);
+            f(val, false);
+        }
+        Expr::Set { arr, idx, val } => {
+            f(arr, false);
+            f(idx, false);
+            f(val, false);
+        }
+        Expr::LinZeros { len, .. } => f(len, false),
+        Expr::LinFree { arr, len } => {
+            f(arr, true);
+            f(len, false);
         }
         Expr::Case { scrut, arms } => {
             f(scrut, false);
@@ -144,7 +158,12 @@ pub fn for_each_binder(e: &Expr, f: &mut impl FnMut(&Binder, bool)) {
         | Expr::Index { .. }
         | Expr::Len(_)
         | Expr::LinIndex { .. }
-        | Expr::LinAccum { .. } => {}
+        | Expr::LinAccum { .. }
+        | Expr::Fill { .. }
+        | Expr::Set { .. }
+        | Expr::LinZeros { .. }
+        | Expr::LinSet { .. }
+        | Expr::LinFree { .. } => {}
     }
 }
 
@@ -184,7 +203,12 @@ pub fn any_subexpr(e: &Expr, f: &mut dyn FnMut(&Expr) -> bool) -> bool {
         | Expr::Index { .. }
         | Expr::Len(_)
         | Expr::LinIndex { .. }
-        | Expr::LinAccum { .. } => false,
+        | Expr::LinAccum { .. }
+        | Expr::Fill { .. }
+        | Expr::Set { .. }
+        | Expr::LinZeros { .. }
+        | Expr::LinSet { .. }
+        | Expr::LinFree { .. } => false,
     }
 }
 
@@ -397,8 +421,9 @@ pub fn expr_size(e: &Expr) -> usize {
         Expr::Drop(e) => 1 + expr_size(e),
         Expr::Int(_) | Expr::Bool(_) => 1,
         Expr::Inj { .. } | Expr::Index { .. } | Expr::LinIndex { .. } => 3,
-        Expr::Len(_) => 2,
-        Expr::LinAccum { .. } => 4,
+        Expr::Len(_) | Expr::LinZeros { .. } => 2,
+        Expr::Fill { .. } | Expr::LinFree { .. } => 3,
+        Expr::LinAccum { .. } | Expr::Set { .. } | Expr::LinSet { .. } => 4,
         Expr::Case { arms, .. } => {
             2 + arms
                 .iter()
@@ -530,10 +555,11 @@ impl Linearize {
                 self.take(b);
             }
             Expr::LinNeg(a) | Expr::LinScale(_, a) | Expr::Dup(a) => self.take(a),
-            Expr::LinAccum { arr, val, .. } => {
+            Expr::LinAccum { arr, val, .. } | Expr::LinSet { arr, val, .. } => {
                 self.take(arr);
                 self.take(val);
             }
+            Expr::LinFree { arr, .. } => self.take(arr),
             Expr::Drop(inner) => self.walk(inner),
             // Lowering in linear mode produces no control flow: arms would
             // need their reads counted separately.
@@ -552,7 +578,10 @@ impl Linearize {
             | Expr::LinZero(_)
             | Expr::Index { .. }
             | Expr::Len(_)
-            | Expr::LinIndex { .. } => {}
+            | Expr::LinIndex { .. }
+            | Expr::Fill { .. }
+            | Expr::Set { .. }
+            | Expr::LinZeros { .. } => {}
         }
     }
 }
@@ -619,11 +648,18 @@ pub fn rename_all(e: &mut Expr, map: &HashMap<Var, Var>) {
             rename_var(arr, map);
             rename_var(idx, map);
         }
-        Expr::LinAccum { arr, idx, val } => {
+        Expr::LinAccum { arr, idx, val }
+        | Expr::Set { arr, idx, val }
+        | Expr::LinSet { arr, idx, val } => {
             rename_var(arr, map);
             rename_var(idx, map);
             rename_var(val, map);
         }
+        Expr::Fill { len, val: arr, .. } | Expr::LinFree { arr, len } => {
+            rename_var(arr, map);
+            rename_var(len, map);
+        }
+        Expr::LinZeros { len, .. } => rename_var(len, map),
         Expr::Drop(inner) => rename_all(inner, map),
         Expr::Case { scrut, arms } => {
             rename_var(scrut, map);

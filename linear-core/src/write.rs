@@ -364,6 +364,24 @@ fn expr(out: &mut String, e: &Expr, depth: usize) {
         Expr::LinAccum { arr, idx, val } => {
             let _ = write!(out, "laccum({arr}, {idx}, {val})");
         }
+        Expr::Fill { len, val, size } => {
+            let _ = match size {
+                Some(n) => write!(out, "fill({len}, {val}; {n})"),
+                None => write!(out, "fill({len}, {val})"),
+            };
+        }
+        Expr::Set { arr, idx, val } => {
+            let _ = write!(out, "set({arr}, {idx}, {val})");
+        }
+        Expr::LinZeros { ty, len } => {
+            let _ = write!(out, "lzeros({ty}, {len})");
+        }
+        Expr::LinSet { arr, idx, val } => {
+            let _ = write!(out, "lset({arr}, {idx}, {val})");
+        }
+        Expr::LinFree { arr, len } => {
+            let _ = write!(out, "lfree({arr}, {len})");
+        }
     }
 }
 

@@ -219,6 +219,7 @@ fn erase_func(f: &Func, h: &mut Helpers) -> Result<Func, PassError> {
         types: HashMap::default(),
         rename: HashMap::default(),
         func: &f.name,
+        fresh: crate::visit::Fresh::for_func(f),
     };
     for b in f.nl_params.iter().chain(&f.lin_params) {
         e.types.insert(b.var.clone(), b.ty.clone());
@@ -240,6 +241,7 @@ struct Erase<'a, 'b> {
     /// Variables bound by an erased `dup`, to the `dup`'s operand.
     rename: HashMap<Var, Var>,
     func: &'a Var,
+    fresh: crate::visit::Fresh,
 }
 
 impl Erase<'_, '_> {
@@ -384,6 +386,40 @@ impl Erase<'_, '_> {
                     "L of an accumulation (`laccum`, only in transposed code) is not defined",
                 ))
             }
+            Expr::Fill { len, val, size } => Expr::Fill {
+                len: self.r(len),
+                val: self.r(val),
+                size: *size,
+            },
+            Expr::Set { arr, idx, val } | Expr::LinSet { arr, idx, val } => Expr::Set {
+                arr: self.r(arr),
+                idx: self.r(idx),
+                val: self.r(val),
+            },
+            // `lzeros(τ, n)` is `fill(n, 0)`, `lfree` a drop.
+            Expr::LinZeros { ty, len } => {
+                let Ty::Array(elem, size) = ty else {
+                    return Err(PassError::new(self.func, "`lzeros` of a non-array type"));
+                };
+                let z = self.fresh.var("zero");
+                let rhs = self.op(Op::Zero, elem, vec![]);
+                Expr::block(
+                    vec![Stmt::Let {
+                        nl: vec![Binder::new(z.clone(), (**elem).clone())],
+                        lin: vec![],
+                        rhs,
+                    }],
+                    Expr::Fill {
+                        len: self.r(len),
+                        val: z,
+                        size: *size,
+                    },
+                )
+            }
+            Expr::LinFree { arr, len } => Expr::Drop(Box::new(Expr::Ret {
+                nl: vec![self.r(arr), self.r(len)],
+                lin: vec![],
+            })),
             Expr::Inj { sum, tag, val } => Expr::Inj {
                 sum: sum.clone(),
                 tag: *tag,

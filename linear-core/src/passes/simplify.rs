@@ -391,6 +391,36 @@ impl Simp<'_> {
                 idx: self.r(idx),
                 val: self.r(val),
             },
+            Expr::Set { arr, idx, val } => Expr::Set {
+                arr: self.r(arr),
+                idx: self.r(idx),
+                val: self.r(val),
+            },
+            Expr::LinSet { arr, idx, val } => {
+                let mut pre = Vec::new();
+                let val = self.values(std::slice::from_ref(val), &mut pre).remove(0);
+                Expr::block(
+                    pre,
+                    Expr::LinSet {
+                        arr: self.r(arr),
+                        idx: self.r(idx),
+                        val,
+                    },
+                )
+            }
+            Expr::Fill { len, val, size } => Expr::Fill {
+                len: self.r(len),
+                val: self.r(val),
+                size: *size,
+            },
+            Expr::LinZeros { ty, len } => Expr::LinZeros {
+                ty: ty.clone(),
+                len: self.r(len),
+            },
+            Expr::LinFree { arr, len } => Expr::LinFree {
+                arr: self.r(arr),
+                len: self.r(len),
+            },
             Expr::Inj { sum, tag, val } => Expr::Inj {
                 sum: sum.clone(),
                 tag: *tag,

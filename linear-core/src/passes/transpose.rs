@@ -440,6 +440,31 @@ impl Transpose<'_> {
             Expr::LinAccum { arr, idx, val } => {
                 ct = self.t_accum(arr, idx, val, cts, out)?;
             }
+            Expr::LinSet { arr, idx, val } => {
+                ct = self.t_set(arr, idx, val, cts, out)?;
+            }
+            Expr::LinZeros { len, .. } => {
+                // TZeros: the finished accumulator is freed.
+                let c = cts
+                    .into_iter()
+                    .next()
+                    .ok_or_else(|| self.err("`lzeros` without a cotangent"))?;
+                let rhs = Expr::LinFree {
+                    arr: c,
+                    len: len.clone(),
+                };
+                Self::emit_lin(out, vec![], rhs);
+            }
+            Expr::LinFree { arr, len } => {
+                // TFree: the accumulator of a freed array starts at zero.
+                let b = self.ct_var(arr)?;
+                ct.insert(arr.clone(), b.var.clone());
+                let rhs = Expr::LinZeros {
+                    ty: b.ty.clone(),
+                    len: len.clone(),
+                };
+                Self::emit_lin(out, vec![b], rhs);
+            }
             Expr::Lit { .. }
             | Expr::Const { .. }
             | Expr::Tup(_)
@@ -448,7 +473,9 @@ impl Transpose<'_> {
             | Expr::Bool(_)
             | Expr::Inj { .. }
             | Expr::Index { .. }
-            | Expr::Len(_) => {
+            | Expr::Len(_)
+            | Expr::Fill { .. }
+            | Expr::Set { .. } => {
                 return Err(self.err("transposing a non-linear expression in a linear position"));
             }
         }
@@ -507,6 +534,43 @@ impl Transpose<'_> {
         let mut ct = Cts::default();
         ct.insert(val.clone(), cv.var);
         ct.insert(arr.clone(), c);
+        Ok(ct)
+    }
+
+    /// TSet: the value's cotangent is the array's cotangent at the index,
+    /// taken out of it (`v̄ = ā[i]; ā[i] = 0`): the overwritten element
+    /// contributed nothing after the write.
+    fn t_set(
+        &mut self,
+        arr: &Var,
+        idx: &Var,
+        val: &Var,
+        cts: Vec<Var>,
+        out: &mut Vec<Stmt>,
+    ) -> Result<Cts, PassError> {
+        let c = cts
+            .into_iter()
+            .next()
+            .ok_or_else(|| self.err("`lset` without a cotangent"))?;
+        let cv = self.ct_var(val)?;
+        let rhs = Expr::LinIndex {
+            arr: c.clone(),
+            idx: idx.clone(),
+        };
+        Self::emit_lin(out, vec![cv.clone()], rhs);
+        let z = self.ct_var(val)?;
+        let zt = z.ty.clone();
+        Self::emit_lin(out, vec![z.clone()], Expr::LinZero(zt));
+        let ca = self.ct_var(arr)?;
+        let rhs = Expr::LinSet {
+            arr: c,
+            idx: idx.clone(),
+            val: z.var,
+        };
+        Self::emit_lin(out, vec![ca.clone()], rhs);
+        let mut ct = Cts::default();
+        ct.insert(val.clone(), cv.var);
+        ct.insert(arr.clone(), ca.var);
         Ok(ct)
     }
 
@@ -821,6 +885,11 @@ fn fix_expr(e: &mut Expr, used: &HashSet<Var>, dropper: &impl Fn(&Var) -> Stmt) 
         | Expr::Index { .. }
         | Expr::Len(_)
         | Expr::LinIndex { .. }
-        | Expr::LinAccum { .. } => {}
+        | Expr::LinAccum { .. }
+        | Expr::Fill { .. }
+        | Expr::Set { .. }
+        | Expr::LinZeros { .. }
+        | Expr::LinSet { .. }
+        | Expr::LinFree { .. } => {}
     }
 }

@@ -200,9 +200,15 @@ pub fn unzip_func(
         types: crate::visit::binder_types(f),
         policy,
         loop_index: None,
+        inputs: f
+            .nl_params
+            .iter()
+            .filter(|b| matches!(b.ty, Ty::Array(..)))
+            .map(|b| b.var.clone())
+            .collect(),
     };
     let mut sp = u.expr(&f.body)?;
-    rematerialize(&mut sp);
+    rematerialize(&mut sp, &u.inputs);
     let Split { ctx, nl, lin } = sp;
     let mut ctx = ctx;
     let mut lin = lin;
@@ -220,7 +226,7 @@ pub fn unzip_func(
     }
 
     if policy == Checkpoint::RecomputeCheap {
-        recompute_cheap(&mut ctx, &mut nl, &mut lin, &types);
+        recompute_cheap(&mut ctx, &mut nl, &mut lin, &types, &u.inputs);
     }
 
     let needed: HashSet<Var> = free_vars(&lin).nl.into_iter().collect();
@@ -321,7 +327,7 @@ fn record_types(s: &Stmt, types: &mut HashMap<Var, Ty>, order: &mut Vec<Var>) {
 /// nothing; an array element is read again from the array, which the tape
 /// holds by reference. The forward binding goes where nothing else reads
 /// it.
-fn rematerialize(sp: &mut Split) {
+fn rematerialize(sp: &mut Split, inputs: &HashSet<Var>) {
     // What costs nothing: literals, array reads, and copies of those (a
     // copy of anything else would only move what is saved).
     let mut free: HashSet<Var> = HashSet::default();
@@ -333,14 +339,14 @@ fn rematerialize(sp: &mut Split) {
             } => nl.iter().all(|v| free.contains(v)),
             Stmt::Let { .. } | Stmt::Unpack { .. } | Stmt::LinUnpack { .. } => true,
         };
-        if let Some(v) = literal_binding(s).filter(|_| source_free) {
+        if let Some(v) = literal_binding(s, inputs).filter(|_| source_free) {
             free.insert(v.clone());
         }
     }
     let mut needed: HashSet<Var> = free_vars(&sp.lin).nl.into_iter().collect();
     let mut copy = vec![false; sp.ctx.len()];
     for (k, s) in sp.ctx.iter().enumerate().rev() {
-        if literal_binding(s).is_some_and(|v| needed.contains(v) && free.contains(v)) {
+        if literal_binding(s, inputs).is_some_and(|v| needed.contains(v) && free.contains(v)) {
             copy[k] = true;
             needed.extend(stmt_free_vars(s).nl);
         }
@@ -367,7 +373,7 @@ fn rematerialize(sp: &mut Split) {
         crate::visit::for_each_use(&sp.nl, &mut count);
         let mut changed = false;
         for (k, s) in sp.ctx.iter().enumerate() {
-            let unread = literal_binding(s).is_some_and(|v| !used.contains_key(v));
+            let unread = literal_binding(s, inputs).is_some_and(|v| !used.contains_key(v));
             if keep[k] && copy[k] && unread {
                 keep[k] = false;
                 changed = true;
@@ -387,15 +393,18 @@ fn rematerialize(sp: &mut Split) {
 /// compute again: a literal (`let k: f64 = 0.5`), an element of an array
 /// (`let x: f64 = index(a, i)`: the residual reads the array again, saving
 /// the array, by reference, and the index instead of the element), or a
-/// copy (`let y = (x;)`, which reads what it copies instead).
-fn literal_binding(s: &Stmt) -> Option<&Var> {
+/// copy (`let y = (x;)`, which reads what it copies instead). Only
+/// elements of `inputs`, the function's array parameters: an array the
+/// function creates is written in place, and its elements are saved.
+fn literal_binding<'s>(s: &'s Stmt, inputs: &HashSet<Var>) -> Option<&'s Var> {
     match s {
         Stmt::Let { nl, lin, rhs } if nl.len() == 1 && lin.is_empty() => {
             let copy = matches!(rhs, Expr::Ret { nl, lin } if nl.len() == 1 && lin.is_empty());
-            let free = matches!(
-                rhs,
-                Expr::Lit { .. } | Expr::Int(_) | Expr::Bool(_) | Expr::Index { .. }
-            );
+            let free = match rhs {
+                Expr::Lit { .. } | Expr::Int(_) | Expr::Bool(_) => true,
+                Expr::Index { arr, .. } => inputs.contains(arr),
+                _ => false,
+            };
             (copy || free).then(|| &nl[0].var)
         }
         Stmt::Let { .. } | Stmt::Unpack { .. } | Stmt::LinUnpack { .. } => None,
@@ -405,12 +414,12 @@ fn literal_binding(s: &Stmt) -> Option<&Var> {
 /// `lin` without the literal bindings [`rematerialize`] put at its top
 /// that a recomputed slice placed before it binds already (the slice
 /// copies the forward binding, under the same name).
-fn without_recomputed(slice: &[Stmt], lin: Expr) -> Expr {
+fn without_recomputed(slice: &[Stmt], lin: Expr, inputs: &HashSet<Var>) -> Expr {
     let mut bound = Vec::new();
     top_binders(slice, &mut bound);
     match lin {
         Expr::Block { mut stmts, tail } => {
-            stmts.retain(|s| literal_binding(s).is_none_or(|v| !bound.contains(v)));
+            stmts.retain(|s| literal_binding(s, inputs).is_none_or(|v| !bound.contains(v)));
             Expr::block(stmts, *tail)
         }
         other => other,
@@ -445,6 +454,9 @@ struct Unzip<'a> {
     /// The index of the range loop being unzipped, if it is one: the one
     /// integer a loop's saved state may hold (when it indexes arrays).
     loop_index: Option<Var>,
+    /// The function's array parameters: read-only, so their elements are
+    /// read again in the residual (the tape holds the array by reference).
+    inputs: HashSet<Var>,
 }
 
 /// The variables a run of forward-pass statements binds at its top level,
@@ -566,7 +578,9 @@ impl Unzip<'_> {
             | Expr::Bool(_)
             | Expr::Inj { .. }
             | Expr::Index { .. }
-            | Expr::Len(_) => nl_leaf(e),
+            | Expr::Len(_)
+            | Expr::Fill { .. }
+            | Expr::Set { .. } => nl_leaf(e),
             Expr::Case { scrut, arms } => self.case(scrut, arms)?,
             Expr::Loop(l) => self.loop_(l)?,
             Expr::LinZero(_)
@@ -576,7 +590,10 @@ impl Unzip<'_> {
             | Expr::LinScale(..)
             | Expr::Dup(_)
             | Expr::LinIndex { .. }
-            | Expr::LinAccum { .. } => lin_leaf(e),
+            | Expr::LinAccum { .. }
+            | Expr::LinZeros { .. }
+            | Expr::LinSet { .. }
+            | Expr::LinFree { .. } => lin_leaf(e),
             Expr::Drop(inner) => {
                 let sp = self.expr(inner)?;
                 let drop = |e: Expr| {
@@ -654,7 +671,12 @@ impl Unzip<'_> {
                 t => return Err(self.err(&format!("`index` of `{arr}: {t}`"))),
             },
             Expr::Len(_) => vec![Ty::Int],
+            Expr::Fill { val, size, .. } => vec![Ty::Array(Box::new(self.ty(val)?), *size)],
+            Expr::Set { arr, .. } => vec![self.ty(arr)?],
             Expr::Block { .. }
+            | Expr::LinZeros { .. }
+            | Expr::LinSet { .. }
+            | Expr::LinFree { .. }
             | Expr::LinIndex { .. }
             | Expr::LinAccum { .. }
             | Expr::App { .. }
@@ -701,7 +723,7 @@ impl Unzip<'_> {
                 self.types.insert(b.var.clone(), b.ty.clone());
             }
             let mut sp = self.expr(&a.body)?;
-            rematerialize(&mut sp);
+            rematerialize(&mut sp, &self.inputs);
             let mut bound: Vec<Var> = a.bind.iter().map(|b| b.var.clone()).collect();
             top_binders(&sp.ctx, &mut bound);
             let saved = self.residuals(&sp.lin, &bound)?;
@@ -795,7 +817,7 @@ impl Unzip<'_> {
         let mut bound: Vec<Var> = l.iter.binder().map(|b| b.var.clone()).into_iter().collect();
         bound.extend(l.nl.iter().map(|(b, _)| b.var.clone()));
         let mut sp = self.expr(&l.body)?;
-        rematerialize(&mut sp);
+        rematerialize(&mut sp, &self.inputs);
         top_binders(&sp.ctx, &mut bound);
         let mut saved = self.residuals(&sp.lin, &bound)?;
         if let Checkpoint::Binomial { snapshots } = self.policy {
@@ -838,7 +860,7 @@ impl Unzip<'_> {
         let res = self.fresh_binders("s", fwd.result_types().0);
         let tapes = res[res.len() - 1].var.clone();
         let elem = self.fresh.var("t");
-        let lin = without_recomputed(&recompute, sp.lin);
+        let lin = without_recomputed(&recompute, sp.lin, &self.inputs);
         let residual = Loop {
             iter: Iter::Each {
                 elem: Binder::new(elem.clone(), elem_ty),
@@ -894,7 +916,10 @@ impl Unzip<'_> {
             nl: vec![],
             lin: l.lin.clone(),
             collect: vec![],
-            body: Expr::block(recompute.clone(), without_recomputed(&recompute, sp.lin)),
+            body: Expr::block(
+                recompute.clone(),
+                without_recomputed(&recompute, sp.lin, &self.inputs),
+            ),
         };
         Ok(Split {
             ctx: vec![Stmt::Let {
@@ -1077,7 +1102,10 @@ impl Unzip<'_> {
             nl: vec![],
             lin: l.lin.clone(),
             collect: vec![],
-            body: Expr::block(body.clone(), without_recomputed(&body, sp.lin.clone())),
+            body: Expr::block(
+                body.clone(),
+                without_recomputed(&body, sp.lin.clone(), &self.inputs),
+            ),
         };
         Ok(Some(Split {
             ctx: pre,
@@ -1290,9 +1318,15 @@ fn backward_slice(ctx: &[Stmt], lin: &Expr) -> (Vec<Stmt>, Vec<Var>) {
 fn recomputable(s: &Stmt) -> bool {
     fn pure(e: &Expr) -> bool {
         match e {
-            Expr::Const { .. } | Expr::Len(_) => false,
+            // A local array is written in place: never run again.
+            Expr::Const { .. } | Expr::Len(_) | Expr::Fill { .. } | Expr::Set { .. } => false,
             // The array is on the tape (see `literal_binding`).
-            Expr::Index { .. } | Expr::LinIndex { .. } | Expr::LinAccum { .. } => true,
+            Expr::Index { .. }
+            | Expr::LinIndex { .. }
+            | Expr::LinAccum { .. }
+            | Expr::LinZeros { .. }
+            | Expr::LinSet { .. }
+            | Expr::LinFree { .. } => true,
             Expr::Block { stmts, tail } => stmts.iter().all(recomputable) && pure(tail),
             Expr::Drop(inner) => pure(inner),
             Expr::Case { arms, .. } => arms.iter().all(|a| pure(&a.body)),
@@ -1348,7 +1382,13 @@ fn cheap(e: &Expr) -> bool {
 /// from the last binding to the first, whenever the operands they need are
 /// no more scalars than the value they would save; then deletes from the
 /// forward pass whatever only those bindings used.
-fn recompute_cheap(ctx: &mut Vec<Stmt>, nl: &mut Expr, lin: &mut Expr, types: &HashMap<Var, Ty>) {
+fn recompute_cheap(
+    ctx: &mut Vec<Stmt>,
+    nl: &mut Expr,
+    lin: &mut Expr,
+    types: &HashMap<Var, Ty>,
+    inputs: &HashSet<Var>,
+) {
     let mut needed: HashSet<Var> = free_vars(lin).nl.into_iter().collect();
     let mut moved: Vec<Stmt> = Vec::new();
     for s in ctx.iter().rev() {
@@ -1386,7 +1426,7 @@ fn recompute_cheap(ctx: &mut Vec<Stmt>, nl: &mut Expr, lin: &mut Expr, types: &H
             // the moved statements may read.
             let prefix = stmts
                 .iter()
-                .take_while(|s| literal_binding(s).is_some())
+                .take_while(|s| literal_binding(s, inputs).is_some())
                 .count();
             let mut stmts = stmts;
             let rest = stmts.split_off(prefix);

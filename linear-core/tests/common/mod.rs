@@ -390,6 +390,9 @@ impl<'a> FnGen<'a> {
         if self.rng.chance(0.15) && self.array_read(out, d) {
             return;
         }
+        if d < 2 && self.rng.chance(0.06) && self.local_array(out, d) {
+            return;
+        }
         if d < 2 && self.control && self.rng.chance(0.12) {
             match self.rng.below(4) {
                 0 | 1 => self.case_stmt(out, d),
@@ -853,6 +856,156 @@ impl<'a> FnGen<'a> {
             trip,
         };
         self.loop_stmt(out, d, iter, state, pre, None);
+    }
+
+    /// A local array written in place: `y = fill(n, 0)`, then a loop
+    /// `y[i] = v` (or `y[i] += v`, reading the old element) with `v` a
+    /// function of an outer scalar and, where there is an input array to
+    /// take the length from, of its element `a[i]`; sometimes one more
+    /// write after the loop of an element read before it (`y[0] = y[0]²`).
+    /// The array then joins the pool for later reads. Returns whether
+    /// there was a scalar to build from.
+    fn local_array(&mut self, out: &mut Vec<Stmt>, d: usize) -> bool {
+        let Some(w) = self.scalar() else { return false };
+        let inputs: Vec<Var> = self
+            .pool
+            .iter()
+            .filter(|(_, t, _)| matches!(t, Ty::Array(e, _) if **e == F))
+            .map(|(v, _, _)| v.clone())
+            .collect();
+        let source = (!inputs.is_empty() && self.rng.chance(0.6))
+            .then(|| inputs[self.rng.below(inputs.len())].clone());
+        let (n, size) = match &source {
+            Some(a) => {
+                self.use_(a);
+                (self.bind(out, Ty::Int, Expr::Len(a.clone()), d), None)
+            }
+            None => {
+                let k = 1 + self.rng.below(3) as u64;
+                let size = self.rng.chance(0.5).then_some(k);
+                (self.bind(out, Ty::Int, Expr::Int(k as i64), d), size)
+            }
+        };
+        let lo = self.bind(out, Ty::Int, Expr::Int(0), d);
+        let c = self.lit(out, 0.0, d);
+        for v in [&n, &lo, &c] {
+            self.use_(v);
+        }
+        let ty = Ty::Array(Box::new(F), size);
+        let fill = Expr::Fill {
+            len: n.clone(),
+            val: c,
+            size,
+        };
+        let y0 = self.bind(out, ty.clone(), fill, d);
+        self.pool.retain(|(v, _, _)| *v != y0);
+        let (index, st) = (
+            Binder::new(self.var(), Ty::Int),
+            Binder::new(self.var(), ty.clone()),
+        );
+        let let_ = |v: &Var, ty: Ty, rhs: Expr| Stmt::Let {
+            nl: vec![Binder::new(v.clone(), ty)],
+            lin: vec![],
+            rhs,
+        };
+        let op = |p: Prim, args: &[&Var]| Expr::Prim {
+            prim: p,
+            args: args.iter().map(|v| (*v).clone()).collect(),
+        };
+        let mut stmts = Vec::new();
+        let x = self.var();
+        match &source {
+            Some(a) => stmts.push(let_(
+                &x,
+                F,
+                Expr::Index {
+                    arr: a.clone(),
+                    idx: index.var.clone(),
+                },
+            )),
+            None => stmts.push(let_(&x, F, op(Prim::ToReal(Float::F64), &[&index.var]))),
+        }
+        let prim = [Prim::Mul, Prim::Add, Prim::Sub][self.rng.below(3)];
+        let mut v = self.var();
+        stmts.push(let_(&v, F, op(prim, &[&w, &x])));
+        if self.rng.chance(0.5) {
+            let sx = self.var();
+            stmts.push(let_(&sx, F, op(Prim::Sin, &[&v])));
+            v = sx;
+        }
+        if self.rng.chance(0.4) {
+            let (old, sum) = (self.var(), self.var());
+            stmts.push(let_(
+                &old,
+                F,
+                Expr::Index {
+                    arr: st.var.clone(),
+                    idx: index.var.clone(),
+                },
+            ));
+            stmts.push(let_(&sum, F, op(Prim::Add, &[&old, &v])));
+            v = sum;
+        }
+        let next = self.var();
+        stmts.push(let_(
+            &next,
+            ty.clone(),
+            Expr::Set {
+                arr: st.var.clone(),
+                idx: index.var.clone(),
+                val: v,
+            },
+        ));
+        let y = self.var();
+        out.push(Stmt::Let {
+            nl: vec![Binder::new(y.clone(), ty.clone())],
+            lin: vec![],
+            rhs: Expr::Loop(Box::new(Loop {
+                iter: Iter::Range {
+                    index,
+                    lo,
+                    hi: n,
+                    step: None,
+                    rev: self.rng.chance(0.3),
+                    trip: size,
+                },
+                nl: vec![(st, y0)],
+                lin: vec![],
+                collect: vec![],
+                body: Expr::block(stmts, Expr::var(next)),
+            })),
+        });
+        let y = if self.rng.chance(0.4) {
+            let k = self.bind(out, Ty::Int, Expr::Int(0), d);
+            self.use_(&k);
+            let e = self.bind(
+                out,
+                F,
+                Expr::Index {
+                    arr: y.clone(),
+                    idx: k.clone(),
+                },
+                d,
+            );
+            self.use_(&e);
+            let sq = self.prim(out, Prim::Mul, &[&e, &e], d);
+            self.use_(&sq);
+            let y2 = self.var();
+            out.push(Stmt::Let {
+                nl: vec![Binder::new(y2.clone(), ty.clone())],
+                lin: vec![],
+                rhs: Expr::Set {
+                    arr: y,
+                    idx: k,
+                    val: sq,
+                },
+            });
+            y2
+        } else {
+            y
+        };
+        self.pool.push((y, ty, d));
+        true
     }
 
     /// `for i in 0..len(a)` (maybe reversed) reading `a[i]`, carrying real
@@ -1326,9 +1479,23 @@ fn dual_expr(p: &Program, e: &Expr, env: &mut HashMap<Var, Dual>) -> Vec<Dual> {
             Dual::Tuple(vs) => vec![Dual::Int(vs.len() as i64)],
             _ => panic!("len of a non-array"),
         },
+        Expr::Fill { len, val, .. } => match get(env, len) {
+            Dual::Int(n) => vec![Dual::Tuple(vec![get(env, val); n as usize])],
+            _ => panic!("fill of a non-integer length"),
+        },
+        Expr::Set { arr, idx, val } => match (get(env, arr), get(env, idx)) {
+            (Dual::Tuple(mut vs), Dual::Int(i)) => {
+                vs[i as usize] = get(env, val);
+                vec![Dual::Tuple(vs)]
+            }
+            _ => panic!("set of a non-array"),
+        },
         Expr::Inj { .. }
         | Expr::LinIndex { .. }
         | Expr::LinAccum { .. }
+        | Expr::LinZeros { .. }
+        | Expr::LinSet { .. }
+        | Expr::LinFree { .. }
         | Expr::Const { .. }
         | Expr::LinZero(_)
         | Expr::LinTup(_)

@@ -64,7 +64,9 @@
 //! than its source (Thm 5.1, claim 2): no rule emits more than 9 operations
 //! per source operation.
 
-use rustc_hash::FxHashMap as HashMap;
+mod arrays;
+
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use super::PassError;
 use crate::ir::{Arm, Binder, Expr, Extern, Float, Func, Iter, Loop, Prim, Program, Stmt, Ty, Var};
@@ -102,17 +104,27 @@ pub fn jvp(p: &Program) -> Result<Program, PassError> {
             })
         })
         .collect::<Result<_, _>>()?;
+    let rets: HashMap<Var, Vec<Ty>> = p
+        .externs
+        .iter()
+        .map(|e| (e.name.clone(), e.nl_rets.clone()))
+        .chain(p.funcs.iter().map(|f| (f.name.clone(), f.nl_rets.clone())))
+        .collect();
     let funcs = p
         .funcs
         .iter()
-        .map(|f| jvp_func(f, &names))
+        .map(|f| jvp_func(f, &names, &rets))
         .collect::<Result<_, _>>()?;
     Ok(Program { externs, funcs })
 }
 
 /// JDef: `f(v..;)` becomes `f.jvp(v..; v̇..)`. `names` maps each function
-/// to the name of its derivative.
-pub fn jvp_func(f: &Func, names: &HashMap<Var, Var>) -> Result<Func, PassError> {
+/// to the name of its derivative, `rets` to its non-linear result types.
+pub fn jvp_func(
+    f: &Func,
+    names: &HashMap<Var, Var>,
+    rets: &HashMap<Var, Vec<Ty>>,
+) -> Result<Func, PassError> {
     if !f.is_nonlinear() {
         return Err(PassError::new(
             &f.name,
@@ -125,6 +137,8 @@ pub fn jvp_func(f: &Func, names: &HashMap<Var, Var>) -> Result<Func, PassError> 
         types: HashMap::default(),
         constant: Default::default(),
         arrays: HashMap::default(),
+        owned: HashSet::default(),
+        rets,
         func: &f.name,
     };
     let mut sigma = HashMap::default();
@@ -161,6 +175,11 @@ struct Jvp<'a> {
     /// Arrays with a linear array tangent: primal to tangent. They are not
     /// in Σ: their tangents are read in place, never consumed.
     arrays: HashMap<Var, Var>,
+    /// The arrays of `arrays` the function creates (not parameters) whose
+    /// tangent is not consumed yet: see [`arrays`].
+    owned: HashSet<Var>,
+    /// Non-linear result types of every function and extern.
+    rets: &'a HashMap<Var, Vec<Ty>>,
     func: &'a Var,
 }
 
@@ -201,14 +220,21 @@ impl Jvp<'_> {
         for v in vs {
             *left.entry(v).or_insert(0) += 1;
         }
-        if let Some(a) = vs.iter().find(|v| self.arrays.contains_key(*v)) {
+        if let Some(a) = vs
+            .iter()
+            .find(|v| self.arrays.contains_key(*v) && (!self.owned.contains(*v) || left[v] > 1))
+        {
             return Err(self.err(&format!(
-                "array `{a}` is used as a value; J reads arrays by index only"
+                "array `{a}` is used as a value; J reads arrays by index only, and passes on only arrays the function creates, once"
             )));
         }
         let mut cur: HashMap<Var, Var> = HashMap::default();
         let mut ds = Vec::with_capacity(vs.len());
         for v in vs {
+            if self.owned.contains(v) {
+                ds.push(self.take_owned(v)?);
+                continue;
+            }
             let d = match cur.remove(v) {
                 Some(d) => d,
                 None => self.tangent(sigma, v)?,
@@ -369,6 +395,8 @@ impl Jvp<'_> {
             }
             Expr::Drop(inner) => Ok(Expr::Drop(Box::new(self.expr(inner, sigma)?))),
             Expr::Index { arr, idx } => self.index(e, arr, idx, sigma),
+            Expr::Fill { len, val, size } => self.fill(e, len, val, *size, sigma),
+            Expr::Set { arr, idx, val } => self.set(e, arr, idx, val, sigma),
             Expr::Len(arr) => {
                 let mut out = Vec::new();
                 if !self.arrays.contains_key(arr) {
@@ -377,7 +405,11 @@ impl Jvp<'_> {
                 }
                 Ok(Expr::block(out, self.with_zero_tangent(e.clone(), Ty::Int)))
             }
-            Expr::LinIndex { .. } | Expr::LinAccum { .. } => Err(self.err(
+            Expr::LinIndex { .. }
+            | Expr::LinAccum { .. }
+            | Expr::LinZeros { .. }
+            | Expr::LinSet { .. }
+            | Expr::LinFree { .. } => Err(self.err(
                 "J applies to non-linear expressions only; this one contains a linear operation",
             )),
             Expr::LinZero(_)
@@ -389,53 +421,6 @@ impl Jvp<'_> {
                 "J applies to non-linear expressions only; this one contains a linear operation",
             )),
         }
-    }
-
-    /// JIndex: `index(a, i)` with tangent `lindex(ȧ, i)`, read in place;
-    /// the index's tangent is dropped. An array without a linear tangent
-    /// (of integers) gives a zero tangent.
-    fn index(
-        &mut self,
-        e: &Expr,
-        arr: &Var,
-        idx: &Var,
-        mut sigma: Sigma,
-    ) -> Result<Expr, PassError> {
-        let Ty::Array(elem, _) = self.ty(arr)? else {
-            return Err(self.err(&format!("`index` of `{arr}`, which is not an array")));
-        };
-        let mut out = Vec::new();
-        let mut read = vec![idx.clone()];
-        let da = self.arrays.get(arr).cloned();
-        if da.is_none() {
-            read.push(arr.clone());
-        }
-        let ds = self.occurrences(&mut out, &read, &mut sigma)?;
-        out.extend(ds.into_iter().map(drop_stmt));
-        let Some(da) = da else {
-            return Ok(Expr::block(out, self.with_zero_tangent(e.clone(), *elem)));
-        };
-        let (y, dy) = (self.fresh.var("x"), self.fresh.var("dx"));
-        out.push(Stmt::Let {
-            nl: vec![Binder::new(y.clone(), (*elem).clone())],
-            lin: vec![],
-            rhs: e.clone(),
-        });
-        out.push(Stmt::Let {
-            nl: vec![],
-            lin: vec![Binder::new(dy.clone(), elem.tangent())],
-            rhs: Expr::LinIndex {
-                arr: da,
-                idx: idx.clone(),
-            },
-        });
-        Ok(Expr::block(
-            out,
-            Expr::Ret {
-                nl: vec![y],
-                lin: vec![dy],
-            },
-        ))
     }
 
     fn with_zero_tangent(&mut self, e: Expr, ty: Ty) -> Expr {
@@ -483,6 +468,8 @@ impl Jvp<'_> {
         }
 
         let mut out = Vec::new();
+        // Owned arrays bound here, freed after their last read (JFree).
+        let mut scope: Vec<Var> = Vec::new();
         for (i, (s, fv)) in stmts.iter().zip(frees).enumerate() {
             let mut local = Sigma::default();
             for v in fv.into_iter().filter(|v| !self.arrays.contains_key(v)) {
@@ -517,15 +504,11 @@ impl Jvp<'_> {
                     let rhs = self.expr(rhs, local)?;
                     let mut dl = Vec::with_capacity(nl.len());
                     for b in nl {
-                        if b.ty.is_linear_array() {
-                            return Err(self.err(&format!(
-                                "array `{}` is bound by `let`; J reads only parameter arrays",
-                                b.var
-                            )));
-                        }
                         let d = self.tangent_of(&b.var);
-                        self.types.insert(b.var.clone(), b.ty.clone());
-                        sigma.insert(b.var.clone(), d.clone());
+                        self.bind_tangent(&mut sigma, b, d.clone());
+                        if b.ty.is_linear_array() {
+                            scope.push(b.var.clone());
+                        }
                         dl.push(Binder::new(d, b.ty.tangent()));
                     }
                     out.push(Stmt::Let {
@@ -553,9 +536,15 @@ impl Jvp<'_> {
                     return Err(self.err("J applies to non-linear expressions only"));
                 }
             }
+            self.free_done(
+                &mut scope,
+                |a| last.get(a).is_none_or(|l| *l <= i),
+                &mut out,
+            );
         }
-        let tail = self.expr(tail, sigma)?;
-        Ok(Expr::block(out, tail))
+        let jtail = self.expr(tail, sigma)?;
+        let jtail = self.free_after_tail(tail, jtail, scope)?;
+        Ok(Expr::block(out, jtail))
     }
 }
 
@@ -601,6 +590,7 @@ impl Jvp<'_> {
         }
         let tangents: HashMap<Var, Var> = union.iter().cloned().zip(ds).collect();
         let mut new_arms = Vec::new();
+        let outer_owned: Vec<Var> = self.owned.iter().cloned().collect();
         for (a, fv) in arms.iter().zip(frees) {
             let mut stmts = Vec::new();
             let mut local = Sigma::default();
@@ -625,6 +615,11 @@ impl Jvp<'_> {
                 }
             }
             let body = self.expr(&a.body, local)?;
+            if let Some(y) = outer_owned.iter().find(|y| !self.owned.contains(*y)) {
+                return Err(self.err(&format!(
+                    "a branch writes or returns array `{y}`, created before it; J needs every branch to leave outer arrays to the code after the branch"
+                )));
+            }
             new_arms.push(Arm {
                 bind: a.bind.clone(),
                 body: Expr::block(stmts, body),
@@ -734,6 +729,7 @@ impl Jvp<'_> {
     ) -> Result<Loop, PassError> {
         let body_fv = free_vars(&l.body).nl;
         let (mut stmts, mut local, mut lin) = (Vec::new(), Sigma::default(), Vec::new());
+        let mut owned_state = Vec::new();
         for (((b, _), d0), keep) in l.nl.iter().zip(init_ds).zip(carried) {
             let hint = format!("d{}", base(&b.var));
             let d = if *keep {
@@ -746,7 +742,12 @@ impl Jvp<'_> {
                 stmts.push(z);
                 d
             };
-            if body_fv.contains(&b.var) {
+            if b.ty.is_linear_array() {
+                // An array state is the body's to consume (JFree if only
+                // read); its tangent is kept out of Σ.
+                self.bind_tangent(&mut local, b, d);
+                owned_state.push(b.var.clone());
+            } else if body_fv.contains(&b.var) {
                 local.insert(b.var.clone(), d);
             } else {
                 stmts.push(drop_stmt(d));
@@ -783,6 +784,7 @@ impl Jvp<'_> {
             next_inv.push(keep);
         }
         let body = self.expr(&l.body, local)?;
+        let body = self.free_after_tail(&l.body, body, owned_state)?;
         let r: Vec<Binder> =
             l.nl.iter()
                 .map(|(b, _)| &b.ty)
@@ -885,9 +887,10 @@ fn is_constant(e: &Expr) -> bool {
     }
 }
 
-/// Whether values of this type have a tangent with no scalars.
+/// Whether values of this type have a tangent with no scalars (an array
+/// of reals has one: its scalars are only known at run time).
 fn trivial(t: &Ty) -> bool {
-    t.tangent().scalars() == 0
+    t.tangent().scalars() == 0 && !t.is_linear_array()
 }
 
 impl Jvp<'_> {

@@ -1,0 +1,417 @@
+//! J's rules for arrays (invariant 11 of [`crate::check`]).
+//!
+//! * JIndex: `index(a, i)` has tangent `lindex(ȧ, i)`, read in place.
+//! * JFill: `fill(n, c)` of a constant `c` has tangent `lzeros(n)`: a
+//!   fresh array's tangent is a fresh buffer. A fill with a value `v` that
+//!   may be active writes `v̇` into each slot of that buffer, in a loop
+//!   that splits `v̇` once per iteration (`dup`), so T sums the slots.
+//! * JSet: `set(a, i, x)` has tangent `lset(ȧ, i, ẋ)`, which consumes `ȧ`
+//!   as `set` consumes `a`: one buffer per array, written in place.
+//! * JFree: an owned array (bound by a `let`, a loop or a case in the
+//!   function, not a parameter) whose tangent nothing consumed by its last
+//!   use gets `lfree(ȧ, len(a))` right after that use: a local array that
+//!   is read and then dropped. Its transpose creates the accumulator the
+//!   reads add into.
+//!
+//! Owned arrays are kept in [`Jvp::arrays`] like parameters (read in place,
+//! never split) and in [`Jvp::owned`] until their tangent is consumed: by
+//! `lset`, by a return (a result, a loop's next state) or by `lfree`.
+
+use super::{drop_stmt, Jvp, Sigma};
+use crate::ir::{Binder, Expr, Prim, Stmt, Ty, Var};
+use crate::passes::PassError;
+
+impl Jvp<'_> {
+    /// JIndex: `index(a, i)` with tangent `lindex(ȧ, i)`, read in place;
+    /// the index's tangent is dropped. An array without a linear tangent
+    /// (of integers) gives a zero tangent.
+    pub(super) fn index(
+        &mut self,
+        e: &Expr,
+        arr: &Var,
+        idx: &Var,
+        mut sigma: Sigma,
+    ) -> Result<Expr, PassError> {
+        let Ty::Array(elem, _) = self.ty(arr)? else {
+            return Err(self.err(&format!("`index` of `{arr}`, which is not an array")));
+        };
+        let mut out = Vec::new();
+        let mut read = vec![idx.clone()];
+        let da = self.arrays.get(arr).cloned();
+        if da.is_none() {
+            read.push(arr.clone());
+        }
+        let ds = self.occurrences(&mut out, &read, &mut sigma)?;
+        out.extend(ds.into_iter().map(drop_stmt));
+        let Some(da) = da else {
+            return Ok(Expr::block(out, self.with_zero_tangent(e.clone(), *elem)));
+        };
+        let (y, dy) = (self.fresh.var("x"), self.fresh.var("dx"));
+        out.push(Stmt::Let {
+            nl: vec![Binder::new(y.clone(), (*elem).clone())],
+            lin: vec![],
+            rhs: e.clone(),
+        });
+        out.push(Stmt::Let {
+            nl: vec![],
+            lin: vec![Binder::new(dy.clone(), elem.tangent())],
+            rhs: Expr::LinIndex {
+                arr: da,
+                idx: idx.clone(),
+            },
+        });
+        Ok(Expr::block(
+            out,
+            Expr::Ret {
+                nl: vec![y],
+                lin: vec![dy],
+            },
+        ))
+    }
+
+    /// JFill: a fresh array of a constant has a fresh buffer of zeros as
+    /// its tangent.
+    pub(super) fn fill(
+        &mut self,
+        e: &Expr,
+        len: &Var,
+        val: &Var,
+        size: Option<u64>,
+        mut sigma: Sigma,
+    ) -> Result<Expr, PassError> {
+        let elem = self.ty(val)?;
+        let ty = Ty::Array(Box::new(elem.clone()), size);
+        let mut out = Vec::new();
+        let mut ds = self
+            .occurrences(&mut out, &[len.clone(), val.clone()], &mut sigma)?
+            .into_iter();
+        out.extend(ds.next().map(drop_stmt));
+        let dv = ds
+            .next()
+            .ok_or_else(|| self.err("`fill` without a value tangent"))?;
+        if !ty.is_linear_array() {
+            out.push(drop_stmt(dv));
+            return Ok(Expr::block(out, self.with_zero_tangent(e.clone(), ty)));
+        }
+        let (y, dy) = (self.fresh.var("a"), self.fresh.var("da"));
+        out.push(Stmt::Let {
+            nl: vec![Binder::new(y.clone(), ty.clone())],
+            lin: vec![],
+            rhs: e.clone(),
+        });
+        let dty = ty.tangent();
+        let zeros = Expr::LinZeros {
+            ty: dty.clone(),
+            len: len.clone(),
+        };
+        let rhs = if self.constant.contains(val) {
+            out.push(drop_stmt(dv));
+            zeros
+        } else {
+            self.fill_tangent(zeros, len, dv, &dty, &mut out)
+        };
+        out.push(Stmt::Let {
+            nl: vec![],
+            lin: vec![Binder::new(dy.clone(), dty)],
+            rhs,
+        });
+        Ok(Expr::block(
+            out,
+            Expr::Ret {
+                nl: vec![y],
+                lin: vec![dy],
+            },
+        ))
+    }
+
+    /// `ȧ = zeros; for k in 0..n { ȧ = lset(ȧ, k, v̇) }`, `v̇` split per
+    /// iteration and its last copy dropped: the tangent of `fill(n, v)`.
+    fn fill_tangent(
+        &mut self,
+        zeros: Expr,
+        len: &Var,
+        dv: Var,
+        dty: &Ty,
+        out: &mut Vec<Stmt>,
+    ) -> Expr {
+        let Ty::Array(et, _) = dty else { return zeros };
+        let et = (**et).clone();
+        let (z, dz, zero) = (
+            self.fresh.var("da"),
+            self.fresh.var("k"),
+            self.fresh.var("z"),
+        );
+        out.push(Stmt::Let {
+            nl: vec![],
+            lin: vec![Binder::new(z.clone(), dty.clone())],
+            rhs: zeros,
+        });
+        out.push(Stmt::Let {
+            nl: vec![Binder::new(zero.clone(), Ty::Int)],
+            lin: vec![],
+            rhs: Expr::Int(0),
+        });
+        let (acc, d, d1, d2, acc2) = (
+            self.fresh.var("da"),
+            self.fresh.var("dv"),
+            self.fresh.var("dv"),
+            self.fresh.var("dv"),
+            self.fresh.var("da"),
+        );
+        let body = Expr::block(
+            vec![
+                Stmt::Let {
+                    nl: vec![],
+                    lin: vec![
+                        Binder::new(d1.clone(), et.clone()),
+                        Binder::new(d2.clone(), et.clone()),
+                    ],
+                    rhs: Expr::Dup(d.clone()),
+                },
+                Stmt::Let {
+                    nl: vec![],
+                    lin: vec![Binder::new(acc2.clone(), dty.clone())],
+                    rhs: Expr::LinSet {
+                        arr: acc.clone(),
+                        idx: dz.clone(),
+                        val: d1,
+                    },
+                },
+            ],
+            Expr::Ret {
+                nl: vec![],
+                lin: vec![acc2, d2],
+            },
+        );
+        let (filled, rest) = (self.fresh.var("da"), self.fresh.var("dv"));
+        out.push(Stmt::Let {
+            nl: vec![],
+            lin: vec![
+                Binder::new(filled.clone(), dty.clone()),
+                Binder::new(rest.clone(), et.clone()),
+            ],
+            rhs: Expr::Loop(Box::new(crate::ir::Loop {
+                iter: crate::ir::Iter::Range {
+                    index: Binder::new(dz, Ty::Int),
+                    lo: zero,
+                    hi: len.clone(),
+                    step: None,
+                    rev: false,
+                    trip: None,
+                },
+                nl: vec![],
+                lin: vec![(Binder::new(acc, dty.clone()), z), (Binder::new(d, et), dv)],
+                collect: vec![],
+                body,
+            })),
+        });
+        out.push(drop_stmt(rest));
+        Expr::lin_var(filled)
+    }
+
+    /// JSet: the write's tangent writes the value's tangent into the
+    /// array's, consuming it.
+    pub(super) fn set(
+        &mut self,
+        e: &Expr,
+        arr: &Var,
+        idx: &Var,
+        val: &Var,
+        mut sigma: Sigma,
+    ) -> Result<Expr, PassError> {
+        let ty = self.ty(arr)?;
+        let mut out = Vec::new();
+        if !ty.is_linear_array() {
+            let ds = self.occurrences(
+                &mut out,
+                &[idx.clone(), val.clone(), arr.clone()],
+                &mut sigma,
+            )?;
+            out.extend(ds.into_iter().map(drop_stmt));
+            return Ok(Expr::block(out, self.with_zero_tangent(e.clone(), ty)));
+        }
+        let da = self.take_owned(arr)?;
+        let mut ds = self
+            .occurrences(&mut out, &[idx.clone(), val.clone()], &mut sigma)?
+            .into_iter();
+        out.extend(ds.next().map(drop_stmt));
+        let dx = ds
+            .next()
+            .ok_or_else(|| self.err("`set` without a value tangent"))?;
+        let (y, dy) = (self.fresh.var("a"), self.fresh.var("da"));
+        out.push(Stmt::Let {
+            nl: vec![Binder::new(y.clone(), ty.clone())],
+            lin: vec![],
+            rhs: e.clone(),
+        });
+        out.push(Stmt::Let {
+            nl: vec![],
+            lin: vec![Binder::new(dy.clone(), ty.tangent())],
+            rhs: Expr::LinSet {
+                arr: da,
+                idx: idx.clone(),
+                val: dx,
+            },
+        });
+        Ok(Expr::block(
+            out,
+            Expr::Ret {
+                nl: vec![y],
+                lin: vec![dy],
+            },
+        ))
+    }
+
+    /// The tangent of owned array `a`, consumed here.
+    pub(super) fn take_owned(&mut self, a: &Var) -> Result<Var, PassError> {
+        if !self.owned.remove(a) {
+            return Err(self.err(&format!(
+                "array `{a}` is consumed, but it is an input or was consumed already; J writes and returns only arrays the function creates"
+            )));
+        }
+        self.arrays
+            .remove(a)
+            .ok_or_else(|| self.err(&format!("no tangent for array `{a}`")))
+    }
+
+    /// Registers `b`, bound to a value whose tangent is `d`: an owned
+    /// array if it is one (read in place, consumed once), else in Σ.
+    pub(super) fn bind_tangent(&mut self, sigma: &mut Sigma, b: &Binder, d: Var) {
+        self.types.insert(b.var.clone(), b.ty.clone());
+        if b.ty.is_linear_array() {
+            self.arrays.insert(b.var.clone(), d);
+            self.owned.insert(b.var.clone());
+        } else {
+            sigma.insert(b.var.clone(), d);
+        }
+    }
+
+    /// JFree for the owned arrays of `scope` that are still unconsumed and
+    /// that nothing after this point reads (`done`): `lfree(ȧ, len(a))`.
+    pub(super) fn free_done(
+        &mut self,
+        scope: &mut Vec<Var>,
+        done: impl Fn(&Var) -> bool,
+        out: &mut Vec<Stmt>,
+    ) {
+        let mut keep = Vec::new();
+        for a in std::mem::take(scope) {
+            if !self.owned.contains(&a) {
+                continue;
+            }
+            if !done(&a) {
+                keep.push(a);
+                continue;
+            }
+            self.owned.remove(&a);
+            let Some(da) = self.arrays.remove(&a) else {
+                continue;
+            };
+            let n = self.fresh.var("n");
+            out.push(Stmt::Let {
+                nl: vec![Binder::new(n.clone(), Ty::Int)],
+                lin: vec![],
+                rhs: Expr::Len(a),
+            });
+            out.push(Stmt::Let {
+                nl: vec![],
+                lin: vec![],
+                rhs: Expr::LinFree { arr: da, len: n },
+            });
+        }
+        *scope = keep;
+    }
+
+    /// The J'd tail `tail` of a block followed by the frees of the owned
+    /// arrays of `scope` it read without consuming: its results are bound,
+    /// the arrays freed, the results returned.
+    pub(super) fn free_after_tail(
+        &mut self,
+        src: &Expr,
+        tail: Expr,
+        mut scope: Vec<Var>,
+    ) -> Result<Expr, PassError> {
+        let mut frees = Vec::new();
+        self.free_done(&mut scope, |_| true, &mut frees);
+        if frees.is_empty() {
+            return Ok(tail);
+        }
+        let tys = self.result_types(src)?;
+        let r: Vec<Binder> = tys
+            .iter()
+            .map(|t| Binder::new(self.fresh.var("r"), t.clone()))
+            .collect();
+        let dr: Vec<Binder> = tys
+            .iter()
+            .map(|t| Binder::new(self.fresh.var("dr"), t.tangent()))
+            .collect();
+        let ret = Expr::Ret {
+            nl: r.iter().map(|b| b.var.clone()).collect(),
+            lin: dr.iter().map(|b| b.var.clone()).collect(),
+        };
+        let mut stmts = vec![Stmt::Let {
+            nl: r,
+            lin: dr,
+            rhs: tail,
+        }];
+        stmts.extend(frees);
+        Ok(Expr::block(stmts, ret))
+    }
+
+    /// The result types of source expression `e`, once J has seen the
+    /// variables it binds.
+    fn result_types(&self, e: &Expr) -> Result<Vec<Ty>, PassError> {
+        let one = |t: Ty| Ok(vec![t]);
+        match e {
+            Expr::Block { tail, .. } => self.result_types(tail),
+            Expr::Ret { nl, .. } => nl.iter().map(|v| self.ty(v)).collect(),
+            Expr::App { func, .. } => self
+                .rets
+                .get(func)
+                .cloned()
+                .ok_or_else(|| self.err(&format!("call to unknown function `{func}`"))),
+            Expr::Lit { float, .. } => one(Ty::Real(*float)),
+            Expr::Const { ty, .. } => one(ty.clone()),
+            Expr::Tup(vs) => one(Ty::Tuple(
+                vs.iter().map(|v| self.ty(v)).collect::<Result<_, _>>()?,
+            )),
+            Expr::Prim { prim, args } => {
+                let first = match args.first() {
+                    Some(a) => Some(self.ty(a)?),
+                    None => None,
+                };
+                one(prim_result(*prim, first.as_ref()))
+            }
+            Expr::Int(_) | Expr::Len(_) => one(Ty::Int),
+            Expr::Bool(_) => one(Ty::Bool),
+            Expr::Inj { sum, .. } => one(sum.clone()),
+            Expr::Case { arms, .. } => match arms.first() {
+                Some(a) => self.result_types(&a.body),
+                None => Ok(vec![]),
+            },
+            Expr::Loop(l) => Ok(l.result_types().0),
+            Expr::Index { arr, .. } => match self.ty(arr)? {
+                Ty::Array(e, _) => one(*e),
+                t => Err(self.err(&format!("`index` of `{arr}: {t}`"))),
+            },
+            Expr::Fill { val, size, .. } => one(Ty::Array(Box::new(self.ty(val)?), *size)),
+            Expr::Set { arr, .. } => one(self.ty(arr)?),
+            Expr::Drop(_) => Ok(vec![]),
+            Expr::LinZero(_)
+            | Expr::LinTup(_)
+            | Expr::LinAdd(..)
+            | Expr::LinNeg(_)
+            | Expr::LinScale(..)
+            | Expr::Dup(_)
+            | Expr::LinIndex { .. }
+            | Expr::LinAccum { .. }
+            | Expr::LinZeros { .. }
+            | Expr::LinSet { .. }
+            | Expr::LinFree { .. } => Err(self.err("J applies to non-linear expressions only")),
+        }
+    }
+}
+
+fn prim_result(prim: Prim, first: Option<&Ty>) -> Ty {
+    prim.result_ty(first)
+}
