@@ -67,6 +67,17 @@
 //!     cotangents of its uses) each `lindex` is a use, and T sums their
 //!     cotangents in place.
 //!
+//!     Local arrays. `fill(n, v)` makes an array of `n` copies of `v`
+//!     (`n` an int); `set(a, i, v)` writes element `i`, consuming `a`:
+//!     nothing reads `a` after it (a case's arms each may), and `a` is
+//!     bound in the innermost loop body or is its carried state, so
+//!     generated Rust stores in place. Their linear counterparts are
+//!     `lzeros(τ, n)`, a buffer of zeros (the one way to create a linear
+//!     array); `lset(ȧ, i, v̇)`, consuming both; and `lfree(ȧ, n)`, which
+//!     consumes a buffer of length `n`. `lzeros` and `lfree` are each
+//!     other's transposes; `lset`'s transpose reads the cotangent at `i`
+//!     and writes a zero there.
+//!
 //! With [`Mode::LinearB`] two more (Def. 6.1):
 //!
 //! 9. No function and no expression returns both non-linear and linear

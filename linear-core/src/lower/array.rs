@@ -15,6 +15,13 @@
 //!   `{ let mut s = init; for v in it { s = s + e; } s }`. Closures are
 //!   accepted only there.
 //!
+//! * Local arrays: `let mut y = vec![v; n]` or `[v; N]` (literal `N`) of
+//!   floats or tuples of floats is `fill(n, v)`; `y[i] = e` and
+//!   `y[i] op= e` rebind `y` to `set(y, i, ..)`, written in place, and a
+//!   loop writing `y` carries it as state. Writes in branches, copies of
+//!   arrays (`let mut y = x`) and array results are not supported yet:
+//!   each is a clear error.
+//!
 //! The rewriting is syntactic and total (a chain it does not recognise is
 //! left alone, and reported where it is lowered), so errors point at the
 //! user's own code.
@@ -331,4 +338,133 @@ pub(super) fn is_reduction(m: &syn::ExprMethodCall) -> bool {
         (m.method.to_string().as_str(), m.args.len()),
         ("sum", 0) | ("fold", 2)
     )
+}
+
+/// `vec![v; n]` or `[v; N]`: the value, the length, and `N` for an inline
+/// array of a literal length.
+fn fill_parts(e: &syn::Expr) -> Option<(syn::Expr, syn::Expr, Option<u64>)> {
+    match e {
+        syn::Expr::Paren(p) => fill_parts(&p.expr),
+        syn::Expr::Group(g) => fill_parts(&g.expr),
+        syn::Expr::Repeat(r) => {
+            let syn::Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Int(n),
+                ..
+            }) = &*r.len
+            else {
+                return None;
+            };
+            let size = n.base10_parse::<u64>().ok()?;
+            Some(((*r.expr).clone(), (*r.len).clone(), Some(size)))
+        }
+        syn::Expr::Macro(m) if m.mac.path.is_ident("vec") => {
+            let tokens = &m.mac.tokens;
+            let r: syn::ExprRepeat = syn::parse2(quote!([#tokens])).ok()?;
+            Some(((*r.expr).clone(), (*r.len).clone(), None))
+        }
+        _ => None,
+    }
+}
+
+impl Lowerer<'_> {
+    /// A local array of floats (or tuples of floats) to write in place:
+    /// `vec![v; n]` or `[v; N]` (literal `N`) bound by `let mut`, as
+    /// `fill(n, v)`; `None` if `e` is neither.
+    pub(super) fn local_array(&mut self, e: &syn::Expr) -> Option<Val> {
+        let (val, len, size) = fill_parts(e)?;
+        let v = self.expr(&val, "fill");
+        let elem = match &v {
+            Val::Active(_, t) => t.clone(),
+            Val::Inactive(tokens) => self.infer_tokens(tokens).unwrap_or(Ty::F64),
+        };
+        if !elem.is_vector() {
+            return None;
+        }
+        let v = self.materialize(v, &elem, val.span());
+        let n = self.int(&len);
+        let ty = Ty::Array(Box::new(elem), size);
+        let a = self.emit(
+            "a",
+            ty.clone(),
+            Expr::Fill {
+                len: n,
+                val: v,
+                size,
+            },
+        );
+        Some(Val::Active(a, ty))
+    }
+
+    /// `a[i] = e;` or `a[i] op= e;` on a local array `a` (see
+    /// [`Lowerer::local_array`]): `a` is rebound to `set(a, i, e)`, written
+    /// in place. Returns whether `target` was such an element.
+    pub(super) fn element_write(
+        &mut self,
+        target: &syn::Expr,
+        op: Option<crate::ir::Prim>,
+        right: &syn::Expr,
+    ) -> bool {
+        let syn::Expr::Index(ix) = target else {
+            return false;
+        };
+        let name = match &*ix.expr {
+            syn::Expr::Path(p) => p.path.get_ident().map(|i| i.to_string()),
+            _ => None,
+        };
+        let Some(name) = name else {
+            self.errs.spanned(&ix.expr, "element writes are supported on local arrays (`let mut y = vec![0.0; n]`, `[0.0; N]`), written `y[i] = ..`");
+            return true;
+        };
+        let (a, ty) = match self.lookup(&name).cloned() {
+            Some(super::Binding::Active(a, ty @ Ty::Array(..), true)) => (a, ty),
+            // Reported where it was bound.
+            Some(super::Binding::Poisoned) => return true,
+            Some(super::Binding::Param) => {
+                self.errs.spanned(&ix.expr, format!("`{name}` is a parameter: write into a local copy (`let mut y = vec![0.0; {name}.len()];`) and return it"));
+                return true;
+            }
+            _ => {
+                self.errs.spanned(&ix.expr, format!("`{name}` is not a local array of floats made by `let mut {name} = vec![0.0; n]` or `[0.0; N]`: element writes are supported on those"));
+                return true;
+            }
+        };
+        let Ty::Array(elem, _) = &ty else { return true };
+        let elem = (**elem).clone();
+        let i = self.int(&ix.index);
+        let rhs = self.expr(right, &name);
+        let value = match op {
+            None => rhs,
+            Some(op) => {
+                let cur = self.emit(
+                    "x",
+                    elem.clone(),
+                    Expr::Index {
+                        arr: a.clone(),
+                        idx: i.clone(),
+                    },
+                );
+                let sym = match op {
+                    crate::ir::Prim::Add => quote!(+=),
+                    crate::ir::Prim::Sub => quote!(-=),
+                    crate::ir::Prim::Mul => quote!(*=),
+                    _ => quote!(/=),
+                };
+                let whole = quote!(#target #sym #right);
+                let cur = Val::Active(cur, elem.clone());
+                self.binary(op, cur, rhs, target.span(), right.span(), &whole, &name)
+            }
+        };
+        let v = self.materialize(value, &elem, right.span());
+        let next = self.emit(
+            "a",
+            ty.clone(),
+            Expr::Set {
+                arr: a,
+                idx: i,
+                val: v,
+            },
+        );
+        self.set_existing(&name, super::Binding::Active(next, ty, true));
+        true
+    }
 }

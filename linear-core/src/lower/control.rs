@@ -55,6 +55,10 @@ pub(super) fn assigned(node: &impl ToTokens) -> Vec<String> {
     }
     impl Assigned {
         fn target(&mut self, e: &syn::Expr) {
+            // An element write `a[i] = ..` assigns the array `a`.
+            if let syn::Expr::Index(ix) = e {
+                return self.target(&ix.expr);
+            }
             if let syn::Expr::Path(p) = e {
                 if let Some(id) = p.path.get_ident() {
                     let n = id.to_string();
@@ -110,11 +114,25 @@ impl Lowerer<'_> {
     /// The IR variables of the outer `let mut` variables among `names`,
     /// each made an IR variable first if it was a prelude value.
     pub(super) fn state_of(&mut self, names: &[String], span: Span) -> Vec<(String, Var, Ty)> {
+        self.state_of_in(names, span, false)
+    }
+
+    /// [`Lowerer::state_of`]; `in_loop` if the state is a loop's, which
+    /// may carry a local array written in place (a branch may not yet).
+    pub(super) fn state_of_in(
+        &mut self,
+        names: &[String],
+        span: Span,
+        in_loop: bool,
+    ) -> Vec<(String, Var, Ty)> {
         let mut out = Vec::new();
         for n in names {
             match self.lookup(n).cloned() {
+                Some(Binding::Active(v, t @ Ty::Array(..), true)) if in_loop => {
+                    out.push((n.clone(), v, t))
+                }
                 Some(Binding::Active(_, Ty::Array(..), true)) => {
-                    self.errs.push(span, format!("`{n}` holds a differentiable array and is assigned in this loop or branch: choosing between arrays is not supported yet; index the arrays instead (`if c {{ x[i] }} else {{ y[i] }}`)"));
+                    self.errs.push(span, format!("`{n}` holds a differentiable array and is assigned or written in this branch: arrays are not chosen or written in branches yet; choose the element instead and write after the branch (`{n}[i] = if c {{ a }} else {{ b }};`)"));
                 }
                 Some(Binding::Active(v, t, true)) => out.push((n.clone(), v, t)),
                 Some(Binding::Inactive(id, true)) => {
@@ -695,7 +713,7 @@ impl Lowerer<'_> {
         let Some((lo, hi, step, rev)) = self.range(&f.expr) else {
             return;
         };
-        let state = self.state_of(&assigned(&f.body), f.span());
+        let state = self.state_of_in(&assigned(&f.body), f.span(), true);
         let outer_unpacked = self.unpacked.clone();
         let index = Binder::new(self.fresh.var("i"), Ty::Int);
         self.types.insert(index.var.clone(), Ty::Int);
@@ -747,7 +765,7 @@ impl Lowerer<'_> {
             );
             return;
         }
-        let state = self.state_of(&assigned(&w.body), w.span());
+        let state = self.state_of_in(&assigned(&w.body), w.span(), true);
         let outer_unpacked = self.unpacked.clone();
         let carry = self.enter_loop(&state);
         let saved = std::mem::take(&mut self.out);

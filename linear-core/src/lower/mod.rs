@@ -1346,7 +1346,29 @@ impl Lowerer<'_> {
         if let syn::Pat::Type(t) = &local.pat {
             self.ret_hint = Shape::from_type(&t.ty);
         }
-        let v = self.expr(&init.expr, &hint);
+        let mutable = match &local.pat {
+            syn::Pat::Ident(i) => i.mutability.is_some(),
+            syn::Pat::Type(t) => matches!(&*t.pat, syn::Pat::Ident(i) if i.mutability.is_some()),
+            _ => false,
+        };
+        let local_array = (mutable && self.mode == Mode::Differentiable)
+            .then(|| self.local_array(&init.expr))
+            .flatten();
+        let is_fill = local_array.is_some();
+        let v = match local_array {
+            Some(v) => v,
+            None => self.expr(&init.expr, &hint),
+        };
+        // A mutable array binding is always one the function made, which
+        // element writes may then write in place.
+        if mutable && !is_fill && matches!(v, Val::Active(_, Ty::Array(..))) {
+            self.errs.spanned(
+                &init.expr,
+                "a `let mut` copy of a differentiable array is not supported yet: make a local array (`let mut y = vec![0.0; x.len()];`) and copy the elements in a loop",
+            );
+            let poison = self.placeholder();
+            return self.bind_pattern(&local.pat, poison);
+        }
         self.ret_hint = None;
         // A type annotation on an active value must describe its IR type.
         if let (syn::Pat::Type(t), Val::Active(_, ty)) = (&local.pat, &v) {
@@ -1386,6 +1408,7 @@ impl Lowerer<'_> {
             }
         }
         let (target, value) = match e {
+            syn::Expr::Assign(a) if self.element_write(&a.left, None, &a.right) => return,
             syn::Expr::Assign(a) => (&*a.left, self.assign_rhs(&a.left, None, &a.right)),
             syn::Expr::Binary(b) => {
                 let op = match b.op {
@@ -1396,6 +1419,7 @@ impl Lowerer<'_> {
                     _ => None,
                 };
                 match op {
+                    Some(op) if self.element_write(&b.left, Some(op), &b.right) => return,
                     Some(op) => (&*b.left, self.assign_rhs(&b.left, Some(op), &b.right)),
                     None => return self.effect_stmt(e),
                 }

@@ -950,7 +950,7 @@ impl Unzip<'_> {
         bound: &[Var],
         saved: &[Binder],
     ) -> Result<Option<(Vec<Binder>, Vec<Stmt>)>, PassError> {
-        let (slice, reads) = backward_slice(ctx, lin);
+        let (slice, reads) = backward_slice(ctx, lin, &self.inputs);
         // The slice's inputs may be bound anywhere in the body (results of
         // statements it cannot recompute, such as array reads): their
         // types, for the saved record.
@@ -1049,7 +1049,7 @@ impl Unzip<'_> {
         let mut ctx = sp.ctx.clone();
         let rs = self.results(&mut ctx, sp.nl.clone())?;
         let next_x = &rs[..l.nl.len()];
-        let Some(state) = replay_state(l, &ctx, next_x, &sp.lin, bound) else {
+        let Some(state) = replay_state(l, &ctx, next_x, &sp.lin, bound, &self.inputs) else {
             return Ok(None);
         };
         let header: Vec<Binder> = state.iter().map(|&p| l.nl[p].0.clone()).collect();
@@ -1059,8 +1059,8 @@ impl Unzip<'_> {
             nl: next_vals.clone(),
             lin: vec![],
         };
-        let (step_slice, _) = backward_slice(&ctx, &next_ret);
-        let (lin_slice, _) = backward_slice(&ctx, &sp.lin);
+        let (step_slice, _) = backward_slice(&ctx, &next_ret, &self.inputs);
+        let (lin_slice, _) = backward_slice(&ctx, &sp.lin, &self.inputs);
 
         let mut pre = Vec::new();
         let init = state.iter().map(|&p| l.nl[p].1.clone()).collect();
@@ -1171,6 +1171,7 @@ fn replay_state(
     next_x: &[Var],
     lin: &Expr,
     bound: &[Var],
+    inputs: &HashSet<Var>,
 ) -> Option<Vec<usize>> {
     let mut header: Vec<&Var> = l.iter.binder().map(|b| &b.var).into_iter().collect();
     header.extend(l.nl.iter().map(|(b, _)| &b.var));
@@ -1189,13 +1190,13 @@ fn replay_state(
         }
         Some(out)
     };
-    let (slice, _) = backward_slice(ctx, lin);
+    let (slice, _) = backward_slice(ctx, lin, inputs);
     let mut needed = reads(Expr::block(slice, lin.clone()))?;
     let mut k = 0;
     while k < needed.len() {
         if let Some(pos) = l.nl.iter().position(|(b, _)| b.var == needed[k]) {
             let ret = Expr::var(next_x[pos].clone());
-            let (slice, _) = backward_slice(ctx, &ret);
+            let (slice, _) = backward_slice(ctx, &ret, inputs);
             for v in reads(Expr::block(slice, ret))? {
                 if !needed.contains(&v) {
                     needed.push(v);
@@ -1290,14 +1291,14 @@ fn saveable(t: &Ty) -> bool {
 
 /// The statements of a forward context that the residual `lin` needs,
 /// directly or through each other, in order, and whether it needs any.
-fn backward_slice(ctx: &[Stmt], lin: &Expr) -> (Vec<Stmt>, Vec<Var>) {
+fn backward_slice(ctx: &[Stmt], lin: &Expr, inputs: &HashSet<Var>) -> (Vec<Stmt>, Vec<Var>) {
     let mut needed: HashSet<Var> = free_vars(lin).nl.into_iter().collect();
     let reads: Vec<Var> = needed.iter().cloned().collect();
     let mut keep = vec![false; ctx.len()];
     for (i, s) in ctx.iter().enumerate().rev() {
         let mut binds = false;
         crate::visit::stmt_binds(s, &mut |v, _| binds |= needed.contains(v));
-        if binds && recomputable(s) {
+        if binds && recomputable(s, inputs) {
             keep[i] = true;
             needed.extend(stmt_free_vars(s).nl);
         }
@@ -1315,14 +1316,17 @@ fn backward_slice(ctx: &[Stmt], lin: &Expr) -> (Vec<Stmt>, Vec<Var>) {
 /// no Rust constant (prelude values, parameters and inactive code are not
 /// in scope in `apply` and `transpose`) and no array (an input array is
 /// never copied onto the tape: its elements are saved as read).
-fn recomputable(s: &Stmt) -> bool {
-    fn pure(e: &Expr) -> bool {
+fn recomputable(s: &Stmt, inputs: &HashSet<Var>) -> bool {
+    fn pure_expr(e: &Expr, inputs: &HashSet<Var>) -> bool {
+        let recomputable = |s: &Stmt| recomputable(s, inputs);
+        let pure = |e: &Expr| pure_expr(e, inputs);
         match e {
             // A local array is written in place: never run again.
             Expr::Const { .. } | Expr::Len(_) | Expr::Fill { .. } | Expr::Set { .. } => false,
-            // The array is on the tape (see `literal_binding`).
-            Expr::Index { .. }
-            | Expr::LinIndex { .. }
+            // An input array is on the tape (see `literal_binding`); a
+            // local one is not.
+            Expr::Index { arr, .. } => inputs.contains(arr),
+            Expr::LinIndex { .. }
             | Expr::LinAccum { .. }
             | Expr::LinZeros { .. }
             | Expr::LinSet { .. }
@@ -1351,7 +1355,7 @@ fn recomputable(s: &Stmt) -> bool {
         }
     }
     match s {
-        Stmt::Let { rhs, .. } => pure(rhs),
+        Stmt::Let { rhs, .. } => pure_expr(rhs, inputs),
         Stmt::Unpack { .. } | Stmt::LinUnpack { .. } => true,
     }
 }
