@@ -511,6 +511,29 @@ impl Transpose<'_> {
         Ok(())
     }
 
+    /// The cotangent `c` of an array written at `idx` (the first of
+    /// `cts`) and the cotangent of the value written, `c[idx]`, read in
+    /// place.
+    fn read_slot(
+        &mut self,
+        val: &Var,
+        idx: &Var,
+        cts: Vec<Var>,
+        out: &mut Vec<Stmt>,
+    ) -> Result<(Var, Binder), PassError> {
+        let c = cts
+            .into_iter()
+            .next()
+            .ok_or_else(|| self.err("array write without a cotangent"))?;
+        let cv = self.ct_var(val)?;
+        let rhs = Expr::LinIndex {
+            arr: c.clone(),
+            idx: idx.clone(),
+        };
+        Self::emit_lin(out, vec![cv.clone()], rhs);
+        Ok((c, cv))
+    }
+
     /// TAccum: the value's cotangent is the array's cotangent at the
     /// index, read in place; the array's is the whole.
     fn t_accum(
@@ -521,16 +544,7 @@ impl Transpose<'_> {
         cts: Vec<Var>,
         out: &mut Vec<Stmt>,
     ) -> Result<Cts, PassError> {
-        let c = cts
-            .into_iter()
-            .next()
-            .ok_or_else(|| self.err("accumulation without a cotangent"))?;
-        let cv = self.ct_var(val)?;
-        let rhs = Expr::LinIndex {
-            arr: c.clone(),
-            idx: idx.clone(),
-        };
-        Self::emit_lin(out, vec![cv.clone()], rhs);
+        let (c, cv) = self.read_slot(val, idx, cts, out)?;
         let mut ct = Cts::default();
         ct.insert(val.clone(), cv.var);
         ct.insert(arr.clone(), c);
@@ -548,16 +562,7 @@ impl Transpose<'_> {
         cts: Vec<Var>,
         out: &mut Vec<Stmt>,
     ) -> Result<Cts, PassError> {
-        let c = cts
-            .into_iter()
-            .next()
-            .ok_or_else(|| self.err("`lset` without a cotangent"))?;
-        let cv = self.ct_var(val)?;
-        let rhs = Expr::LinIndex {
-            arr: c.clone(),
-            idx: idx.clone(),
-        };
-        Self::emit_lin(out, vec![cv.clone()], rhs);
+        let (c, cv) = self.read_slot(val, idx, cts, out)?;
         let z = self.ct_var(val)?;
         let zt = z.ty.clone();
         Self::emit_lin(out, vec![z.clone()], Expr::LinZero(zt));
