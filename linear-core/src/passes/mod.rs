@@ -11,7 +11,7 @@ use std::fmt;
 
 use rustc_hash::FxHashMap as HashMap;
 
-use crate::ir::{Ty, Var};
+use crate::ir::{Expr, Ty, Var};
 
 /// The type a pass recorded for `v` in function `func`, or an error naming
 /// it (a pass given ill-typed input, or a bug: never a panic).
@@ -20,6 +20,55 @@ pub(crate) fn type_of(types: &HashMap<Var, Ty>, func: &Var, v: &Var) -> Result<T
         .get(v)
         .cloned()
         .ok_or_else(|| PassError::new(func, &format!("no type for `{v}`")))
+}
+
+/// The result types of a non-linear leaf expression (a literal, a
+/// constant, a tuple, a return, a primitive, an array operation), with
+/// `types` giving its variables' types; `None` for any other expression.
+pub(crate) fn leaf_types(
+    types: &HashMap<Var, Ty>,
+    func: &Var,
+    e: &Expr,
+) -> Result<Option<Vec<Ty>>, PassError> {
+    let ty = |v: &Var| type_of(types, func, v);
+    Ok(Some(match e {
+        Expr::Lit { float, .. } => vec![Ty::Real(*float)],
+        Expr::Const { ty, .. } => vec![ty.clone()],
+        Expr::Int(_) | Expr::Len(_) => vec![Ty::Int],
+        Expr::Bool(_) => vec![Ty::Bool],
+        Expr::Inj { sum, .. } => vec![sum.clone()],
+        Expr::Tup(vs) => vec![Ty::Tuple(vs.iter().map(ty).collect::<Result<_, _>>()?)],
+        Expr::Ret { nl, .. } => nl.iter().map(ty).collect::<Result<_, _>>()?,
+        Expr::Prim { prim, args } => {
+            let first = match args.first() {
+                Some(a) => Some(ty(a)?),
+                None => None,
+            };
+            vec![prim.result_ty(first.as_ref())]
+        }
+        Expr::Index { arr, .. } => match ty(arr)? {
+            Ty::Array(e, _) => vec![*e],
+            t => return Err(PassError::new(func, &format!("`index` of `{arr}: {t}`"))),
+        },
+        Expr::Fill { val, size, .. } => vec![Ty::Array(Box::new(ty(val)?), *size)],
+        Expr::Set { arr, .. } => vec![ty(arr)?],
+        Expr::Block { .. }
+        | Expr::App { .. }
+        | Expr::Case { .. }
+        | Expr::Loop(_)
+        | Expr::Drop(_)
+        | Expr::LinZero(_)
+        | Expr::LinTup(_)
+        | Expr::LinAdd(..)
+        | Expr::LinNeg(_)
+        | Expr::LinScale(..)
+        | Expr::Dup(_)
+        | Expr::LinIndex { .. }
+        | Expr::LinAccum { .. }
+        | Expr::LinZeros { .. }
+        | Expr::LinSet { .. }
+        | Expr::LinFree { .. } => return Ok(None),
+    }))
 }
 
 /// A pass was given input outside its domain (for example J applied to a

@@ -649,47 +649,8 @@ impl Unzip<'_> {
 
     /// Result types of a non-linear leaf (what U leaves as `e'`).
     fn leaf_types(&self, e: &Expr) -> Result<Vec<Ty>, PassError> {
-        Ok(match e {
-            Expr::Lit { float, .. } => vec![Ty::Real(*float)],
-            Expr::Const { ty, .. } => vec![ty.clone()],
-            Expr::Int(_) => vec![Ty::Int],
-            Expr::Bool(_) => vec![Ty::Bool],
-            Expr::Inj { sum, .. } => vec![sum.clone()],
-            Expr::Tup(vs) => vec![Ty::Tuple(
-                vs.iter().map(|v| self.ty(v)).collect::<Result<_, _>>()?,
-            )],
-            Expr::Ret { nl, .. } => nl.iter().map(|v| self.ty(v)).collect::<Result<_, _>>()?,
-            Expr::Prim { prim, args } => {
-                let first = match args.first() {
-                    Some(a) => Some(self.ty(a)?),
-                    None => None,
-                };
-                vec![prim.result_ty(first.as_ref())]
-            }
-            Expr::Index { arr, .. } => match self.ty(arr)? {
-                Ty::Array(e, _) => vec![*e],
-                t => return Err(self.err(&format!("`index` of `{arr}: {t}`"))),
-            },
-            Expr::Len(_) => vec![Ty::Int],
-            Expr::Fill { val, size, .. } => vec![Ty::Array(Box::new(self.ty(val)?), *size)],
-            Expr::Set { arr, .. } => vec![self.ty(arr)?],
-            Expr::Block { .. }
-            | Expr::LinZeros { .. }
-            | Expr::LinSet { .. }
-            | Expr::LinFree { .. }
-            | Expr::LinIndex { .. }
-            | Expr::LinAccum { .. }
-            | Expr::App { .. }
-            | Expr::Case { .. }
-            | Expr::Loop(_)
-            | Expr::LinZero(_)
-            | Expr::LinTup(_)
-            | Expr::LinAdd(..)
-            | Expr::LinNeg(_)
-            | Expr::LinScale(..)
-            | Expr::Dup(_)
-            | Expr::Drop(_) => return Err(self.err("unexpected non-linear result form after U")),
-        })
+        super::leaf_types(&self.types, self.func, e)?
+            .ok_or_else(|| self.err("unexpected non-linear result form after U"))
     }
 
     /// The residuals a linear expression reads among the variables `bound`

@@ -18,7 +18,7 @@
 //! `lset`, by a return (a result, a loop's next state) or by `lfree`.
 
 use super::{drop_stmt, Jvp, Sigma};
-use crate::ir::{Binder, Expr, Prim, Stmt, Ty, Var};
+use crate::ir::{Binder, Expr, Stmt, Ty, Var};
 use crate::passes::PassError;
 
 impl Jvp<'_> {
@@ -361,43 +361,36 @@ impl Jvp<'_> {
     /// The result types of source expression `e`, once J has seen the
     /// variables it binds.
     fn result_types(&self, e: &Expr) -> Result<Vec<Ty>, PassError> {
-        let one = |t: Ty| Ok(vec![t]);
+        if let Some(ts) = crate::passes::leaf_types(&self.types, self.func, e)? {
+            return Ok(ts);
+        }
         match e {
             Expr::Block { tail, .. } => self.result_types(tail),
-            Expr::Ret { nl, .. } => nl.iter().map(|v| self.ty(v)).collect(),
             Expr::App { func, .. } => self
                 .rets
                 .get(func)
                 .cloned()
                 .ok_or_else(|| self.err(&format!("call to unknown function `{func}`"))),
-            Expr::Lit { float, .. } => one(Ty::Real(*float)),
-            Expr::Const { ty, .. } => one(ty.clone()),
-            Expr::Tup(vs) => one(Ty::Tuple(
-                vs.iter().map(|v| self.ty(v)).collect::<Result<_, _>>()?,
-            )),
-            Expr::Prim { prim, args } => {
-                let first = match args.first() {
-                    Some(a) => Some(self.ty(a)?),
-                    None => None,
-                };
-                one(prim_result(*prim, first.as_ref()))
-            }
-            Expr::Int(_) | Expr::Len(_) => one(Ty::Int),
-            Expr::Bool(_) => one(Ty::Bool),
-            Expr::Inj { sum, .. } => one(sum.clone()),
             Expr::Case { arms, .. } => match arms.first() {
                 Some(a) => self.result_types(&a.body),
                 None => Ok(vec![]),
             },
             Expr::Loop(l) => Ok(l.result_types().0),
-            Expr::Index { arr, .. } => match self.ty(arr)? {
-                Ty::Array(e, _) => one(*e),
-                t => Err(self.err(&format!("`index` of `{arr}: {t}`"))),
-            },
-            Expr::Fill { val, size, .. } => one(Ty::Array(Box::new(self.ty(val)?), *size)),
-            Expr::Set { arr, .. } => one(self.ty(arr)?),
             Expr::Drop(_) => Ok(vec![]),
-            Expr::LinZero(_)
+            // Leaves (handled above) and linear forms.
+            Expr::Ret { .. }
+            | Expr::Lit { .. }
+            | Expr::Const { .. }
+            | Expr::Tup(_)
+            | Expr::Prim { .. }
+            | Expr::Int(_)
+            | Expr::Bool(_)
+            | Expr::Inj { .. }
+            | Expr::Index { .. }
+            | Expr::Len(_)
+            | Expr::Fill { .. }
+            | Expr::Set { .. }
+            | Expr::LinZero(_)
             | Expr::LinTup(_)
             | Expr::LinAdd(..)
             | Expr::LinNeg(_)
@@ -410,8 +403,4 @@ impl Jvp<'_> {
             | Expr::LinFree { .. } => Err(self.err("J applies to non-linear expressions only")),
         }
     }
-}
-
-fn prim_result(prim: Prim, first: Option<&Ty>) -> Ty {
-    prim.result_ty(first)
 }
