@@ -976,36 +976,38 @@ impl<'a> FnGen<'a> {
             })),
         });
         let y = if self.rng.chance(0.4) {
-            let k = self.bind(out, Ty::Int, Expr::Int(0), d);
-            self.use_(&k);
-            let e = self.bind(
-                out,
-                F,
-                Expr::Index {
-                    arr: y.clone(),
-                    idx: k.clone(),
-                },
-                d,
-            );
-            self.use_(&e);
-            let sq = self.prim(out, Prim::Mul, &[&e, &e], d);
-            self.use_(&sq);
-            let y2 = self.var();
-            out.push(Stmt::Let {
-                nl: vec![Binder::new(y2.clone(), ty.clone())],
-                lin: vec![],
-                rhs: Expr::Set {
-                    arr: y,
-                    idx: k,
-                    val: sq,
-                },
-            });
-            y2
+            self.overwrite_first(out, y, &ty, d)
         } else {
             y
         };
         self.pool.push((y, ty, d));
         true
+    }
+
+    /// `y[0] = y[0] * y[0]` after the loop that wrote `y`: a write of an
+    /// element read before it. Returns the array written.
+    fn overwrite_first(&mut self, out: &mut Vec<Stmt>, y: Var, ty: &Ty, d: usize) -> Var {
+        let k = self.bind(out, Ty::Int, Expr::Int(0), d);
+        self.use_(&k);
+        let read = Expr::Index {
+            arr: y.clone(),
+            idx: k.clone(),
+        };
+        let e = self.bind(out, F, read, d);
+        self.use_(&e);
+        let sq = self.prim(out, Prim::Mul, &[&e, &e], d);
+        self.use_(&sq);
+        let y2 = self.var();
+        out.push(Stmt::Let {
+            nl: vec![Binder::new(y2.clone(), ty.clone())],
+            lin: vec![],
+            rhs: Expr::Set {
+                arr: y,
+                idx: k,
+                val: sq,
+            },
+        });
+        y2
     }
 
     /// `for i in 0..len(a)` (maybe reversed) reading `a[i]`, carrying real
