@@ -96,6 +96,37 @@ fn dot_bench(c: &mut Criterion) {
     }
 }
 
+/// The columns of the `n`-entry matrix of the mat-vec benchmark: 10, 100,
+/// 1000, 1000 for n = 10, 10³, 10⁵, 10⁶ (rows 1, 10, 100, 1000).
+fn matvec_columns(n: usize) -> usize {
+    let digits = (n as f64).log10().round() as u32;
+    10usize.pow(digits.div_ceil(2)).min(n)
+}
+
+fn matvec_bench(c: &mut Criterion) {
+    let mut g = c.benchmark_group("arrays/matvec");
+    for n in SIZES {
+        let m = matvec_columns(n);
+        let (a, x, w) = (input(n, 7), input(m, 8), input(n / m, 9));
+        let (y, ga, gx) = matvec_hand(&a, &x, &w);
+        let (yv, (av, xv)) = matvec_vjp(&a, &x, w.clone());
+        same(&yv, &y, "mat-vec value");
+        same(&av, &ga, "mat-vec cotangent of the matrix");
+        same(&xv, &gx, "mat-vec cotangent of the vector");
+        tape("matvec", n, matvec_lin(&a, &x).1.tape_bytes());
+        let data = (a, x, w);
+        g.bench_with_input(BenchmarkId::new("hand", n), &data, |b, (a, x, w)| {
+            b.iter(|| matvec_hand(black_box(a), black_box(x), black_box(w)))
+        });
+        g.bench_with_input(BenchmarkId::new("vjp", n), &data, |b, (a, x, w)| {
+            // The cotangent buffer is the reverse pass's accumulator: it is
+            // moved in, so each call gets its own (a copy the hand-written
+            // adjoint does not make, of n / m elements).
+            b.iter(|| matvec_vjp(black_box(a), black_box(x), black_box(w).clone()))
+        });
+    }
+}
+
 fn log_sum_exp_bench(c: &mut Criterion) {
     let mut g = c.benchmark_group("arrays/log_sum_exp");
     for n in SIZES {
@@ -141,6 +172,6 @@ fn least_squares_bench(c: &mut Criterion) {
 criterion_group! {
     name = benches;
     config = config();
-    targets = rosenbrock_bench, dot_bench, log_sum_exp_bench, least_squares_bench
+    targets = rosenbrock_bench, dot_bench, matvec_bench, log_sum_exp_bench, least_squares_bench
 }
 criterion_main!(benches);

@@ -40,6 +40,42 @@ pub fn dot_hand(x: &[f64], y: &[f64]) -> (f64, Vec<f64>, Vec<f64>) {
     (v, y.to_vec(), x.to_vec())
 }
 
+/// A dense matrix-vector product `A x`, `A` row-major with `x.len()`
+/// columns: an array result, written element by element.
+#[differentiable]
+pub fn matvec(a: &[f64], x: &[f64]) -> Vec<f64> {
+    let m = x.len();
+    let n = a.len() / m;
+    let mut y = vec![0.0; n];
+    for i in 0..n {
+        for j in 0..m {
+            y[i] += a[i * m + j] * x[j];
+        }
+    }
+    y
+}
+
+/// `A x` and the cotangents of `A` and `x` for the output cotangent `w`:
+/// `w xᵀ` and `Aᵀ w`, in one sweep over `A`.
+pub fn matvec_hand(a: &[f64], x: &[f64], w: &[f64]) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+    let m = x.len();
+    let n = a.len() / m;
+    let mut y = vec![0.0; n];
+    for i in 0..n {
+        for j in 0..m {
+            y[i] += a[i * m + j] * x[j];
+        }
+    }
+    let (mut ga, mut gx) = (vec![0.0; a.len()], vec![0.0; m]);
+    for i in 0..n {
+        for j in 0..m {
+            ga[i * m + j] += w[i] * x[j];
+            gx[j] += w[i] * a[i * m + j];
+        }
+    }
+    (y, ga, gx)
+}
+
 /// log Σ exp(x_i), shifted by the maximum.
 #[differentiable]
 pub fn log_sum_exp(x: &[f64]) -> f64 {

@@ -109,9 +109,13 @@ fn table(out: &mut String, group: &str, title: &str, with_hand: bool) {
 }
 
 const ARRAY_SIZES: [u64; 4] = [10, 1_000, 100_000, 1_000_000];
-const ARRAY_WORKLOADS: [(&str, &str); 4] = [
+const ARRAY_WORKLOADS: [(&str, &str); 5] = [
     ("rosenbrock", "chained Rosenbrock over a slice"),
     ("dot", "dot product of two slices"),
+    (
+        "matvec",
+        "dense mat-vec `A x -> Vec<f64>`, n entries of `A`",
+    ),
     ("log_sum_exp", "log-sum-exp with the max shift"),
     (
         "least_squares",
@@ -195,7 +199,7 @@ fn arrays_svg() -> String {
         w / 2.0,
         h - 20.0
     );
-    let colors = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd"];
+    let colors = ["#1f77b4", "#d62728", "#ff7f0e", "#2ca02c", "#9467bd"];
     for (k, ((name, _), color)) in ARRAY_WORKLOADS.iter().zip(colors).enumerate() {
         for (bench, dash) in [("vjp", ""), ("hand", " stroke-dasharray=\"6,4\"")] {
             let pts: Vec<String> = ARRAY_SIZES

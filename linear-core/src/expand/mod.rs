@@ -284,6 +284,14 @@ fn to_ir(e: TokenStream, s: &Shape, names: &mut Names) -> TokenStream {
     convert(e, s, names, true)
 }
 
+/// A result's Rust value, tangent or cotangent of shape `s` to its IR
+/// representation: an array the function builds is its own IR value,
+/// owned, and the transposed residual consumes a cotangent array as its
+/// buffer.
+fn result_to_ir(e: TokenStream, s: &Shape, names: &mut Names) -> TokenStream {
+    convert(e, s, names, true)
+}
+
 /// IR representation to the Rust value of shape `s`.
 fn from_ir(e: TokenStream, s: &Shape, names: &mut Names) -> TokenStream {
     convert(e, s, names, false)

@@ -137,7 +137,7 @@ impl Lowerer<'_> {
                 Some(Binding::Active(v, t, true)) => out.push((n.clone(), v, t)),
                 Some(Binding::Inactive(id, true)) => {
                     let Some(t) = self.inactive_types.get(&id.to_string()).cloned() else {
-                        self.errs.push(span, format!("cannot tell the type of `{n}`, which this loop or branch assigns: annotate its `let` (`let mut {n}: f64 = ..;` or an integer type)"));
+                        self.errs.push(span, format!("cannot tell the type of {}, which this loop or branch assigns: annotate its `let` (`let mut {n}: f64 = ..;` or an integer type)", shown(n)));
                         continue;
                     };
                     let v = self.emit_nd(
@@ -301,7 +301,10 @@ impl Lowerer<'_> {
                 if t != t0 {
                     self.errs.push(
                         span,
-                        format!("`{n}` has type {t} in one branch and {t0} in the other"),
+                        format!(
+                            "{} has type {t} in one branch and {t0} in the other",
+                            shown(n)
+                        ),
                     );
                 }
                 ret.push(v.clone());
@@ -838,4 +841,14 @@ fn literal_trip(e: &syn::Expr) -> Option<u64> {
     }
     let n = if hi > lo { (hi - lo - 1) / step + 1 } else { 0 };
     u64::try_from(n).ok()
+}
+
+/// A variable as the user knows it: the result of a function with early
+/// exits is the desugaring's `__ret` (see `exits.rs`).
+fn shown(n: &str) -> String {
+    if n == "__ret" {
+        "the function's result (given by `return` or the tail)".to_string()
+    } else {
+        format!("`{n}`")
+    }
 }

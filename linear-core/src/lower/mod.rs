@@ -96,6 +96,16 @@ pub enum Shape {
     Slice(Box<Shape>, SliceKind),
 }
 
+impl SliceKind {
+    /// Whether the length is known only at run time (not in the type).
+    pub fn runtime_length(self) -> bool {
+        match self {
+            SliceKind::Slice | SliceKind::VecRef | SliceKind::Vec => true,
+            SliceKind::ArrayRef(_) | SliceKind::Array(_) => false,
+        }
+    }
+}
+
 /// How a [`Shape::Slice`] parameter holds its elements.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SliceKind {
@@ -107,6 +117,9 @@ pub enum SliceKind {
     VecRef,
     /// `Vec<T>`, by value.
     Vec,
+    /// `[T; n]`, by value: a result the function builds in a local array
+    /// (`let mut y = [0.0; n]; ..; y`), an IR array of fixed length.
+    Array(usize),
 }
 
 impl Shape {
@@ -116,7 +129,9 @@ impl Shape {
             Shape::Float(f) => Ty::Real(*f),
             Shape::Tuple(s) => Ty::Tuple(s.iter().map(Shape::ty).collect()),
             Shape::Array(s, n) => Ty::Tuple(vec![s.ty(); *n]),
-            Shape::Slice(s, SliceKind::ArrayRef(n)) => Ty::Array(Box::new(s.ty()), Some(*n as u64)),
+            Shape::Slice(s, SliceKind::ArrayRef(n) | SliceKind::Array(n)) => {
+                Ty::Array(Box::new(s.ty()), Some(*n as u64))
+            }
             Shape::Slice(s, _) => Ty::Array(Box::new(s.ty()), None),
         }
     }
@@ -140,6 +155,7 @@ impl Shape {
                 match kind {
                     SliceKind::Slice => quote!(&[#s]),
                     SliceKind::ArrayRef(n) => quote!(&[#s; #n]),
+                    SliceKind::Array(n) => quote!([#s; #n]),
                     SliceKind::VecRef => quote!(&::linear_ad::__private::Vec<#s>),
                     SliceKind::Vec => quote!(::linear_ad::__private::Vec<#s>),
                 }
@@ -152,7 +168,7 @@ impl Shape {
     /// for `&[T]`, `&Vec<T>` and `Vec<T>`; `[T; n]` for `&[T; n]`).
     pub fn owned(&self) -> TokenStream {
         match self {
-            Shape::Slice(s, SliceKind::ArrayRef(n)) => {
+            Shape::Slice(s, SliceKind::ArrayRef(n) | SliceKind::Array(n)) => {
                 let s = s.rust();
                 quote!([#s; #n])
             }
@@ -264,6 +280,37 @@ impl Shape {
                 Some(Shape::Slice(Box::new(element(e)?), kind))
             }
             _ => None,
+        }
+    }
+
+    /// Reads the shape of a result type: [`Shape::from_type`], or an array
+    /// the function builds, `Vec<T>`. A `[T; n]` result is a tuple here,
+    /// until [`Shape::built`] sees the body build it in a local array.
+    /// Arrays are whole results only: a tuple of a linear array has no
+    /// place in the IR's types (invariant 11 of [`crate::check`]).
+    pub fn from_result_type(t: &syn::Type) -> Option<Shape> {
+        match t {
+            syn::Type::Path(p) if p.path.segments.last().is_some_and(|s| s.ident == "Vec") => {
+                Shape::from_param_type(t)
+            }
+            syn::Type::Paren(p) => Shape::from_result_type(&p.elem),
+            syn::Type::Group(g) => Shape::from_result_type(&g.elem),
+            _ => Shape::from_type(t),
+        }
+    }
+
+    /// The result shape for a body whose value has IR type `t`: a `[T; n]`
+    /// result built in a local array is that array (`[T; n]` in Rust, an IR
+    /// array of length n), not a tuple of n elements; anything else keeps
+    /// its shape (a mismatch is the body's type error).
+    pub fn built(self, t: &Ty) -> Shape {
+        match self {
+            Shape::Array(e, n)
+                if !e.has_array() && *t == Ty::Array(Box::new(e.ty()), Some(n as u64)) =>
+            {
+                Shape::Slice(e, SliceKind::Array(n))
+            }
+            other => other,
         }
     }
 
@@ -407,11 +454,22 @@ pub fn lower_fn_mode(item: &syn::ItemFn, errs: &mut Errors, mode: Mode) -> Optio
             None
         }
         syn::ReturnType::Type(_, t) => {
-            let s = Shape::from_type(t);
-            if s.is_none() {
-                errs.spanned(t, format!("unsupported return type `{}`: differentiable functions return f32, f64, or tuples and fixed-size arrays of them", show_type(t)));
+            match Shape::from_result_type(t) {
+                None if holds_vec(t) => {
+                    errs.spanned(t, "a tuple holding an array is not supported as a result yet: return the array alone (`-> Vec<f64>`) and compute the other parts in a function of their own");
+                    None
+                }
+                None => {
+                    errs.spanned(t, format!("unsupported return type `{}`: differentiable functions return f32, f64, tuples and fixed-size arrays of them, and arrays they build (`Vec<T>`, `[T; N]` with `T` a float or a tuple of floats)", show_type(t)));
+                    None
+                }
+                Some(s) if s.has_slice() && mode == Mode::Linear => {
+                    // The body's errors would follow from this one.
+                    errs.spanned(t, "arrays read by index are not supported in `#[linear]` functions yet: return a fixed-size array (`[f64; N]`) of its elements");
+                    None
+                }
+                s => s,
             }
-            s
         }
     };
     let mut l = Lowerer {
@@ -526,12 +584,28 @@ pub fn lower_fn_mode(item: &syn::ItemFn, errs: &mut Errors, mode: Mode) -> Optio
         l.float = ret.float();
     }
     l.fn_ret = Some(ret.clone());
+    if ret.has_slice() && exits::needed(&item.block) {
+        // The result would be chosen in a branch (`__ret = y` under
+        // `if __exit == 0`), which arrays are not yet.
+        if let syn::ReturnType::Type(_, t) = &sig.output {
+            l.errs.spanned(t, "a function that returns a `Vec` cannot use `return` before its end, `break`, `continue` or `loop` yet: arrays are not chosen in branches; end the body with the array, and bound loops with `for` or `while` conditions");
+        }
+        return None;
+    }
     // Early exits become structured control flow first.
     let block = match (&sig.output, exits::needed(&item.block)) {
         (syn::ReturnType::Type(_, t), true) => exits::desugar(&item.block, t),
         _ => (*item.block).clone(),
     };
     let result = l.block_body(&block.stmts, true);
+    let ret = match &result {
+        Some((Val::Active(v, t @ Ty::Array(..)), span)) if l.linear_params.contains(v) => {
+            l.errs.push(*span, "returning an array parameter itself is not supported: build the result in a local array (`let mut y = vec![0.0; x.len()];`, then write its elements)");
+            ret.built(t)
+        }
+        Some((Val::Active(_, t), _)) => ret.built(t),
+        _ => ret,
+    };
     let ret_ty = ret.ty();
     let mut rets = Vec::new();
     if let Some((v, span)) = result {
@@ -590,6 +664,18 @@ pub fn lower_fn_mode(item: &syn::ItemFn, errs: &mut Errors, mode: Mode) -> Optio
         calls: l.calls,
         opaques: l.opaques,
     })
+}
+
+/// Whether a `Vec` is part of the type `t`.
+fn holds_vec(t: &syn::Type) -> bool {
+    match t {
+        syn::Type::Tuple(t) => t.elems.iter().any(holds_vec),
+        syn::Type::Array(a) => holds_vec(&a.elem),
+        syn::Type::Paren(p) => holds_vec(&p.elem),
+        syn::Type::Group(g) => holds_vec(&g.elem),
+        syn::Type::Path(p) => p.path.segments.last().is_some_and(|s| s.ident == "Vec"),
+        _ => false,
+    }
 }
 
 fn strip_mut(p: &mut syn::Pat) {

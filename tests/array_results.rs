@@ -1,0 +1,187 @@
+#![deny(warnings)]
+
+//! Functions that return the arrays they build: `-> Vec<T>` and
+//! `-> [T; N]`, The tangent of the result is an array
+//! of its length (`f_jvp`, `LinearMap::apply`), and the cotangent is an
+//! owned array of the result's type (`f_vjp`, `LinearMap::transpose`),
+//! which the reverse pass uses as its accumulator. Each function is checked
+//! against finite differences, column by column, and every mode against
+//! the others, in debug and release builds alike.
+
+use linear_ad::{differentiable, LinearMap};
+
+/// A dense matrix-vector product, `A` row-major with `x.len()` columns.
+#[differentiable]
+fn matvec(a: &[f64], x: &[f64]) -> Vec<f64> {
+    let m = x.len();
+    let n = a.len() / m;
+    let mut y = vec![0.0; n];
+    for i in 0..n {
+        for j in 0..m {
+            y[i] += a[i * m + j] * x[j];
+        }
+    }
+    y
+}
+
+/// A fixed-size result, each element overwritten after it is read.
+#[differentiable]
+fn rotate_scale(p: &[f64; 3], k: f64) -> [f64; 3] {
+    let mut u = [0.0; 3];
+    for i in 0..3 {
+        u[i] = p[(i + 1) % 3] * k;
+    }
+    u[0] = u[0].sin() * u[2];
+    u
+}
+
+/// The input `Vec` taken by value, the result a new one.
+#[differentiable]
+fn normalize(x: Vec<f64>) -> Vec<f64> {
+    let mut s = 0.0;
+    for v in x.iter() {
+        s += v * v;
+    }
+    let r = s.sqrt();
+    let mut y = vec![0.0; x.len()];
+    for i in 0..x.len() {
+        y[i] = x[i] / r;
+    }
+    y
+}
+
+const H: f64 = 1e-6;
+
+fn close(a: f64, b: f64, tol: f64) -> bool {
+    (a - b).abs() <= tol * (1.0 + a.abs() + b.abs())
+}
+
+fn assert_close(got: &[f64], want: &[f64], tol: f64) {
+    assert_eq!(got.len(), want.len(), "{got:?} vs {want:?}");
+    for (a, b) in got.iter().zip(want) {
+        assert!(close(*a, *b, tol), "{got:?} vs {want:?}");
+    }
+}
+
+fn dot(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(p, q)| p * q).sum()
+}
+
+/// The Jacobian-vector product of `f` along `d`, by central differences.
+fn fd_along(f: impl Fn(&[f64]) -> Vec<f64>, x: &[f64], d: &[f64]) -> Vec<f64> {
+    let at = |t: f64| -> Vec<f64> {
+        let p: Vec<f64> = x.iter().zip(d).map(|(x, d)| x + t * d).collect();
+        f(&p)
+    };
+    let (a, b) = (at(H), at(-H));
+    a.iter().zip(&b).map(|(a, b)| (a - b) / (2.0 * H)).collect()
+}
+
+#[test]
+fn matvec_modes_agree_with_finite_differences() {
+    let a = [0.5, -1.0, 2.0, 0.25, 1.5, -0.75];
+    let x = [0.3, -0.8];
+    let (da, dx) = ([0.1, 0.2, -0.3, 0.4, -0.5, 0.6], [0.7, -0.2]);
+    let (y, dy) = matvec_jvp(&a, &x, &da, &dx);
+    assert_eq!(y, matvec(&a, &x));
+    // A linear map of (a, x) jointly: finite differences along (da, dx).
+    let joint = |p: &[f64]| matvec(&p[..6], &p[6..]);
+    let point: Vec<f64> = a.iter().chain(&x).copied().collect();
+    let dir: Vec<f64> = da.iter().chain(&dx).copied().collect();
+    assert_close(&dy, &fd_along(joint, &point, &dir), 1e-6);
+    // Reverse mode: <ct, J d> = <J^T ct, d>.
+    let ct = vec![1.5, -0.5, 2.0];
+    let (y2, (ga, gx)) = matvec_vjp(&a, &x, ct.clone());
+    assert_eq!(y2, y);
+    assert!(close(dot(&ct, &dy), dot(&ga, &da) + dot(&gx, &dx), 1e-12));
+    // The gradient of y_i is row i of A, for x.
+    let (_, (_, g1)) = matvec_vjp(&a, &x, vec![0.0, 1.0, 0.0]);
+    assert_eq!(g1, a[2..4].to_vec());
+    // One linearization serves both directions.
+    let (y3, lin) = matvec_lin(&a, &x);
+    assert_eq!(y3, y);
+    assert_eq!(lin.apply((da.to_vec(), dx.to_vec())), dy);
+    assert_eq!(lin.transpose(ct), (ga, gx));
+}
+
+#[test]
+fn fixed_size_results_are_arrays() {
+    let p = [0.4, -0.9, 1.3];
+    let k = 0.8;
+    let (dp, dk) = ([0.1, -0.2, 0.3], 0.5);
+    let (y, dy): ([f64; 3], [f64; 3]) = rotate_scale_jvp(&p, k, &dp, dk);
+    assert_eq!(y, rotate_scale(&p, k));
+    let f = |q: &[f64]| rotate_scale(&[q[0], q[1], q[2]], q[3]).to_vec();
+    assert_close(
+        &dy,
+        &fd_along(f, &[p[0], p[1], p[2], k], &[dp[0], dp[1], dp[2], dk]),
+        1e-6,
+    );
+    let ct = [0.3, 1.0, -2.0];
+    let (_, (gp, gk)): (_, ([f64; 3], f64)) = rotate_scale_vjp(&p, k, ct);
+    assert!(close(dot(&ct, &dy), dot(&gp, &dp) + gk * dk, 1e-12));
+    let (_, lin) = rotate_scale_lin(&p, k);
+    assert_eq!(lin.apply((dp, dk)), dy);
+    assert_eq!(lin.transpose(ct), (gp, gk));
+}
+
+#[test]
+fn a_vec_in_and_a_vec_out() {
+    let x = vec![3.0, -4.0, 1.0];
+    let dx = vec![0.2, 0.1, -0.5];
+    let (y, dy) = normalize_jvp(x.clone(), dx.clone());
+    assert_eq!(y, normalize(x.clone()));
+    assert_close(&dy, &fd_along(|p| normalize(p.to_vec()), &x, &dx), 1e-6);
+    let cy = vec![1.0, -1.0, 0.5];
+    let (_, g) = normalize_vjp(x.clone(), cy.clone());
+    assert!(close(dot(&cy, &dy), dot(&g, &dx), 1e-12));
+    // y is a unit vector: moving x along itself leaves y where it is.
+    let (_, along) = normalize_jvp(x.clone(), x.clone());
+    assert!(along.iter().all(|d| d.abs() < 1e-12), "{along:?}");
+    let (_, lin) = normalize_lin(x);
+    assert_eq!(lin.apply(dx), dy);
+    assert_eq!(lin.transpose(cy), g);
+}
+
+/// The message of the panic `f` raises.
+fn panic_message(f: impl FnOnce() + std::panic::UnwindSafe) -> String {
+    let err = std::panic::catch_unwind(f).expect_err("expected a panic");
+    err.downcast_ref::<String>()
+        .cloned()
+        .or_else(|| err.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_default()
+}
+
+#[test]
+fn arrays_of_the_wrong_length_are_named() {
+    let (a, x) = ([1.0, 2.0, 3.0, 4.0], [0.5, -0.5]);
+    let m = panic_message(|| {
+        matvec_jvp(&a, &x, &[0.0; 4], &[1.0]);
+    });
+    assert!(
+        m.contains("`matvec_jvp`: the tangent `x_tangent` must have the length of `x`"),
+        "{m}"
+    );
+    let m = panic_message(|| {
+        matvec_vjp(&a, &x, vec![1.0; 3]);
+    });
+    assert!(
+        m.contains("`matvec_vjp`: the cotangent must have the length of `matvec`'s result"),
+        "{m}"
+    );
+    let (_, lin) = matvec_lin(&a, &x);
+    let m = panic_message(|| {
+        lin.apply((vec![0.0; 5], vec![0.0; 2]));
+    });
+    assert!(
+        m.contains("the tangent of parameter 1 has the wrong length"),
+        "{m}"
+    );
+    let m = panic_message(|| {
+        lin.transpose(vec![1.0]);
+    });
+    assert!(
+        m.contains("the cotangent must have the length of `matvec`'s result"),
+        "{m}"
+    );
+}
