@@ -50,6 +50,80 @@ fn normalize(x: Vec<f64>) -> Vec<f64> {
     y
 }
 
+/// Copies: `let mut y = x.to_vec()` of a parameter, then written; a copy
+/// only read (`let z = y.clone()`) and a written copy of a local
+/// (`let mut w = z.clone()`), the local read again after.
+#[differentiable]
+fn damped(x: &[f64], k: f64) -> Vec<f64> {
+    let mut y = x.to_vec();
+    for i in 1..y.len() {
+        y[i] += k * y[i - 1];
+    }
+    let z = y.clone();
+    let mut w = z.clone();
+    w[0] *= k;
+    let s = z.iter().sum::<f64>();
+    for i in 0..w.len() {
+        w[i] -= 0.1 * s * z[i];
+    }
+    w
+}
+
+/// `let mut c = u;` of an inline array is a copy (`[f64; N]` is `Copy`):
+/// `u` keeps its elements.
+#[differentiable]
+fn copied_inline(p: &[f64; 3]) -> [f64; 3] {
+    let mut u = [0.0; 3];
+    for i in 0..3 {
+        u[i] = p[i] * p[i];
+    }
+    let mut c = u;
+    c[1] = c[0] * c[2];
+    for i in 0..3 {
+        c[i] += u[i];
+    }
+    c
+}
+
+/// `vec![a, b, c]` of computed elements, written again, and one only
+/// read; a tuple element type.
+#[differentiable]
+fn moments(x: &[f64]) -> Vec<f64> {
+    let s = x.iter().sum::<f64>();
+    let q = x.iter().map(|v| v * v).sum::<f64>();
+    let mut m = vec![s, q, 1.0];
+    m[2] = m[0] * m[1];
+    let w = vec![(s, 2.0), (q, s)];
+    m[1] += w[1].0 * w[0].1 + w[1].1;
+    m
+}
+
+/// Writes inside branches: both arms of an `if` write, then one arm only
+/// (the other leaves the array as it is), and a `match`.
+#[differentiable]
+fn leaky_scan(x: &[f64], k: f64) -> Vec<f64> {
+    let mut y = vec![0.0; x.len()];
+    for i in 0..x.len() {
+        if x[i] > 0.0 {
+            y[i] = k * x[i];
+        } else {
+            y[i] = 0.01 * x[i];
+        }
+        if i > 0 {
+            y[i] += y[i - 1] * k;
+        }
+        match i % 3 {
+            0 => y[i] *= 2.0,
+            1 => {}
+            _ => y[i] -= x[i] * x[i],
+        }
+    }
+    if k > 1.0 {
+        y[0] = y[0].sin();
+    }
+    y
+}
+
 const H: f64 = 1e-6;
 
 fn close(a: f64, b: f64, tol: f64) -> bool {
@@ -184,4 +258,62 @@ fn arrays_of_the_wrong_length_are_named() {
         m.contains("the cotangent must have the length of `matvec`'s result"),
         "{m}"
     );
+}
+
+#[test]
+fn copies_of_arrays() {
+    let (x, k) = (vec![0.5, -1.0, 2.0, 0.25], 0.7);
+    let (dx, dk) = (vec![0.1, 0.3, -0.2, 0.5], -0.4);
+    let (y, dy) = damped_jvp(&x, k, &dx, dk);
+    assert_eq!(y, damped(&x, k));
+    let f = |q: &[f64]| damped(&q[..4], q[4]);
+    let point: Vec<f64> = x.iter().copied().chain([k]).collect();
+    let dir: Vec<f64> = dx.iter().copied().chain([dk]).collect();
+    assert_close(&dy, &fd_along(f, &point, &dir), 1e-6);
+    let ct = vec![1.0, -2.0, 0.5, 0.25];
+    let (_, (gx, gk)) = damped_vjp(&x, k, ct.clone());
+    assert!(close(dot(&ct, &dy), dot(&gx, &dx) + gk * dk, 1e-12));
+
+    let p = [0.3, -1.2, 0.8];
+    let dp = [0.5, 0.25, -1.0];
+    let (c, dc) = copied_inline_jvp(&p, &dp);
+    assert_eq!(c, copied_inline(&p));
+    let g = |q: &[f64]| copied_inline(&[q[0], q[1], q[2]]).to_vec();
+    assert_close(&dc, &fd_along(g, &p, &dp), 1e-6);
+    let cc = [0.5, 1.0, -1.5];
+    let (_, gp) = copied_inline_vjp(&p, cc);
+    assert!(close(dot(&cc, &dc), dot(&gp, &dp), 1e-12));
+}
+
+#[test]
+fn vectors_of_elements() {
+    let x = vec![0.5, -1.0, 2.0];
+    let dx = vec![0.3, 0.1, -0.7];
+    let (m, dm) = moments_jvp(&x, &dx);
+    assert_eq!(m, moments(&x));
+    assert_close(&dm, &fd_along(moments, &x, &dx), 1e-6);
+    let ct = vec![1.0, 0.5, -0.25];
+    let (_, g) = moments_vjp(&x, ct.clone());
+    assert!(close(dot(&ct, &dm), dot(&g, &dx), 1e-12));
+}
+
+#[test]
+fn writes_in_branches() {
+    for k in [0.7, 1.3] {
+        let x = vec![0.5, -1.0, 2.0, 0.25, -0.3, 1.1];
+        let dx = vec![0.3, 0.1, -0.7, 0.2, 0.4, -0.1];
+        let dk = 0.6;
+        let (y, dy) = leaky_scan_jvp(&x, k, &dx, dk);
+        assert_eq!(y, leaky_scan(&x, k));
+        let f = |q: &[f64]| leaky_scan(&q[..6], q[6]);
+        let point: Vec<f64> = x.iter().copied().chain([k]).collect();
+        let dir: Vec<f64> = dx.iter().copied().chain([dk]).collect();
+        assert_close(&dy, &fd_along(f, &point, &dir), 1e-6);
+        let ct = vec![1.0, 0.5, -0.25, 2.0, -1.0, 0.75];
+        let (_, (gx, gk)) = leaky_scan_vjp(&x, k, ct.clone());
+        assert!(close(dot(&ct, &dy), dot(&gx, &dx) + gk * dk, 1e-12));
+        let (_, lin) = leaky_scan_lin(&x, k);
+        assert_eq!(lin.apply((dx.clone(), dk)), dy);
+        assert_eq!(lin.transpose(ct), (gx, gk));
+    }
 }

@@ -66,6 +66,8 @@ struct Stats {
     /// cotangent back out of the buffer).
     with_local_array: u64,
     with_overwrite: u64,
+    /// Programs writing an array in one arm of a case.
+    with_branch_write: u64,
     /// Programs whose residual runs a loop over its range again, with no
     /// per-iteration record (it reads the arrays again).
     reread_loops: u64,
@@ -387,6 +389,7 @@ fn one_program(seed: u64, size_: usize, st: &RefCell<Stats>) -> Result<(), TestC
         text.lines()
             .any(|l| l.starts_with("  let") && l.contains("= set(")),
     );
+    s.with_branch_write += u64::from(written_in_an_arm(&text));
     s.reread_loops += u64::from(
         u.funcs
             .iter()
@@ -590,8 +593,8 @@ fn theorems_hold_on_random_programs() {
         s.with_case, s.with_range_loop, s.with_while_loop, s.with_nesting
     );
     println!(
-        "arrays: {} programs read an array, {} inside a loop or an arm; {} residuals loop over a range again with no per-iteration record (SaveAll); the default policy left out {} per-iteration records; {} programs write a local array in place, {} overwrite an element read before",
-        s.with_array, s.with_array_loop, s.reread_loops, s.reread_records_saved, s.with_local_array, s.with_overwrite
+        "arrays: {} programs read an array, {} inside a loop or an arm; {} residuals loop over a range again with no per-iteration record (SaveAll); the default policy left out {} per-iteration records; {} programs write a local array in place, {} overwrite an element read before, {} write one in an arm of a case",
+        s.with_array, s.with_array_loop, s.reread_loops, s.reread_records_saved, s.with_local_array, s.with_overwrite, s.with_branch_write
     );
     println!(
         "Thm 8.1 size constants measured: |J(P)| <= {:.2}|P|, |U(J)| <= {:.2}|J|, |T(U)| <= {:.2}|U|, |L(J)| <= {:.2}|J|",
@@ -648,7 +651,8 @@ fn theorems_hold_on_random_programs() {
             && s.reread_loops > 0
             && s.reread_records_saved > 0
             && s.with_local_array > s.cases / 20
-            && s.with_overwrite > 0,
+            && s.with_overwrite > 0
+            && s.with_branch_write > s.cases / 100,
         "too few programs with arrays: {s:?}"
     );
     // The recomputing policy must actually trade tape for work somewhere.
@@ -792,4 +796,24 @@ fn array_reverse_pass_is_linear_in_length() {
     assert_eq!(s[2] - s[1], 10 * (s[1] - s[0]), "tape scalars {measured:?}");
     // And small: a few operations and saved scalars per element.
     assert!(w[2] <= 8 * 1000 && s[2] <= 4 * 1000, "{measured:?}");
+}
+
+/// Whether a program's text writes an array (`set(`) inside an arm of a
+/// case (a line after `case` and before the case's end, by indentation).
+fn written_in_an_arm(text: &str) -> bool {
+    let mut case_indent: Option<usize> = None;
+    for line in text.lines() {
+        let indent = line.len() - line.trim_start().len();
+        if let Some(c) = case_indent {
+            if indent <= c {
+                case_indent = None;
+            } else if line.contains("= set(") {
+                return true;
+            }
+        }
+        if line.contains("= case ") && case_indent.is_none() {
+            case_indent = Some(indent);
+        }
+    }
+    false
 }

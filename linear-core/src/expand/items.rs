@@ -369,10 +369,14 @@ pub(super) fn generate(
     policy: unzip::Checkpoint,
 ) -> Result<TokenStream, String> {
     let name = item.sig.ident.to_string();
+    if wants_dump(&name, dump) {
+        // Before the pipeline, so that a pass's error comes with its input.
+        eprintln!("== linear-ad: `{name}` lowered ==\n{}", l.func);
+    }
     let stages = pipeline(&l.func, &l.externs, policy)?;
     if wants_dump(&name, dump) {
         eprintln!(
-            "== linear-ad: `{name}` lowered ==\n{}\n== J (simplified) ==\n{}\n== U (simplified) ==\n{}\n== T of the residual (simplified) ==\n{}",
+            "== simplified ==\n{}\n== J (simplified) ==\n{}\n== U (simplified) ==\n{}\n== T of the residual (simplified) ==\n{}",
             stages.source,
             stages.jvp,
             stages.unzipped,

@@ -26,7 +26,7 @@
 //! left alone, and reported where it is lowered), so errors point at the
 //! user's own code.
 
-use proc_macro2::Span;
+use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote};
 use syn::spanned::Spanned;
 
@@ -366,11 +366,25 @@ fn fill_parts(e: &syn::Expr) -> Option<(syn::Expr, syn::Expr, Option<u64>)> {
     }
 }
 
+/// The Rust literal of the zero of a vector type: `0.0`, `(0.0, 0.0)`.
+fn zero_tokens(t: &Ty) -> TokenStream {
+    match t {
+        Ty::Tuple(ts) => {
+            let ts = ts.iter().map(zero_tokens);
+            quote!((#(#ts,)*))
+        }
+        _ => quote!(0.0),
+    }
+}
+
 impl Lowerer<'_> {
     /// A local array of floats (or tuples of floats) to write in place:
     /// `vec![v; n]` or `[v; N]` (literal `N`) bound by `let mut`, as
     /// `fill(n, v)`; `None` if `e` is neither.
     pub(super) fn local_array(&mut self, e: &syn::Expr) -> Option<Val> {
+        if let Some(v) = self.vec_of_elements(e) {
+            return Some(v);
+        }
         let (val, len, size) = fill_parts(e)?;
         let v = self.expr(&val, "fill");
         let elem = match &v {
@@ -393,6 +407,109 @@ impl Lowerer<'_> {
             },
         );
         Some(Val::Active(a, ty))
+    }
+
+    /// `vec![a, b, c]` as an array of floats (or tuples of floats):
+    /// `fill(3, 0)` then a `set` per element, in order; `None` if `e` is
+    /// not that macro or its elements are not vectors.
+    pub(super) fn vec_of_elements(&mut self, e: &syn::Expr) -> Option<Val> {
+        let syn::Expr::Macro(m) = e else { return None };
+        if !m.mac.path.is_ident("vec") {
+            return None;
+        }
+        let parser = syn::punctuated::Punctuated::<syn::Expr, syn::Token![,]>::parse_terminated;
+        let elems = m.mac.parse_body_with(parser).ok()?;
+        let vals: Vec<(Val, Span)> = elems
+            .iter()
+            .map(|x| (self.expr(x, "e"), x.span()))
+            .collect();
+        let elem = vals
+            .iter()
+            .find_map(|(v, _)| match v {
+                Val::Active(_, t) => Some(t.clone()),
+                Val::Inactive(_) => None,
+            })
+            .or_else(|| match &vals.first()?.0 {
+                Val::Inactive(tokens) => self.infer_tokens(tokens),
+                Val::Active(..) => None,
+            })?;
+        if !elem.is_vector() {
+            return None;
+        }
+        let vars: Vec<_> = vals
+            .into_iter()
+            .map(|(v, span)| self.materialize(v, &elem, span))
+            .collect();
+        let zero = self.materialize(Val::Inactive(zero_tokens(&elem)), &elem, m.span());
+        let n = self.emit_nd("n", Ty::Int, Expr::Int(vars.len() as i64));
+        let ty = Ty::Array(Box::new(elem), None);
+        let mut a = self.emit(
+            "a",
+            ty.clone(),
+            Expr::Fill {
+                len: n,
+                val: zero,
+                size: None,
+            },
+        );
+        for (k, v) in vars.into_iter().enumerate() {
+            let i = self.emit_nd("k", Ty::Int, Expr::Int(k as i64));
+            let rhs = Expr::Set {
+                arr: a,
+                idx: i,
+                val: v,
+            };
+            a = self.emit("a", ty.clone(), rhs);
+        }
+        Some(Val::Active(a, ty))
+    }
+
+    /// A new local array holding the elements of `src` (of type `ty`), to
+    /// write in place: `let mut y = x.to_vec();` lowered as the Rust it
+    /// means, `let mut y = vec![0.0; x.len()]; for i in 0..x.len() { y[i]
+    /// = x[i]; }` (`[0.0; N]` and `0..N` for a fixed length). A loop of
+    /// sets, so J, U and T need no rule of their own: the tangent is copied
+    /// the same way, and the reverse pass takes each slot's cotangent back
+    /// out of the copy's buffer into the source's.
+    pub(super) fn array_copy(&mut self, src: crate::ir::Var, ty: &Ty) -> Val {
+        let Ty::Array(elem, size) = ty else {
+            return Val::Active(src, ty.clone());
+        };
+        let (from, to, i) = (
+            format_ident!("__linear_ad_copy_from"),
+            format_ident!("__linear_ad_copy_to"),
+            format_ident!("__linear_ad_copy_i"),
+        );
+        let zero = zero_tokens(elem);
+        let (init, len) = match size {
+            Some(n) => {
+                let n = proc_macro2::Literal::u64_unsuffixed(*n);
+                (quote!([#zero; #n]), quote!(#n))
+            }
+            None => (quote!(vec![#zero; #from.len()]), quote!(#from.len())),
+        };
+        let code = quote! {{
+            let mut #to = #init;
+            for #i in 0..#len {
+                #to[#i] = #from[#i];
+            }
+        }};
+        self.scopes.push(Default::default());
+        self.set(
+            from.to_string(),
+            super::Binding::Active(src, ty.clone(), false),
+        );
+        if let Ok(block) = syn::parse2::<syn::Block>(code) {
+            for s in &block.stmts {
+                self.stmt(s);
+            }
+        }
+        let copy = match self.lookup(&to.to_string()) {
+            Some(super::Binding::Active(v, t, _)) => Val::Active(v.clone(), t.clone()),
+            _ => self.placeholder(),
+        };
+        self.scopes.pop();
+        copy
     }
 
     /// `a[i] = e;` or `a[i] op= e;` on a local array `a` (see

@@ -113,27 +113,12 @@ pub(super) enum ArmSrc<'s> {
 impl Lowerer<'_> {
     /// The IR variables of the outer `let mut` variables among `names`,
     /// each made an IR variable first if it was a prelude value.
+    /// A local array written in place is state like any other: a loop
+    /// carries it, a branch returns it from every arm.
     pub(super) fn state_of(&mut self, names: &[String], span: Span) -> Vec<(String, Var, Ty)> {
-        self.state_of_in(names, span, false)
-    }
-
-    /// [`Lowerer::state_of`]; `in_loop` if the state is a loop's, which
-    /// may carry a local array written in place (a branch may not yet).
-    pub(super) fn state_of_in(
-        &mut self,
-        names: &[String],
-        span: Span,
-        in_loop: bool,
-    ) -> Vec<(String, Var, Ty)> {
         let mut out = Vec::new();
         for n in names {
             match self.lookup(n).cloned() {
-                Some(Binding::Active(v, t @ Ty::Array(..), true)) if in_loop => {
-                    out.push((n.clone(), v, t))
-                }
-                Some(Binding::Active(_, Ty::Array(..), true)) => {
-                    self.errs.push(span, format!("`{n}` holds a differentiable array and is assigned or written in this branch: arrays are not chosen or written in branches yet; choose the element instead and write after the branch (`{n}[i] = if c {{ a }} else {{ b }};`)"));
-                }
                 Some(Binding::Active(v, t, true)) => out.push((n.clone(), v, t)),
                 Some(Binding::Inactive(id, true)) => {
                     let Some(t) = self.inactive_types.get(&id.to_string()).cloned() else {
@@ -188,7 +173,13 @@ impl Lowerer<'_> {
             ArmSrc::Match(m, from, s) => self.match_from(m, *from, s.clone()),
             ArmSrc::MatchBody(arm, s) => {
                 self.bind_match(&arm.pat, s);
-                Some((self.expr(&arm.body, "r"), arm.body.span()))
+                if value {
+                    Some((self.expr(&arm.body, "r"), arm.body.span()))
+                } else {
+                    // A statement (`0 => s += x,`): its value is `()`.
+                    self.expr_stmt(&arm.body);
+                    None
+                }
             }
             ArmSrc::Guard(arm, s) => {
                 self.bind_match(&arm.pat, s);
@@ -450,7 +441,7 @@ impl Lowerer<'_> {
         let arm = &m.arms[from];
         let value = self.match_value;
         if from + 1 == m.arms.len() {
-            return self.lower_arm(&ArmSrc::MatchBody(arm, s), true);
+            return self.lower_arm(&ArmSrc::MatchBody(arm, s), value);
         }
         let (pat, guard) = split_guard(&arm.pat);
         let test = self.pattern_test(pat, &s)?;
@@ -467,10 +458,13 @@ impl Lowerer<'_> {
                 self.materialize(g, &Ty::Bool, arm.span())
             }
         };
-        let merged: Vec<String> = m.arms[from..]
-            .iter()
-            .flat_map(|a| assigned(&a.body))
-            .collect();
+        let mut merged: Vec<String> = Vec::new();
+        for name in m.arms[from..].iter().flat_map(|a| assigned(&a.body)) {
+            // Once each, though several arms assign it.
+            if !merged.contains(&name) {
+                merged.push(name);
+            }
+        }
         let v = self.case(
             test,
             [
@@ -716,7 +710,7 @@ impl Lowerer<'_> {
         let Some((lo, hi, step, rev)) = self.range(&f.expr) else {
             return;
         };
-        let state = self.state_of_in(&assigned(&f.body), f.span(), true);
+        let state = self.state_of(&assigned(&f.body), f.span());
         let outer_unpacked = self.unpacked.clone();
         let index = Binder::new(self.fresh.var("i"), Ty::Int);
         self.types.insert(index.var.clone(), Ty::Int);
@@ -768,7 +762,7 @@ impl Lowerer<'_> {
             );
             return;
         }
-        let state = self.state_of_in(&assigned(&w.body), w.span(), true);
+        let state = self.state_of(&assigned(&w.body), w.span());
         let outer_unpacked = self.unpacked.clone();
         let carry = self.enter_loop(&state);
         let saved = std::mem::take(&mut self.out);

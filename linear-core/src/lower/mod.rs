@@ -1446,15 +1446,15 @@ impl Lowerer<'_> {
             None => self.expr(&init.expr, &hint),
         };
         // A mutable array binding is always one the function made, which
-        // element writes may then write in place.
-        if mutable && !is_fill && matches!(v, Val::Active(_, Ty::Array(..))) {
-            self.errs.spanned(
-                &init.expr,
-                "a `let mut` copy of a differentiable array is not supported yet: make a local array (`let mut y = vec![0.0; x.len()];`) and copy the elements in a loop",
-            );
-            let poison = self.placeholder();
-            return self.bind_pattern(&local.pat, poison);
-        }
+        // element writes may then write in place: a copy of another array
+        // (`let mut y = x.to_vec();`, `x.clone()`, `let mut y = x;`) is a
+        // new local array, its elements copied in a loop.
+        let v = match v {
+            Val::Active(src, ty @ Ty::Array(..)) if mutable && !is_fill => {
+                self.array_copy(src, &ty)
+            }
+            v => v,
+        };
         self.ret_hint = None;
         // A type annotation on an active value must describe its IR type.
         if let (syn::Pat::Type(t), Val::Active(_, ty)) = (&local.pat, &v) {
@@ -1784,6 +1784,14 @@ impl Lowerer<'_> {
                         return n;
                     }
                 }
+                // Arrays are values in the IR: a copy only read is the
+                // array itself (a copy written is made by `local`).
+                if (m.method == "to_vec" || m.method == "clone")
+                    && m.args.is_empty()
+                    && matches!(recv, Val::Active(_, Ty::Array(..)))
+                {
+                    return recv;
+                }
                 let args: Vec<(Val, Span)> = m
                     .args
                     .iter()
@@ -1882,6 +1890,13 @@ impl Lowerer<'_> {
                 }
             }
             syn::Expr::Cast(c) => self.cast_expr(e, c, hint),
+            syn::Expr::Macro(_) if self.mode == Mode::Differentiable => match self.local_array(e) {
+                Some(v) => v,
+                None => {
+                    self.errs.spanned(e, "macro invocations on differentiable values are not supported in differentiable functions, other than `vec![a, b, c]` and `vec![v; n]` of floats");
+                    self.placeholder()
+                }
+            },
             _ => {
                 self.errs.spanned(
                     e,

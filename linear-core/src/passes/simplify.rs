@@ -14,6 +14,7 @@
 //!   in-place read whose result is only dropped is not done (its index is
 //!   dropped instead).
 //! * Copies. `let a; b = (x; y)` renames `a` to `x` and `b` to `y`.
+//! * Increments. `lset(ȧ, i, lindex(ȧ, i) + e)` is `laccum(ȧ, i, e)`.
 //! * Repeated reads. `index(a, i)` of an array and index already read in
 //!   scope is that earlier read (arrays are values: no write can come
 //!   between), so `x[i] * x[i]` reads, differentiates and saves `x[i]`
@@ -511,7 +512,8 @@ impl Simp<'_> {
 
     /// The array rules on a binding `nl; lin = rhs` (rhs simplified):
     /// a repeated read is the earlier one; accumulating a zero is a copy
-    /// of the array, its index still read (dropped), as for a scaling.
+    /// of the array, its index still read (dropped), as for a scaling; an
+    /// increment of a slot is an accumulation (see [`take_increment`]).
     /// Returns whether the binding is gone.
     fn array_stmt(
         &mut self,
@@ -529,6 +531,21 @@ impl Simp<'_> {
                 }
                 self.reads.insert(key, nl[0].var.clone());
                 false
+            }
+            Expr::LinSet { arr, idx, val } if lin.len() == 1 => {
+                let Some(added) = take_increment(out, arr, idx, val) else {
+                    return false;
+                };
+                out.push(Stmt::Let {
+                    nl: vec![],
+                    lin: lin.to_vec(),
+                    rhs: Expr::LinAccum {
+                        arr: arr.clone(),
+                        idx: idx.clone(),
+                        val: added,
+                    },
+                });
+                true
             }
             Expr::LinAccum { arr, idx, val } if self.is_zero(val) && lin.len() == 1 => {
                 self.rename.insert(lin[0].var.clone(), arr.clone());
@@ -646,6 +663,43 @@ impl Simp<'_> {
             }
         }
     }
+}
+
+/// For `lset(ȧ, i, s)` with `t = lindex(ȧ, i); s = t + e` (or `e + t`)
+/// bound earlier in `out`, the block it ends: removes both bindings and
+/// returns `e`, so that the write becomes `laccum(ȧ, i, e)`. That is the
+/// tangent of `y[i] += e`, which J writes as a read, an addition and a
+/// write; as an accumulation it is one step, and its transpose reads the
+/// slot's cotangent where the write's would read it, zero it and add it
+/// back. Sound because `ȧ` is consumed only by the write: nothing between
+/// the read and the write changes the slot.
+fn take_increment(out: &mut Vec<Stmt>, arr: &Var, idx: &Var, val: &Var) -> Option<Var> {
+    let single = |s: &Stmt| match s {
+        Stmt::Let { nl, lin, rhs } if nl.is_empty() && lin.len() == 1 => {
+            Some((lin[0].var.clone(), rhs.clone()))
+        }
+        _ => None,
+    };
+    let sum = out
+        .iter()
+        .rposition(|s| single(s).is_some_and(|(v, _)| v == *val))?;
+    let Some((_, Expr::LinAdd(a, b))) = single(&out[sum]) else {
+        return None;
+    };
+    let read = |t: &Var| {
+        out[..sum].iter().rposition(|s| {
+            matches!(single(s), Some((v, Expr::LinIndex { arr: x, idx: j }))
+                if v == *t && x == *arr && j == *idx)
+        })
+    };
+    let (at, added) = match (read(&a), read(&b)) {
+        (Some(k), _) => (k, b),
+        (None, Some(k)) => (k, a),
+        (None, None) => return None,
+    };
+    out.remove(sum);
+    out.remove(at);
+    Some(added)
 }
 
 /// Removes dead bindings and unpackings until none is left.

@@ -947,7 +947,7 @@ impl<'a> FnGen<'a> {
             v = sum;
         }
         let next = self.var();
-        stmts.push(let_(
+        let write = let_(
             &next,
             ty.clone(),
             Expr::Set {
@@ -955,7 +955,13 @@ impl<'a> FnGen<'a> {
                 idx: index.var.clone(),
                 val: v,
             },
-        ));
+        );
+        let next = if self.rng.chance(0.35) {
+            self.conditional_write(&mut stmts, write, next, &x, &st.var, &index.var, &ty)
+        } else {
+            stmts.push(write);
+            next
+        };
         let y = self.var();
         out.push(Stmt::Let {
             nl: vec![Binder::new(y.clone(), ty.clone())],
@@ -982,6 +988,67 @@ impl<'a> FnGen<'a> {
         };
         self.pool.push((y, ty, d));
         true
+    }
+
+    /// The write `write` (binding `next`) under `if x > 0`: the other arm
+    /// leaves the array `st` as it is or writes `x` at the same index
+    /// (`y[i] = if x > 0 { v } else { x }` as two writes in two arms).
+    /// Returns the case's result, the array after the write.
+    #[allow(clippy::too_many_arguments)]
+    fn conditional_write(
+        &mut self,
+        stmts: &mut Vec<Stmt>,
+        write: Stmt,
+        next: Var,
+        x: &Var,
+        st: &Var,
+        index: &Var,
+        ty: &Ty,
+    ) -> Var {
+        let (zero, cond, other, y) = (self.var(), self.var(), self.var(), self.var());
+        let let_ = |v: &Var, ty: Ty, rhs: Expr| Stmt::Let {
+            nl: vec![Binder::new(v.clone(), ty)],
+            lin: vec![],
+            rhs,
+        };
+        stmts.push(let_(&zero, F, Expr::Lit { value: 0.0, float: Float::F64 }));
+        stmts.push(let_(
+            &cond,
+            Ty::Bool,
+            Expr::Prim {
+                prim: Prim::Cmp(Cmp::Gt),
+                args: vec![x.clone(), zero],
+            },
+        ));
+        let else_arm = if self.rng.chance(0.5) {
+            Expr::var(st.clone())
+        } else {
+            let set = Expr::Set {
+                arr: st.clone(),
+                idx: index.clone(),
+                val: x.clone(),
+            };
+            Expr::block(vec![let_(&other, ty.clone(), set)], Expr::var(other))
+        };
+        let arms = vec![
+            Arm {
+                bind: None,
+                body: Expr::block(vec![write], Expr::var(next)),
+            },
+            Arm {
+                bind: None,
+                body: else_arm,
+            },
+        ];
+        stmts.push(let_(
+            &y,
+            ty.clone(),
+            Expr::Case {
+                scrut: cond,
+                arms,
+            },
+        ));
+        y
     }
 
     /// `y[0] = y[0] * y[0]` after the loop that wrote `y`: a write of an

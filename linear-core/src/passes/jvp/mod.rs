@@ -564,7 +564,9 @@ impl Jvp<'_> {
     /// JCase: a case of the J'd arms. The scrutinee's tangent (empty) is
     /// dropped; every arm consumes the tangents of the case's free
     /// variables, dropping those of variables only other arms read; an
-    /// arm's bound value (a sum alternative) gets a zero tangent.
+    /// arm's bound value (a sum alternative) gets a zero tangent. An outer
+    /// array some arm writes or returns is consumed by every arm: an arm
+    /// that does not frees its tangent (JFree), so that the arms agree.
     fn case(&mut self, scrut: &Var, arms: &[Arm], mut sigma: Sigma) -> Result<Expr, PassError> {
         let mut frees: Vec<Vec<Var>> = Vec::new();
         let mut union: Vec<Var> = Vec::new();
@@ -590,8 +592,20 @@ impl Jvp<'_> {
         }
         let tangents: HashMap<Var, Var> = union.iter().cloned().zip(ds).collect();
         let mut new_arms = Vec::new();
-        let outer_owned: Vec<Var> = self.owned.iter().cloned().collect();
+        // Outer arrays an arm writes or returns (consumes): each arm starts
+        // from the same owned arrays, and those some arm consumes but
+        // another does not are freed at the end of that other arm.
+        let outer: Vec<(Var, Var)> = self
+            .owned
+            .iter()
+            .filter_map(|a| Some((a.clone(), self.arrays.get(a)?.clone())))
+            .collect();
+        let mut consumed: Vec<Vec<Var>> = Vec::new();
         for (a, fv) in arms.iter().zip(frees) {
+            for (y, dy) in &outer {
+                self.owned.insert(y.clone());
+                self.arrays.insert(y.clone(), dy.clone());
+            }
             let mut stmts = Vec::new();
             let mut local = Sigma::default();
             for v in &union {
@@ -615,15 +629,41 @@ impl Jvp<'_> {
                 }
             }
             let body = self.expr(&a.body, local)?;
-            if let Some(y) = outer_owned.iter().find(|y| !self.owned.contains(*y)) {
-                return Err(self.err(&format!(
-                    "a branch writes or returns array `{y}`, created before it; J needs every branch to leave outer arrays to the code after the branch"
-                )));
-            }
+            consumed.push(
+                outer
+                    .iter()
+                    .filter(|(y, _)| !self.owned.contains(y))
+                    .map(|(y, _)| y.clone())
+                    .collect(),
+            );
             new_arms.push(Arm {
                 bind: a.bind.clone(),
                 body: Expr::block(stmts, body),
             });
+        }
+        let any: Vec<Var> = outer
+            .iter()
+            .filter(|(y, _)| consumed.iter().any(|c| c.contains(y)))
+            .map(|(y, _)| y.clone())
+            .collect();
+        for ((arm, src), taken) in new_arms.iter_mut().zip(arms).zip(&consumed) {
+            let left: Vec<Var> = any.iter().filter(|y| !taken.contains(y)).cloned().collect();
+            for (y, dy) in outer.iter().filter(|(y, _)| left.contains(y)) {
+                self.owned.insert(y.clone());
+                self.arrays.insert(y.clone(), dy.clone());
+            }
+            let body = std::mem::replace(&mut arm.body, Expr::Ret { nl: vec![], lin: vec![] });
+            arm.body = self.free_after_tail(&src.body, body, left)?;
+        }
+        // After the case: the outer arrays no arm consumed stay owned.
+        for (y, dy) in &outer {
+            if !any.contains(y) {
+                self.owned.insert(y.clone());
+                self.arrays.insert(y.clone(), dy.clone());
+            } else {
+                self.owned.remove(y);
+                self.arrays.remove(y);
+            }
         }
         Ok(Expr::block(
             out,
