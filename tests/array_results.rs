@@ -88,6 +88,7 @@ fn copied_inline(p: &[f64; 3]) -> [f64; 3] {
 /// `vec![a, b, c]` of computed elements, written again, and one only
 /// read; a tuple element type.
 #[differentiable]
+#[allow(clippy::useless_vec)]
 fn moments(x: &[f64]) -> Vec<f64> {
     let s = x.iter().sum::<f64>();
     let q = x.iter().map(|v| v * v).sum::<f64>();
@@ -122,6 +123,16 @@ fn leaky_scan(x: &[f64], k: f64) -> Vec<f64> {
         y[0] = y[0].sin();
     }
     y
+}
+
+/// Whole arrays chosen in a branch: `a = y` of a parameter is a copy.
+#[differentiable]
+fn pick(x: &[f64], y: &[f64]) -> f64 {
+    let mut a = x;
+    if x[0] > 0.0 {
+        a = y;
+    }
+    a[0] * a[1]
 }
 
 const H: f64 = 1e-6;
@@ -315,5 +326,20 @@ fn writes_in_branches() {
         let (_, lin) = leaky_scan_lin(&x, k);
         assert_eq!(lin.apply((dx.clone(), dk)), dy);
         assert_eq!(lin.transpose(ct), (gx, gk));
+    }
+}
+
+#[test]
+fn arrays_chosen_in_a_branch() {
+    for x0 in [0.5, -0.5] {
+        let (x, y) = (vec![x0, 2.0], vec![3.0, -1.5]);
+        let (v, (gx, gy)) = pick_vjp(&x, &y, 1.0);
+        assert_eq!(v, pick(&x, &y));
+        let (a, other) = if x0 > 0.0 { (&y, &gx) } else { (&x, &gy) };
+        let chosen = if x0 > 0.0 { &gy } else { &gx };
+        assert_eq!(chosen, &vec![a[1], a[0]]);
+        assert_eq!(other, &vec![0.0, 0.0]);
+        let (_, dv) = pick_jvp(&x, &y, &[1.0, 0.0], &[0.0, 1.0]);
+        assert_eq!(dv, gx[0] + gy[1]);
     }
 }

@@ -61,6 +61,20 @@ fn prefix_tail(x: &[f64]) -> f64 {
     c.iter().map(|v| v.sqrt()).sum::<f64>()
 }
 
+/// A loop left by `break` while it writes a local array: after the
+/// desugaring of exits, each write runs under `if` (a write in a branch).
+#[differentiable]
+fn squares_until(x: &[f64], stop: f64) -> f64 {
+    let mut y = vec![0.0; x.len()];
+    for i in 0..x.len() {
+        if x[i] > stop {
+            break;
+        }
+        y[i] = x[i] * x[i];
+    }
+    y.iter().sum::<f64>()
+}
+
 const H: f64 = 1e-6;
 
 fn close(a: f64, b: f64, tol: f64) -> bool {
@@ -130,4 +144,15 @@ fn prefix_sums_read_the_element_written_before() {
     let (v, g) = prefix_tail_vjp(&x, 1.0);
     assert_eq!(v, prefix_tail(&x));
     assert_close(&g, &fd(prefix_tail, &x));
+}
+
+#[test]
+fn a_loop_left_early_writes_only_what_it_reached() {
+    let x = [0.5, 1.5, 4.0, 2.0];
+    let (v, (g, gs)) = squares_until_vjp(&x, 3.0, 1.0);
+    assert_eq!(v, 0.25 + 2.25);
+    assert_eq!(v, squares_until(&x, 3.0));
+    assert_close(&g, &fd(|x| squares_until(x, 3.0), &x));
+    assert_eq!(g, vec![1.0, 3.0, 0.0, 0.0]);
+    assert_eq!(gs, 0.0);
 }

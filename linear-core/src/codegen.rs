@@ -916,10 +916,15 @@ fn gen_loop(l: &Loop, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
     let (setup, capacity, looped) = match &l.iter {
         Iter::While { cond } => {
             let c = gen_expr(cond, names, calls);
+            // The state is moved out to be read: put back on leaving, as
+            // it may own an array.
             let looped = quote! {
                 loop {
                     #unpack_state
-                    if !#c { break; }
+                    if !#c {
+                        #st = (#(#state,)*);
+                        break;
+                    }
                     #step
                 }
             };

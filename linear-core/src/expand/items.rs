@@ -79,6 +79,37 @@ fn borrowing_params(
         .collect()
 }
 
+/// The tangent parameters' identifiers: `x_tangent` for a parameter
+/// named `x`, a hidden one for a pattern.
+fn tangent_idents(
+    active: &[(usize, &Shape)],
+    primal_idents: &[Option<syn::Ident>],
+) -> Vec<syn::Ident> {
+    active
+        .iter()
+        .map(|(i, _)| match primal_idents[*i].as_ref() {
+            Some(id) if !id.to_string().starts_with("__") => hidden(&format!("{id}_tangent")),
+            _ => hidden(&format!("__t{i}")),
+        })
+        .collect()
+}
+
+/// [`Sig::runtime_arrays`].
+fn runtime_arrays(
+    active: &[(usize, &Shape)],
+    primal_idents: &[Option<syn::Ident>],
+    tangent_idents: &[syn::Ident],
+) -> Vec<Option<(syn::Ident, syn::Ident)>> {
+    active
+        .iter()
+        .zip(tangent_idents)
+        .map(|((i, s), t)| {
+            let runtime = matches!(s, Shape::Slice(_, kind) if kind.runtime_length());
+            Some((primal_idents[*i].clone()?, t.clone())).filter(|_| runtime)
+        })
+        .collect()
+}
+
 fn hidden(name: &str) -> syn::Ident {
     syn::Ident::new(name, Span::mixed_site())
 }
@@ -117,13 +148,7 @@ impl<'a> Sig<'a> {
                 primal_idents.push(None);
             }
         }
-        let tangent_idents: Vec<syn::Ident> = active
-            .iter()
-            .map(|(i, _)| match primal_idents[*i].as_ref() {
-                Some(id) if !id.to_string().starts_with("__") => hidden(&format!("{id}_tangent")),
-                _ => hidden(&format!("__t{i}")),
-            })
-            .collect();
+        let tangent_idents = tangent_idents(&active, &primal_idents);
         let tangent_params = active
             .iter()
             .zip(&tangent_idents)
@@ -162,14 +187,7 @@ impl<'a> Sig<'a> {
                 Some((var.clone(), id.clone()?, shape.clone()))
             })
             .collect();
-        let runtime_arrays = active
-            .iter()
-            .zip(&tangent_idents)
-            .map(|((i, s), t)| {
-                let runtime = matches!(s, Shape::Slice(_, kind) if kind.runtime_length());
-                Some((primal_idents[*i].clone()?, t.clone())).filter(|_| runtime)
-            })
-            .collect();
+        let runtime_arrays = runtime_arrays(&active, &primal_idents, &tangent_idents);
         let params_borrowed = borrowing_params(l, &params, &primal_idents);
         let user_allows = item.attrs.iter().filter(|a| a.path().is_ident("allow"));
         Ok(Sig {
@@ -642,6 +660,72 @@ impl Tape {
     }
 }
 
+/// What the linearization keeps of the arrays' lengths, and the checks
+/// of `apply`'s and `transpose`'s arguments against them.
+struct Lengths {
+    /// Field initialisers of the tape's lengths, in `f_lin`.
+    len_inits: Vec<TokenStream>,
+    /// `apply`'s checks of its tangent arrays.
+    tangent_checks: Vec<TokenStream>,
+    /// `transpose`'s check of its cotangent array (if the result is one).
+    ct_check: TokenStream,
+}
+
+impl Lengths {
+    /// One tape field per array parameter of run-time length (the length
+    /// of its cotangent buffer, which `transpose` zeroes: pushed on
+    /// `t_args`) and one for a result of run-time length, `y_len` in
+    /// `f_lin`.
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        sig: &Sig,
+        l: &Lowered,
+        tape: &mut Tape,
+        t_args: &mut Vec<(TokenStream, Hold)>,
+        tangent: &syn::Ident,
+        cotangent: &syn::Ident,
+        y_len: &syn::Ident,
+        lin_name: &syn::Ident,
+    ) -> Lengths {
+        let name = &l.func.name;
+        let (mut len_inits, mut tangent_checks) = (Vec::new(), Vec::new());
+        let positions = sig
+            .active
+            .iter()
+            .enumerate()
+            .filter(|(_, (_, s))| matches!(s, Shape::Slice(..)));
+        for (k, ((s, len), (pos, (i, _)))) in sig.arrays().into_iter().zip(positions).enumerate() {
+            let field = format_ident!("__len{}", k);
+            t_args.push((zero_buffer(s, quote!(self.#field)), Hold::Owned));
+            if matches!(s, Shape::Slice(_, kind) if kind.runtime_length()) {
+                tape.lens.push(field.clone());
+                len_inits.push(quote!(#field: #len));
+                let msg = format!("`LinearMap::apply` of `{lin_name}`'s linearization: the tangent of parameter {} has the wrong length", i + 1);
+                tangent_checks.push(length_check(
+                    &sig.tangent_part(pos, tangent),
+                    &quote!(self.#field),
+                    &msg,
+                ));
+            }
+        }
+        // The cotangent of a result of run-time length has its length.
+        let ct_check = if matches!(&l.ret, Shape::Slice(_, kind) if kind.runtime_length()) {
+            let field = format_ident!("__len_out");
+            tape.lens.push(field.clone());
+            len_inits.push(quote!(#field: #y_len));
+            let msg = format!("`LinearMap::transpose` of `{lin_name}`'s linearization: the cotangent must have the length of `{name}`'s result");
+            length_check(&quote!(#cotangent), &quote!(self.#field), &msg)
+        } else {
+            quote!()
+        };
+        Lengths {
+            len_inits,
+            tangent_checks,
+            ct_check,
+        }
+    }
+}
+
 /// The linearization type (the tape, `LinearMap` from the residual and its
 /// transpose) and `f_lin(params..) -> (R, __FLinearization)`, U(J(f))'s
 /// forward pass.
@@ -676,40 +760,23 @@ fn lin_items(
 
     let ct_ir = result_to_ir(quote!(#cotangent), &l.ret, names);
     let mut t_args = vec![(self_tape, Hold::Shallow), (ct_ir, Hold::Owned)];
-    let mut len_inits = Vec::new();
-    let mut tangent_checks = Vec::new();
     let (y, tape_var, y_len) = (hidden("__y"), hidden("__tape"), hidden("__y_len"));
-    let arrays = sig.arrays();
-    let positions = sig
-        .active
-        .iter()
-        .enumerate()
-        .filter(|(_, (_, s))| matches!(s, Shape::Slice(..)));
-    for (k, ((s, len), (pos, (i, _)))) in arrays.into_iter().zip(positions).enumerate() {
-        let field = format_ident!("__len{}", k);
-        t_args.push((zero_buffer(s, quote!(self.#field)), Hold::Owned));
-        if matches!(s, Shape::Slice(_, kind) if kind.runtime_length()) {
-            tape.lens.push(field.clone());
-            len_inits.push(quote!(#field: #len));
-            let msg = format!("`LinearMap::apply` of `{lin_name}`'s linearization: the tangent of parameter {} has the wrong length", i + 1);
-            tangent_checks.push(length_check(
-                &sig.tangent_part(pos, &tangent),
-                &quote!(self.#field),
-                &msg,
-            ));
-        }
-    }
+    let lengths = Lengths::new(
+        sig,
+        l,
+        &mut tape,
+        &mut t_args,
+        &tangent,
+        &cotangent,
+        &y_len,
+        &lin_name,
+    );
+    let Lengths {
+        len_inits,
+        tangent_checks,
+        ct_check,
+    } = lengths;
     let apply_body = quote!({ #unpack #(#tangent_checks)* let #r = #apply; #conv });
-    // The cotangent of a result of run-time length has the result's length.
-    let ct_check = if matches!(&l.ret, Shape::Slice(_, kind) if kind.runtime_length()) {
-        let field = format_ident!("__len_out");
-        tape.lens.push(field.clone());
-        len_inits.push(quote!(#field: #y_len));
-        let msg = format!("`LinearMap::transpose` of `{lin_name}`'s linearization: the cotangent must have the length of `{name}`'s result");
-        length_check(&quote!(#cotangent), &quote!(self.#field), &msg)
-    } else {
-        quote!()
-    };
     let tape_items = tape.items(map_name, sig, &map_doc, calls);
     let t_body = body_holding(out.transposed, &t_args, calls);
     let transpose_out = sig.pack_cotangents(names, t_body);

@@ -448,30 +448,7 @@ pub fn lower_fn_mode(item: &syn::ItemFn, errs: &mut Errors, mode: Mode) -> Optio
         // too would only repeat this error.
         return None;
     }
-    let ret = match &sig.output {
-        syn::ReturnType::Default => {
-            errs.spanned(&sig.ident, "a differentiable function must return a value: f32, f64, or tuples and arrays of them");
-            None
-        }
-        syn::ReturnType::Type(_, t) => {
-            match Shape::from_result_type(t) {
-                None if holds_vec(t) => {
-                    errs.spanned(t, "a tuple holding an array is not supported as a result yet: return the array alone (`-> Vec<f64>`) and compute the other parts in a function of their own");
-                    None
-                }
-                None => {
-                    errs.spanned(t, format!("unsupported return type `{}`: differentiable functions return f32, f64, tuples and fixed-size arrays of them, and arrays they build (`Vec<T>`, `[T; N]` with `T` a float or a tuple of floats)", show_type(t)));
-                    None
-                }
-                Some(s) if s.has_slice() && mode == Mode::Linear => {
-                    // The body's errors would follow from this one.
-                    errs.spanned(t, "arrays read by index are not supported in `#[linear]` functions yet: return a fixed-size array (`[f64; N]`) of its elements");
-                    None
-                }
-                s => s,
-            }
-        }
-    };
+    let ret = result_shape(sig, mode, errs);
     let mut l = Lowerer {
         mode,
         errs,
@@ -502,75 +479,7 @@ pub fn lower_fn_mode(item: &syn::ItemFn, errs: &mut Errors, mode: Mode) -> Optio
         hoisted: Vec::new(),
         hoisted_consts: HashMap::default(),
     };
-    let mut params = Vec::new();
-    let mut nl_params = Vec::new();
-    for input in &sig.inputs {
-        let syn::FnArg::Typed(pt) = input else {
-            l.errs.spanned(
-                input,
-                "`self` parameters are not supported: differentiable functions are free functions",
-            );
-            continue;
-        };
-        let nondiff = pt.attrs.iter().any(|a| a.path().is_ident("nondiff"));
-        let marked_linear = pt.attrs.iter().any(|a| a.path().is_ident("linear"));
-        let mut pat = (*pt.pat).clone();
-        let ty = (*pt.ty).clone();
-        // Constants: integers, bools, and anything marked `#[nondiff]`
-        // (data slices, strings, floats held fixed) pass through unchanged;
-        // in a `#[linear]` function, every parameter not marked `#[linear]`
-        // (a coefficient).
-        let constant = match mode {
-            Mode::Differentiable => nondiff || is_constant_type(&ty),
-            Mode::Linear => !marked_linear,
-        };
-        if constant {
-            if let syn::Pat::Ident(i) = &pat {
-                l.param_types.insert(i.ident.to_string(), ty.clone());
-            }
-            l.bind_pattern_inactive(&pat);
-            params.push(Param {
-                pat,
-                ty,
-                active: None,
-            });
-            continue;
-        }
-        let Some(shape) = Shape::from_param_type(&ty) else {
-            l.errs.spanned(&ty, format!(
-                "unsupported parameter type `{}`: differentiable parameters are f32, f64, tuples and fixed-size arrays of them, and arrays read by index (`&[T]`, `&[T; N]`, `&Vec<T>`, `Vec<T>` with `T` a float or a tuple of floats); integers and bools are constants; mark any other parameter `#[nondiff]` to use it as a constant",
-                show_type(&ty)
-            ));
-            continue;
-        };
-        if mode == Mode::Linear && shape.has_slice() {
-            l.errs.spanned(&ty, "arrays read by index are not supported in `#[linear]` functions yet: use fixed-size arrays (`[f64; N]`)");
-            // Poisoned: what reads it reports nothing more.
-            let p = l.placeholder();
-            l.bind_pattern(&pat, p);
-            continue;
-        }
-        if l.float.is_none() {
-            l.float = shape.float();
-        }
-        let hint = match &pat {
-            syn::Pat::Ident(i) => i.ident.to_string(),
-            _ => "p".to_string(),
-        };
-        let v = l.fresh.named(&hint);
-        let ty_ir = shape.ty();
-        l.types.insert(v.clone(), ty_ir.clone());
-        l.shapes.insert(v.clone(), shape.clone());
-        nl_params.push(Binder::new(v.clone(), ty_ir.clone()));
-        l.linear_params.push(v.clone());
-        l.bind_pattern(&pat, Val::Active(v.clone(), ty_ir));
-        strip_mut(&mut pat);
-        params.push(Param {
-            pat,
-            ty,
-            active: Some((shape, v)),
-        });
-    }
+    let (params, nl_params) = l.params(sig);
     if mode == Mode::Linear && l.linear_params.is_empty() && l.errs.is_empty() {
         l.errs.spanned(
             &sig.ident,
@@ -585,10 +494,11 @@ pub fn lower_fn_mode(item: &syn::ItemFn, errs: &mut Errors, mode: Mode) -> Optio
     }
     l.fn_ret = Some(ret.clone());
     if ret.has_slice() && exits::needed(&item.block) {
-        // The result would be chosen in a branch (`__ret = y` under
-        // `if __exit == 0`), which arrays are not yet.
+        // The desugaring's result variable (`let mut __ret: R =
+        // Default::default()`, see `exits.rs`) is a constant of the prelude
+        // until assigned, which an array result cannot be.
         if let syn::ReturnType::Type(_, t) = &sig.output {
-            l.errs.spanned(t, "a function that returns a `Vec` cannot use `return` before its end, `break`, `continue` or `loop` yet: arrays are not chosen in branches; end the body with the array, and bound loops with `for` or `while` conditions");
+            l.errs.spanned(t, "a function that returns a `Vec` cannot use `return` before its end, `break`, `continue` or `loop` yet: end the body with the array, and bound loops with `for` or `while` conditions (a function returning a float may use them)");
         }
         return None;
     }
@@ -666,6 +576,43 @@ pub fn lower_fn_mode(item: &syn::ItemFn, errs: &mut Errors, mode: Mode) -> Optio
     })
 }
 
+/// The shape of `sig`'s result, or `None` with the error reported.
+fn result_shape(sig: &syn::Signature, mode: Mode, errs: &mut Errors) -> Option<Shape> {
+    let syn::ReturnType::Type(_, t) = &sig.output else {
+        errs.spanned(
+            &sig.ident,
+            "a differentiable function must return a value: f32, f64, or tuples and arrays of them",
+        );
+        return None;
+    };
+    match Shape::from_result_type(t) {
+        None if holds_vec(t) => {
+            errs.spanned(t, "a tuple holding an array is not supported as a result yet: return the array alone (`-> Vec<f64>`) and compute the other parts in a function of their own");
+            None
+        }
+        None => {
+            errs.spanned(t, format!("unsupported return type `{}`: differentiable functions return f32, f64, tuples and fixed-size arrays of them, and arrays they build (`Vec<T>`, `[T; N]` with `T` a float or a tuple of floats)", show_type(t)));
+            None
+        }
+        Some(s) if s.has_slice() && mode == Mode::Linear => {
+            // The body's errors would follow from this one.
+            errs.spanned(t, "arrays read by index are not supported in `#[linear]` functions yet: return a fixed-size array (`[f64; N]`) of its elements");
+            None
+        }
+        s => s,
+    }
+}
+
+/// Whether `s` binds `v`.
+fn binds(s: &Stmt, v: &Var) -> bool {
+    match s {
+        Stmt::Let { nl, lin, .. } => nl.iter().chain(lin).any(|b| b.var == *v),
+        Stmt::Unpack { vars, .. } | Stmt::LinUnpack { vars, .. } => {
+            vars.iter().any(|b| b.var == *v)
+        }
+    }
+}
+
 /// Whether a `Vec` is part of the type `t`.
 fn holds_vec(t: &syn::Type) -> bool {
     match t {
@@ -675,6 +622,84 @@ fn holds_vec(t: &syn::Type) -> bool {
         syn::Type::Group(g) => holds_vec(&g.elem),
         syn::Type::Path(p) => p.path.segments.last().is_some_and(|s| s.ident == "Vec"),
         _ => false,
+    }
+}
+
+impl Lowerer<'_> {
+    /// Lowers `sig`'s parameters: each constant one goes to the prelude,
+    /// each differentiable one becomes a non-linear IR parameter (returned
+    /// beside the parameters as code generation sees them).
+    fn params(&mut self, sig: &syn::Signature) -> (Vec<Param>, Vec<Binder>) {
+        let mut params = Vec::new();
+        let mut nl_params = Vec::new();
+        for input in &sig.inputs {
+            let syn::FnArg::Typed(pt) = input else {
+                self.errs.spanned(
+                    input,
+                    "`self` parameters are not supported: differentiable functions are free functions",
+                );
+                continue;
+            };
+            let nondiff = pt.attrs.iter().any(|a| a.path().is_ident("nondiff"));
+            let marked_linear = pt.attrs.iter().any(|a| a.path().is_ident("linear"));
+            let mut pat = (*pt.pat).clone();
+            let ty = (*pt.ty).clone();
+            // Constants: integers, bools, and anything marked `#[nondiff]`
+            // (data slices, strings, floats held fixed) pass through unchanged;
+            // in a `#[linear]` function, every parameter not marked `#[linear]`
+            // (a coefficient).
+            let constant = match self.mode {
+                Mode::Differentiable => nondiff || is_constant_type(&ty),
+                Mode::Linear => !marked_linear,
+            };
+            if constant {
+                if let syn::Pat::Ident(i) = &pat {
+                    self.param_types.insert(i.ident.to_string(), ty.clone());
+                }
+                self.bind_pattern_inactive(&pat);
+                params.push(Param {
+                    pat,
+                    ty,
+                    active: None,
+                });
+                continue;
+            }
+            let Some(shape) = Shape::from_param_type(&ty) else {
+                self.errs.spanned(&ty, format!(
+                    "unsupported parameter type `{}`: differentiable parameters are f32, f64, tuples and fixed-size arrays of them, and arrays read by index (`&[T]`, `&[T; N]`, `&Vec<T>`, `Vec<T>` with `T` a float or a tuple of floats); integers and bools are constants; mark any other parameter `#[nondiff]` to use it as a constant",
+                    show_type(&ty)
+                ));
+                continue;
+            };
+            if self.mode == Mode::Linear && shape.has_slice() {
+                self.errs.spanned(&ty, "arrays read by index are not supported in `#[linear]` functions yet: use fixed-size arrays (`[f64; N]`)");
+                // Poisoned: what reads it reports nothing more.
+                let p = self.placeholder();
+                self.bind_pattern(&pat, p);
+                continue;
+            }
+            if self.float.is_none() {
+                self.float = shape.float();
+            }
+            let hint = match &pat {
+                syn::Pat::Ident(i) => i.ident.to_string(),
+                _ => "p".to_string(),
+            };
+            let v = self.fresh.named(&hint);
+            let ty_ir = shape.ty();
+            self.types.insert(v.clone(), ty_ir.clone());
+            self.shapes.insert(v.clone(), shape.clone());
+            nl_params.push(Binder::new(v.clone(), ty_ir.clone()));
+            self.linear_params.push(v.clone());
+            self.bind_pattern(&pat, Val::Active(v.clone(), ty_ir));
+            strip_mut(&mut pat);
+            params.push(Param {
+                pat,
+                ty,
+                active: Some((shape, v)),
+            });
+        }
+        (params, nl_params)
     }
 }
 
@@ -1571,8 +1596,21 @@ impl Lowerer<'_> {
             return None;
         };
         let hint = id.to_string();
+        let before = self.out.len();
         let rhs = self.expr(right, &hint);
-        let Some(op) = op else { return Some(rhs) };
+        let Some(op) = op else {
+            // An array variable is given a new array: one this expression
+            // built is moved in; any other (a parameter, another local
+            // array) is copied, as arrays are values.
+            return Some(match rhs {
+                Val::Active(v, ty @ Ty::Array(..))
+                    if !self.out[before..].iter().any(|s| binds(s, &v)) =>
+                {
+                    self.array_copy(v, &ty)
+                }
+                rhs => rhs,
+            });
+        };
         let cur = self.expr(left, &hint);
         let sym = match op {
             Prim::Add => quote!(+=),

@@ -16,6 +16,10 @@
 //!
 //! Erasure preserves results and work exactly (Lemma 4.3): a helper spends
 //! one primitive per scalar, as the linear operation it replaces is charged.
+//! Arrays: `lindex` is `index`, `lset` is `set`, `lzeros` a `fill` of zero,
+//! `lfree` a drop, and `laccum(ȧ, i, v̇)` (never in J's output; the
+//! simplifier's increments and T make it) the read, addition and write it
+//! stands for, which costs more than the accumulation's one step.
 //!
 //! Input: a Linear A program that type-checks. Output: a purely non-linear
 //! program that type-checks, with every function keeping its name.
@@ -380,11 +384,31 @@ impl Erase<'_, '_> {
                 idx: self.r(idx),
             },
             Expr::Len(arr) => Expr::Len(self.r(arr)),
-            Expr::LinAccum { .. } => {
-                return Err(PassError::new(
-                    self.func,
-                    "L of an accumulation (`laccum`, only in transposed code) is not defined",
-                ))
+            // `laccum(ȧ, i, v̇)` is `set(a, i, index(a, i) + v)`.
+            Expr::LinAccum { arr, idx, val } => {
+                let t = self.ty(val)?;
+                let (arr, idx, val) = (self.r(arr), self.r(idx), self.r(val));
+                let (old, sum) = (self.fresh.var("old"), self.fresh.var("sum"));
+                let add = self.op(Op::Add, &t, vec![old.clone(), val]);
+                let read = Expr::Index {
+                    arr: arr.clone(),
+                    idx: idx.clone(),
+                };
+                Expr::block(
+                    vec![
+                        Stmt::Let {
+                            nl: vec![Binder::new(old, t.clone())],
+                            lin: vec![],
+                            rhs: read,
+                        },
+                        Stmt::Let {
+                            nl: vec![Binder::new(sum.clone(), t)],
+                            lin: vec![],
+                            rhs: add,
+                        },
+                    ],
+                    Expr::Set { arr, idx, val: sum },
+                )
             }
             Expr::Fill { len, val, size } => Expr::Fill {
                 len: self.r(len),

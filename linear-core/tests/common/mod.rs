@@ -1011,7 +1011,14 @@ impl<'a> FnGen<'a> {
             lin: vec![],
             rhs,
         };
-        stmts.push(let_(&zero, F, Expr::Lit { value: 0.0, float: Float::F64 }));
+        stmts.push(let_(
+            &zero,
+            F,
+            Expr::Lit {
+                value: 0.0,
+                float: Float::F64,
+            },
+        ));
         stmts.push(let_(
             &cond,
             Ty::Bool,
@@ -1040,14 +1047,7 @@ impl<'a> FnGen<'a> {
                 body: else_arm,
             },
         ];
-        stmts.push(let_(
-            &y,
-            ty.clone(),
-            Expr::Case {
-                scrut: cond,
-                arms,
-            },
-        ));
+        stmts.push(let_(&y, ty.clone(), Expr::Case { scrut: cond, arms }));
         y
     }
 

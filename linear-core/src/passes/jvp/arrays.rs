@@ -12,13 +12,17 @@
 //!   use gets `lfree(ȧ, len(a))` right after that use: a local array that
 //!   is read and then dropped. Its transpose creates the accumulator the
 //!   reads add into.
+//! * JCase on arrays: every arm of a case starts from the same owned
+//!   arrays. An outer array one arm writes (or returns) is consumed by
+//!   every arm: an arm that leaves it alone frees its tangent, so the arms
+//!   consume the same linear variables, as Fig. 3's case rule requires.
 //!
 //! Owned arrays are kept in [`Jvp::arrays`] like parameters (read in place,
 //! never split) and in [`Jvp::owned`] until their tangent is consumed: by
 //! `lset`, by a return (a result, a loop's next state) or by `lfree`.
 
 use super::{drop_stmt, Jvp, Sigma};
-use crate::ir::{Binder, Expr, Stmt, Ty, Var};
+use crate::ir::{Arm, Binder, Expr, Stmt, Ty, Var};
 use crate::passes::PassError;
 
 impl Jvp<'_> {
@@ -260,6 +264,62 @@ impl Jvp<'_> {
                 lin: vec![dy],
             },
         ))
+    }
+
+    /// The owned arrays and their tangents, before a case: every arm
+    /// starts from them ([`Jvp::own_again`]).
+    pub(super) fn owned_arrays(&self) -> Vec<(Var, Var)> {
+        self.owned
+            .iter()
+            .filter_map(|a| Some((a.clone(), self.arrays.get(a)?.clone())))
+            .collect()
+    }
+
+    /// Makes the arrays of `outer` that `which` selects owned again, with
+    /// their tangents.
+    pub(super) fn own_again(&mut self, outer: &[(Var, Var)], which: impl Fn(&Var) -> bool) {
+        for (y, dy) in outer.iter().filter(|(y, _)| which(y)) {
+            self.owned.insert(y.clone());
+            self.arrays.insert(y.clone(), dy.clone());
+        }
+    }
+
+    /// JFree for the arms of a case (`new_arms`, J'd from `arms`), given
+    /// the outer owned arrays each arm consumed: an arm that leaves unread
+    /// an array another arm writes or returns frees it, so every arm
+    /// consumes the same linear variables. After the case, the outer
+    /// arrays no arm consumed stay owned and the others are gone (the
+    /// case's results are owned in their place).
+    pub(super) fn settle_case_arrays(
+        &mut self,
+        new_arms: &mut [Arm],
+        arms: &[Arm],
+        consumed: &[Vec<Var>],
+        outer: &[(Var, Var)],
+    ) -> Result<(), PassError> {
+        let any: Vec<Var> = outer
+            .iter()
+            .filter(|(y, _)| consumed.iter().any(|c| c.contains(y)))
+            .map(|(y, _)| y.clone())
+            .collect();
+        for ((arm, src), taken) in new_arms.iter_mut().zip(arms).zip(consumed) {
+            let left: Vec<Var> = any.iter().filter(|y| !taken.contains(y)).cloned().collect();
+            self.own_again(outer, |y| left.contains(y));
+            let body = std::mem::replace(
+                &mut arm.body,
+                Expr::Ret {
+                    nl: vec![],
+                    lin: vec![],
+                },
+            );
+            arm.body = self.free_after_tail(&src.body, body, left)?;
+        }
+        for (y, _) in outer {
+            self.owned.remove(y);
+            self.arrays.remove(y);
+        }
+        self.own_again(outer, |y| !any.contains(y));
+        Ok(())
     }
 
     /// The tangent of owned array `a`, consumed here.

@@ -595,17 +595,10 @@ impl Jvp<'_> {
         // Outer arrays an arm writes or returns (consumes): each arm starts
         // from the same owned arrays, and those some arm consumes but
         // another does not are freed at the end of that other arm.
-        let outer: Vec<(Var, Var)> = self
-            .owned
-            .iter()
-            .filter_map(|a| Some((a.clone(), self.arrays.get(a)?.clone())))
-            .collect();
+        let outer = self.owned_arrays();
         let mut consumed: Vec<Vec<Var>> = Vec::new();
         for (a, fv) in arms.iter().zip(frees) {
-            for (y, dy) in &outer {
-                self.owned.insert(y.clone());
-                self.arrays.insert(y.clone(), dy.clone());
-            }
+            self.own_again(&outer, |_| true);
             let mut stmts = Vec::new();
             let mut local = Sigma::default();
             for v in &union {
@@ -641,30 +634,7 @@ impl Jvp<'_> {
                 body: Expr::block(stmts, body),
             });
         }
-        let any: Vec<Var> = outer
-            .iter()
-            .filter(|(y, _)| consumed.iter().any(|c| c.contains(y)))
-            .map(|(y, _)| y.clone())
-            .collect();
-        for ((arm, src), taken) in new_arms.iter_mut().zip(arms).zip(&consumed) {
-            let left: Vec<Var> = any.iter().filter(|y| !taken.contains(y)).cloned().collect();
-            for (y, dy) in outer.iter().filter(|(y, _)| left.contains(y)) {
-                self.owned.insert(y.clone());
-                self.arrays.insert(y.clone(), dy.clone());
-            }
-            let body = std::mem::replace(&mut arm.body, Expr::Ret { nl: vec![], lin: vec![] });
-            arm.body = self.free_after_tail(&src.body, body, left)?;
-        }
-        // After the case: the outer arrays no arm consumed stay owned.
-        for (y, dy) in &outer {
-            if !any.contains(y) {
-                self.owned.insert(y.clone());
-                self.arrays.insert(y.clone(), dy.clone());
-            } else {
-                self.owned.remove(y);
-                self.arrays.remove(y);
-            }
-        }
+        self.settle_case_arrays(&mut new_arms, arms, &consumed, &outer)?;
         Ok(Expr::block(
             out,
             Expr::Case {
