@@ -58,14 +58,8 @@ pub fn matvec(a: &[f64], x: &[f64]) -> Vec<f64> {
 /// `A x` and the cotangents of `A` and `x` for the output cotangent `w`:
 /// `w xᵀ` and `Aᵀ w`, in one sweep over `A`.
 pub fn matvec_hand(a: &[f64], x: &[f64], w: &[f64]) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
-    let m = x.len();
-    let n = a.len() / m;
-    let mut y = vec![0.0; n];
-    for i in 0..n {
-        for j in 0..m {
-            y[i] += a[i * m + j] * x[j];
-        }
-    }
+    let y = matvec(a, x);
+    let (m, n) = (x.len(), y.len());
     let (mut ga, mut gx) = (vec![0.0; a.len()], vec![0.0; m]);
     for i in 0..n {
         for j in 0..m {
