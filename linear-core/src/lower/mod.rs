@@ -92,7 +92,8 @@ pub enum Shape {
     Tuple(Vec<Shape>),
     Array(Box<Shape>, usize),
     /// A parameter holding an array of floats or tuples of floats, read by
-    /// index: an IR array (`array(τ)`, `array(τ; n)` for `&[T; n]`).
+    /// index, or a result the function built as a local array: an IR array
+    /// (`array(τ)`, `array(τ; n)` for `&[T; n]` and `[T; n]`).
     Slice(Box<Shape>, SliceKind),
 }
 

@@ -674,27 +674,29 @@ impl Simp<'_> {
 /// back. Sound because `ȧ` is consumed only by the write: nothing between
 /// the read and the write changes the slot.
 fn take_increment(out: &mut Vec<Stmt>, arr: &Var, idx: &Var, val: &Var) -> Option<Var> {
-    let single = |s: &Stmt| match s {
-        Stmt::Let { nl, lin, rhs } if nl.is_empty() && lin.len() == 1 => {
-            Some((lin[0].var.clone(), rhs.clone()))
+    fn single(s: &Stmt) -> Option<(&Var, &Expr)> {
+        match s {
+            Stmt::Let { nl, lin, rhs } if nl.is_empty() && lin.len() == 1 => {
+                Some((&lin[0].var, rhs))
+            }
+            _ => None,
         }
-        _ => None,
-    };
+    }
     let sum = out
         .iter()
-        .rposition(|s| single(s).is_some_and(|(v, _)| v == *val))?;
+        .rposition(|s| single(s).is_some_and(|(v, _)| v == val))?;
     let Some((_, Expr::LinAdd(a, b))) = single(&out[sum]) else {
         return None;
     };
     let read = |t: &Var| {
         out[..sum].iter().rposition(|s| {
             matches!(single(s), Some((v, Expr::LinIndex { arr: x, idx: j }))
-                if v == *t && x == *arr && j == *idx)
+                if v == t && x == arr && j == idx)
         })
     };
-    let (at, added) = match (read(&a), read(&b)) {
-        (Some(k), _) => (k, b),
-        (None, Some(k)) => (k, a),
+    let (at, added) = match (read(a), read(b)) {
+        (Some(k), _) => (k, b.clone()),
+        (None, Some(k)) => (k, a.clone()),
         (None, None) => return None,
     };
     out.remove(sum);
