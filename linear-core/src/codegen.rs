@@ -874,6 +874,27 @@ fn loop_header(iter: &Iter, item: &syn::Ident, names: &mut Names) -> (TokenStrea
     }
 }
 
+/// A `while` loop over the state `st`, bound to `state` for the
+/// condition `c` and the body `step`. The state is moved out to be read:
+/// it is put back on leaving, as it may own an array.
+fn while_loop(
+    c: TokenStream,
+    st: &syn::Ident,
+    state: &[syn::Ident],
+    step: TokenStream,
+) -> TokenStream {
+    quote! {
+        loop {
+            let (#(#state,)*) = #st;
+            if !#c {
+                #st = (#(#state,)*);
+                break;
+            }
+            #step
+        }
+    }
+}
+
 fn gen_loop(l: &Loop, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
     let st = names.temp("state");
     let it = names.temp("it");
@@ -916,19 +937,7 @@ fn gen_loop(l: &Loop, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
     let (setup, capacity, looped) = match &l.iter {
         Iter::While { cond } => {
             let c = gen_expr(cond, names, calls);
-            // The state is moved out to be read: put back on leaving, as
-            // it may own an array.
-            let looped = quote! {
-                loop {
-                    #unpack_state
-                    if !#c {
-                        #st = (#(#state,)*);
-                        break;
-                    }
-                    #step
-                }
-            };
-            (quote!(), quote!(0), looped)
+            (quote!(), quote!(0), while_loop(c, &st, &state, step))
         }
         Iter::Replay { .. } => {
             let each = quote!(#bind_item #unpack_state #step);

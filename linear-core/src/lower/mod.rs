@@ -315,6 +315,12 @@ impl Shape {
         }
     }
 
+    /// Whether this is an array whose length is known only at run time
+    /// (`&[T]`, `&Vec<T>`, `Vec<T>`), which tangents must match.
+    pub fn runtime_array(&self) -> bool {
+        matches!(self, Shape::Slice(_, kind) if kind.runtime_length())
+    }
+
     /// Whether a fixed-size array is part of this shape.
     fn has_array(&self) -> bool {
         match self {
@@ -1816,35 +1822,7 @@ impl Lowerer<'_> {
                     self.placeholder()
                 }
             },
-            syn::Expr::MethodCall(m) => {
-                let recv = self.expr(&m.receiver, hint);
-                if m.method == "len" && m.args.is_empty() {
-                    if let Some(n) = self.array_len(&recv) {
-                        return n;
-                    }
-                }
-                // Arrays are values in the IR: a copy only read is the
-                // array itself (a copy written is made by `local`).
-                if (m.method == "to_vec" || m.method == "clone")
-                    && m.args.is_empty()
-                    && matches!(recv, Val::Active(_, Ty::Array(..)))
-                {
-                    return recv;
-                }
-                let args: Vec<(Val, Span)> = m
-                    .args
-                    .iter()
-                    .map(|a| (self.expr(a, hint), a.span()))
-                    .collect();
-                self.call_prim(
-                    &m.method.to_string(),
-                    m.method.span(),
-                    (recv, m.receiver.span()),
-                    args,
-                    &m.args.iter().collect::<Vec<_>>(),
-                    hint,
-                )
-            }
+            syn::Expr::MethodCall(m) => self.method_call(m, hint),
             syn::Expr::Call(c) => {
                 let name = match &*c.func {
                     syn::Expr::Path(p) if p.path.segments.len() == 2 => {
@@ -1947,6 +1925,38 @@ impl Lowerer<'_> {
                 self.placeholder()
             }
         }
+    }
+
+    /// `recv.method(args..)`: an array's `len()`, a copy of an array only
+    /// read, or a primitive (`x.sin()`, `x.powi(n)`, ..).
+    fn method_call(&mut self, m: &syn::ExprMethodCall, hint: &str) -> Val {
+        let recv = self.expr(&m.receiver, hint);
+        if m.method == "len" && m.args.is_empty() {
+            if let Some(n) = self.array_len(&recv) {
+                return n;
+            }
+        }
+        // Arrays are values in the IR: a copy only read is the
+        // array itself (a copy written is made by `local`).
+        if (m.method == "to_vec" || m.method == "clone")
+            && m.args.is_empty()
+            && matches!(recv, Val::Active(_, Ty::Array(..)))
+        {
+            return recv;
+        }
+        let args: Vec<(Val, Span)> = m
+            .args
+            .iter()
+            .map(|a| (self.expr(a, hint), a.span()))
+            .collect();
+        self.call_prim(
+            &m.method.to_string(),
+            m.method.span(),
+            (recv, m.receiver.span()),
+            args,
+            &m.args.iter().collect::<Vec<_>>(),
+            hint,
+        )
     }
 
     fn aggregate(&mut self, vals: Vec<(Val, Span, TokenStream)>, array: bool, hint: &str) -> Val {

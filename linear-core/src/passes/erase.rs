@@ -263,6 +263,33 @@ impl Erase<'_, '_> {
         super::type_of(&self.types, self.func, &self.r(v))
     }
 
+    /// `laccum(ȧ, i, v̇)` is `set(a, i, index(a, i) + v)`.
+    fn accum(&mut self, arr: &Var, idx: &Var, val: &Var) -> Result<Expr, PassError> {
+        let t = self.ty(val)?;
+        let (arr, idx, val) = (self.r(arr), self.r(idx), self.r(val));
+        let (old, sum) = (self.fresh.var("old"), self.fresh.var("sum"));
+        let add = self.op(Op::Add, &t, vec![old.clone(), val]);
+        let read = Expr::Index {
+            arr: arr.clone(),
+            idx: idx.clone(),
+        };
+        Ok(Expr::block(
+            vec![
+                Stmt::Let {
+                    nl: vec![Binder::new(old, t.clone())],
+                    lin: vec![],
+                    rhs: read,
+                },
+                Stmt::Let {
+                    nl: vec![Binder::new(sum.clone(), t)],
+                    lin: vec![],
+                    rhs: add,
+                },
+            ],
+            Expr::Set { arr, idx, val: sum },
+        ))
+    }
+
     fn op(&mut self, op: Op, ty: &Ty, args: Vec<Var>) -> Expr {
         match ty {
             Ty::Real(float) => match op {
@@ -384,32 +411,7 @@ impl Erase<'_, '_> {
                 idx: self.r(idx),
             },
             Expr::Len(arr) => Expr::Len(self.r(arr)),
-            // `laccum(ȧ, i, v̇)` is `set(a, i, index(a, i) + v)`.
-            Expr::LinAccum { arr, idx, val } => {
-                let t = self.ty(val)?;
-                let (arr, idx, val) = (self.r(arr), self.r(idx), self.r(val));
-                let (old, sum) = (self.fresh.var("old"), self.fresh.var("sum"));
-                let add = self.op(Op::Add, &t, vec![old.clone(), val]);
-                let read = Expr::Index {
-                    arr: arr.clone(),
-                    idx: idx.clone(),
-                };
-                Expr::block(
-                    vec![
-                        Stmt::Let {
-                            nl: vec![Binder::new(old, t.clone())],
-                            lin: vec![],
-                            rhs: read,
-                        },
-                        Stmt::Let {
-                            nl: vec![Binder::new(sum.clone(), t)],
-                            lin: vec![],
-                            rhs: add,
-                        },
-                    ],
-                    Expr::Set { arr, idx, val: sum },
-                )
-            }
+            Expr::LinAccum { arr, idx, val } => self.accum(arr, idx, val)?,
             Expr::Fill { len, val, size } => Expr::Fill {
                 len: self.r(len),
                 val: self.r(val),
