@@ -2,7 +2,8 @@
 //! the pipeline; the printed output of each stage is compared with
 //! `tests/files/*.out`. Regenerate the expectations with
 //! `UPDATE_EXPECT=1 cargo test -p linear-core --test golden`, then read the
-//! diff. A first line `// checkpoint: binomial N` (or `state`) unzips with
+//! diff. A first line `// checkpoint: binomial N` (or `state`, or `adjoint`, the macro's
+//! default) unzips with
 //! that policy instead of saving everything.
 
 use std::fmt::Write;
@@ -28,6 +29,7 @@ fn stages(src: &str) -> String {
         .and_then(|l| l.strip_prefix("// checkpoint: "))
     {
         Some("state") => unzip::Checkpoint::LoopState,
+        Some("adjoint") => unzip::Checkpoint::Adjoint,
         Some(b) => match b.strip_prefix("binomial ").map(str::parse) {
             Some(Ok(snapshots)) => unzip::Checkpoint::Binomial { snapshots },
             _ => panic!("unknown checkpoint directive `{b}`"),

@@ -1219,21 +1219,46 @@ fn counted_by_index(l: &Loop, saved: &[Binder], lin: &Expr, recompute: &[Stmt]) 
 }
 
 /// Whether a residual `lin`, or the slice recomputed before it, indexes
-/// an array with `v` (which is then a `usize`).
+/// an array with `v` (which is then a `usize`): directly, or through
+/// integer arithmetic in the slice (`a[2 * i + 1]`), whose operands have
+/// its result's type in Rust.
 fn indexes(v: &Var, lin: &Expr, slice: &[Stmt]) -> bool {
-    used_as_index(lin, v)
-        || slice.iter().any(|s| match s {
-            Stmt::Let { rhs, .. } => used_as_index(rhs, v),
-            Stmt::Unpack { .. } | Stmt::LinUnpack { .. } => false,
-        })
-}
-
-/// Whether `e` indexes an array with `v`.
-fn used_as_index(e: &Expr, v: &Var) -> bool {
-    crate::visit::any_subexpr(
-        e,
-        &mut |x| matches!(x, Expr::Index { idx, .. } | Expr::LinIndex { idx, .. } | Expr::LinAccum { idx, .. } if idx == v),
-    )
+    let mut index: HashSet<Var> = HashSet::default();
+    let mut collect = |e: &Expr| {
+        crate::visit::any_subexpr(e, &mut |x| {
+            if let Expr::Index { idx, .. }
+            | Expr::LinIndex { idx, .. }
+            | Expr::LinAccum { idx, .. } = x
+            {
+                index.insert(idx.clone());
+            }
+            false
+        });
+    };
+    collect(lin);
+    for s in slice {
+        if let Stmt::Let { rhs, .. } = s {
+            collect(rhs);
+        }
+    }
+    // Definitions precede uses: one backward sweep reaches every operand.
+    for s in slice.iter().rev() {
+        if let Stmt::Let {
+            nl,
+            rhs: Expr::Prim { prim, args },
+            ..
+        } = s
+        {
+            let arithmetic = matches!(
+                prim,
+                Prim::IAdd | Prim::ISub | Prim::IMul | Prim::IDiv | Prim::IRem
+            );
+            if arithmetic && nl.iter().any(|b| index.contains(&b.var)) {
+                index.extend(args.iter().cloned());
+            }
+        }
+    }
+    index.contains(v)
 }
 
 /// Whether values of this type can be saved in a recomputed loop's state:
