@@ -343,6 +343,19 @@ pub mod __private {
         v
     }
 
+    /// The flat cotangent of an array of rows (`&[[T; M]]`, `&Vec<[T; M]>`,
+    /// `Vec<[T; M]>`) as rows: one copy, at the end of the reverse pass.
+    pub fn rows<T: Copy, const M: usize>(flat: Vec<T>) -> Vec<[T; M]> {
+        flat.chunks_exact(M)
+            .map(|c| ::core::array::from_fn(|j| c[j]))
+            .collect()
+    }
+
+    /// [`rows`] for `&[[T; M]; N]`.
+    pub fn rows_array<T: Copy, const M: usize, const N: usize>(flat: Vec<T>) -> [[T; M]; N] {
+        ::core::array::from_fn(|i| ::core::array::from_fn(|j| flat[i * M + j]))
+    }
+
     /// The tape of a loop whose trip count is a compile-time constant, when
     /// its records are small: inline, no heap.
     pub use ::arrayvec::ArrayVec;

@@ -356,6 +356,15 @@ fn length_check(value: &TokenStream, len: &TokenStream, msg: &str) -> TokenStrea
 /// A zeroed cotangent buffer for an array parameter of shape `s`, of
 /// length `len` (unused for `&[T; n]`).
 fn zero_buffer(s: &Shape, len: TokenStream) -> TokenStream {
+    if let Some((e, m)) = s.row() {
+        // The flat array of rows of width `m`.
+        let e = e.rust();
+        let len = match s {
+            Shape::Slice(_, crate::lower::SliceKind::ArrayRef(n)) => quote!(#n),
+            _ => len,
+        };
+        return quote!(::linear_ad::__private::zeros::<#e>(#len * #m));
+    }
     match s {
         Shape::Slice(e, crate::lower::SliceKind::ArrayRef(n)) => {
             let e = e.rust();
@@ -578,7 +587,11 @@ impl Tape {
     /// a `Vec` by value.
     fn field_init(&self, k: usize, tape: &syn::Ident) -> TokenStream {
         match &self.inputs[k] {
-            Some((id, Shape::Slice(_, crate::lower::SliceKind::Vec))) => quote!(#id),
+            Some((id, s @ Shape::Slice(_, crate::lower::SliceKind::Vec))) => match s.row() {
+                // Moved in as its flat array, not copied.
+                Some(_) => quote!(#id.into_flattened()),
+                None => quote!(#id),
+            },
             _ => {
                 let i = syn::Index::from(k);
                 quote!(#tape.#i)

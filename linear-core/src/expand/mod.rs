@@ -278,6 +278,10 @@ fn has_array(s: &Shape) -> bool {
 /// array read by index is borrowed, so that a `Vec` passed by value stays
 /// where it is for its length to be read after the forward pass).
 fn to_ir(e: TokenStream, s: &Shape, names: &mut Names) -> TokenStream {
+    if s.row().is_some() {
+        // Rows are viewed as their flat array, in place.
+        return quote!(#e.as_flattened());
+    }
     if let Shape::Slice(_, crate::lower::SliceKind::Vec) = s {
         return quote!(&#e);
     }
@@ -292,9 +296,19 @@ fn result_to_ir(e: TokenStream, s: &Shape, names: &mut Names) -> TokenStream {
     convert(e, s, names, true)
 }
 
-/// IR representation to the Rust value of shape `s`.
+/// IR representation to the Rust value of shape `s`; the flat cotangent
+/// of an array of rows is copied into rows.
 fn from_ir(e: TokenStream, s: &Shape, names: &mut Names) -> TokenStream {
-    convert(e, s, names, false)
+    match s {
+        Shape::Slice(_, kind) => match (s.row(), kind) {
+            (Some((_, m)), crate::lower::SliceKind::ArrayRef(n)) => {
+                quote!(::linear_ad::__private::rows_array::<_, #m, #n>(#e))
+            }
+            (Some((_, m)), _) => quote!(::linear_ad::__private::rows::<_, #m>(#e)),
+            (None, _) => e,
+        },
+        _ => convert(e, s, names, false),
+    }
 }
 
 /// Destructures `e` and rebuilds it with every array of `s` as a tuple

@@ -4,6 +4,14 @@
 //! * `a[i]` with any integer expression `i` is `index(a, i)`; `a.len()` is
 //!   `len(a)`. Out of bounds panics in every generated function as in the
 //!   original: generated code indexes with Rust's checked `[]`.
+//! * Arrays of rows (`&[[T; M]]` and the other kinds with `[T; M]`
+//!   elements) are their flat IR arrays ([`super::Shape::row`]):
+//!   `a[i][j]` is `index(a, i * M + j)`, `a[i]` the tuple of row `i`'s
+//!   elements, `a.len()` is `len(a) / M`. A column `j` that is not a
+//!   literal is checked: the index becomes `i * M + j % M + (j / M) *
+//!   len(a)`, out of bounds (a panic, as in the original) when `j >= M`,
+//!   and `i * M + j` when not (with `j`'s range known, as in
+//!   `for j in 0..M`, rustc folds the check away).
 //! * Iteration is index loops: `for v in a.iter()` (also `&a`, `a`,
 //!   `.copied()`, `.cloned()`, `.rev()`, `.enumerate()`, `.zip(b.iter())`,
 //!   on differentiable arrays and `#[nondiff]` data alike) is rewritten,
@@ -31,7 +39,7 @@ use quote::{format_ident, quote};
 use syn::spanned::Spanned;
 
 use super::{Lowerer, Val};
-use crate::ir::{Expr, Ty};
+use crate::ir::{Expr, Prim, Ty};
 
 /// An iteration over arrays: the arrays (several for `zip`), whether it
 /// counts (`enumerate`) and whether it runs backwards, and the shape of the
@@ -218,6 +226,9 @@ impl Lowerer<'_> {
         };
         let (a, elem) = (a.clone(), (**elem).clone());
         let i = self.int(&ix.index);
+        if let Some((row, m)) = self.row_of(&a) {
+            return Some(self.whole_row(&a, i, &row, m));
+        }
         let rhs = Expr::Index {
             arr: a.clone(),
             idx: i,
@@ -234,8 +245,96 @@ impl Lowerer<'_> {
         let Val::Active(a, Ty::Array(..)) = recv else {
             return None;
         };
-        let n = self.emit_nd("n", Ty::Int, Expr::Len(a.clone()));
+        let mut n = self.emit_nd("n", Ty::Int, Expr::Len(a.clone()));
+        if let Some((_, m)) = self.row_of(a) {
+            // The rows of a flat array.
+            let m = self.emit_nd("k", Ty::Int, Expr::Int(m as i64));
+            n = self.int_prim(Prim::IDiv, n, m);
+        }
         Some(Val::Active(n, Ty::Int))
+    }
+
+    /// The element and width of the rows of array `a`, if it holds rows
+    /// (see [`super::Shape::row`]).
+    fn row_of(&self, a: &crate::ir::Var) -> Option<(super::Shape, usize)> {
+        let shape = self.shapes.get(a)?;
+        shape.row().map(|(e, m)| (e.clone(), m))
+    }
+
+    fn int_prim(&mut self, prim: Prim, a: crate::ir::Var, b: crate::ir::Var) -> crate::ir::Var {
+        self.emit_nd(
+            "n",
+            Ty::Int,
+            Expr::Prim {
+                prim,
+                args: vec![a, b],
+            },
+        )
+    }
+
+    /// Row `i` of a flat array of rows of width `m`: a tuple of its `m`
+    /// elements (a `[T; m]` value), read at `i * m + c`.
+    fn whole_row(
+        &mut self,
+        a: &crate::ir::Var,
+        i: crate::ir::Var,
+        row: &super::Shape,
+        m: usize,
+    ) -> Val {
+        let width = self.emit_nd("k", Ty::Int, Expr::Int(m as i64));
+        let start = self.int_prim(Prim::IMul, i, width);
+        let elem = row.ty();
+        let mut parts = Vec::with_capacity(m);
+        for c in 0..m {
+            let c = self.emit_nd("k", Ty::Int, Expr::Int(c as i64));
+            let at = self.int_prim(Prim::IAdd, start.clone(), c);
+            let rhs = Expr::Index {
+                arr: a.clone(),
+                idx: at,
+            };
+            parts.push(self.emit("x", elem.clone(), rhs));
+        }
+        let ty = Ty::Tuple(vec![elem; m]);
+        let v = self.emit("x", ty.clone(), Expr::Tup(parts));
+        self.shapes
+            .insert(v.clone(), super::Shape::Array(Box::new(row.clone()), m));
+        Val::Active(v, ty)
+    }
+
+    /// `a[i][j]` where `a` holds rows of width `m`: element `i * m + j` of
+    /// the flat array, `None` if `base` (`a`, lowered) holds no rows. A
+    /// literal `j` past the row is rustc's error on the original function;
+    /// any other `j` is checked at run time: `j >= m` adds at least the
+    /// array's length to the index, which then panics out of bounds as the
+    /// original does (with the flat array's length in the message).
+    pub(super) fn row_element(
+        &mut self,
+        base: &Val,
+        row_ix: &syn::Expr,
+        col_ix: &syn::Expr,
+    ) -> Option<Val> {
+        let Val::Active(a, Ty::Array(elem, _)) = base else {
+            return None;
+        };
+        let (row, m) = self.row_of(a)?;
+        let (a, elem) = (a.clone(), (**elem).clone());
+        let i = self.int(row_ix);
+        let j = self.int(col_ix);
+        let width = self.emit_nd("k", Ty::Int, Expr::Int(m as i64));
+        let start = self.int_prim(Prim::IMul, i, width.clone());
+        let col = if super::int_literal(col_ix).is_some() {
+            j
+        } else {
+            let within = self.int_prim(Prim::IRem, j.clone(), width.clone());
+            let past = self.int_prim(Prim::IDiv, j, width);
+            let len = self.emit_nd("n", Ty::Int, Expr::Len(a.clone()));
+            let out = self.int_prim(Prim::IMul, past, len);
+            self.int_prim(Prim::IAdd, within, out)
+        };
+        let at = self.int_prim(Prim::IAdd, start, col);
+        let v = self.emit("x", elem.clone(), Expr::Index { arr: a, idx: at });
+        self.shapes.insert(v.clone(), row);
+        Some(Val::Active(v, elem))
     }
 
     /// A `for` loop over arrays as a loop over their indices, `None` if

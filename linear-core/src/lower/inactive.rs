@@ -68,10 +68,15 @@ pub(super) fn cannot_panic(e: &syn::Expr) -> bool {
 
 /// The element type of a slice, array or `Vec` type (through references).
 fn element_ty(t: &syn::Type) -> Option<Ty> {
+    element_type(t).and_then(scalar_ty)
+}
+
+/// The element type of a slice, array or `Vec` type (behind references).
+fn element_type(t: &syn::Type) -> Option<&syn::Type> {
     match t {
-        syn::Type::Reference(r) => element_ty(&r.elem),
-        syn::Type::Slice(s) => scalar_ty(&s.elem),
-        syn::Type::Array(a) => scalar_ty(&a.elem),
+        syn::Type::Reference(r) => element_type(&r.elem),
+        syn::Type::Slice(s) => Some(&s.elem),
+        syn::Type::Array(a) => Some(&a.elem),
         syn::Type::Path(p) => {
             let last = p.path.segments.last()?;
             if last.ident != "Vec" {
@@ -79,7 +84,7 @@ fn element_ty(t: &syn::Type) -> Option<Ty> {
             }
             match &last.arguments {
                 syn::PathArguments::AngleBracketed(a) => match a.args.first()? {
-                    syn::GenericArgument::Type(t) => scalar_ty(t),
+                    syn::GenericArgument::Type(t) => Some(t),
                     _ => None,
                 },
                 _ => None,
@@ -87,6 +92,33 @@ fn element_ty(t: &syn::Type) -> Option<Ty> {
         }
         _ => None,
     }
+}
+
+/// `value`, a Rust value of shape `s` holding fixed-size arrays, rebuilt
+/// with tuples in their place (the IR's form of a fixed-size array).
+fn arrays_as_tuples(value: TokenStream, s: &Shape, next: &mut usize) -> TokenStream {
+    let (parts, array) = match s {
+        Shape::Float(_) | Shape::Slice(..) => return value,
+        Shape::Tuple(ss) => (ss.iter().collect::<Vec<_>>(), false),
+        Shape::Array(e, n) => (vec![&**e; *n], true),
+    };
+    let names: Vec<syn::Ident> = parts
+        .iter()
+        .map(|_| {
+            *next += 1;
+            syn::Ident::new(&format!("__linear_ad_e{next}"), Span::mixed_site())
+        })
+        .collect();
+    let rebuilt = names
+        .iter()
+        .zip(parts)
+        .map(|(n, p)| arrays_as_tuples(quote!(#n), p, next));
+    let pat = if array {
+        quote!([#(#names),*])
+    } else {
+        quote!((#(#names,)*))
+    };
+    quote!({ let #pat = #value; (#(#rebuilt,)*) })
 }
 
 impl Lowerer<'_> {
@@ -200,13 +232,24 @@ impl Lowerer<'_> {
             },
             syn::Expr::Unary(u) => self.infer(&u.expr),
             syn::Expr::Cast(c) => scalar_ty(&c.ty),
-            syn::Expr::Index(ix) => match &*ix.expr {
-                syn::Expr::Path(p) => {
+            syn::Expr::Index(ix) => {
+                if let syn::Expr::Path(p) = &*ix.expr {
                     let id = p.path.get_ident()?.to_string();
-                    self.param_types.get(&id).and_then(element_ty)
+                    if let Some(t) = self.param_types.get(&id) {
+                        return element_ty(t);
+                    }
                 }
-                _ => None,
-            },
+                // A row (`rows[i]`, or a local bound to one) is a tuple
+                // here: any of its elements has the type of the first.
+                match self.infer(&ix.expr)? {
+                    Ty::Tuple(ts) => {
+                        let k = super::int_literal(&ix.index).unwrap_or(0);
+                        ts.get(usize::try_from(k).ok()?).cloned()
+                    }
+                    Ty::Array(e, _) => Some(*e),
+                    _ => None,
+                }
+            }
             syn::Expr::MethodCall(m) => match m.method.to_string().as_str() {
                 "len" | "count" => Some(Ty::Int),
                 "is_empty" | "is_nan" | "is_finite" | "is_sign_negative" | "is_sign_positive" => {
@@ -392,6 +435,50 @@ impl Lowerer<'_> {
         })
     }
 
+    /// `data[i]` of constant data whose elements hold fixed-size arrays
+    /// (`#[nondiff] pts: &[[f64; 2]]`): the element as the IR sees a
+    /// fixed-size array, a tuple, converted in place; `None` for anything
+    /// else.
+    fn data_row(&mut self, e: &syn::Expr) -> Option<Val> {
+        let syn::Expr::Index(ix) = e else {
+            return None;
+        };
+        let syn::Expr::Path(p) = &*ix.expr else {
+            return None;
+        };
+        let id = p.path.get_ident()?.to_string();
+        if !matches!(self.lookup(&id), Some(Binding::Param)) {
+            return None;
+        }
+        let shape = Shape::from_type(element_type(self.param_types.get(&id)?)?)?;
+        if !shape.has_array() {
+            return None;
+        }
+        let code = arrays_as_tuples(e.to_token_stream(), &shape, &mut 0);
+        let ty = shape.ty();
+        let v = self.opaque(&syn::parse2(code).ok()?, ty.clone());
+        self.shapes.insert(v.clone(), shape);
+        Some(Val::Active(v, ty))
+    }
+
+    /// Whether `e` is `v[k]` of a variable `v` bound to an IR tuple (a
+    /// fixed-size array, as the IR holds it).
+    fn indexes_a_tuple(&self, e: &syn::Expr) -> bool {
+        let syn::Expr::Index(ix) = e else {
+            return false;
+        };
+        let syn::Expr::Path(p) = &*ix.expr else {
+            return false;
+        };
+        let Some(id) = p.path.get_ident() else {
+            return false;
+        };
+        matches!(
+            self.lookup(&id.to_string()),
+            Some(Binding::Active(_, Ty::Tuple(_), _))
+        )
+    }
+
     /// Statements with no value (a loop body, an `if` statement's arm).
     pub(super) fn stmts(&mut self, stmts: &[syn::Stmt]) {
         for s in stmts {
@@ -424,6 +511,13 @@ impl Lowerer<'_> {
             || structural
             || self.mentions_diff(e.to_token_stream())
         {
+            return None;
+        }
+        if let Some(v) = self.data_row(e) {
+            return Some(v);
+        }
+        if self.indexes_a_tuple(e) {
+            // `p[0]` of a row bound earlier: a part of an IR tuple.
             return None;
         }
         let hinted = ret_hint.map(Shape::ty).filter(|t| matches!(t, Ty::Real(_)));

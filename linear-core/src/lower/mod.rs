@@ -94,6 +94,13 @@ pub enum Shape {
     /// A parameter holding an array of floats or tuples of floats, read by
     /// index, or a result the function built as a local array: an IR array
     /// (`array(τ)`, `array(τ; n)` for `&[T; n]` and `[T; n]`).
+    ///
+    /// A parameter's elements may be rows, fixed-size arrays `[T; m]`
+    /// (`&[[f64; 3]]`, points or matrix rows): the IR array is then the
+    /// flattened one, `array(τ)` of `m` times the length, element `j` of
+    /// row `i` at `i * m + j` ([`Shape::row`]). Generated code views the
+    /// rows as flat in place (`as_flattened`) and copies a flat cotangent
+    /// into rows once, at the end.
     Slice(Box<Shape>, SliceKind),
 }
 
@@ -130,10 +137,13 @@ impl Shape {
             Shape::Float(f) => Ty::Real(*f),
             Shape::Tuple(s) => Ty::Tuple(s.iter().map(Shape::ty).collect()),
             Shape::Array(s, n) => Ty::Tuple(vec![s.ty(); *n]),
-            Shape::Slice(s, SliceKind::ArrayRef(n) | SliceKind::Array(n)) => {
-                Ty::Array(Box::new(s.ty()), Some(*n as u64))
-            }
-            Shape::Slice(s, _) => Ty::Array(Box::new(s.ty()), None),
+            Shape::Slice(s, kind) => match (&**s, kind) {
+                (Shape::Array(e, _), _) => Ty::Array(Box::new(e.ty()), None),
+                (_, SliceKind::ArrayRef(n) | SliceKind::Array(n)) => {
+                    Ty::Array(Box::new(s.ty()), Some(*n as u64))
+                }
+                _ => Ty::Array(Box::new(s.ty()), None),
+            },
         }
     }
 
@@ -182,6 +192,17 @@ impl Shape {
                 quote!((#(#ss,)*))
             }
             Shape::Float(_) | Shape::Array(..) => self.rust(),
+        }
+    }
+
+    /// For an array of rows (`&[[T; m]]`), the rows' element and `m`.
+    pub fn row(&self) -> Option<(&Shape, usize)> {
+        match self {
+            Shape::Slice(s, _) => match &**s {
+                Shape::Array(e, m) => Some((e, *m)),
+                _ => None,
+            },
+            _ => None,
         }
     }
 
@@ -245,8 +266,12 @@ impl Shape {
         if let Some(s) = Shape::from_type(t) {
             return Some(s);
         }
+        // A float, a tuple of floats, or a row of them (`[T; m]`, m > 0).
         let element = |t: &syn::Type| {
-            Shape::from_type(t).filter(|s| !matches!(s, Shape::Array(..)) && !s.has_array())
+            Shape::from_type(t).filter(|s| match s {
+                Shape::Array(e, m) => *m > 0 && !e.has_array(),
+                other => !other.has_array(),
+            })
         };
         let (inner, by_ref) = match t {
             syn::Type::Reference(r) if r.mutability.is_none() => (&*r.elem, true),
@@ -256,10 +281,11 @@ impl Shape {
             syn::Type::Slice(s) if by_ref => {
                 Some(Shape::Slice(Box::new(element(&s.elem)?), SliceKind::Slice))
             }
-            syn::Type::Array(_) if by_ref => match Shape::from_type(inner)? {
-                Shape::Array(e, n) if !e.has_array() => {
-                    Some(Shape::Slice(e, SliceKind::ArrayRef(n)))
-                }
+            syn::Type::Array(a) if by_ref => match Shape::from_type(inner)? {
+                Shape::Array(_, n) => Some(Shape::Slice(
+                    Box::new(element(&a.elem)?),
+                    SliceKind::ArrayRef(n),
+                )),
                 _ => None,
             },
             syn::Type::Path(p) if p.qself.is_none() => {
@@ -601,6 +627,10 @@ fn result_shape(sig: &syn::Signature, mode: Mode, errs: &mut Errors) -> Option<S
             errs.spanned(t, format!("unsupported return type `{}`: differentiable functions return f32, f64, tuples and fixed-size arrays of them, and arrays they build (`Vec<T>`, `[T; N]` with `T` a float or a tuple of floats)", show_type(t)));
             None
         }
+        Some(s) if s.row().is_some() => {
+            errs.spanned(t, "an array of fixed-size arrays (`Vec<[T; M]>`) is not supported as a result yet: return the flat array (`Vec<T>`, element `j` of row `i` at `i * M + j`)");
+            None
+        }
         Some(s) if s.has_slice() && mode == Mode::Linear => {
             // The body's errors would follow from this one.
             errs.spanned(t, "arrays read by index are not supported in `#[linear]` functions yet: return a fixed-size array (`[f64; N]`) of its elements");
@@ -673,7 +703,7 @@ impl Lowerer<'_> {
             }
             let Some(shape) = Shape::from_param_type(&ty) else {
                 self.errs.spanned(&ty, format!(
-                    "unsupported parameter type `{}`: differentiable parameters are f32, f64, tuples and fixed-size arrays of them, and arrays read by index (`&[T]`, `&[T; N]`, `&Vec<T>`, `Vec<T>` with `T` a float or a tuple of floats); integers and bools are constants; mark any other parameter `#[nondiff]` to use it as a constant",
+                    "unsupported parameter type `{}`: differentiable parameters are f32, f64, tuples and fixed-size arrays of them, and arrays read by index (`&[T]`, `&[T; N]`, `&Vec<T>`, `Vec<T>` with `T` a float, a tuple of floats or a fixed-size array of them); integers and bools are constants; mark any other parameter `#[nondiff]` to use it as a constant",
                     show_type(&ty)
                 ));
                 continue;
@@ -1879,24 +1909,7 @@ impl Lowerer<'_> {
                 let base = self.expr(&f.base, hint);
                 self.select(base, idx.index as usize, f.span())
             }
-            syn::Expr::Index(ix) => {
-                let base = self.expr(&ix.expr, hint);
-                if let Some(v) = self.array_index(&base, ix) {
-                    return v;
-                }
-                let k = match &*ix.index {
-                    syn::Expr::Lit(syn::ExprLit {
-                        lit: syn::Lit::Int(i),
-                        ..
-                    }) => i.base10_parse::<usize>().ok(),
-                    _ => None,
-                };
-                let Some(k) = k else {
-                    self.errs.spanned(&ix.index, "a fixed-size array held by value (`[f64; N]`) is indexed by integer literals; take it by reference (`&[f64; N]`) or as a slice (`&[f64]`) to index it with any integer");
-                    return self.placeholder();
-                };
-                self.select(base, k, ix.span())
-            }
+            syn::Expr::Index(ix) => self.index_expr(ix, hint),
             syn::Expr::Block(b) if b.label.is_none() => {
                 self.scopes.push(HashMap::default());
                 let r = self.block_body(&b.block.stmts, false);
@@ -1925,6 +1938,42 @@ impl Lowerer<'_> {
                 self.placeholder()
             }
         }
+    }
+
+    /// `base[i]`: an element of an array read by index, or a part of a
+    /// tuple-like fixed-size array; `a[i][j]` of an array of rows reads one
+    /// element of its flat array.
+    fn index_expr(&mut self, ix: &syn::ExprIndex, hint: &str) -> Val {
+        let base = match &*ix.expr {
+            syn::Expr::Index(inner) => {
+                let rows = self.expr(&inner.expr, hint);
+                if let Some(v) = self.row_element(&rows, &inner.index, &ix.index) {
+                    return v;
+                }
+                self.index_into(rows, inner)
+            }
+            other => self.expr(other, hint),
+        };
+        self.index_into(base, ix)
+    }
+
+    /// `ix` applied to `base`, already lowered.
+    fn index_into(&mut self, base: Val, ix: &syn::ExprIndex) -> Val {
+        if let Some(v) = self.array_index(&base, ix) {
+            return v;
+        }
+        let k = match &*ix.index {
+            syn::Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Int(i),
+                ..
+            }) => i.base10_parse::<usize>().ok(),
+            _ => None,
+        };
+        let Some(k) = k else {
+            self.errs.spanned(&ix.index, "a fixed-size array held by value (`[f64; N]`) is indexed by integer literals; take it by reference (`&[f64; N]`) or as a slice (`&[f64]`) to index it with any integer, or index the array it came from (`a[i][j]`)");
+            return self.placeholder();
+        };
+        self.select(base, k, ix.span())
     }
 
     /// `recv.method(args..)`: an array's `len()`, a copy of an array only

@@ -1,7 +1,7 @@
 use linear_ad::differentiable;
 
 #[differentiable]
-pub fn total(xs: Vec<[f64; 2]>, y: f64) -> f64 {
+pub fn total(xs: Vec<Vec<f64>>, y: f64) -> f64 {
     xs.len() as f64 * y
 }
 
