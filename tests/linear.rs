@@ -23,6 +23,25 @@ fn axpy_transpose_is_the_adjoint() {
     assert!(close(x * gx + y * gy, axpy(a, x, y) * ybar));
 }
 
+/// Part writes on a linear tuple: the written part's old value is
+/// dropped (its cotangent is zero), the others moved.
+#[linear]
+pub fn shear(k: f64, #[linear] p: (f64, f64)) -> (f64, f64) {
+    let mut t = p;
+    t.0 += k * t.1;
+    t.1 = 2.0 * t.0;
+    t
+}
+
+#[test]
+fn part_writes_transpose() {
+    let (k, p, ct) = (0.5, (0.3, -1.2), (0.7, 1.9));
+    let y = shear(k, p);
+    assert_eq!(y, (p.0 + k * p.1, 2.0 * (p.0 + k * p.1)));
+    let g = shear_transpose(k, ct);
+    assert!(close(p.0 * g.0 + p.1 * g.1, y.0 * ct.0 + y.1 * ct.1));
+}
+
 /// A linear value used several times, an unused linear parameter, `x - y`,
 /// `-x`, coefficients on either side, division by a coefficient, `0.0` as
 /// the linear zero, coefficient code calling arbitrary functions.

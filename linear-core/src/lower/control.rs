@@ -55,9 +55,13 @@ pub(super) fn assigned(node: &impl ToTokens) -> Vec<String> {
     }
     impl Assigned {
         fn target(&mut self, e: &syn::Expr) {
-            // An element write `a[i] = ..` assigns the array `a`.
-            if let syn::Expr::Index(ix) = e {
-                return self.target(&ix.expr);
+            // An element write `a[i] = ..` assigns the array `a`, a part
+            // write `t.0 = ..` the tuple `t`.
+            match e {
+                syn::Expr::Index(ix) => return self.target(&ix.expr),
+                syn::Expr::Field(f) => return self.target(&f.base),
+                syn::Expr::Paren(p) => return self.target(&p.expr),
+                _ => {}
             }
             if let syn::Expr::Path(p) = e {
                 if let Some(id) = p.path.get_ident() {

@@ -265,6 +265,14 @@ impl Lowerer<'_> {
                 _ => None,
             },
             syn::Expr::If(i) => self.infer_block(&i.then_branch),
+            // A tuple (not an array: the IR's tuple would not be the Rust
+            // value's type).
+            syn::Expr::Tuple(t) if !t.elems.is_empty() => t
+                .elems
+                .iter()
+                .map(|e| self.infer(e))
+                .collect::<Option<Vec<_>>>()
+                .map(Ty::Tuple),
             _ => None,
         }
     }

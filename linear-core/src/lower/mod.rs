@@ -39,6 +39,7 @@ mod control;
 mod exits;
 mod inactive;
 mod ops;
+mod place;
 
 /// Inactive Rust code kept in place inside control flow: `code` reads the
 /// IR variables of its `const` expression's arguments through `params`.
@@ -1556,6 +1557,7 @@ impl Lowerer<'_> {
             }
         }
         let (target, value) = match e {
+            syn::Expr::Assign(a) if self.part_write(&a.left, None, &a.right) => return,
             syn::Expr::Assign(a) if self.element_write(&a.left, None, &a.right) => return,
             syn::Expr::Assign(a) => (&*a.left, self.assign_rhs(&a.left, None, &a.right)),
             syn::Expr::Binary(b) => {
@@ -1567,6 +1569,7 @@ impl Lowerer<'_> {
                     _ => None,
                 };
                 match op {
+                    Some(op) if self.part_write(&b.left, Some(op), &b.right) => return,
                     Some(op) if self.element_write(&b.left, Some(op), &b.right) => return,
                     Some(op) => (&*b.left, self.assign_rhs(&b.left, Some(op), &b.right)),
                     None => return self.effect_stmt(e),
@@ -1649,12 +1652,7 @@ impl Lowerer<'_> {
             });
         };
         let cur = self.expr(left, &hint);
-        let sym = match op {
-            Prim::Add => quote!(+=),
-            Prim::Sub => quote!(-=),
-            Prim::Mul => quote!(*=),
-            _ => quote!(/=),
-        };
+        let sym = ops::assign_symbol(op);
         let whole = quote!(#left #sym #right);
         Some(self.binary(op, cur, rhs, left.span(), right.span(), &whole, &hint))
     }

@@ -12,6 +12,16 @@ use syn::spanned::Spanned;
 use super::{describe, inactive, Lowerer, Mode, Shape, Val};
 use crate::ir::{Cmp, Expr, Prim, Ty};
 
+/// The compound assignment of `op` (`+=` for `add`), for messages.
+pub(super) fn assign_symbol(op: Prim) -> proc_macro2::TokenStream {
+    match op {
+        Prim::Add => quote!(+=),
+        Prim::Sub => quote!(-=),
+        Prim::Mul => quote!(*=),
+        _ => quote!(/=),
+    }
+}
+
 impl Lowerer<'_> {
     /// `a op b`.
     pub(super) fn binary_expr(&mut self, e: &syn::Expr, b: &syn::ExprBinary, hint: &str) -> Val {

@@ -1,0 +1,172 @@
+//! Lowering of writes to parts of tuples and of fixed-size arrays held by
+//! value: `t.0 = e`, `t.1.0 += e`, `u[2] *= e` (literal indices), with `t`
+//! and `u` local `let mut` variables.
+//!
+//! The IR's tuples are values, not places: a part write rebinds the whole
+//! variable to a new tuple holding the old parts and the new one
+//! (`unpack (a, b) = t in let t' = tup(e, b)`), which the later passes see
+//! as any other tuple. A loop or branch that writes a part carries the
+//! whole variable (see [`super::control::assigned`]). Generated Rust moves
+//! the parts, it copies no array: every part is a float or a tuple of
+//! them.
+
+use proc_macro2::Span;
+use quote::ToTokens;
+use syn::spanned::Spanned;
+
+use super::{Binding, Lowerer, Shape, Val};
+use crate::ir::{Prim, Ty};
+
+/// A place `root.k1.k2..` (or `root[k1]..` with literal indices): the root
+/// variable's name and the path of parts, outermost first.
+struct Place<'e> {
+    root: &'e syn::Expr,
+    name: String,
+    path: Vec<(usize, Span)>,
+}
+
+/// Reads `e` as a part of a local variable, `None` if it is not one (a
+/// plain variable, an element of an array read by index, anything else).
+fn place(e: &syn::Expr) -> Option<Place<'_>> {
+    let mut path = Vec::new();
+    let mut cur = e;
+    loop {
+        match cur {
+            syn::Expr::Field(f) => {
+                let syn::Member::Unnamed(idx) = &f.member else {
+                    return None;
+                };
+                path.push((idx.index as usize, f.member.span()));
+                cur = &f.base;
+            }
+            syn::Expr::Index(ix) => {
+                let k = super::int_literal(&ix.index)?;
+                path.push((usize::try_from(k).ok()?, ix.index.span()));
+                cur = &ix.expr;
+            }
+            syn::Expr::Paren(p) => cur = &p.expr,
+            syn::Expr::Path(p) => {
+                let name = p.path.get_ident()?.to_string();
+                if path.is_empty() {
+                    return None;
+                }
+                path.reverse();
+                return Some(Place {
+                    root: cur,
+                    name,
+                    path,
+                });
+            }
+            _ => return None,
+        }
+    }
+}
+
+impl Lowerer<'_> {
+    /// `target = right` or `target op= right` where `target` is a part of
+    /// a local tuple or fixed-size array held by value; `false` (nothing
+    /// done) when it is not, for the caller's other rules.
+    pub(super) fn part_write(
+        &mut self,
+        target: &syn::Expr,
+        op: Option<Prim>,
+        right: &syn::Expr,
+    ) -> bool {
+        let Some(p) = place(target) else {
+            return false;
+        };
+        match self.lookup(&p.name).cloned() {
+            Some(Binding::Active(_, Ty::Tuple(_), true)) => {}
+            Some(Binding::Inactive(_, true)) => {}
+            // An array read by index has element writes of its own.
+            Some(Binding::Active(_, Ty::Array(..), _)) | None => return false,
+            // Not mutable, a parameter, not a tuple: rustc reports it on
+            // the original function.
+            Some(_) => {
+                self.errs.rustc_reports();
+                return true;
+            }
+        }
+        let hint = p.name.clone();
+        let value = match op {
+            Some(op) => {
+                let cur = self.expr(target, &hint);
+                let rhs = self.expr(right, &hint);
+                let sym = super::ops::assign_symbol(op);
+                let whole = quote::quote!(#target #sym #right);
+                self.binary(op, cur, rhs, target.span(), right.span(), &whole, &hint)
+            }
+            None => self.expr(right, &hint),
+        };
+        let root = self.expr(p.root, &hint);
+        let Some(new) = self.replace_part(root, &p.path, value, right.span()) else {
+            return true;
+        };
+        if let Val::Active(var, ty) = new {
+            self.set_existing(&p.name, Binding::Active(var, ty, true));
+        }
+        true
+    }
+
+    /// `base` with the part at `path` replaced by `value`: a new tuple.
+    fn replace_part(
+        &mut self,
+        base: Val,
+        path: &[(usize, Span)],
+        value: Val,
+        span: Span,
+    ) -> Option<Val> {
+        let ((k, k_span), rest) = path.split_first()?;
+        let base = match base {
+            Val::Active(v, t) => (v, t),
+            Val::Inactive(tokens) => {
+                let Some(t) = self.infer_tokens(&tokens) else {
+                    self.errs.push(*k_span, "cannot tell the type of the tuple written here: annotate its `let` (`let mut t: (f64, f64) = ..;`)");
+                    return None;
+                };
+                (self.materialize(Val::Inactive(tokens), &t, span), t)
+            }
+        };
+        let shape = self.shape_of(&base.0);
+        let parts = self.components(&base.0, &base.1, *k_span)?;
+        let Some((old, old_ty)) = parts.get(*k).cloned() else {
+            // No such field, or an index past the array: rustc's error on
+            // the original function.
+            self.errs.rustc_reports();
+            return None;
+        };
+        let new = if rest.is_empty() {
+            value
+        } else {
+            self.replace_part(Val::Active(old, old_ty.clone()), rest, value, span)?
+        };
+        let new = match new {
+            Val::Active(v, t) if t == old_ty => Val::Active(v, t),
+            // A value of another type: rustc reports it on the original.
+            Val::Active(..) => {
+                self.errs.rustc_reports();
+                return None;
+            }
+            inactive => Val::Active(self.materialize(inactive, &old_ty, span), old_ty.clone()),
+        };
+        let vals = parts
+            .into_iter()
+            .enumerate()
+            .map(|(i, (v, t))| {
+                let val = if i == *k {
+                    new.clone()
+                } else {
+                    Val::Active(v, t)
+                };
+                (val, span, new_tokens(&i))
+            })
+            .collect();
+        Some(self.aggregate(vals, matches!(shape, Shape::Array(..)), "t"))
+    }
+}
+
+/// The tokens `aggregate` names a part by in its errors (none arise: every
+/// part is already an IR variable of its type).
+fn new_tokens(i: &usize) -> proc_macro2::TokenStream {
+    syn::Index::from(*i).to_token_stream()
+}
