@@ -343,6 +343,15 @@ pub mod __private {
         v
     }
 
+    /// `v` without its last element, and that element: the reverse of a
+    /// `push`, which ran before, so `v` is not empty.
+    pub fn pop<T>(mut v: Vec<T>) -> (Vec<T>, T) {
+        match v.pop() {
+            Some(last) => (v, last),
+            None => panic!("linear-ad internal error: a cotangent popped off an empty buffer"),
+        }
+    }
+
     /// The flat cotangent of an array of rows (`&[[T; M]]`, `&Vec<[T; M]>`,
     /// `Vec<[T; M]>`) as rows: one copy, at the end of the reverse pass.
     pub fn rows<T: Copy, const M: usize>(flat: Vec<T>) -> Vec<[T; M]> {

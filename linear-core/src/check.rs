@@ -78,6 +78,12 @@
 //!     other's transposes; `lset`'s transpose reads the cotangent at `i`
 //!     and writes a zero there.
 //!
+//!     Growing arrays. `push(a, v)` appends `v` to an array of run-time
+//!     length (`array(τ)`), consuming `a` as `set` does; `pop(a)` returns
+//!     `a` without its last element and that element (L's form of
+//!     `lpop`). Their linear counterparts `lpush(ȧ, v̇)` (consuming both)
+//!     and `lpop(ā)` (two linear results) are each other's transposes.
+//!
 //! With [`Mode::LinearB`] two more (Def. 6.1):
 //!
 //! 9. No function and no expression returns both non-linear and linear
@@ -598,7 +604,60 @@ impl Checker<'_> {
                 }
                 Ok((vec![], vec![]))
             }
+            Expr::Push { arr, val } => {
+                let t = self.use_var(arr, false)?;
+                let tv = self.use_var(val, false)?;
+                if !matches!(&t, Ty::Array(elem, None) if **elem == tv) {
+                    return Err(format!("`push` appends `{val}: {tv}` to `{arr}: {t}`, which is not an array of {tv} of run-time length"));
+                }
+                self.in_place(arr, "push")?;
+                Ok((vec![t], vec![]))
+            }
+            Expr::Pop { arr } => {
+                let t = self.use_var(arr, false)?;
+                let Ty::Array(elem, None) = &t else {
+                    return Err(format!(
+                        "`pop` of `{arr}: {t}`, which is not an array of run-time length"
+                    ));
+                };
+                let elem = (**elem).clone();
+                self.in_place(arr, "pop")?;
+                Ok((vec![t, elem], vec![]))
+            }
+            Expr::LinPush { arr, val } => {
+                let t = self.use_var(arr, true)?;
+                let tv = self.vector(val, "`lpush`'s value")?;
+                match &t {
+                    Ty::Array(elem, None) if **elem == tv => Ok((vec![], vec![t])),
+                    _ => Err(format!("`lpush` appends `{val}: {tv}` to `{arr}: {t}`, which is not an array of {tv} of run-time length")),
+                }
+            }
+            Expr::LinPop { arr } => {
+                let t = self.use_var(arr, true)?;
+                match &t {
+                    Ty::Array(elem, None) if t.is_linear_array() => {
+                        let elem = (**elem).clone();
+                        Ok((vec![], vec![t, elem]))
+                    }
+                    _ => Err(format!(
+                        "`lpop` of `{arr}: {t}`, which is not a linear array of run-time length"
+                    )),
+                }
+            }
         }
+    }
+
+    /// Invariant 11 for the writes in place (`set`, `push`, `pop`): the
+    /// array is bound in the innermost loop body (or carried by it), and
+    /// nothing reads it afterwards.
+    fn in_place(&mut self, arr: &Var, what: &str) -> Res<()> {
+        if self.depth.get(arr).copied().unwrap_or(0) < self.loops {
+            return Err(format!(
+                "`{what}` writes `{arr}`, which is bound outside the loop; carry it as loop state"
+            ));
+        }
+        self.written.insert(arr.clone());
+        Ok(())
     }
 
     /// Invariant 11 for `set(a, i, v)`: `a` is an array of `v`'s type,
@@ -612,12 +671,7 @@ impl Checker<'_> {
                 "`set` writes `{val}: {tv}` into `{arr}: {t}`, which is not an array of {tv}"
             ));
         }
-        if self.depth.get(arr).copied().unwrap_or(0) < self.loops {
-            return Err(format!(
-                "`set` writes `{arr}`, which is bound outside the loop; carry it as loop state"
-            ));
-        }
-        self.written.insert(arr.clone());
+        self.in_place(arr, "set")?;
         Ok((vec![t], vec![]))
     }
 

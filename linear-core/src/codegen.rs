@@ -688,6 +688,16 @@ fn gen_expr(e: &Expr, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
             let buf = names.temp("buf");
             quote!({ let mut #buf = #a; #buf[#i] = #v; #buf })
         }
+        Expr::Push { arr, val } | Expr::LinPush { arr, val } => {
+            // The `Vec` is moved, not copied: a push in place.
+            let (a, v) = (names.ident(arr), names.ident(val));
+            let buf = names.temp("buf");
+            quote!({ let mut #buf = #a; #buf.push(#v); #buf })
+        }
+        Expr::Pop { arr } | Expr::LinPop { arr } => {
+            let a = names.ident(arr);
+            quote!(::linear_ad::__private::pop(#a))
+        }
         Expr::LinFree { arr, len } => {
             let (a, n) = (names.ident(arr), names.ident(len));
             quote!({

@@ -162,7 +162,7 @@ impl std::error::Error for EvalError {}
 /// Results of a call: non-linear values, linear values, the work done, the
 /// largest magnitude a linear operation produced (what rounding errors in
 /// the linear results scale with), and the number of in-place writes to
-/// linear arrays (`lset`) done.
+/// linear arrays (`lset`, `lpush`) done.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Outcome {
     pub nl: Vec<Value>,
@@ -171,7 +171,10 @@ pub struct Outcome {
     pub max_linear: f64,
     /// Each transposes to a read and a write of a zero (the slot is taken
     /// out of the cotangent buffer): one unit more than the write, which
-    /// Thm 7.1's bound allows for arrays.
+    /// Thm 7.1's bound allows for arrays. A push's transpose, the pop,
+    /// takes its slot out too: the model charges the pop one unit, and
+    /// the allowance covers the accumulations into the slot before it (an
+    /// in-place read is free, its transposed accumulation is not).
     pub writes: u64,
 }
 
@@ -431,6 +434,40 @@ impl Machine<'_> {
                 self.work += 1;
                 Ok((vec![], vec![]))
             }
+            // One store (and the length's update) each, linear or not.
+            Expr::Push { arr, val } | Expr::LinPush { arr, val } => {
+                self.work += 1;
+                self.writes += u64::from(matches!(e, Expr::LinPush { .. }));
+                let v = Self::get(env, val)?;
+                let mut vs = Self::take_array(env, arr)?;
+                vs.push(v);
+                if matches!(e, Expr::Push { .. }) {
+                    one(Value::Array(vs))
+                } else {
+                    lin1(Value::Array(vs))
+                }
+            }
+            Expr::Pop { arr } | Expr::LinPop { arr } => {
+                self.work += 1;
+                let mut vs = Self::take_array(env, arr)?;
+                let Some(last) = vs.pop() else {
+                    return Err(EvalError(format!("`pop` of `{arr}`, which is empty")));
+                };
+                let both = vec![Value::Array(vs), last];
+                if matches!(e, Expr::Pop { .. }) {
+                    Ok((both, vec![]))
+                } else {
+                    Ok((vec![], both))
+                }
+            }
+        }
+    }
+
+    /// An array moved out of `env` (it is consumed) rather than copied.
+    fn take_array(env: &mut Env, arr: &Var) -> Result<Vec<Value>, EvalError> {
+        match env.remove(arr) {
+            Some(Value::Array(vs)) => Ok(vs),
+            _ => Err(EvalError(format!("`{arr}` is not an array"))),
         }
     }
 

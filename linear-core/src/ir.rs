@@ -783,6 +783,22 @@ pub enum Expr {
     /// nothing: the end of a local array's tangent. Its transpose creates
     /// the accumulator, `lzeros(τ, n)`, which is why it keeps the length.
     LinFree { arr: Var, len: Var },
+    /// `push(a, v)`: the local array `a` with `v` appended, consuming `a`
+    /// (as [`Expr::Set`] does): `Vec::push` in place in generated Rust.
+    Push { arr: Var, val: Var },
+    /// `pop(a)`: two results, `a` without its last element and that
+    /// element, consuming `a`. L's form of [`Expr::LinPop`]; no surface
+    /// syntax lowers to it.
+    Pop { arr: Var },
+    /// `lpush(ȧ, v̇)`: the tangent of `push`, consuming both. Its
+    /// transpose is [`Expr::LinPop`].
+    LinPush { arr: Var, val: Var },
+    /// `lpop(ā)`: two linear results, `ā` without its last element and
+    /// that element, consuming `ā`: the transpose of `lpush`, whose
+    /// transpose it is in turn. Reversed pushes pop the cotangents off the
+    /// buffer in reverse order, as a hand-written adjoint of a loop that
+    /// pushes does.
+    LinPop { arr: Var },
 }
 
 /// One arm of a [`Expr::Case`].

@@ -503,10 +503,25 @@ impl Parser {
                 self.expect(")")?;
                 Ok(Expr::Dup(a))
             }
-            "len" => {
+            "len" | "pop" | "lpop" => {
                 let a = self.ident()?;
                 self.expect(")")?;
-                Ok(Expr::Len(a))
+                Ok(match name.as_str() {
+                    "len" => Expr::Len(a),
+                    "pop" => Expr::Pop { arr: a },
+                    _ => Expr::LinPop { arr: a },
+                })
+            }
+            "push" | "lpush" => {
+                let arr = self.ident()?;
+                self.expect(",")?;
+                let val = self.ident()?;
+                self.expect(")")?;
+                Ok(if name.as_str() == "push" {
+                    Expr::Push { arr, val }
+                } else {
+                    Expr::LinPush { arr, val }
+                })
             }
             "index" | "lindex" | "laccum" | "set" | "lset" => {
                 let arr = self.ident()?;

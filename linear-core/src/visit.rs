@@ -68,6 +68,16 @@ pub fn for_each_use<F: FnMut(&Var, bool) + ?Sized>(e: &Expr, f: &mut F) {
             f(arr, true);
             f(len, false);
         }
+        Expr::Push { arr, val } => {
+            f(arr, false);
+            f(val, false);
+        }
+        Expr::Pop { arr } => f(arr, false),
+        Expr::LinPush { arr, val } => {
+            f(arr, true);
+            f(val, true);
+        }
+        Expr::LinPop { arr } => f(arr, true),
         Expr::Case { scrut, arms } => {
             f(scrut, false);
             for a in arms {
@@ -163,7 +173,11 @@ pub fn for_each_binder(e: &Expr, f: &mut impl FnMut(&Binder, bool)) {
         | Expr::Set { .. }
         | Expr::LinZeros { .. }
         | Expr::LinSet { .. }
-        | Expr::LinFree { .. } => {}
+        | Expr::LinFree { .. }
+        | Expr::Push { .. }
+        | Expr::Pop { .. }
+        | Expr::LinPush { .. }
+        | Expr::LinPop { .. } => {}
     }
 }
 
@@ -208,7 +222,11 @@ pub fn any_subexpr(e: &Expr, f: &mut dyn FnMut(&Expr) -> bool) -> bool {
         | Expr::Set { .. }
         | Expr::LinZeros { .. }
         | Expr::LinSet { .. }
-        | Expr::LinFree { .. } => false,
+        | Expr::LinFree { .. }
+        | Expr::Push { .. }
+        | Expr::Pop { .. }
+        | Expr::LinPush { .. }
+        | Expr::LinPop { .. } => false,
     }
 }
 
@@ -422,7 +440,8 @@ pub fn expr_size(e: &Expr) -> usize {
         Expr::Int(_) | Expr::Bool(_) => 1,
         Expr::Inj { .. } | Expr::Index { .. } | Expr::LinIndex { .. } => 3,
         Expr::Len(_) | Expr::LinZeros { .. } => 2,
-        Expr::Fill { .. } | Expr::LinFree { .. } => 3,
+        Expr::Fill { .. } | Expr::LinFree { .. } | Expr::Push { .. } | Expr::LinPush { .. } => 3,
+        Expr::Pop { .. } | Expr::LinPop { .. } => 2,
         Expr::LinAccum { .. } | Expr::Set { .. } | Expr::LinSet { .. } => 4,
         Expr::Case { arms, .. } => {
             2 + arms
@@ -559,7 +578,11 @@ impl Linearize {
                 self.take(arr);
                 self.take(val);
             }
-            Expr::LinFree { arr, .. } => self.take(arr),
+            Expr::LinFree { arr, .. } | Expr::LinPop { arr } => self.take(arr),
+            Expr::LinPush { arr, val } => {
+                self.take(arr);
+                self.take(val);
+            }
             Expr::Drop(inner) => self.walk(inner),
             // Lowering in linear mode produces no control flow: arms would
             // need their reads counted separately.
@@ -581,6 +604,8 @@ impl Linearize {
             | Expr::LinIndex { .. }
             | Expr::Fill { .. }
             | Expr::Set { .. }
+            | Expr::Push { .. }
+            | Expr::Pop { .. }
             | Expr::LinZeros { .. } => {}
         }
     }
@@ -641,8 +666,15 @@ pub fn rename_all(e: &mut Expr, map: &HashMap<Var, Var>) {
             rename_var(a, map);
             rename_var(b, map);
         }
-        Expr::LinNeg(a) | Expr::Dup(a) | Expr::Inj { val: a, .. } | Expr::Len(a) => {
-            rename_var(a, map)
+        Expr::LinNeg(a)
+        | Expr::Dup(a)
+        | Expr::Inj { val: a, .. }
+        | Expr::Len(a)
+        | Expr::Pop { arr: a }
+        | Expr::LinPop { arr: a } => rename_var(a, map),
+        Expr::Push { arr, val } | Expr::LinPush { arr, val } => {
+            rename_var(arr, map);
+            rename_var(val, map);
         }
         Expr::Index { arr, idx } | Expr::LinIndex { arr, idx } => {
             rename_var(arr, map);

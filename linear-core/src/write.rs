@@ -382,6 +382,18 @@ fn expr(out: &mut String, e: &Expr, depth: usize) {
         Expr::LinFree { arr, len } => {
             let _ = write!(out, "lfree({arr}, {len})");
         }
+        Expr::Push { arr, val } => {
+            let _ = write!(out, "push({arr}, {val})");
+        }
+        Expr::Pop { arr } => {
+            let _ = write!(out, "pop({arr})");
+        }
+        Expr::LinPush { arr, val } => {
+            let _ = write!(out, "lpush({arr}, {val})");
+        }
+        Expr::LinPop { arr } => {
+            let _ = write!(out, "lpop({arr})");
+        }
     }
 }
 

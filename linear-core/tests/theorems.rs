@@ -68,6 +68,8 @@ struct Stats {
     with_overwrite: u64,
     /// Programs writing an array in one arm of a case.
     with_branch_write: u64,
+    /// Programs growing an array by `push` (the transpose pops).
+    with_push: u64,
     /// Programs whose residual runs a loop over its range again, with no
     /// per-iteration record (it reads the arrays again).
     reread_loops: u64,
@@ -390,6 +392,7 @@ fn one_program(seed: u64, size_: usize, st: &RefCell<Stats>) -> Result<(), TestC
             .any(|l| l.starts_with("  let") && l.contains("= set(")),
     );
     s.with_branch_write += u64::from(written_in_an_arm(&text));
+    s.with_push += u64::from(text.contains("= push("));
     s.reread_loops += u64::from(
         u.funcs
             .iter()
@@ -593,8 +596,8 @@ fn theorems_hold_on_random_programs() {
         s.with_case, s.with_range_loop, s.with_while_loop, s.with_nesting
     );
     println!(
-        "arrays: {} programs read an array, {} inside a loop or an arm; {} residuals loop over a range again with no per-iteration record (SaveAll); the default policy left out {} per-iteration records; {} programs write a local array in place, {} overwrite an element read before, {} write one in an arm of a case",
-        s.with_array, s.with_array_loop, s.reread_loops, s.reread_records_saved, s.with_local_array, s.with_overwrite, s.with_branch_write
+        "arrays: {} programs read an array, {} inside a loop or an arm; {} residuals loop over a range again with no per-iteration record (SaveAll); the default policy left out {} per-iteration records; {} programs write a local array in place, {} overwrite an element read before, {} write one in an arm of a case, {} grow one by `push`",
+        s.with_array, s.with_array_loop, s.reread_loops, s.reread_records_saved, s.with_local_array, s.with_overwrite, s.with_branch_write, s.with_push
     );
     println!(
         "Thm 8.1 size constants measured: |J(P)| <= {:.2}|P|, |U(J)| <= {:.2}|J|, |T(U)| <= {:.2}|U|, |L(J)| <= {:.2}|J|",
@@ -652,7 +655,8 @@ fn theorems_hold_on_random_programs() {
             && s.reread_records_saved > 0
             && s.with_local_array > s.cases / 20
             && s.with_overwrite > 0
-            && s.with_branch_write > s.cases / 100,
+            && s.with_branch_write > s.cases / 100
+            && s.with_push > s.cases / 100,
         "too few programs with arrays: {s:?}"
     );
     // The recomputing policy must actually trade tape for work somewhere.

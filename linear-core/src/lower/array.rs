@@ -439,6 +439,26 @@ pub(super) fn is_reduction(m: &syn::ExprMethodCall) -> bool {
     )
 }
 
+/// `Vec::new()` or `Vec::with_capacity(n)` (by any path ending so).
+fn is_empty_vec(e: &syn::Expr) -> bool {
+    let syn::Expr::Call(c) = e else { return false };
+    let syn::Expr::Path(p) = &*c.func else {
+        return false;
+    };
+    let names: Vec<String> = p
+        .path
+        .segments
+        .iter()
+        .map(|s| s.ident.to_string())
+        .collect();
+    match names.as_slice() {
+        [.., v, f] if v == "Vec" => {
+            (f == "new" && c.args.is_empty()) || (f == "with_capacity" && c.args.len() == 1)
+        }
+        _ => false,
+    }
+}
+
 /// `vec![v; n]` or `[v; N]`: the value, the length, and `N` for an inline
 /// array of a literal length.
 fn fill_parts(e: &syn::Expr) -> Option<(syn::Expr, syn::Expr, Option<u64>)> {
@@ -484,6 +504,9 @@ impl Lowerer<'_> {
         if let Some(v) = self.vec_of_elements(e) {
             return Some(v);
         }
+        if is_empty_vec(e) {
+            return Some(self.empty_vec(e.span()));
+        }
         let (val, len, size) = fill_parts(e)?;
         let v = self.expr(&val, "fill");
         let elem = match &v {
@@ -506,6 +529,71 @@ impl Lowerer<'_> {
             },
         );
         Some(Val::Active(a, ty))
+    }
+
+    /// An empty local `Vec` that pushes fill: `fill(0, 0)` of the
+    /// annotated element type (`let mut y: Vec<(f64, f64)> = Vec::new();`),
+    /// else of the function's float type. The capacity is a hint the IR
+    /// does not keep (a push grows the `Vec` as Rust's does).
+    fn empty_vec(&mut self, span: Span) -> Val {
+        let elem = match &self.ret_hint {
+            Some(super::Shape::Slice(e, super::SliceKind::Vec)) if e.row().is_none() => e.ty(),
+            _ => Ty::Real(self.float()),
+        };
+        let zero = self.materialize(Val::Inactive(zero_tokens(&elem)), &elem, span);
+        let n = self.emit_nd("n", Ty::Int, Expr::Int(0));
+        let ty = Ty::Array(Box::new(elem), None);
+        let a = self.emit(
+            "a",
+            ty.clone(),
+            Expr::Fill {
+                len: n,
+                val: zero,
+                size: None,
+            },
+        );
+        Val::Active(a, ty)
+    }
+
+    /// `y.push(e)` on a local `Vec` `y`: `y` rebound to `push(y, e)`,
+    /// written in place. `false` if `m` is not a push on one.
+    pub(super) fn push_stmt(&mut self, m: &syn::ExprMethodCall) -> bool {
+        if m.method != "push" || m.args.len() != 1 {
+            return false;
+        }
+        let syn::Expr::Path(p) = &*m.receiver else {
+            return false;
+        };
+        let Some(id) = p.path.get_ident() else {
+            return false;
+        };
+        let name = id.to_string();
+        let Some(super::Binding::Active(a, ty @ Ty::Array(..), mutable)) =
+            self.lookup(&name).cloned()
+        else {
+            return false;
+        };
+        let Ty::Array(elem, None) = &ty else {
+            // A fixed-size array has no `push`: rustc says so.
+            self.errs.rustc_reports();
+            return true;
+        };
+        if !mutable {
+            self.errs.spanned(&m.receiver, format!("`{name}` is not a local `Vec` made by `let mut {name} = Vec::new();` (or `Vec::with_capacity(n)`, `vec![..]`): pushes are supported on those"));
+            return true;
+        }
+        let arg = &m.args[0];
+        let v = self.expr(arg, "e");
+        if let Val::Active(_, t) = &v {
+            if t != &**elem {
+                self.errs.spanned(arg, format!("this value has type {t}, but `{name}` holds {elem}: annotate its element type (`let mut {name}: Vec<(f64, f64)> = Vec::new();`)"));
+                return true;
+            }
+        }
+        let v = self.materialize(v, elem, arg.span());
+        let new = self.emit("a", ty.clone(), Expr::Push { arr: a, val: v });
+        self.set_existing(&name, super::Binding::Active(new, ty, true));
+        true
     }
 
     /// `vec![a, b, c]` as an array of floats (or tuples of floats):
@@ -659,12 +747,7 @@ impl Lowerer<'_> {
                         idx: i.clone(),
                     },
                 );
-                let sym = match op {
-                    crate::ir::Prim::Add => quote!(+=),
-                    crate::ir::Prim::Sub => quote!(-=),
-                    crate::ir::Prim::Mul => quote!(*=),
-                    _ => quote!(/=),
-                };
+                let sym = super::ops::assign_symbol(op);
                 let whole = quote!(#target #sym #right);
                 let cur = Val::Active(cur, elem.clone());
                 self.binary(op, cur, rhs, target.span(), right.span(), &whole, &name)

@@ -50,6 +50,13 @@ pub(super) fn assigned(node: &impl ToTokens) -> Vec<String> {
             }
             syn::visit::visit_expr_binary(self, b);
         }
+        fn visit_expr_method_call(&mut self, m: &'ast syn::ExprMethodCall) {
+            // `y.push(e)` assigns the `Vec` `y`.
+            if m.method == "push" {
+                self.target(&m.receiver);
+            }
+            syn::visit::visit_expr_method_call(self, m);
+        }
         fn visit_expr_closure(&mut self, _: &'ast syn::ExprClosure) {}
         fn visit_item(&mut self, _: &'ast syn::Item) {}
     }

@@ -1493,7 +1493,8 @@ impl Lowerer<'_> {
             _ => "v".into(),
         };
         if let syn::Pat::Type(t) = &local.pat {
-            self.ret_hint = Shape::from_type(&t.ty);
+            // `Vec<T>` names the element type of an empty `Vec`.
+            self.ret_hint = Shape::from_type(&t.ty).or_else(|| Shape::from_param_type(&t.ty));
         }
         let mutable = match &local.pat {
             syn::Pat::Ident(i) => i.mutability.is_some(),
@@ -1574,6 +1575,9 @@ impl Lowerer<'_> {
                     Some(op) => (&*b.left, self.assign_rhs(&b.left, Some(op), &b.right)),
                     None => return self.effect_stmt(e),
                 }
+            }
+            syn::Expr::MethodCall(m) if self.mode == Mode::Differentiable && self.push_stmt(m) => {
+                return
             }
             _ => return self.effect_stmt(e),
         };

@@ -17,7 +17,7 @@
 //! Erasure preserves results and work exactly (Lemma 4.3): a helper spends
 //! one primitive per scalar, as the linear operation it replaces is charged.
 //! Arrays: `lindex` is `index`, `lset` is `set`, `lzeros` a `fill` of zero,
-//! `lfree` a drop, and `laccum(ȧ, i, v̇)` (never in J's output; the
+//! `lfree` a drop, `lpush` and `lpop` are `push` and `pop`, and `laccum(ȧ, i, v̇)` (never in J's output; the
 //! simplifier's increments and T make it) the read, addition and write it
 //! stands for, which costs more than the accumulation's one step.
 //!
@@ -442,6 +442,11 @@ impl Erase<'_, '_> {
                     },
                 )
             }
+            Expr::Push { arr, val } | Expr::LinPush { arr, val } => Expr::Push {
+                arr: self.r(arr),
+                val: self.r(val),
+            },
+            Expr::Pop { arr } | Expr::LinPop { arr } => Expr::Pop { arr: self.r(arr) },
             Expr::LinFree { arr, len } => Expr::Drop(Box::new(Expr::Ret {
                 nl: vec![self.r(arr), self.r(len)],
                 lin: vec![],

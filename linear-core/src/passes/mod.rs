@@ -51,7 +51,11 @@ pub(crate) fn leaf_types(
             t => return Err(PassError::new(func, &format!("`index` of `{arr}: {t}`"))),
         },
         Expr::Fill { val, size, .. } => vec![Ty::Array(Box::new(ty(val)?), *size)],
-        Expr::Set { arr, .. } => vec![ty(arr)?],
+        Expr::Set { arr, .. } | Expr::Push { arr, .. } => vec![ty(arr)?],
+        Expr::Pop { arr } => match ty(arr)? {
+            Ty::Array(e, n) => vec![Ty::Array(e.clone(), n), *e],
+            t => return Err(PassError::new(func, &format!("`pop` of `{arr}: {t}`"))),
+        },
         Expr::Block { .. }
         | Expr::App { .. }
         | Expr::Case { .. }
@@ -67,7 +71,9 @@ pub(crate) fn leaf_types(
         | Expr::LinAccum { .. }
         | Expr::LinZeros { .. }
         | Expr::LinSet { .. }
-        | Expr::LinFree { .. } => return Ok(None),
+        | Expr::LinFree { .. }
+        | Expr::LinPush { .. }
+        | Expr::LinPop { .. } => return Ok(None),
     }))
 }
 

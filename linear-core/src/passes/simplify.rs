@@ -422,6 +422,23 @@ impl Simp<'_> {
                 arr: self.r(arr),
                 len: self.r(len),
             },
+            Expr::Push { arr, val } => Expr::Push {
+                arr: self.r(arr),
+                val: self.r(val),
+            },
+            Expr::Pop { arr } => Expr::Pop { arr: self.r(arr) },
+            Expr::LinPush { arr, val } => {
+                let mut pre = Vec::new();
+                let val = self.values(std::slice::from_ref(val), &mut pre).remove(0);
+                Expr::block(
+                    pre,
+                    Expr::LinPush {
+                        arr: self.r(arr),
+                        val,
+                    },
+                )
+            }
+            Expr::LinPop { arr } => Expr::LinPop { arr: self.r(arr) },
             Expr::Inj { sum, tag, val } => Expr::Inj {
                 sum: sum.clone(),
                 tag: *tag,

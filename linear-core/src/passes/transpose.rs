@@ -58,7 +58,10 @@
 //!   passes a zeroed buffer, and gets it back, accumulated, in the
 //!   parameter's position among the results. Arms take the current
 //!   accumulators of the arrays they read and return them; reversed loops
-//!   carry them as state.
+//!   carry them as state. TPush: `lpush(ȧ, v̇)` with cotangent `c`
+//!   becomes `ā, v̄ = lpop(c)`, and TPop the converse: a loop that pushes
+//!   transposes to a reversed loop that pops the cotangents off the
+//!   buffer, last pushed first.
 //!
 //! TDropLin can leave a non-linear variable that only the dropped code read
 //! unused, which Fig. 3 forbids; such variables are dropped explicitly right
@@ -455,6 +458,28 @@ impl Transpose<'_> {
                 };
                 Self::emit_lin(out, vec![], rhs);
             }
+            Expr::LinPush { arr, val } => {
+                // TPush: the pushed element's cotangent is popped off the
+                // buffer, which then is the array's.
+                let c = cts
+                    .into_iter()
+                    .next()
+                    .ok_or_else(|| self.err("`lpush` without a cotangent"))?;
+                let (ca, cv) = (self.ct_var(arr)?, self.ct_var(val)?);
+                ct.insert(arr.clone(), ca.var.clone());
+                ct.insert(val.clone(), cv.var.clone());
+                Self::emit_lin(out, vec![ca, cv], Expr::LinPop { arr: c });
+            }
+            Expr::LinPop { arr } => {
+                // TPop: the element's cotangent is pushed back.
+                let mut it = cts.into_iter();
+                let (Some(ca), Some(cx)) = (it.next(), it.next()) else {
+                    return Err(self.err("`lpop` without two cotangents"));
+                };
+                let b = self.ct_var(arr)?;
+                ct.insert(arr.clone(), b.var.clone());
+                Self::emit_lin(out, vec![b], Expr::LinPush { arr: ca, val: cx });
+            }
             Expr::LinFree { arr, len } => {
                 // TFree: the accumulator of a freed array starts at zero.
                 let b = self.ct_var(arr)?;
@@ -475,7 +500,9 @@ impl Transpose<'_> {
             | Expr::Index { .. }
             | Expr::Len(_)
             | Expr::Fill { .. }
-            | Expr::Set { .. } => {
+            | Expr::Set { .. }
+            | Expr::Push { .. }
+            | Expr::Pop { .. } => {
                 return Err(self.err("transposing a non-linear expression in a linear position"));
             }
         }
@@ -895,6 +922,10 @@ fn fix_expr(e: &mut Expr, used: &HashSet<Var>, dropper: &impl Fn(&Var) -> Stmt) 
         | Expr::Set { .. }
         | Expr::LinZeros { .. }
         | Expr::LinSet { .. }
-        | Expr::LinFree { .. } => {}
+        | Expr::LinFree { .. }
+        | Expr::Push { .. }
+        | Expr::Pop { .. }
+        | Expr::LinPush { .. }
+        | Expr::LinPop { .. } => {}
     }
 }

@@ -580,7 +580,9 @@ impl Unzip<'_> {
             | Expr::Index { .. }
             | Expr::Len(_)
             | Expr::Fill { .. }
-            | Expr::Set { .. } => nl_leaf(e),
+            | Expr::Set { .. }
+            | Expr::Push { .. }
+            | Expr::Pop { .. } => nl_leaf(e),
             Expr::Case { scrut, arms } => self.case(scrut, arms)?,
             Expr::Loop(l) => self.loop_(l)?,
             Expr::LinZero(_)
@@ -593,7 +595,9 @@ impl Unzip<'_> {
             | Expr::LinAccum { .. }
             | Expr::LinZeros { .. }
             | Expr::LinSet { .. }
-            | Expr::LinFree { .. } => lin_leaf(e),
+            | Expr::LinFree { .. }
+            | Expr::LinPush { .. }
+            | Expr::LinPop { .. } => lin_leaf(e),
             Expr::Drop(inner) => {
                 let sp = self.expr(inner)?;
                 let drop = |e: Expr| {
@@ -1308,7 +1312,12 @@ fn recomputable(s: &Stmt, inputs: &HashSet<Var>) -> bool {
         let pure = |e: &Expr| pure_expr(e, inputs);
         match e {
             // A local array is written in place: never run again.
-            Expr::Const { .. } | Expr::Len(_) | Expr::Fill { .. } | Expr::Set { .. } => false,
+            Expr::Const { .. }
+            | Expr::Len(_)
+            | Expr::Fill { .. }
+            | Expr::Set { .. }
+            | Expr::Push { .. }
+            | Expr::Pop { .. } => false,
             // An input array is on the tape (see `literal_binding`); a
             // local one is not.
             Expr::Index { arr, .. } => inputs.contains(arr),
@@ -1316,7 +1325,9 @@ fn recomputable(s: &Stmt, inputs: &HashSet<Var>) -> bool {
             | Expr::LinAccum { .. }
             | Expr::LinZeros { .. }
             | Expr::LinSet { .. }
-            | Expr::LinFree { .. } => true,
+            | Expr::LinFree { .. }
+            | Expr::LinPush { .. }
+            | Expr::LinPop { .. } => true,
             Expr::Block { stmts, tail } => stmts.iter().all(recomputable) && pure(tail),
             Expr::Drop(inner) => pure(inner),
             Expr::Case { arms, .. } => arms.iter().all(|a| pure(&a.body)),

@@ -95,6 +95,21 @@ const F: Ty = Ty::Real(Float::F64);
 /// A random program of 1 to 4 functions, each calling earlier ones, with
 /// `size` bounding the statements drawn per block. The last function is the
 /// entry point.
+/// `set(a, i, v)`, or `push(a, v)` without an index.
+fn write_at(arr: &Var, idx: Option<&Var>, val: Var) -> Expr {
+    match idx {
+        Some(i) => Expr::Set {
+            arr: arr.clone(),
+            idx: i.clone(),
+            val,
+        },
+        None => Expr::Push {
+            arr: arr.clone(),
+            val,
+        },
+    }
+}
+
 pub fn gen_program(seed: u64, size: usize) -> Program {
     let mut rng = Rng(seed);
     let n = 1 + rng.below(4);
@@ -863,6 +878,9 @@ impl<'a> FnGen<'a> {
     /// function of an outer scalar and, where there is an input array to
     /// take the length from, of its element `a[i]`; sometimes one more
     /// write after the loop of an element read before it (`y[0] = y[0]²`).
+    /// Sometimes the array grows instead: `y = fill(0, 0)`, pushed `v`
+    /// in the loop (maybe under a condition), and pushed once more after
+    /// it, so that it is never empty.
     /// The array then joins the pool for later reads. Returns whether
     /// there was a scalar to build from.
     fn local_array(&mut self, out: &mut Vec<Stmt>, d: usize) -> bool {
@@ -891,9 +909,10 @@ impl<'a> FnGen<'a> {
         for v in [&n, &lo, &c] {
             self.use_(v);
         }
+        let grows = size.is_none() && self.rng.chance(0.3);
         let ty = Ty::Array(Box::new(F), size);
         let fill = Expr::Fill {
-            len: n.clone(),
+            len: if grows { lo.clone() } else { n.clone() },
             val: c,
             size,
         };
@@ -933,7 +952,7 @@ impl<'a> FnGen<'a> {
             stmts.push(let_(&sx, F, op(Prim::Sin, &[&v])));
             v = sx;
         }
-        if self.rng.chance(0.4) {
+        if !grows && self.rng.chance(0.4) {
             let (old, sum) = (self.var(), self.var());
             stmts.push(let_(
                 &old,
@@ -947,17 +966,10 @@ impl<'a> FnGen<'a> {
             v = sum;
         }
         let next = self.var();
-        let write = let_(
-            &next,
-            ty.clone(),
-            Expr::Set {
-                arr: st.var.clone(),
-                idx: index.var.clone(),
-                val: v,
-            },
-        );
+        let at = (!grows).then(|| index.var.clone());
+        let write = let_(&next, ty.clone(), write_at(&st.var, at.as_ref(), v));
         let next = if self.rng.chance(0.35) {
-            self.conditional_write(&mut stmts, write, next, &x, &st.var, &index.var, &ty)
+            self.conditional_write(&mut stmts, write, next, &x, &st.var, at.as_ref(), &ty)
         } else {
             stmts.push(write);
             next
@@ -981,7 +993,12 @@ impl<'a> FnGen<'a> {
                 body: Expr::block(stmts, Expr::var(next)),
             })),
         });
-        let y = if self.rng.chance(0.4) {
+        let y = if grows {
+            self.use_(&w);
+            let y2 = self.var();
+            out.push(let_(&y2, ty.clone(), write_at(&y, None, w)));
+            y2
+        } else if self.rng.chance(0.4) {
             self.overwrite_first(out, y, &ty, d)
         } else {
             y
@@ -992,7 +1009,8 @@ impl<'a> FnGen<'a> {
 
     /// The write `write` (binding `next`) under `if x > 0`: the other arm
     /// leaves the array `st` as it is or writes `x` at the same index
-    /// (`y[i] = if x > 0 { v } else { x }` as two writes in two arms).
+    /// (`y[i] = if x > 0 { v } else { x }` as two writes in two arms), or
+    /// pushes `x` where `index` is `None`.
     /// Returns the case's result, the array after the write.
     #[allow(clippy::too_many_arguments)]
     fn conditional_write(
@@ -1002,7 +1020,7 @@ impl<'a> FnGen<'a> {
         next: Var,
         x: &Var,
         st: &Var,
-        index: &Var,
+        index: Option<&Var>,
         ty: &Ty,
     ) -> Var {
         let (zero, cond, other, y) = (self.var(), self.var(), self.var(), self.var());
@@ -1030,11 +1048,7 @@ impl<'a> FnGen<'a> {
         let else_arm = if self.rng.chance(0.5) {
             Expr::var(st.clone())
         } else {
-            let set = Expr::Set {
-                arr: st.clone(),
-                idx: index.clone(),
-                val: x.clone(),
-            };
+            let set = write_at(st, index, x.clone());
             Expr::block(vec![let_(&other, ty.clone(), set)], Expr::var(other))
         };
         let arms = vec![
@@ -1559,7 +1573,23 @@ fn dual_expr(p: &Program, e: &Expr, env: &mut HashMap<Var, Dual>) -> Vec<Dual> {
             }
             _ => panic!("set of a non-array"),
         },
+        Expr::Push { arr, val } => match get(env, arr) {
+            Dual::Tuple(mut vs) => {
+                vs.push(get(env, val));
+                vec![Dual::Tuple(vs)]
+            }
+            _ => panic!("push onto a non-array"),
+        },
+        Expr::Pop { arr } => match get(env, arr) {
+            Dual::Tuple(mut vs) => {
+                let last = vs.pop().expect("pop of a non-empty array");
+                vec![Dual::Tuple(vs), last]
+            }
+            _ => panic!("pop of a non-array"),
+        },
         Expr::Inj { .. }
+        | Expr::LinPush { .. }
+        | Expr::LinPop { .. }
         | Expr::LinIndex { .. }
         | Expr::LinAccum { .. }
         | Expr::LinZeros { .. }

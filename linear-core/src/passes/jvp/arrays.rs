@@ -213,35 +213,35 @@ impl Jvp<'_> {
         Expr::lin_var(filled)
     }
 
-    /// JSet: the write's tangent writes the value's tangent into the
-    /// array's, consuming it.
+    /// JSet and JPush: the write's tangent writes the value's tangent
+    /// into the array's (`lset` at `idx`, or `lpush` without one),
+    /// consuming it.
     pub(super) fn set(
         &mut self,
         e: &Expr,
         arr: &Var,
-        idx: &Var,
+        idx: Option<&Var>,
         val: &Var,
         mut sigma: Sigma,
     ) -> Result<Expr, PassError> {
         let ty = self.ty(arr)?;
         let mut out = Vec::new();
+        let read: Vec<Var> = idx.into_iter().chain([val]).cloned().collect();
         if !ty.is_linear_array() {
-            let ds = self.occurrences(
-                &mut out,
-                &[idx.clone(), val.clone(), arr.clone()],
-                &mut sigma,
-            )?;
+            let mut all = read;
+            all.push(arr.clone());
+            let ds = self.occurrences(&mut out, &all, &mut sigma)?;
             out.extend(ds.into_iter().map(drop_stmt));
             return Ok(Expr::block(out, self.with_zero_tangent(e.clone(), ty)));
         }
         let da = self.take_owned(arr)?;
-        let mut ds = self
-            .occurrences(&mut out, &[idx.clone(), val.clone()], &mut sigma)?
-            .into_iter();
-        out.extend(ds.next().map(drop_stmt));
+        let mut ds = self.occurrences(&mut out, &read, &mut sigma)?.into_iter();
+        if idx.is_some() {
+            out.extend(ds.next().map(drop_stmt));
+        }
         let dx = ds
             .next()
-            .ok_or_else(|| self.err("`set` without a value tangent"))?;
+            .ok_or_else(|| self.err("a write without a value tangent"))?;
         let (y, dy) = (self.fresh.var("a"), self.fresh.var("da"));
         out.push(Stmt::Let {
             nl: vec![Binder::new(y.clone(), ty.clone())],
@@ -251,10 +251,13 @@ impl Jvp<'_> {
         out.push(Stmt::Let {
             nl: vec![],
             lin: vec![Binder::new(dy.clone(), ty.tangent())],
-            rhs: Expr::LinSet {
-                arr: da,
-                idx: idx.clone(),
-                val: dx,
+            rhs: match idx {
+                Some(idx) => Expr::LinSet {
+                    arr: da,
+                    idx: idx.clone(),
+                    val: dx,
+                },
+                None => Expr::LinPush { arr: da, val: dx },
             },
         });
         Ok(Expr::block(
@@ -262,6 +265,79 @@ impl Jvp<'_> {
             Expr::Ret {
                 nl: vec![y],
                 lin: vec![dy],
+            },
+        ))
+    }
+
+    /// JPop: `pop(a)` has tangents `lpop(ȧ)`, the tangent array without
+    /// its last element and that element, consuming `ȧ`.
+    pub(super) fn pop(&mut self, e: &Expr, arr: &Var, mut sigma: Sigma) -> Result<Expr, PassError> {
+        let ty = self.ty(arr)?;
+        let Ty::Array(elem, _) = &ty else {
+            return Err(self.err(&format!("`pop` of `{arr}`, which is not an array")));
+        };
+        let elem = (**elem).clone();
+        let mut out = Vec::new();
+        if !ty.is_linear_array() {
+            let ds = self.occurrences(&mut out, std::slice::from_ref(arr), &mut sigma)?;
+            out.extend(ds.into_iter().map(drop_stmt));
+            let (y, x, dy, dx) = (
+                self.fresh.var("a"),
+                self.fresh.var("x"),
+                self.fresh.var("da"),
+                self.fresh.var("dx"),
+            );
+            out.push(Stmt::Let {
+                nl: vec![
+                    Binder::new(y.clone(), ty.clone()),
+                    Binder::new(x.clone(), elem.clone()),
+                ],
+                lin: vec![],
+                rhs: e.clone(),
+            });
+            for (d, t) in [(dy.clone(), ty.tangent()), (dx.clone(), elem.tangent())] {
+                out.push(Stmt::Let {
+                    nl: vec![],
+                    lin: vec![Binder::new(d, t.clone())],
+                    rhs: Expr::LinZero(t),
+                });
+            }
+            return Ok(Expr::block(
+                out,
+                Expr::Ret {
+                    nl: vec![y, x],
+                    lin: vec![dy, dx],
+                },
+            ));
+        }
+        let da = self.take_owned(arr)?;
+        let (y, x, dy, dx) = (
+            self.fresh.var("a"),
+            self.fresh.var("x"),
+            self.fresh.var("da"),
+            self.fresh.var("dx"),
+        );
+        out.push(Stmt::Let {
+            nl: vec![
+                Binder::new(y.clone(), ty.clone()),
+                Binder::new(x.clone(), elem.clone()),
+            ],
+            lin: vec![],
+            rhs: e.clone(),
+        });
+        out.push(Stmt::Let {
+            nl: vec![],
+            lin: vec![
+                Binder::new(dy.clone(), ty.tangent()),
+                Binder::new(dx.clone(), elem.tangent()),
+            ],
+            rhs: Expr::LinPop { arr: da },
+        });
+        Ok(Expr::block(
+            out,
+            Expr::Ret {
+                nl: vec![y, x],
+                lin: vec![dy, dx],
             },
         ))
     }
@@ -450,6 +526,10 @@ impl Jvp<'_> {
             | Expr::Len(_)
             | Expr::Fill { .. }
             | Expr::Set { .. }
+            | Expr::Push { .. }
+            | Expr::Pop { .. }
+            | Expr::LinPush { .. }
+            | Expr::LinPop { .. }
             | Expr::LinZero(_)
             | Expr::LinTup(_)
             | Expr::LinAdd(..)

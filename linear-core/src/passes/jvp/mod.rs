@@ -396,7 +396,9 @@ impl Jvp<'_> {
             Expr::Drop(inner) => Ok(Expr::Drop(Box::new(self.expr(inner, sigma)?))),
             Expr::Index { arr, idx } => self.index(e, arr, idx, sigma),
             Expr::Fill { len, val, size } => self.fill(e, len, val, *size, sigma),
-            Expr::Set { arr, idx, val } => self.set(e, arr, idx, val, sigma),
+            Expr::Set { arr, idx, val } => self.set(e, arr, Some(idx), val, sigma),
+            Expr::Push { arr, val } => self.set(e, arr, None, val, sigma),
+            Expr::Pop { arr } => self.pop(e, arr, sigma),
             Expr::Len(arr) => {
                 let mut out = Vec::new();
                 if !self.arrays.contains_key(arr) {
@@ -409,7 +411,9 @@ impl Jvp<'_> {
             | Expr::LinAccum { .. }
             | Expr::LinZeros { .. }
             | Expr::LinSet { .. }
-            | Expr::LinFree { .. } => Err(self.err(
+            | Expr::LinFree { .. }
+            | Expr::LinPush { .. }
+            | Expr::LinPop { .. } => Err(self.err(
                 "J applies to non-linear expressions only; this one contains a linear operation",
             )),
             Expr::LinZero(_)
