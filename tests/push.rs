@@ -22,6 +22,7 @@ fn scaled_squares(x: &[f64], k: f64) -> Vec<f64> {
 
 /// Pushes in one arm only: the result's length depends on the signs.
 #[differentiable]
+#[allow(clippy::needless_range_loop)]
 fn positives_scaled(x: &[f64], k: f64) -> Vec<f64> {
     let mut y = Vec::new();
     for i in 0..x.len() {
@@ -47,6 +48,7 @@ fn running_sum(x: &[f64]) -> Vec<f64> {
 /// Tuples pushed into an annotated `Vec`, reduced afterwards; a `while`
 /// loop pushes.
 #[differentiable]
+#[allow(clippy::needless_range_loop)]
 fn pairs_energy(x: &[f64]) -> f64 {
     let mut p: Vec<(f64, f64)> = Vec::new();
     let mut i = 0;
@@ -59,6 +61,15 @@ fn pairs_energy(x: &[f64]) -> f64 {
         e += p[k].0 * p[k].1.exp();
     }
     e
+}
+
+/// A `Vec` parameter taken `mut`: the function's own copy, written and
+/// pushed.
+#[differentiable]
+fn extended(mut x: Vec<f64>, k: f64) -> Vec<f64> {
+    x[0] *= k;
+    x.push(k * k);
+    x
 }
 
 const H: f64 = 1e-6;
@@ -158,4 +169,21 @@ fn tuples_pushed_in_a_while_loop() {
     assert!(close(de, dot(&g, &dx), 1e-12));
     // The odd element is never read.
     assert_eq!(g[4], 0.0);
+}
+
+#[test]
+fn a_mut_vec_parameter_is_the_functions_own() {
+    let (x, k) = (vec![2.0, -1.0], 3.0);
+    let (dx, dk) = (vec![0.5, 0.25], -1.0);
+    let (y, dy) = extended_jvp(x.clone(), k, dx.clone(), dk);
+    assert_eq!(y, extended(x.clone(), k));
+    assert_eq!(y, vec![6.0, -1.0, 9.0]);
+    assert_eq!(dy, vec![0.5 * k + 2.0 * dk, 0.25, 2.0 * k * dk]);
+    let ct = vec![1.0, 2.0, -1.0];
+    let (_, (gx, gk)) = extended_vjp(x.clone(), k, ct.clone());
+    assert_eq!(gx, vec![k, 2.0]);
+    assert_eq!(gk, 2.0 - 2.0 * k);
+    let (_, lin) = extended_lin(x, k);
+    assert_eq!(lin.apply((dx, dk)), dy);
+    assert_eq!(lin.transpose(ct), (gx, gk));
 }

@@ -26,9 +26,11 @@
 //! * Local arrays: `let mut y = vec![v; n]` or `[v; N]` (literal `N`) of
 //!   floats or tuples of floats is `fill(n, v)`; `y[i] = e` and
 //!   `y[i] op= e` rebind `y` to `set(y, i, ..)`, written in place, and a
-//!   loop writing `y` carries it as state. Writes in branches, copies of
-//!   arrays (`let mut y = x`) and array results are not supported yet:
-//!   each is a clear error.
+//!   loop writing `y` carries it as state, as a branch does.
+//! * Growing arrays: `Vec::new()` and `Vec::with_capacity(n)` are
+//!   `fill(0, 0)` (of the annotated element type, else the function's
+//!   float), `y.push(e)` rebinds `y` to `push(y, e)`, pushed in place. A
+//!   `mut` array parameter is a local copy ([`Lowerer::array_copy`]).
 //!
 //! The rewriting is syntactic and total (a chain it does not recognise is
 //! left alone, and reported where it is lowered), so errors point at the
@@ -587,6 +589,9 @@ impl Lowerer<'_> {
         if let Val::Active(_, t) = &v {
             if t != &**elem {
                 self.errs.spanned(arg, format!("this value has type {t}, but `{name}` holds {elem}: annotate its element type (`let mut {name}: Vec<(f64, f64)> = Vec::new();`)"));
+                // What reads it would only repeat the mismatch.
+                self.poisoned_names.insert(name.clone());
+                self.set_existing(&name, super::Binding::Poisoned);
                 return true;
             }
         }

@@ -495,6 +495,7 @@ pub fn lower_fn_mode(item: &syn::ItemFn, errs: &mut Errors, mode: Mode) -> Optio
         types: HashMap::default(),
         next_const: 0,
         poison: Default::default(),
+        poisoned_names: Default::default(),
         linear_params: Vec::new(),
         tail: None,
         shapes: HashMap::default(),
@@ -729,7 +730,16 @@ impl Lowerer<'_> {
             self.shapes.insert(v.clone(), shape.clone());
             nl_params.push(Binder::new(v.clone(), ty_ir.clone()));
             self.linear_params.push(v.clone());
-            self.bind_pattern(&pat, Val::Active(v.clone(), ty_ir));
+            // A `mut` array parameter is the function's own to write and
+            // push: a local copy of the caller's array (Rust moved it in).
+            let own = matches!(&pat, syn::Pat::Ident(i) if i.mutability.is_some())
+                && matches!(ty_ir, Ty::Array(..));
+            let value = if own {
+                self.array_copy(v.clone(), &ty_ir)
+            } else {
+                Val::Active(v.clone(), ty_ir)
+            };
+            self.bind_pattern(&pat, value);
             strip_mut(&mut pat);
             params.push(Param {
                 pat,
@@ -807,6 +817,8 @@ struct Lowerer<'a> {
     next_const: usize,
     /// Placeholder variables standing for values that failed to lower.
     poison: HashSet<Var>,
+    /// Names [`Lowerer::set_existing`] keeps poisoned.
+    poisoned_names: HashSet<String>,
     /// The differentiable (or, in linear mode, linear) parameters.
     linear_params: Vec<Var>,
     /// The function's result expression, for messages about it.
@@ -1620,6 +1632,13 @@ impl Lowerer<'_> {
 
     /// Rebinds `name` in the scope that declared it.
     fn set_existing(&mut self, name: &str, b: Binding) {
+        // A variable an error left without a type stays poisoned through
+        // the loops and branches that carry it.
+        let b = if self.poisoned_names.contains(name) {
+            Binding::Poisoned
+        } else {
+            b
+        };
         for s in self.scopes.iter_mut().rev() {
             if let Some(slot) = s.get_mut(name) {
                 *slot = b;
