@@ -520,17 +520,19 @@ impl Lowerer<'_> {
         }
         let v = self.materialize(v, &elem, val.span());
         let n = self.int(&len);
+        Some(self.fill(n, v, elem, size))
+    }
+
+    /// `fill(n, v)`: a new local array of `n` elements `v` of type `elem`.
+    fn fill(&mut self, n: crate::ir::Var, v: crate::ir::Var, elem: Ty, size: Option<u64>) -> Val {
         let ty = Ty::Array(Box::new(elem), size);
-        let a = self.emit(
-            "a",
-            ty.clone(),
-            Expr::Fill {
-                len: n,
-                val: v,
-                size,
-            },
-        );
-        Some(Val::Active(a, ty))
+        let rhs = Expr::Fill {
+            len: n,
+            val: v,
+            size,
+        };
+        let a = self.emit("a", ty.clone(), rhs);
+        Val::Active(a, ty)
     }
 
     /// An empty local `Vec` that pushes fill: `fill(0, 0)` of the
@@ -544,17 +546,7 @@ impl Lowerer<'_> {
         };
         let zero = self.materialize(Val::Inactive(zero_tokens(&elem)), &elem, span);
         let n = self.emit_nd("n", Ty::Int, Expr::Int(0));
-        let ty = Ty::Array(Box::new(elem), None);
-        let a = self.emit(
-            "a",
-            ty.clone(),
-            Expr::Fill {
-                len: n,
-                val: zero,
-                size: None,
-            },
-        );
-        Val::Active(a, ty)
+        self.fill(n, zero, elem, None)
     }
 
     /// `y.push(e)` on a local `Vec` `y`: `y` rebound to `push(y, e)`,

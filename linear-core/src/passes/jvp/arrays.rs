@@ -270,7 +270,8 @@ impl Jvp<'_> {
     }
 
     /// JPop: `pop(a)` has tangents `lpop(ȧ)`, the tangent array without
-    /// its last element and that element, consuming `ȧ`.
+    /// its last element and that element, consuming `ȧ`; an array without
+    /// a linear tangent (of integers) gives zero tangents.
     pub(super) fn pop(&mut self, e: &Expr, arr: &Var, mut sigma: Sigma) -> Result<Expr, PassError> {
         let ty = self.ty(arr)?;
         let Ty::Array(elem, _) = &ty else {
@@ -278,45 +279,15 @@ impl Jvp<'_> {
         };
         let elem = (**elem).clone();
         let mut out = Vec::new();
-        if !ty.is_linear_array() {
+        let da = if ty.is_linear_array() {
+            Some(self.take_owned(arr)?)
+        } else {
             let ds = self.occurrences(&mut out, std::slice::from_ref(arr), &mut sigma)?;
             out.extend(ds.into_iter().map(drop_stmt));
-            let (y, x, dy, dx) = (
-                self.fresh.var("a"),
-                self.fresh.var("x"),
-                self.fresh.var("da"),
-                self.fresh.var("dx"),
-            );
-            out.push(Stmt::Let {
-                nl: vec![
-                    Binder::new(y.clone(), ty.clone()),
-                    Binder::new(x.clone(), elem.clone()),
-                ],
-                lin: vec![],
-                rhs: e.clone(),
-            });
-            for (d, t) in [(dy.clone(), ty.tangent()), (dx.clone(), elem.tangent())] {
-                out.push(Stmt::Let {
-                    nl: vec![],
-                    lin: vec![Binder::new(d, t.clone())],
-                    rhs: Expr::LinZero(t),
-                });
-            }
-            return Ok(Expr::block(
-                out,
-                Expr::Ret {
-                    nl: vec![y, x],
-                    lin: vec![dy, dx],
-                },
-            ));
-        }
-        let da = self.take_owned(arr)?;
-        let (y, x, dy, dx) = (
-            self.fresh.var("a"),
-            self.fresh.var("x"),
-            self.fresh.var("da"),
-            self.fresh.var("dx"),
-        );
+            None
+        };
+        let (y, x) = (self.fresh.var("a"), self.fresh.var("x"));
+        let (dy, dx) = (self.fresh.var("da"), self.fresh.var("dx"));
         out.push(Stmt::Let {
             nl: vec![
                 Binder::new(y.clone(), ty.clone()),
@@ -325,14 +296,22 @@ impl Jvp<'_> {
             lin: vec![],
             rhs: e.clone(),
         });
-        out.push(Stmt::Let {
-            nl: vec![],
-            lin: vec![
-                Binder::new(dy.clone(), ty.tangent()),
-                Binder::new(dx.clone(), elem.tangent()),
-            ],
-            rhs: Expr::LinPop { arr: da },
-        });
+        let tangents = [(dy.clone(), ty.tangent()), (dx.clone(), elem.tangent())];
+        match da {
+            Some(da) => out.push(Stmt::Let {
+                nl: vec![],
+                lin: tangents
+                    .into_iter()
+                    .map(|(d, t)| Binder::new(d, t))
+                    .collect(),
+                rhs: Expr::LinPop { arr: da },
+            }),
+            None => out.extend(tangents.into_iter().map(|(d, t)| Stmt::Let {
+                nl: vec![],
+                lin: vec![Binder::new(d, t.clone())],
+                rhs: Expr::LinZero(t),
+            })),
+        }
         Ok(Expr::block(
             out,
             Expr::Ret {
