@@ -80,6 +80,13 @@ impl Lowerer<'_> {
             Some(Binding::Inactive(_, true)) => {}
             // An array read by index has element writes of its own.
             Some(Binding::Active(_, Ty::Array(..), _)) | None => return false,
+            Some(Binding::Param) => {
+                self.errs.spanned(
+                    p.root,
+                    "assigning to a parameter is not supported: bind a new `let mut` variable",
+                );
+                return true;
+            }
             // Not mutable, a parameter, not a tuple: rustc reports it on
             // the original function.
             Some(_) => {
