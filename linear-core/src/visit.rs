@@ -230,6 +230,31 @@ pub fn any_subexpr(e: &Expr, f: &mut dyn FnMut(&Expr) -> bool) -> bool {
     }
 }
 
+/// Whether `let nl = rhs` binds data: one array of reals bound to a Rust
+/// constant (a `#[nondiff]` slice). Data is immutable and has no tangent;
+/// the residual reads it again as it reads an input array.
+pub fn is_data(nl: &[Binder], rhs: &Expr) -> bool {
+    matches!((nl, rhs), ([b], Expr::Const { .. }) if b.ty.is_linear_array())
+}
+
+/// The data arrays `e` binds ([`is_data`]).
+pub fn data_arrays(e: &Expr) -> Vec<Var> {
+    let mut out = Vec::new();
+    any_subexpr(e, &mut |x| {
+        if let Expr::Block { stmts, .. } = x {
+            for s in stmts {
+                if let Stmt::Let { nl, lin, rhs } = s {
+                    if lin.is_empty() && is_data(nl, rhs) {
+                        out.push(nl[0].var.clone());
+                    }
+                }
+            }
+        }
+        false
+    });
+    out
+}
+
 /// Calls `f` once for every linear variable `e` consumes, in order of
 /// first use: its linear uses, in-place array reads (`lindex`) aside.
 pub fn for_each_consumed(e: &Expr, f: &mut dyn FnMut(&Var)) {

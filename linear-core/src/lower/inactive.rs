@@ -15,7 +15,7 @@ use quote::{quote, ToTokens};
 use syn::visit_mut::VisitMut;
 
 use super::{Binding, Lowerer, Mode, Opaque, Shape, Val};
-use crate::ir::{Expr, Float, Stmt, Ty, Var};
+use crate::ir::{Binder, Expr, Float, Stmt, Ty, Var};
 
 /// The IR type of a Rust scalar type: floats, integers, bool (through
 /// references).
@@ -469,6 +469,90 @@ impl Lowerer<'_> {
         Some(Val::Active(v, ty))
     }
 
+    /// `xs[i]` of a `#[nondiff]` slice, array or `Vec` of floats held by
+    /// reference, at an index the IR computes (a loop's): an element of
+    /// the data array standing for `xs` ([`crate::visit::is_data`]). The
+    /// reverse pass then reads `xs[i]` again, as it reads an input array,
+    /// instead of saving the element on the tape.
+    fn data_read(&mut self, e: &syn::Expr) -> Option<Val> {
+        let syn::Expr::Index(ix) = e else {
+            return None;
+        };
+        let syn::Expr::Path(p) = &*ix.expr else {
+            return None;
+        };
+        let id = p.path.get_ident()?;
+        let (arr, elem) = self.data_array(id)?;
+        let i = self.int(&ix.index);
+        let x = self.emit_nd("x", elem.clone(), Expr::Index { arr, idx: i });
+        Some(Val::Active(x, elem))
+    }
+
+    /// The data array standing for the `#[nondiff]` parameter `id` if it is
+    /// a reference to floats (`&[f64]`, `&[f64; N]`, `&Vec<f64>`): bound
+    /// once, at the top of the function, to a prelude local that borrows
+    /// the parameter (so that `f_lin`'s linearization borrows it too).
+    /// Only in a function with an array parameter or result: others may
+    /// be called by other differentiable functions, whose tapes hold
+    /// their linearizations and could not name its lifetime; they keep
+    /// the elements they read on the tape.
+    fn data_array(&mut self, id: &syn::Ident) -> Option<(Var, Ty)> {
+        let name = id.to_string();
+        if !self.data_ok || !matches!(self.lookup(&name), Some(Binding::Param)) {
+            return None;
+        }
+        let t = self.param_types.get(&name)?.clone();
+        let syn::Type::Reference(r) = &t else {
+            return None;
+        };
+        let elem = element_ty(&t).filter(|e| matches!(e, Ty::Real(_)))?;
+        if let Some((v, _)) = self.data_arrays.get(&name) {
+            return Some((v.clone(), elem));
+        }
+        let Ty::Real(float) = elem else {
+            return None;
+        };
+        let (len, borrowed) = match &*r.elem {
+            syn::Type::Array(a) => {
+                let n = match &a.len {
+                    syn::Expr::Lit(syn::ExprLit {
+                        lit: syn::Lit::Int(n),
+                        ..
+                    }) => n.base10_parse::<u64>().ok()?,
+                    _ => return None,
+                };
+                let e = &a.elem;
+                (Some(n), quote!(&[#e; #n]))
+            }
+            _ => {
+                let e = element_type(&t)?;
+                (None, quote!(&[#e]))
+            }
+        };
+        let local = self.new_inactive_name("data");
+        self.prelude.push(quote!(let #local: #borrowed = #id;));
+        let ty = Ty::Array(Box::new(elem.clone()), len);
+        let v = self.fresh.var(&name);
+        self.types.insert(v.clone(), ty.clone());
+        self.nondiff.insert(v.clone());
+        self.hoisted.push(Stmt::Let {
+            nl: vec![Binder::new(v.clone(), ty.clone())],
+            lin: vec![],
+            rhs: Expr::Const {
+                name: Var::new(&local.to_string()),
+                args: vec![],
+                ty,
+            },
+        });
+        let kind = match len {
+            Some(n) => super::SliceKind::ArrayRef(n as usize),
+            None => super::SliceKind::Slice,
+        };
+        let shape = Shape::Slice(Box::new(Shape::Float(float)), kind);
+        self.data_arrays.insert(name, (v.clone(), shape));
+        Some((v, elem))
+    }
+
     /// Whether `e` is `v[k]` of a variable `v` bound to an IR tuple (a
     /// fixed-size array, as the IR holds it).
     fn indexes_a_tuple(&self, e: &syn::Expr) -> bool {
@@ -520,6 +604,9 @@ impl Lowerer<'_> {
             || self.mentions_diff(e.to_token_stream())
         {
             return None;
+        }
+        if let Some(v) = self.data_read(e) {
+            return Some(v);
         }
         if let Some(v) = self.data_row(e) {
             return Some(v);

@@ -416,6 +416,11 @@ pub struct Lowered {
     pub calls: HashMap<Var, CallSite>,
     /// Inactive code kept in place, by the name of its `const`.
     pub opaques: HashMap<Var, Opaque>,
+    /// The `#[nondiff]` parameters read as data arrays
+    /// ([`crate::visit::is_data`]): the array's IR variable, the
+    /// parameter's name, and the shape of the reference it is read through
+    /// (a tape borrows it).
+    pub data: Vec<(Var, String, Shape)>,
 }
 
 /// A call to another `#[differentiable]` function, compiled separately: the
@@ -513,6 +518,8 @@ pub fn lower_fn_mode(item: &syn::ItemFn, errs: &mut Errors, mode: Mode) -> Optio
         fn_name: sig.ident.to_string(),
         hoisted: Vec::new(),
         hoisted_consts: HashMap::default(),
+        data_arrays: HashMap::default(),
+        data_ok: false,
     };
     let (params, nl_params) = l.params(sig);
     if mode == Mode::Linear && l.linear_params.is_empty() && l.errs.is_empty() {
@@ -528,6 +535,14 @@ pub fn lower_fn_mode(item: &syn::ItemFn, errs: &mut Errors, mode: Mode) -> Optio
         l.float = ret.float();
     }
     l.fn_ret = Some(ret.clone());
+    // A function with an array interface is never called by another
+    // differentiable function (the calling convention has no arrays yet),
+    // so its linearization may borrow `#[nondiff]` data: a caller's tape
+    // could not name a lifetime it does not know of.
+    l.data_ok = ret.has_slice()
+        || params
+            .iter()
+            .any(|p| matches!(p.active, Some((Shape::Slice(..), _))));
     if ret.has_slice() && exits::needed(&item.block) {
         // The desugaring's result variable (`let mut __ret: R =
         // Default::default()`, see `exits.rs`) is a constant of the prelude
@@ -608,6 +623,15 @@ pub fn lower_fn_mode(item: &syn::ItemFn, errs: &mut Errors, mode: Mode) -> Optio
         externs: l.externs,
         calls: l.calls,
         opaques: l.opaques,
+        data: {
+            let mut d: Vec<_> = l
+                .data_arrays
+                .into_iter()
+                .map(|(name, (v, shape))| (v, name, shape))
+                .collect();
+            d.sort_by(|a, b| a.1.cmp(&b.1));
+            d
+        },
     })
 }
 
@@ -854,6 +878,12 @@ struct Lowerer<'a> {
     /// bound once, by its tokens and type).
     hoisted: Vec<Stmt>,
     hoisted_consts: HashMap<(String, Ty), Var>,
+    /// `#[nondiff]` parameters read as data arrays, by name: the array
+    /// and the shape of the reference the prelude binds it to.
+    data_arrays: HashMap<String, (Var, Shape)>,
+    /// Whether `#[nondiff]` data may be read as data arrays (see
+    /// `lower_fn_mode`).
+    data_ok: bool,
 }
 
 fn describe(e: &syn::Expr) -> &'static str {

@@ -205,6 +205,7 @@ pub fn unzip_func(
             .iter()
             .filter(|b| matches!(b.ty, Ty::Array(..)))
             .map(|b| b.var.clone())
+            .chain(crate::visit::data_arrays(&f.body))
             .collect(),
     };
     let mut sp = u.expr(&f.body)?;

@@ -42,7 +42,7 @@ impl Jvp<'_> {
         let mut out = Vec::new();
         let mut read = vec![idx.clone()];
         let da = self.arrays.get(arr).cloned();
-        if da.is_none() {
+        if da.is_none() && !self.data.contains(arr) {
             read.push(arr.clone());
         }
         let ds = self.occurrences(&mut out, &read, &mut sigma)?;

@@ -18,6 +18,10 @@
 //! * JPrimMul on a square `x * x`: `2x ẋ`, one scaling instead of two and
 //!   a sum (the operand's tangent is not duplicated).
 //! * JLit, and constants: value with a linear zero tangent.
+//! * JData: an array of reals bound to a Rust constant (`#[nondiff]` data)
+//!   has no tangent at all: it is kept out of Σ like other arrays, and
+//!   its reads have zero tangents. A zero array would cost O(n) to make
+//!   and to read for nothing.
 //! * JDrop: `drop(J(e))`.
 //! * JPrim for every [`Prim`]: the primal result is bound first and the
 //!   partial derivatives are computed from it where that saves work
@@ -70,7 +74,7 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use super::PassError;
 use crate::ir::{Arm, Binder, Expr, Extern, Float, Func, Iter, Loop, Prim, Program, Stmt, Ty, Var};
-use crate::visit::{derived_name, free_vars, stmt_free_vars, Fresh};
+use crate::visit::{derived_name, free_vars, is_data, stmt_free_vars, Fresh};
 
 /// Applies J to every function of `p`.
 pub fn jvp(p: &Program) -> Result<Program, PassError> {
@@ -138,6 +142,7 @@ pub fn jvp_func(
         constant: Default::default(),
         arrays: HashMap::default(),
         owned: HashSet::default(),
+        data: HashSet::default(),
         rets,
         func: &f.name,
     };
@@ -178,6 +183,10 @@ struct Jvp<'a> {
     /// The arrays of `arrays` the function creates (not parameters) whose
     /// tangent is not consumed yet: see [`arrays`].
     owned: HashSet<Var>,
+    /// Data: arrays of reals bound to a Rust constant (a `#[nondiff]`
+    /// slice). They have no tangent at all, neither in Σ nor in `arrays`:
+    /// their reads have a zero tangent and nothing is split or dropped.
+    data: HashSet<Var>,
     /// Non-linear result types of every function and extern.
     rets: &'a HashMap<Var, Vec<Ty>>,
     func: &'a Var,
@@ -206,6 +215,12 @@ impl Jvp<'_> {
 
     fn ty(&self, v: &Var) -> Result<Ty, PassError> {
         super::type_of(&self.types, self.func, v)
+    }
+
+    /// Whether `v`'s tangent is in Σ: neither an array with a linear array
+    /// tangent nor data, which has none.
+    fn in_sigma(&self, v: &Var) -> bool {
+        !self.arrays.contains_key(v) && !self.data.contains(v)
     }
 
     /// One tangent per occurrence in `vs`: a variable occurring k times has
@@ -401,7 +416,7 @@ impl Jvp<'_> {
             Expr::Pop { arr } => self.pop(e, arr, sigma),
             Expr::Len(arr) => {
                 let mut out = Vec::new();
-                if !self.arrays.contains_key(arr) {
+                if self.in_sigma(arr) {
                     let ds = self.occurrences(&mut out, std::slice::from_ref(arr), &mut sigma)?;
                     out.extend(ds.into_iter().map(drop_stmt));
                 }
@@ -476,7 +491,8 @@ impl Jvp<'_> {
         let mut scope: Vec<Var> = Vec::new();
         for (i, (s, fv)) in stmts.iter().zip(frees).enumerate() {
             let mut local = Sigma::default();
-            for v in fv.into_iter().filter(|v| !self.arrays.contains_key(v)) {
+            let fv: Vec<Var> = fv.into_iter().filter(|v| self.in_sigma(v)).collect();
+            for v in fv {
                 let d = self.tangent(&mut sigma, &v)?;
                 if last.get(&v).copied().unwrap_or(0) > i {
                     let ty = self.ty(&v)?.tangent();
@@ -496,6 +512,21 @@ impl Jvp<'_> {
                 }
             }
             match s {
+                Stmt::Let { nl, lin, rhs } if lin.is_empty() && is_data(nl, rhs) => {
+                    // JData: a Rust constant array has no tangent; the
+                    // tangents of its arguments (a loop index) are dropped.
+                    let args = match rhs {
+                        Expr::Const { args, .. } => args.as_slice(),
+                        _ => &[],
+                    };
+                    let drops = self.occurrences(&mut out, args, &mut local)?;
+                    out.extend(drops.into_iter().map(drop_stmt));
+                    for b in nl {
+                        self.types.insert(b.var.clone(), b.ty.clone());
+                        self.data.insert(b.var.clone());
+                    }
+                    out.push(s.clone());
+                }
                 Stmt::Let { nl, lin, rhs } => {
                     if !lin.is_empty() {
                         return Err(self.err("J applies to non-linear bindings only"));
@@ -578,7 +609,7 @@ impl Jvp<'_> {
             let bound: Vec<&Var> = a.bind.iter().map(|b| &b.var).collect();
             let fv: Vec<Var> = nl_vars(free_vars(&a.body), &bound)
                 .into_iter()
-                .filter(|v| !self.arrays.contains_key(v))
+                .filter(|v| self.in_sigma(v))
                 .collect();
             for v in &fv {
                 if !union.contains(v) {
@@ -695,14 +726,14 @@ impl Jvp<'_> {
         bound.extend(l.iter.binder().map(|b| &b.var));
         let invariant: Vec<Var> = nl_vars(free_vars(&l.body), &bound)
             .into_iter()
-            .filter(|v| !self.arrays.contains_key(v))
+            .filter(|v| self.in_sigma(v))
             .collect();
         let mut cond_only = Vec::new();
         if let Iter::While { cond } = &l.iter {
             cond_only.extend(
                 nl_vars(free_vars(cond), &bound)
                     .into_iter()
-                    .filter(|v| !invariant.contains(v) && !self.arrays.contains_key(v)),
+                    .filter(|v| !invariant.contains(v) && self.in_sigma(v)),
             );
         }
         let header = l.iter.outer_vars();
