@@ -84,6 +84,13 @@
 //!     `lpop`). Their linear counterparts `lpush(ȧ, v̇)` (consuming both)
 //!     and `lpop(ā)` (two linear results) are each other's transposes.
 //!
+//!     Data. An array bound to a Rust constant (`let d: array(f64) =
+//!     const(..)`, a `#[nondiff]` slice) is an ordinary non-linear array
+//!     here; the passes read the binding as data
+//!     ([`crate::visit::is_data`]): J gives it no tangent, and U reads it
+//!     again in the residual, as it does an array parameter, instead of
+//!     saving its elements.
+//!
 //! With [`Mode::LinearB`] two more (Def. 6.1):
 //!
 //! 9. No function and no expression returns both non-linear and linear

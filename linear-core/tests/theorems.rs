@@ -24,9 +24,10 @@
 mod common;
 
 use std::cell::RefCell;
-use std::collections::HashMap;
 
-use common::{close, cotangent_args, dual_run, gen_program, random_like, random_value, Dual, Rng};
+use common::{
+    close, cotangent_args, data_consts, dual_run, gen_program, random_like, random_value, Dual, Rng,
+};
 use linear_core::check::{check, check_linear_b};
 use linear_core::eval::{dot, run, Value};
 use linear_core::parse::parse_program;
@@ -70,6 +71,9 @@ struct Stats {
     with_branch_write: u64,
     /// Programs growing an array by `push` (the transpose pops).
     with_push: u64,
+    /// Programs reading data (an array bound to a Rust constant, with no
+    /// tangent) by index.
+    with_data: u64,
     /// Programs whose residual runs a loop over its range again, with no
     /// per-iteration record (it reads the arrays again).
     reread_loops: u64,
@@ -126,8 +130,16 @@ fn ratio(a: usize, b: usize) -> f64 {
     a as f64 / b.max(1) as f64
 }
 
+/// Whether a printed program reads a data array by index.
+fn reads_data(text: &str) -> bool {
+    text.lines()
+        .filter(|l| l.contains("= const(__data"))
+        .filter_map(|l| l.trim_start().strip_prefix("let ")?.split(':').next())
+        .any(|v| text.contains(&format!("index({v},")))
+}
+
 fn one_program(seed: u64, size_: usize, st: &RefCell<Stats>) -> Result<(), TestCaseError> {
-    let nocst = HashMap::new();
+    let consts = data_consts();
     let p = gen_program(seed, size_);
     check(&p).map_err(|e| fail(format!("generator made an ill-typed program: {e}\n{p}")))?;
     let back = parse_program(&p.to_string()).map_err(|e| fail(format!("parse: {e}\n{p}")))?;
@@ -150,7 +162,7 @@ fn one_program(seed: u64, size_: usize, st: &RefCell<Stats>) -> Result<(), TestC
     );
     let dx: Vec<Value> = x.iter().map(|v| random_like(&mut rng, v)).collect();
     let ybar = tys_values(&mut rng, &entry.nl_rets);
-    let orig = run(&p, main.as_str(), &x, &[], &nocst).map_err(|e| fail(e.0))?;
+    let orig = run(&p, main.as_str(), &x, &[], &consts).map_err(|e| fail(e.0))?;
     if !all_finite(&orig.nl) {
         st.borrow_mut().skipped_nonfinite += 1;
         return Ok(());
@@ -160,7 +172,7 @@ fn one_program(seed: u64, size_: usize, st: &RefCell<Stats>) -> Result<(), TestC
     let j = jvp(&p).map_err(|e| fail(e.to_string()))?;
     check(&j).map_err(|e| fail(format!("J output ill-typed: {e}\n{j}")))?;
     let fj = format!("{main}.jvp");
-    let jo = run(&j, &fj, &x, &dx, &nocst).map_err(|e| fail(e.0))?;
+    let jo = run(&j, &fj, &x, &dx, &consts).map_err(|e| fail(e.0))?;
     prop_assert_eq!(&jo.nl, &orig.nl, "J's non-linear results differ from P's");
     let duals: Vec<Dual> = x
         .iter()
@@ -197,7 +209,7 @@ fn one_program(seed: u64, size_: usize, st: &RefCell<Stats>) -> Result<(), TestC
     let u = unzip(&j, Checkpoint::SaveAll).map_err(|e| fail(e.to_string()))?;
     check_linear_b(&u).map_err(|e| fail(format!("U output not Linear B: {e}\n{u}")))?;
     let (fnl, flin) = (format!("{fj}.nl"), format!("{fj}.lin"));
-    let fwd = run(&u, &fnl, &x, &[], &nocst).map_err(|e| fail(e.0))?;
+    let fwd = run(&u, &fnl, &x, &[], &consts).map_err(|e| fail(e.0))?;
     let k = fwd.nl.len() - 1;
     let tape = fwd.nl[k].clone();
     // An intermediate that overflowed on a path whose result is dropped:
@@ -207,7 +219,7 @@ fn one_program(seed: u64, size_: usize, st: &RefCell<Stats>) -> Result<(), TestC
         st.borrow_mut().skipped_nonfinite += 1;
         return Ok(());
     }
-    let res = run(&u, &flin, std::slice::from_ref(&tape), &dx, &nocst).map_err(|e| fail(e.0))?;
+    let res = run(&u, &flin, std::slice::from_ref(&tape), &dx, &consts).map_err(|e| fail(e.0))?;
     prop_assert_eq!(&fwd.nl[..k], &jo.nl[..], "unzipped forward pass results");
     prop_assert_eq!(&res.lin, &jo.lin, "unzipped residual results");
     prop_assert_eq!(
@@ -218,9 +230,10 @@ fn one_program(seed: u64, size_: usize, st: &RefCell<Stats>) -> Result<(), TestC
 
     let u2 = unzip(&j, Checkpoint::RecomputeCheap).map_err(|e| fail(e.to_string()))?;
     check_linear_b(&u2).map_err(|e| fail(format!("U (recompute) not Linear B: {e}\n{u2}")))?;
-    let fwd2 = run(&u2, &fnl, &x, &[], &nocst).map_err(|e| fail(e.0))?;
+    let fwd2 = run(&u2, &fnl, &x, &[], &consts).map_err(|e| fail(e.0))?;
     let tape2 = fwd2.nl[k].clone();
-    let res2 = run(&u2, &flin, std::slice::from_ref(&tape2), &dx, &nocst).map_err(|e| fail(e.0))?;
+    let res2 =
+        run(&u2, &flin, std::slice::from_ref(&tape2), &dx, &consts).map_err(|e| fail(e.0))?;
     prop_assert_eq!(&fwd2.nl[..k], &jo.nl[..]);
     prop_assert!(
         close(&res2.lin, &jo.lin, 1e-12),
@@ -267,7 +280,7 @@ fn one_program(seed: u64, size_: usize, st: &RefCell<Stats>) -> Result<(), TestC
     let t = transpose(&u).map_err(|e| fail(e.to_string()))?;
     check_linear_b(&t).map_err(|e| fail(format!("T output not Linear B: {e}\n{t}")))?;
     let ft = format!("{flin}.t");
-    let tb = run(&t, &ft, std::slice::from_ref(&tape), &ct_args, &nocst).map_err(|e| fail(e.0))?;
+    let tb = run(&t, &ft, std::slice::from_ref(&tape), &ct_args, &consts).map_err(|e| fail(e.0))?;
     let (lhs, rhs) = (dot(&dx, &tb.lin), dot(&res.lin, &ybar));
     // Up to rounding: relative to the result, or, where the linear maps
     // pass through intermediates much larger than it (derivatives grown
@@ -308,7 +321,7 @@ fn one_program(seed: u64, size_: usize, st: &RefCell<Stats>) -> Result<(), TestC
         &format!("{ft}.t"),
         std::slice::from_ref(&tape),
         &dx,
-        &nocst,
+        &consts,
     )
     .map_err(|e| fail(e.0))?;
     // T(T(e)) also returns, after e's results, the accumulators' cotangents
@@ -357,7 +370,7 @@ fn one_program(seed: u64, size_: usize, st: &RefCell<Stats>) -> Result<(), TestC
                 "simplified program ill-typed: {e}\n{prog}\n=>\n{s}"
             ))
         })?;
-        let o = run(&s, name, args, lin, &nocst).map_err(|e| fail(e.0))?;
+        let o = run(&s, name, args, lin, &consts).map_err(|e| fail(e.0))?;
         prop_assert!(
             close(&o.nl, reference.0, 1e-12) && close(&o.lin, reference.1, 1e-12),
             "simplifier changed results"
@@ -376,7 +389,7 @@ fn one_program(seed: u64, size_: usize, st: &RefCell<Stats>) -> Result<(), TestC
     check(&e).map_err(|er| fail(format!("L output ill-typed: {er}\n{e}")))?;
     prop_assert!(e.funcs.iter().all(|f| f.is_nonlinear()));
     let args: Vec<Value> = x.iter().chain(&dx).cloned().collect();
-    let eo = run(&e, &fj, &args, &[], &nocst).map_err(|e| fail(e.0))?;
+    let eo = run(&e, &fj, &args, &[], &consts).map_err(|e| fail(e.0))?;
     let want: Vec<Value> = jo.nl.iter().chain(&jo.lin).cloned().collect();
     prop_assert_eq!(&eo.nl, &want, "erasure changed results");
     prop_assert_eq!(eo.work, jo.work, "erasure changed work");
@@ -393,6 +406,7 @@ fn one_program(seed: u64, size_: usize, st: &RefCell<Stats>) -> Result<(), TestC
     );
     s.with_branch_write += u64::from(written_in_an_arm(&text));
     s.with_push += u64::from(text.contains("= push("));
+    s.with_data += u64::from(reads_data(&text));
     s.reread_loops += u64::from(
         u.funcs
             .iter()
@@ -438,12 +452,12 @@ fn recomputed(
     (x, dx, ct_args): (&[Value], &[Value], &[Value]),
     jo: &linear_core::eval::Outcome,
 ) -> Result<(Value, linear_core::eval::Outcome), TestCaseError> {
-    let nocst = HashMap::new();
+    let consts = data_consts();
     let u = unzip(j, policy).map_err(|e| fail(e.to_string()))?;
     check_linear_b(&u).map_err(|e| fail(format!("U ({policy:?}) not Linear B: {e}\n{u}")))?;
-    let fwd = run(&u, fnl, x, &[], &nocst).map_err(|e| fail(e.0))?;
+    let fwd = run(&u, fnl, x, &[], &consts).map_err(|e| fail(e.0))?;
     let tape = fwd.nl[k].clone();
-    let res = run(&u, flin, std::slice::from_ref(&tape), dx, &nocst).map_err(|e| fail(e.0))?;
+    let res = run(&u, flin, std::slice::from_ref(&tape), dx, &consts).map_err(|e| fail(e.0))?;
     prop_assert_eq!(&fwd.nl[..k], &jo.nl[..]);
     prop_assert_eq!(&res.lin, &jo.lin, "{:?} changed the derivative", policy);
     let t = transpose(&u).map_err(|e| fail(e.to_string()))?;
@@ -453,7 +467,7 @@ fn recomputed(
         &format!("{flin}.t"),
         std::slice::from_ref(&tape),
         ct_args,
-        &nocst,
+        &consts,
     )
     .map_err(|e| fail(e.0))?;
     Ok((tape, tb))
@@ -470,12 +484,12 @@ fn binomial_checks(
     want: (&[Value], &[Value], &[Value]),
     seed: u64,
 ) -> Result<(Value, bool), TestCaseError> {
-    let nocst = HashMap::new();
+    let consts = data_consts();
     let u4 = unzip(j, Checkpoint::Binomial { snapshots: 2 }).map_err(|e| fail(e.to_string()))?;
     check_linear_b(&u4).map_err(|e| fail(format!("U (binomial) not Linear B: {e}\n{u4}")))?;
-    let fwd4 = run(&u4, fnl, x, &[], &nocst).map_err(|e| fail(e.0))?;
+    let fwd4 = run(&u4, fnl, x, &[], &consts).map_err(|e| fail(e.0))?;
     let tape4 = fwd4.nl[k].clone();
-    let res4 = run(&u4, flin, std::slice::from_ref(&tape4), dx, &nocst).map_err(|e| fail(e.0))?;
+    let res4 = run(&u4, flin, std::slice::from_ref(&tape4), dx, &consts).map_err(|e| fail(e.0))?;
     prop_assert_eq!(&fwd4.nl[..k], want.0);
     prop_assert_eq!(
         &res4.lin[..],
@@ -489,7 +503,7 @@ fn binomial_checks(
         &format!("{flin}.t"),
         std::slice::from_ref(&tape4),
         ybar,
-        &nocst,
+        &consts,
     )
     .map_err(|e| fail(e.0))?;
     prop_assert_eq!(
@@ -501,13 +515,14 @@ fn binomial_checks(
     // into loops it has rules for. The residual is linear in its tangent
     // inputs, so its JVP along (0, dx) is the residual at dx. One program
     // in four, for the test's time. Not where a tape holds an input array
-    // (by reference, read again by the residual) or a function writes a
+    // or data (by reference, read again by the residual) or a function writes a
     // local array (which L makes a tangent buffer passed between the
     // halves): J differentiates arrays read by index and written in
     // place, not arrays passed as values (higher order, issue 14).
     let array_tape = j.funcs.iter().any(|f| {
         f.nl_params.iter().any(|b| matches!(b.ty, Ty::Array(..)))
             || f.to_string().contains("= fill(")
+            || f.to_string().contains("= const(__data")
     });
     if seed % 4 == 0 && !array_tape {
         second_order_of_replay(&u4, flin, &tape4, dx, &res4.lin)?;
@@ -524,7 +539,7 @@ fn second_order_of_replay(
     dx: &[Value],
     lin: &[Value],
 ) -> Result<(), TestCaseError> {
-    let nocst = HashMap::new();
+    let consts = data_consts();
     let e4 = erase(u4).map_err(|e| fail(e.to_string()))?;
     check(&e4).map_err(|er| fail(format!("L of U (binomial) ill-typed: {er}\n{e4}")))?;
     let j4 = jvp(&e4).map_err(|e| fail(e.to_string()))?;
@@ -544,7 +559,7 @@ fn second_order_of_replay(
         .chain(dx.iter().cloned())
         .collect();
     let lin4: Vec<Value> = tangents.into_iter().chain(dx.iter().cloned()).collect();
-    let jo4 = run(&j4, &jlin, &args4, &lin4, &nocst).map_err(|e| fail(e.0))?;
+    let jo4 = run(&j4, &jlin, &args4, &lin4, &consts).map_err(|e| fail(e.0))?;
     prop_assert_eq!(&jo4.nl, lin, "J of the erased residual changed its values");
     prop_assert!(
         close(&jo4.lin, lin, 1e-9),
@@ -596,8 +611,8 @@ fn theorems_hold_on_random_programs() {
         s.with_case, s.with_range_loop, s.with_while_loop, s.with_nesting
     );
     println!(
-        "arrays: {} programs read an array, {} inside a loop or an arm; {} residuals loop over a range again with no per-iteration record (SaveAll); the default policy left out {} per-iteration records; {} programs write a local array in place, {} overwrite an element read before, {} write one in an arm of a case, {} grow one by `push`",
-        s.with_array, s.with_array_loop, s.reread_loops, s.reread_records_saved, s.with_local_array, s.with_overwrite, s.with_branch_write, s.with_push
+        "arrays: {} programs read an array, {} inside a loop or an arm; {} residuals loop over a range again with no per-iteration record (SaveAll); the default policy left out {} per-iteration records; {} programs write a local array in place, {} overwrite an element read before, {} write one in an arm of a case, {} grow one by `push`, {} read data (no tangent)",
+        s.with_array, s.with_array_loop, s.reread_loops, s.reread_records_saved, s.with_local_array, s.with_overwrite, s.with_branch_write, s.with_push, s.with_data
     );
     println!(
         "Thm 8.1 size constants measured: |J(P)| <= {:.2}|P|, |U(J)| <= {:.2}|J|, |T(U)| <= {:.2}|U|, |L(J)| <= {:.2}|J|",
@@ -656,7 +671,8 @@ fn theorems_hold_on_random_programs() {
             && s.with_local_array > s.cases / 20
             && s.with_overwrite > 0
             && s.with_branch_write > s.cases / 100
-            && s.with_push > s.cases / 100,
+            && s.with_push > s.cases / 100
+            && s.with_data > s.cases / 20,
         "too few programs with arrays: {s:?}"
     );
     // The recomputing policy must actually trade tape for work somewhere.
@@ -695,7 +711,7 @@ fn code_size_is_linear_in_program_size() {
 /// scalings of zero cotangents), which the simplifier then removes.
 #[test]
 fn transposing_a_drop_skips_the_dropped_work() {
-    let nocst = HashMap::new();
+    let consts = data_consts();
     let c = Value::Real(1.5);
     let (dx, dy, ybar) = (Value::Real(2.0), Value::Real(3.0), Value::Real(5.0));
     let run_both = |src: &str| {
@@ -708,7 +724,7 @@ fn transposing_a_drop_skips_the_dropped_work() {
             "r",
             std::slice::from_ref(&c),
             &[dx.clone(), dy.clone()],
-            &nocst,
+            &consts,
         )
         .unwrap();
         let back = run(
@@ -716,7 +732,7 @@ fn transposing_a_drop_skips_the_dropped_work() {
             "r.t",
             std::slice::from_ref(&c),
             std::slice::from_ref(&ybar),
-            &nocst,
+            &consts,
         )
         .unwrap();
         // ė = 0·dx + 1·dy: its transpose sends ÿ to (0, ÿ).
@@ -745,7 +761,7 @@ fn transposing_a_drop_skips_the_dropped_work() {
         "r.t",
         std::slice::from_ref(&c),
         std::slice::from_ref(&ybar),
-        &nocst,
+        &consts,
     )
     .unwrap();
     assert_eq!(back.lin, vec![Value::Real(0.0), Value::Real(5.0)]);
@@ -769,11 +785,11 @@ fn array_reverse_pass_is_linear_in_length() {
     let p = parse_program(&src).expect("parses");
     let u = unzip(&simplify(&jvp(&p).expect("J")), Checkpoint::SaveAll).expect("U");
     let t = simplify(&transpose(&u).expect("T"));
-    let nocst = HashMap::new();
+    let consts = data_consts();
     let mut measured = Vec::new();
     for n in [10usize, 100, 1000] {
         let a = Value::Array((0..n).map(|k| Value::Real(k as f64 / n as f64)).collect());
-        let fwd = run(&u, "f.jvp.nl", &[a.clone(), Value::Real(0.5)], &[], &nocst).expect("runs");
+        let fwd = run(&u, "f.jvp.nl", &[a.clone(), Value::Real(0.5)], &[], &consts).expect("runs");
         let tape = fwd.nl[1].clone();
         let buf = Value::Array(vec![Value::Real(0.0); n]);
         let back = run(
@@ -781,7 +797,7 @@ fn array_reverse_pass_is_linear_in_length() {
             "f.jvp.lin.t",
             std::slice::from_ref(&tape),
             &[Value::Real(1.0), buf],
-            &nocst,
+            &consts,
         )
         .expect("runs");
         // The gradient is w * 2 a[i] and sum a[i]^2.

@@ -521,8 +521,8 @@ impl Lowerer<'_> {
                     }) => n.base10_parse::<u64>().ok()?,
                     _ => return None,
                 };
-                let e = &a.elem;
-                (Some(n), quote!(&[#e; #n]))
+                let (e, n_src) = (&a.elem, &a.len);
+                (Some(n), quote!(&[#e; #n_src]))
             }
             _ => {
                 let e = element_type(&t)?;

@@ -62,9 +62,11 @@
 //! constant: `Binomial` to `LoopState` to `SaveAll`.
 //!
 //! Arrays (invariant 11 of [`crate::check`]): an element read,
-//! `index(a, i)`, costs nothing and is bound again in the residual, like
-//! a literal; the residual then reads the array, which the tape holds (by
-//! reference in generated code), and the index, never the element. A loop
+//! `index(a, i)` of an array parameter or of data (a `#[nondiff]` slice
+//! bound to a Rust constant), costs nothing and is bound again in the
+//! residual, like a literal; the residual then reads the array, which the
+//! tape holds (by reference in generated code), and the index, never the
+//! element. A loop
 //! over a range whose residual then needs nothing per iteration but its
 //! index (a `usize`: it indexes arrays) keeps no per-iteration record: the
 //! residual loops over the range again ([`Unzip::reread_loop`]).
@@ -455,8 +457,9 @@ struct Unzip<'a> {
     /// The index of the range loop being unzipped, if it is one: the one
     /// integer a loop's saved state may hold (when it indexes arrays).
     loop_index: Option<Var>,
-    /// The function's array parameters: read-only, so their elements are
-    /// read again in the residual (the tape holds the array by reference).
+    /// The function's array parameters and the data it binds: read-only,
+    /// so their elements are read again in the residual (the tape holds
+    /// the array by reference).
     inputs: HashSet<Var>,
 }
 

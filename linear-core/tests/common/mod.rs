@@ -115,10 +115,37 @@ pub fn gen_program(seed: u64, size: usize) -> Program {
     let n = 1 + rng.below(4);
     let mut p = Program::default();
     for i in 0..n {
-        let f = FnGen::new(&mut rng, &p.funcs, size).func(&format!("f{i}"));
+        let f = FnGen::new(&mut rng, &p.funcs, size).func(&format!("f{i}"), i);
         p.funcs.push(f);
     }
     p
+}
+
+/// The name of function `i`'s data array, a Rust constant.
+fn data_name(i: usize) -> Var {
+    Var::new(&format!("__data{i}"))
+}
+
+/// The value of the data array called `name` (a few reals, never empty).
+fn data_value(name: &Var) -> Value {
+    let k = name
+        .as_str()
+        .trim_start_matches("__data")
+        .parse::<usize>()
+        .unwrap_or(0);
+    Value::Array(
+        (0..2 + k)
+            .map(|j| Value::Real(0.3 + 0.7 * ((k * 3 + j) as f64 + 1.0).sin()))
+            .collect(),
+    )
+}
+
+/// The values of the constants generated programs read: their data
+/// arrays.
+pub fn data_consts() -> HashMap<Var, Value> {
+    (0..4)
+        .map(|i| (data_name(i), data_value(&data_name(i))))
+        .collect()
 }
 
 struct FnGen<'a> {
@@ -1324,7 +1351,7 @@ impl<'a> FnGen<'a> {
             .is_some_and(|r| self.pool.iter().any(|(v, t, _)| v == r && *t == F))
     }
 
-    fn func(mut self, name: &str) -> Func {
+    fn func(mut self, name: &str, index: usize) -> Func {
         let n = 1 + self.rng.below(3);
         let params: Vec<Binder> = (0..n)
             .map(|_| {
@@ -1335,9 +1362,25 @@ impl<'a> FnGen<'a> {
         for b in &params {
             self.pool.push((b.var.clone(), b.ty.clone(), 0));
         }
+        // Data (a `#[nondiff]` slice): an array with no tangent, read by
+        // index and in loops like a parameter.
+        let mut data = Vec::new();
+        if self.rng.chance(0.3) {
+            let name = data_name(index);
+            let t = Ty::Array(Box::new(F), None);
+            let rhs = Expr::Const {
+                name,
+                args: vec![],
+                ty: t.clone(),
+            };
+            self.bind(&mut data, t, rhs, 0);
+        }
         let k = 1 + self.rng.below(2);
         let stmts = 2 + self.rng.below(self.size);
-        let (body, rets) = self.block(0, stmts, k);
+        let (mut body, rets) = self.block(0, stmts, k);
+        if let Expr::Block { stmts, .. } = &mut body {
+            stmts.splice(0..0, data);
+        }
         Func {
             name: Var::new(name),
             nl_params: params,
@@ -1595,13 +1638,24 @@ fn dual_expr(p: &Program, e: &Expr, env: &mut HashMap<Var, Dual>) -> Vec<Dual> {
         | Expr::LinZeros { .. }
         | Expr::LinSet { .. }
         | Expr::LinFree { .. }
-        | Expr::Const { .. }
         | Expr::LinZero(_)
         | Expr::LinTup(_)
         | Expr::LinAdd(..)
         | Expr::LinNeg(_)
         | Expr::LinScale(..)
         | Expr::Dup(_) => panic!("dual evaluation supports the non-linear fragment only"),
+        // Data: constant, a zero tangent.
+        Expr::Const { name, .. } => match data_value(name) {
+            Value::Array(xs) => vec![Dual::Tuple(
+                xs.iter()
+                    .map(|x| match x {
+                        Value::Real(r) => Dual::Real(*r, 0.0),
+                        _ => panic!("data holds reals"),
+                    })
+                    .collect(),
+            )],
+            _ => panic!("data is an array"),
+        },
     }
 }
 
