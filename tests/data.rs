@@ -5,6 +5,7 @@
 use linear_ad::{differentiable, LinearMap, TapeSize};
 
 /// A weighted line fit: data as a slice, a `&Vec` and a fixed-size array.
+#[allow(clippy::ptr_arg)]
 #[differentiable]
 fn fit(
     w: &[f64; 2],
@@ -99,6 +100,7 @@ fn data_is_read_again_not_saved() {
             line_fit_vjp(&w, &xs, &ys, 1.0),
             fit_scalar_vjp(w[0], w[1], &xs, &ys, 1.0),
         );
+        assert_eq!(a.0, line_fit(&w, &xs, &ys));
         assert_eq!((a.0, a.1[0], a.1[1]), (b.0, b.1 .0, b.1 .1));
         line_fit_lin(&w, &xs, &ys).1.tape_bytes()
     };
