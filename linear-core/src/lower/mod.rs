@@ -1240,8 +1240,14 @@ impl Lowerer<'_> {
                     _ => {}
                 }
                 let parsed = syn::parse2::<syn::Expr>(tokens.clone());
-                let hoistable =
-                    matches!((ty, &parsed), (Ty::Real(_), Ok(e)) if inactive::cannot_panic(e));
+                // A float that cannot panic, or a name (a parameter, a
+                // prelude local): an index offset read in a loop is then
+                // loop-invariant, saved once rather than per iteration.
+                let hoistable = match (ty, &parsed) {
+                    (Ty::Real(_), Ok(e)) => inactive::cannot_panic(e),
+                    (Ty::Int | Ty::Bool, Ok(syn::Expr::Path(p))) => p.path.get_ident().is_some(),
+                    _ => false,
+                };
                 if self.depth > 0 && !hoistable {
                     return match parsed {
                         Ok(e) => self.opaque(&e, ty.clone()),

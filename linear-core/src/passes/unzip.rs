@@ -1317,14 +1317,14 @@ fn recomputable(s: &Stmt, inputs: &HashSet<Var>) -> bool {
         match e {
             // A local array is written in place: never run again.
             Expr::Const { .. }
-            | Expr::Len(_)
             | Expr::Fill { .. }
             | Expr::Set { .. }
             | Expr::Push { .. }
             | Expr::Pop { .. } => false,
             // An input array is on the tape (see `literal_binding`); a
             // local one is not.
-            Expr::Index { arr, .. } => inputs.contains(arr),
+            // An input array's length is fixed (a local one may grow).
+            Expr::Index { arr, .. } | Expr::Len(arr) => inputs.contains(arr),
             Expr::LinIndex { .. }
             | Expr::LinAccum { .. }
             | Expr::LinZeros { .. }
