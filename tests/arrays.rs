@@ -422,7 +422,8 @@ fn loop_invariant_indices_keep_no_per_iteration_record() {
         lagged_lin(&x, 3).1.tape_bytes()
     );
     let p: Vec<[f64; 3]> = (0..500).map(|i| [i as f64, 0.5, -(i as f64)]).collect();
-    let (_, gp) = column_norm_vjp(&p, 2, 1.0);
+    let (y, gp) = column_norm_vjp(&p, 2, 1.0);
+    assert_eq!(y, column_norm(&p, 2));
     assert_eq!(gp[7], [0.0, 0.0, -14.0]);
     assert_eq!(
         column_norm_lin(&p[..5], 2).1.tape_bytes(),
