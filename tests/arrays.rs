@@ -394,6 +394,7 @@ fn lagged(x: &[f64], j: usize) -> f64 {
 }
 
 /// Column `j` of points, a parameter: a run-time column of a row.
+#[allow(clippy::needless_range_loop)]
 #[differentiable]
 fn column_norm(p: &[[f64; 3]], j: usize) -> f64 {
     let mut s = 0.0;
