@@ -84,6 +84,48 @@ fn line_fit(w: &[f64; 2], #[nondiff] pts: &[[f64; 2]]) -> f64 {
     loss
 }
 
+/// Spring forces between neighbours in a local array of rows, then the
+/// energy of the forces: rows written in place (`f[i][j] = ..`, `+=`,
+/// `-=`), read element by element and whole.
+#[allow(clippy::needless_range_loop)]
+#[differentiable]
+fn spring_forces(pts: &[[f64; 3]], k: f64) -> f64 {
+    let n = pts.len();
+    let mut f = vec![[0.0; 3]; n];
+    for i in 0..n - 1 {
+        for j in 0..3 {
+            let d = pts[i + 1][j] - pts[i][j];
+            f[i][j] += k * d;
+            f[i + 1][j] -= k * d;
+        }
+    }
+    let mut corner = [[0.0; 2]; 2];
+    corner[1][0] = f[0][2];
+    corner[0][1] = 2.0 * f[n - 1][0];
+    let mut e = corner[1][0] * corner[0][1];
+    for i in 0..f.len() {
+        let r = f[i];
+        e += r[0] * r[0] + r[1] * r[1] + r[2] * r[2];
+    }
+    e
+}
+
+/// Rows written whole (`f[i] = [..]`) and pushed (`v.push([..])`).
+#[differentiable]
+fn rows_written_whole(pts: &[[f64; 2]], k: f64) -> f64 {
+    let mut f = vec![[0.0; 2]; pts.len()];
+    let mut grown: Vec<[f64; 2]> = Vec::with_capacity(pts.len());
+    for (i, p) in pts.iter().enumerate() {
+        f[i] = [k * p[1], p[0] * p[0]];
+        grown.push([p[0] + k, f[i][0] * p[1]]);
+    }
+    let mut e = 0.0;
+    for i in 0..grown.len() {
+        e += f[i][0] * grown[i][1] + f[i][1] * grown[i][0];
+    }
+    e
+}
+
 const H: f64 = 1e-6;
 
 fn close(a: f64, b: f64, tol: f64) -> bool {
@@ -255,4 +297,40 @@ fn rows_of_constant_data() {
     let (y, dy) = line_fit_jvp(&w, &pts, &[1.0, 0.0]);
     assert_eq!(y, line_fit(&w, &pts));
     assert!(close(dy, want0, 1e-12), "{dy}");
+}
+
+#[test]
+fn a_local_array_of_rows() {
+    let pts = vec![[0.0, 1.0, 0.5], [1.0, -0.5, 2.0], [0.3, 0.3, -1.0]];
+    let k = 0.7;
+    let dp = vec![[0.1, -0.2, 0.3], [0.0, 0.5, -0.1], [0.2, 0.2, 0.2]];
+    let dk = -0.4;
+    let (y, dy) = spring_forces_jvp(&pts, k, &dp, dk);
+    assert_eq!(y, spring_forces(&pts, k));
+    let mut point = flat(&pts);
+    point.push(k);
+    let mut dir = flat(&dp);
+    dir.push(dk);
+    let f = |q: &[f64]| spring_forces(&to_rows::<3>(&q[..9]), q[9]);
+    assert!(close(dy, fd_along(f, &point, &dir), 1e-6), "{dy}");
+    let (_, (g, gk)) = spring_forces_vjp(&pts, k, 1.0);
+    assert!(close(dy, dot(&flat(&g), &flat(&dp)) + gk * dk, 1e-12));
+}
+
+#[test]
+fn rows_written_whole_and_pushed() {
+    let pts = vec![[0.5, 1.0], [1.5, -0.5], [-0.3, 0.8]];
+    let k = 1.3;
+    let dp = vec![[0.1, -0.2], [0.3, 0.0], [0.2, 0.5]];
+    let dk = 0.6;
+    let (y, dy) = rows_written_whole_jvp(&pts, k, &dp, dk);
+    assert_eq!(y, rows_written_whole(&pts, k));
+    let mut point = flat(&pts);
+    point.push(k);
+    let mut dir = flat(&dp);
+    dir.push(dk);
+    let f = |q: &[f64]| rows_written_whole(&to_rows::<2>(&q[..6]), q[6]);
+    assert!(close(dy, fd_along(f, &point, &dir), 1e-6), "{dy}");
+    let (_, (g, gk)) = rows_written_whole_vjp(&pts, k, 1.0);
+    assert!(close(dy, dot(&flat(&g), &flat(&dp)) + gk * dk, 1e-12));
 }

@@ -303,6 +303,32 @@ impl Lowerer<'_> {
         Val::Active(v, ty)
     }
 
+    /// The flat index of `a[i][j]` in an array of rows of width `m`; a
+    /// run-time `j` past the row lands past the end (see
+    /// [`Lowerer::row_element`]).
+    fn row_index(
+        &mut self,
+        a: &crate::ir::Var,
+        m: usize,
+        row_ix: &syn::Expr,
+        col_ix: &syn::Expr,
+    ) -> crate::ir::Var {
+        let i = self.int(row_ix);
+        let j = self.int(col_ix);
+        let width = self.emit_nd("k", Ty::Int, Expr::Int(m as i64));
+        let start = self.int_prim(Prim::IMul, i, width.clone());
+        let col = if super::int_literal(col_ix).is_some() {
+            j
+        } else {
+            let within = self.int_prim(Prim::IRem, j.clone(), width.clone());
+            let past = self.int_prim(Prim::IDiv, j, width);
+            let len = self.emit_nd("n", Ty::Int, Expr::Len(a.clone()));
+            let out = self.int_prim(Prim::IMul, past, len);
+            self.int_prim(Prim::IAdd, within, out)
+        };
+        self.int_prim(Prim::IAdd, start, col)
+    }
+
     /// `a[i][j]` where `a` holds rows of width `m`: element `i * m + j` of
     /// the flat array, `None` if `base` (`a`, lowered) holds no rows. A
     /// literal `j` past the row is rustc's error on the original function;
@@ -320,20 +346,7 @@ impl Lowerer<'_> {
         };
         let (row, m) = self.row_of(a)?;
         let (a, elem) = (a.clone(), (**elem).clone());
-        let i = self.int(row_ix);
-        let j = self.int(col_ix);
-        let width = self.emit_nd("k", Ty::Int, Expr::Int(m as i64));
-        let start = self.int_prim(Prim::IMul, i, width.clone());
-        let col = if super::int_literal(col_ix).is_some() {
-            j
-        } else {
-            let within = self.int_prim(Prim::IRem, j.clone(), width.clone());
-            let past = self.int_prim(Prim::IDiv, j, width);
-            let len = self.emit_nd("n", Ty::Int, Expr::Len(a.clone()));
-            let out = self.int_prim(Prim::IMul, past, len);
-            self.int_prim(Prim::IAdd, within, out)
-        };
-        let at = self.int_prim(Prim::IAdd, start, col);
+        let at = self.row_index(&a, m, row_ix, col_ix);
         let v = self.emit("x", elem.clone(), Expr::Index { arr: a, idx: at });
         self.shapes.insert(v.clone(), row);
         Some(Val::Active(v, elem))
@@ -510,6 +523,9 @@ impl Lowerer<'_> {
             return Some(self.empty_vec(e.span()));
         }
         let (val, len, size) = fill_parts(e)?;
+        if let Some((row_val, m)) = fill_parts(&val).and_then(|(v, _, m)| Some((v, m?))) {
+            return self.local_rows(&row_val, m as usize, &len, size, e);
+        }
         let v = self.expr(&val, "fill");
         let elem = match &v {
             Val::Active(_, t) => t.clone(),
@@ -521,6 +537,43 @@ impl Lowerer<'_> {
         let v = self.materialize(v, &elem, val.span());
         let n = self.int(&len);
         Some(self.fill(n, v, elem, size))
+    }
+
+    /// `vec![[v; m]; n]` or `[[v; m]; N]`: a local array of `n` rows of
+    /// width `m`, the flat `fill(n * m, v)` holding rows (as a parameter
+    /// `&[[T; m]]` does, [`super::Shape::row`]).
+    fn local_rows(
+        &mut self,
+        val: &syn::Expr,
+        m: usize,
+        len: &syn::Expr,
+        size: Option<u64>,
+        whole: &syn::Expr,
+    ) -> Option<Val> {
+        let v = self.expr(val, "fill");
+        let float = Ty::Real(self.float());
+        if matches!(&v, Val::Active(_, t) if *t != float) {
+            self.errs.spanned(
+                whole,
+                "the rows of a local array hold floats: `vec![[0.0; M]; n]`",
+            );
+            return Some(self.placeholder());
+        }
+        let v = self.materialize(v, &float, val.span());
+        let n = self.int(len);
+        let width = self.emit_nd("k", Ty::Int, Expr::Int(m as i64));
+        let flat = self.int_prim(Prim::IMul, n, width);
+        let a = self.fill(flat, v, float, size.map(|n| n * m as u64));
+        let kind = match size {
+            Some(n) => super::SliceKind::Array(n as usize),
+            None => super::SliceKind::Vec,
+        };
+        let row = super::Shape::Array(Box::new(super::Shape::Float(self.float())), m);
+        if let Val::Active(v, _) = &a {
+            self.shapes
+                .insert(v.clone(), super::Shape::Slice(Box::new(row), kind));
+        }
+        Some(a)
     }
 
     /// `fill(n, v)`: a new local array of `n` elements `v` of type `elem`.
@@ -540,13 +593,22 @@ impl Lowerer<'_> {
     /// else of the function's float type. The capacity is a hint the IR
     /// does not keep (a push grows the `Vec` as Rust's does).
     fn empty_vec(&mut self, span: Span) -> Val {
-        let elem = match &self.ret_hint {
-            Some(super::Shape::Slice(e, super::SliceKind::Vec)) if e.row().is_none() => e.ty(),
-            _ => Ty::Real(self.float()),
+        let hint = self.ret_hint.clone();
+        let (elem, rows) = match &hint {
+            // Rows (`Vec<[f64; 3]>`): a flat array, pushed a row at a time.
+            Some(s @ super::Shape::Slice(_, super::SliceKind::Vec)) if s.row().is_some() => {
+                (Ty::Real(self.float()), Some(s.clone()))
+            }
+            Some(super::Shape::Slice(e, super::SliceKind::Vec)) => (e.ty(), None),
+            _ => (Ty::Real(self.float()), None),
         };
         let zero = self.materialize(Val::Inactive(zero_tokens(&elem)), &elem, span);
         let n = self.emit_nd("n", Ty::Int, Expr::Int(0));
-        self.fill(n, zero, elem, None)
+        let a = self.fill(n, zero, elem, None);
+        if let (Val::Active(v, _), Some(rows)) = (&a, rows) {
+            self.shapes.insert(v.clone(), rows);
+        }
+        a
     }
 
     /// `y.push(e)` on a local `Vec` `y`: `y` rebound to `push(y, e)`,
@@ -578,6 +640,24 @@ impl Lowerer<'_> {
         }
         let arg = &m.args[0];
         let v = self.expr(arg, "e");
+        if let Some((_, width)) = self.row_of(&a) {
+            // A row: its elements, pushed in order onto the flat array.
+            let mut cur = a;
+            for c in 0..width {
+                let part = self.select(v.clone(), c, arg.span());
+                let part = self.materialize(part, elem, arg.span());
+                cur = self.emit(
+                    "a",
+                    ty.clone(),
+                    Expr::Push {
+                        arr: cur,
+                        val: part,
+                    },
+                );
+            }
+            self.set_existing(&name, super::Binding::Active(cur, ty, true));
+            return true;
+        }
         if let Val::Active(_, t) = &v {
             if t != &**elem {
                 self.errs.spanned(arg, format!("this value has type {t}, but `{name}` holds {elem}: annotate its element type (`let mut {name}: Vec<(f64, f64)> = Vec::new();`)"));
@@ -708,6 +788,9 @@ impl Lowerer<'_> {
         let syn::Expr::Index(ix) = target else {
             return false;
         };
+        if self.row_write(ix, op, right) {
+            return true;
+        }
         let name = match &*ix.expr {
             syn::Expr::Path(p) => p.path.get_ident().map(|i| i.to_string()),
             _ => None,
@@ -729,10 +812,80 @@ impl Lowerer<'_> {
                 return true;
             }
         };
-        let Ty::Array(elem, _) = &ty else { return true };
-        let elem = (**elem).clone();
         let i = self.int(&ix.index);
-        let rhs = self.expr(right, &name);
+        if let Some((_, m)) = self.row_of(&a) {
+            if op.is_some() {
+                // `+=` on a `[T; M]`: rustc rejects the original.
+                self.errs.rustc_reports();
+                return true;
+            }
+            let width = self.emit_nd("k", Ty::Int, Expr::Int(m as i64));
+            let start = self.int_prim(Prim::IMul, i, width);
+            let row = self.expr(right, &name);
+            let mut cur = a;
+            for c in 0..m {
+                let k = self.emit_nd("k", Ty::Int, Expr::Int(c as i64));
+                let at = self.int_prim(Prim::IAdd, start.clone(), k);
+                let part = self.select(row.clone(), c, right.span());
+                let float = Ty::Real(self.float());
+                let v = self.materialize(part, &float, right.span());
+                let set = Expr::Set {
+                    arr: cur,
+                    idx: at,
+                    val: v,
+                };
+                cur = self.emit("a", ty.clone(), set);
+            }
+            self.set_existing(&name, super::Binding::Active(cur, ty, true));
+            return true;
+        }
+        self.write_at(&name, (a, ty), i, op, (target, right));
+        true
+    }
+
+    /// `a[i][j] = e` (or `op=`) on a local array of rows `a`: a write at
+    /// the flat index. `false` if `ix` is not an element of one.
+    fn row_write(
+        &mut self,
+        ix: &syn::ExprIndex,
+        op: Option<crate::ir::Prim>,
+        right: &syn::Expr,
+    ) -> bool {
+        let syn::Expr::Index(inner) = &*ix.expr else {
+            return false;
+        };
+        let syn::Expr::Path(p) = &*inner.expr else {
+            return false;
+        };
+        let Some(name) = p.path.get_ident().map(|i| i.to_string()) else {
+            return false;
+        };
+        let Some(super::Binding::Active(a, ty @ Ty::Array(..), true)) = self.lookup(&name).cloned()
+        else {
+            return false;
+        };
+        let Some((_, m)) = self.row_of(&a) else {
+            return false;
+        };
+        let at = self.row_index(&a, m, &inner.index, &ix.index);
+        let target = syn::Expr::Index(ix.clone());
+        self.write_at(&name, (a, ty), at, op, (&target, right));
+        true
+    }
+
+    /// `name[i] op= right` on the local array `a` of type `ty`, at the
+    /// IR index `i`: `name` rebound to `set(a, i, v)`.
+    fn write_at(
+        &mut self,
+        name: &str,
+        (a, ty): (crate::ir::Var, Ty),
+        i: crate::ir::Var,
+        op: Option<crate::ir::Prim>,
+        (target, right): (&syn::Expr, &syn::Expr),
+    ) {
+        let Ty::Array(elem, _) = &ty else { return };
+        let elem = (**elem).clone();
+        let rhs = self.expr(right, name);
         let value = match op {
             None => rhs,
             Some(op) => {
@@ -747,7 +900,7 @@ impl Lowerer<'_> {
                 let sym = super::ops::assign_symbol(op);
                 let whole = quote!(#target #sym #right);
                 let cur = Val::Active(cur, elem.clone());
-                self.binary(op, cur, rhs, target.span(), right.span(), &whole, &name)
+                self.binary(op, cur, rhs, target.span(), right.span(), &whole, name)
             }
         };
         let v = self.materialize(value, &elem, right.span());
@@ -760,7 +913,6 @@ impl Lowerer<'_> {
                 val: v,
             },
         );
-        self.set_existing(&name, super::Binding::Active(next, ty, true));
-        true
+        self.set_existing(name, super::Binding::Active(next, ty, true));
     }
 }

@@ -1675,6 +1675,14 @@ impl Lowerer<'_> {
         } else {
             b
         };
+        // The same variable, written: an array keeps its rows.
+        if let (Binding::Active(new, Ty::Array(..), _), Some(Binding::Active(old, _, _))) =
+            (&b, self.lookup(name))
+        {
+            if let Some(shape) = self.shapes.get(old).cloned() {
+                self.shapes.entry(new.clone()).or_insert(shape);
+            }
+        }
         for s in self.scopes.iter_mut().rev() {
             if let Some(slot) = s.get_mut(name) {
                 *slot = b;
