@@ -299,38 +299,52 @@ fn rows_of_constant_data() {
     assert!(close(dy, want0, 1e-12), "{dy}");
 }
 
+type RowFn<const M: usize> = fn(&[[f64; M]], f64) -> f64;
+type RowJvp<const M: usize> = fn(&[[f64; M]], f64, &[[f64; M]], f64) -> (f64, f64);
+type RowVjp<const M: usize> = fn(&[[f64; M]], f64, f64) -> (f64, (Vec<[f64; M]>, f64));
+
+/// Points and a scale, their tangents: `jvp` against `f` by central
+/// differences, and `vjp` against `jvp` (the dot-product identity).
+fn check_rows_and_scale<const M: usize>(
+    (f, jvp, vjp): (RowFn<M>, RowJvp<M>, RowVjp<M>),
+    (pts, k): (&[[f64; M]], f64),
+    (dp, dk): (&[[f64; M]], f64),
+) {
+    let (y, dy) = jvp(pts, k, dp, dk);
+    assert_eq!(y, f(pts, k));
+    let mut point = flat(pts);
+    point.push(k);
+    let mut dir = flat(dp);
+    dir.push(dk);
+    let n = pts.len() * M;
+    let g = |q: &[f64]| f(&to_rows::<M>(&q[..n]), q[n]);
+    assert!(close(dy, fd_along(g, &point, &dir), 1e-6), "{dy}");
+    let (_, (gp, gk)) = vjp(pts, k, 1.0);
+    assert!(close(dy, dot(&flat(&gp), &flat(dp)) + gk * dk, 1e-12));
+}
+
 #[test]
 fn a_local_array_of_rows() {
-    let pts = vec![[0.0, 1.0, 0.5], [1.0, -0.5, 2.0], [0.3, 0.3, -1.0]];
-    let k = 0.7;
-    let dp = vec![[0.1, -0.2, 0.3], [0.0, 0.5, -0.1], [0.2, 0.2, 0.2]];
-    let dk = -0.4;
-    let (y, dy) = spring_forces_jvp(&pts, k, &dp, dk);
-    assert_eq!(y, spring_forces(&pts, k));
-    let mut point = flat(&pts);
-    point.push(k);
-    let mut dir = flat(&dp);
-    dir.push(dk);
-    let f = |q: &[f64]| spring_forces(&to_rows::<3>(&q[..9]), q[9]);
-    assert!(close(dy, fd_along(f, &point, &dir), 1e-6), "{dy}");
-    let (_, (g, gk)) = spring_forces_vjp(&pts, k, 1.0);
-    assert!(close(dy, dot(&flat(&g), &flat(&dp)) + gk * dk, 1e-12));
+    let pts = [[0.0, 1.0, 0.5], [1.0, -0.5, 2.0], [0.3, 0.3, -1.0]];
+    let dp = [[0.1, -0.2, 0.3], [0.0, 0.5, -0.1], [0.2, 0.2, 0.2]];
+    check_rows_and_scale(
+        (spring_forces, spring_forces_jvp, spring_forces_vjp),
+        (&pts, 0.7),
+        (&dp, -0.4),
+    );
 }
 
 #[test]
 fn rows_written_whole_and_pushed() {
-    let pts = vec![[0.5, 1.0], [1.5, -0.5], [-0.3, 0.8]];
-    let k = 1.3;
-    let dp = vec![[0.1, -0.2], [0.3, 0.0], [0.2, 0.5]];
-    let dk = 0.6;
-    let (y, dy) = rows_written_whole_jvp(&pts, k, &dp, dk);
-    assert_eq!(y, rows_written_whole(&pts, k));
-    let mut point = flat(&pts);
-    point.push(k);
-    let mut dir = flat(&dp);
-    dir.push(dk);
-    let f = |q: &[f64]| rows_written_whole(&to_rows::<2>(&q[..6]), q[6]);
-    assert!(close(dy, fd_along(f, &point, &dir), 1e-6), "{dy}");
-    let (_, (g, gk)) = rows_written_whole_vjp(&pts, k, 1.0);
-    assert!(close(dy, dot(&flat(&g), &flat(&dp)) + gk * dk, 1e-12));
+    let pts = [[0.5, 1.0], [1.5, -0.5], [-0.3, 0.8]];
+    let dp = [[0.1, -0.2], [0.3, 0.0], [0.2, 0.5]];
+    check_rows_and_scale(
+        (
+            rows_written_whole,
+            rows_written_whole_jvp,
+            rows_written_whole_vjp,
+        ),
+        (&pts, 1.3),
+        (&dp, 0.6),
+    );
 }

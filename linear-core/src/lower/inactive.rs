@@ -15,7 +15,7 @@ use quote::{quote, ToTokens};
 use syn::visit_mut::VisitMut;
 
 use super::{Binding, Lowerer, Mode, Opaque, Shape, Val};
-use crate::ir::{Binder, Expr, Float, Stmt, Ty, Var};
+use crate::ir::{Expr, Float, Stmt, Ty, Var};
 
 /// The IR type of a Rust scalar type: floats, integers, bool (through
 /// references).
@@ -514,13 +514,7 @@ impl Lowerer<'_> {
         };
         let (len, borrowed) = match &*r.elem {
             syn::Type::Array(a) => {
-                let n = match &a.len {
-                    syn::Expr::Lit(syn::ExprLit {
-                        lit: syn::Lit::Int(n),
-                        ..
-                    }) => n.base10_parse::<u64>().ok()?,
-                    _ => return None,
-                };
+                let n = u64::try_from(super::int_literal(&a.len)?).ok()?;
                 let (e, n_src) = (&a.elem, &a.len);
                 (Some(n), quote!(&[#e; #n_src]))
             }
@@ -532,18 +526,7 @@ impl Lowerer<'_> {
         let local = self.new_inactive_name("data");
         self.prelude.push(quote!(let #local: #borrowed = #id;));
         let ty = Ty::Array(Box::new(elem.clone()), len);
-        let v = self.fresh.var(&name);
-        self.types.insert(v.clone(), ty.clone());
-        self.nondiff.insert(v.clone());
-        self.hoisted.push(Stmt::Let {
-            nl: vec![Binder::new(v.clone(), ty.clone())],
-            lin: vec![],
-            rhs: Expr::Const {
-                name: Var::new(&local.to_string()),
-                args: vec![],
-                ty,
-            },
-        });
+        let v = self.hoist_const(&name, &local, ty);
         let kind = match len {
             Some(n) => super::SliceKind::ArrayRef(n as usize),
             None => super::SliceKind::Slice,

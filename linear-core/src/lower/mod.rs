@@ -1199,6 +1199,24 @@ impl Lowerer<'_> {
         e.to_token_stream()
     }
 
+    /// A variable bound once, at the top of the function, to the prelude
+    /// local `local` of IR type `ty`.
+    fn hoist_const(&mut self, hint: &str, local: &syn::Ident, ty: Ty) -> Var {
+        let v = self.fresh.var(hint);
+        self.types.insert(v.clone(), ty.clone());
+        self.nondiff.insert(v.clone());
+        self.hoisted.push(Stmt::Let {
+            nl: vec![Binder::new(v.clone(), ty.clone())],
+            lin: vec![],
+            rhs: Expr::Const {
+                name: Var::new(&local.to_string()),
+                args: vec![],
+                ty,
+            },
+        });
+        v
+    }
+
     fn new_inactive_name(&mut self, base: &str) -> syn::Ident {
         self.next_const += 1;
         syn::Ident::new(&format!("__{base}_{}", self.next_const), Span::mixed_site())
@@ -1265,18 +1283,7 @@ impl Lowerer<'_> {
                 let rust_ty = ty_rust(ty);
                 self.prelude
                     .push(quote_spanned!(span=> let #id: #rust_ty = #tokens;));
-                let v = self.fresh.var("c");
-                self.types.insert(v.clone(), ty.clone());
-                self.nondiff.insert(v.clone());
-                self.hoisted.push(Stmt::Let {
-                    nl: vec![Binder::new(v.clone(), ty.clone())],
-                    lin: vec![],
-                    rhs: Expr::Const {
-                        name: Var::new(&id.to_string()),
-                        args: vec![],
-                        ty: ty.clone(),
-                    },
-                });
+                let v = self.hoist_const("c", &id, ty.clone());
                 self.hoisted_consts.insert(key, v.clone());
                 v
             }
