@@ -110,7 +110,8 @@ fn spring_forces(pts: &[[f64; 3]], k: f64) -> f64 {
     e
 }
 
-/// Rows written whole (`f[i] = [..]`) and pushed (`v.push([..])`).
+/// Rows written whole (`f[i] = [..]`) and pushed (`v.push([..])`),
+/// computed or constant.
 #[differentiable]
 fn rows_written_whole(pts: &[[f64; 2]], k: f64) -> f64 {
     let mut f = vec![[0.0; 2]; pts.len()];
@@ -119,8 +120,11 @@ fn rows_written_whole(pts: &[[f64; 2]], k: f64) -> f64 {
         f[i] = [k * p[1], p[0] * p[0]];
         grown.push([p[0] + k, f[i][0] * p[1]]);
     }
-    let mut e = 0.0;
-    for i in 0..grown.len() {
+    // Constant rows, written and pushed.
+    grown.push([0.5, 1.5]);
+    f[0] = [2.0, 0.5];
+    let mut e = grown[pts.len()][1] * k;
+    for i in 0..f.len() {
         e += f[i][0] * grown[i][1] + f[i][1] * grown[i][0];
     }
     e

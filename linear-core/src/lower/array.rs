@@ -576,6 +576,18 @@ impl Lowerer<'_> {
         Some(a)
     }
 
+    /// Element `c` of a row value: a part of the IR tuple, or `row[c]` of
+    /// an inactive Rust array (`[1.0, 2.0]`, where `.0` would not parse).
+    fn row_part(&mut self, row: &Val, c: usize, span: Span) -> Val {
+        match row {
+            Val::Inactive(t) => {
+                let c = proc_macro2::Literal::usize_unsuffixed(c);
+                Val::Inactive(quote!((#t)[#c]))
+            }
+            Val::Active(..) => self.select(row.clone(), c, span),
+        }
+    }
+
     /// `fill(n, v)`: a new local array of `n` elements `v` of type `elem`.
     fn fill(&mut self, n: crate::ir::Var, v: crate::ir::Var, elem: Ty, size: Option<u64>) -> Val {
         let ty = Ty::Array(Box::new(elem), size);
@@ -644,7 +656,7 @@ impl Lowerer<'_> {
             // A row: its elements, pushed in order onto the flat array.
             let mut cur = a;
             for c in 0..width {
-                let part = self.select(v.clone(), c, arg.span());
+                let part = self.row_part(&v, c, arg.span());
                 let part = self.materialize(part, elem, arg.span());
                 cur = self.emit(
                     "a",
@@ -826,7 +838,7 @@ impl Lowerer<'_> {
             for c in 0..m {
                 let k = self.emit_nd("k", Ty::Int, Expr::Int(c as i64));
                 let at = self.int_prim(Prim::IAdd, start.clone(), k);
-                let part = self.select(row.clone(), c, right.span());
+                let part = self.row_part(&row, c, right.span());
                 let float = Ty::Real(self.float());
                 let v = self.materialize(part, &float, right.span());
                 let set = Expr::Set {

@@ -223,6 +223,22 @@ impl Jvp<'_> {
         !self.arrays.contains_key(v) && !self.data.contains(v)
     }
 
+    /// `dup(d)`, `d` the tangent of `v`: two copies, one to use now and
+    /// one to keep.
+    fn split(&mut self, out: &mut Vec<Stmt>, v: &Var, d: Var) -> Result<(Var, Var), PassError> {
+        let ty = self.ty(v)?.tangent();
+        let (a, b) = (self.fresh.var(d.as_str()), self.fresh.var(d.as_str()));
+        out.push(Stmt::Let {
+            nl: vec![],
+            lin: vec![
+                Binder::new(a.clone(), ty.clone()),
+                Binder::new(b.clone(), ty),
+            ],
+            rhs: Expr::Dup(d),
+        });
+        Ok((a, b))
+    }
+
     /// One tangent per occurrence in `vs`: a variable occurring k times has
     /// its tangent split by k-1 `dup`s.
     fn occurrences(
@@ -259,16 +275,7 @@ impl Jvp<'_> {
                 *n
             });
             if n.unwrap_or(0) > 0 {
-                let ty = self.ty(v)?.tangent();
-                let (a, b) = (self.fresh.var(d.as_str()), self.fresh.var(d.as_str()));
-                out.push(Stmt::Let {
-                    nl: vec![],
-                    lin: vec![
-                        Binder::new(a.clone(), ty.clone()),
-                        Binder::new(b.clone(), ty),
-                    ],
-                    rhs: Expr::Dup(d),
-                });
+                let (a, b) = self.split(out, v, d)?;
                 ds.push(a);
                 cur.insert(v.clone(), b);
             } else {
@@ -495,16 +502,7 @@ impl Jvp<'_> {
             for v in fv {
                 let d = self.tangent(&mut sigma, &v)?;
                 if last.get(&v).copied().unwrap_or(0) > i {
-                    let ty = self.ty(&v)?.tangent();
-                    let (a, b) = (self.fresh.var(d.as_str()), self.fresh.var(d.as_str()));
-                    out.push(Stmt::Let {
-                        nl: vec![],
-                        lin: vec![
-                            Binder::new(a.clone(), ty.clone()),
-                            Binder::new(b.clone(), ty),
-                        ],
-                        rhs: Expr::Dup(d),
-                    });
+                    let (a, b) = self.split(&mut out, &v, d)?;
                     local.insert(v.clone(), a);
                     sigma.insert(v, b);
                 } else {
