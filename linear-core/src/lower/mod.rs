@@ -535,14 +535,7 @@ pub fn lower_fn_mode(item: &syn::ItemFn, errs: &mut Errors, mode: Mode) -> Optio
         l.float = ret.float();
     }
     l.fn_ret = Some(ret.clone());
-    // A function with an array interface is never called by another
-    // differentiable function (the calling convention has no arrays yet),
-    // so its linearization may borrow `#[nondiff]` data: a caller's tape
-    // could not name a lifetime it does not know of.
-    l.data_ok = ret.has_slice()
-        || params
-            .iter()
-            .any(|p| matches!(p.active, Some((Shape::Slice(..), _))));
+    l.data_ok = array_interface(&ret, &params);
     if ret.has_slice() && exits::needed(&item.block) {
         // The desugaring's result variable (`let mut __ret: R =
         // Default::default()`, see `exits.rs`) is a constant of the prelude
@@ -633,6 +626,18 @@ pub fn lower_fn_mode(item: &syn::ItemFn, errs: &mut Errors, mode: Mode) -> Optio
             d
         },
     })
+}
+
+/// Whether a function has an array parameter or result. Such a function
+/// is never called by another differentiable function (the calling
+/// convention has no arrays yet), so its linearization may borrow
+/// `#[nondiff]` data: a caller's tape could not name a lifetime it does
+/// not know of.
+fn array_interface(ret: &Shape, params: &[Param]) -> bool {
+    ret.has_slice()
+        || params
+            .iter()
+            .any(|p| matches!(p.active, Some((Shape::Slice(..), _))))
 }
 
 /// The shape of `sig`'s result, or `None` with the error reported.

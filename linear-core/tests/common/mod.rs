@@ -1645,17 +1645,16 @@ fn dual_expr(p: &Program, e: &Expr, env: &mut HashMap<Var, Dual>) -> Vec<Dual> {
         | Expr::LinScale(..)
         | Expr::Dup(_) => panic!("dual evaluation supports the non-linear fragment only"),
         // Data: constant, a zero tangent.
-        Expr::Const { name, .. } => match data_value(name) {
-            Value::Array(xs) => vec![Dual::Tuple(
-                xs.iter()
-                    .map(|x| match x {
-                        Value::Real(r) => Dual::Real(*r, 0.0),
-                        _ => panic!("data holds reals"),
-                    })
-                    .collect(),
-            )],
-            _ => panic!("data is an array"),
-        },
+        Expr::Const { name, .. } => vec![constant_dual(&data_value(name))],
+    }
+}
+
+/// `x` with a zero tangent.
+fn constant_dual(x: &Value) -> Dual {
+    match x {
+        Value::Real(r) => Dual::Real(*r, 0.0),
+        Value::Array(xs) | Value::Tuple(xs) => Dual::Tuple(xs.iter().map(constant_dual).collect()),
+        _ => panic!("constants in generated programs hold reals"),
     }
 }
 

@@ -223,6 +223,31 @@ impl Jvp<'_> {
         !self.arrays.contains_key(v) && !self.data.contains(v)
     }
 
+    /// JData: `s` binds a Rust constant array, which has no tangent; the
+    /// tangents of its arguments (a loop index) are dropped.
+    fn data_let(
+        &mut self,
+        s: &Stmt,
+        out: &mut Vec<Stmt>,
+        local: &mut Sigma,
+    ) -> Result<(), PassError> {
+        if let Stmt::Let {
+            nl,
+            rhs: Expr::Const { args, .. },
+            ..
+        } = s
+        {
+            let drops = self.occurrences(out, args, local)?;
+            out.extend(drops.into_iter().map(drop_stmt));
+            for b in nl {
+                self.types.insert(b.var.clone(), b.ty.clone());
+                self.data.insert(b.var.clone());
+            }
+        }
+        out.push(s.clone());
+        Ok(())
+    }
+
     /// `dup(d)`, `d` the tangent of `v`: two copies, one to use now and
     /// one to keep.
     fn split(&mut self, out: &mut Vec<Stmt>, v: &Var, d: Var) -> Result<(Var, Var), PassError> {
@@ -511,19 +536,7 @@ impl Jvp<'_> {
             }
             match s {
                 Stmt::Let { nl, lin, rhs } if lin.is_empty() && is_data(nl, rhs) => {
-                    // JData: a Rust constant array has no tangent; the
-                    // tangents of its arguments (a loop index) are dropped.
-                    let args = match rhs {
-                        Expr::Const { args, .. } => args.as_slice(),
-                        _ => &[],
-                    };
-                    let drops = self.occurrences(&mut out, args, &mut local)?;
-                    out.extend(drops.into_iter().map(drop_stmt));
-                    for b in nl {
-                        self.types.insert(b.var.clone(), b.ty.clone());
-                        self.data.insert(b.var.clone());
-                    }
-                    out.push(s.clone());
+                    self.data_let(s, &mut out, &mut local)?;
                 }
                 Stmt::Let { nl, lin, rhs } => {
                     if !lin.is_empty() {
