@@ -35,6 +35,8 @@ trait Real:
     fn sqrt(self) -> Self;
     fn tanh(self) -> Self;
     fn powi(self, n: i32) -> Self;
+    /// `self > other` on the values (the max of log-sum-exp).
+    fn gt(self, other: Self) -> bool;
 }
 
 macro_rules! real_via {
@@ -67,6 +69,9 @@ macro_rules! real_via {
             fn powi(self, n: i32) -> Self {
                 <$t as $via>::powi(&self, n)
             }
+            fn gt(self, other: Self) -> bool {
+                self > other
+            }
         }
     };
 }
@@ -98,6 +103,9 @@ impl Real for f64 {
     }
     fn powi(self, n: i32) -> Self {
         f64::powi(self, n)
+    }
+    fn gt(self, other: Self) -> bool {
+        self > other
     }
 }
 
@@ -139,6 +147,9 @@ impl Real for BR {
     fn powi(self, n: i32) -> Self {
         num_traits::Float::powi(self, n)
     }
+    fn gt(self, other: Self) -> bool {
+        self > other
+    }
 }
 
 impl<'a> Real for reverse::Var<'a> {
@@ -168,6 +179,9 @@ impl<'a> Real for reverse::Var<'a> {
     }
     fn powi(self, n: i32) -> Self {
         reverse::Var::powi(&self, n)
+    }
+    fn gt(self, other: Self) -> bool {
+        self > other
     }
 }
 
@@ -658,61 +672,210 @@ fn rosenbrock_sums(c: &mut Criterion) {
     g.finish();
 }
 
-/// The chained Rosenbrock function over a slice of 10³ elements
-/// (issue 9's comparison with Rust AD crates): `f_vjp` against the
-/// hand-written adjoint, echidna (tape recorded once), `reverse` (a tape
-/// per evaluation) and num-dual in forward mode (one pass per input: what
-/// forward mode costs for a gradient).
-fn rosenbrock_slice_1000(c: &mut Criterion) {
-    let x: Vec<f64> = (0..1000)
-        .map(|i| ((i * 37 % 101) as f64 - 50.0) / 60.0)
-        .collect();
-    let (v, want) = arrays::rosenbrock_hand(&x);
-    let (w, g) = arrays::rosenbrock_vjp(&x, 1.0);
-    close(v, w, "chained Rosenbrock value");
-    let same = |g: &[f64], what: &str| {
-        for (a, b) in g.iter().zip(&want) {
-            close(*a, *b, what);
-        }
-    };
-    same(&g, "chained Rosenbrock vjp");
-    let (mut tape, _) = echidna::record(|v: &[BR]| g_rosenbrock_n(v), &x);
-    same(&tape.gradient(&x), "chained Rosenbrock echidna");
-    let reverse_gradient = |x: &[f64]| {
-        let t = reverse::Tape::new();
-        let vars = t.add_vars(x);
-        let grads = g_rosenbrock_n(&vars).grad();
-        vars.iter().map(|v| grads.wrt(v)).collect::<Vec<f64>>()
-    };
-    same(&reverse_gradient(&x), "chained Rosenbrock reverse");
-    let forward_gradient = |x: &[f64]| {
-        let mut d: Vec<Dual64> = x.iter().map(|&v| Dual64::new(v, 0.0)).collect();
-        (0..x.len())
-            .map(|i| {
-                d[i].eps = 1.0;
-                let g = g_rosenbrock_n(&d).eps;
-                d[i].eps = 0.0;
-                g
-            })
-            .collect::<Vec<f64>>()
-    };
-    same(&forward_gradient(&x), "chained Rosenbrock num-dual");
-    let mut g = c.benchmark_group("rosenbrock_slice_1000");
-    g.bench_function("hand", |b| {
-        b.iter(|| arrays::rosenbrock_hand(black_box(&x)))
-    });
-    g.bench_function("linear_ad_vjp", |b| {
-        b.iter(|| arrays::rosenbrock_vjp(black_box(&x), 1.0))
-    });
-    g.bench_function("echidna", |b| b.iter(|| tape.gradient(black_box(&x))));
-    g.bench_function("reverse", |b| b.iter(|| reverse_gradient(black_box(&x))));
+/// An array workload of issue 9 as a scalar function of its active inputs
+/// laid end to end, generic in the number type, for the AD crates; a
+/// vector result is folded with its cotangent (`Σ wᵢ yᵢ`), so the
+/// gradient is the VJP.
+trait Flat {
+    fn eval<T: Real>(&self, v: &[T]) -> T;
+}
+
+/// The sum of the terms, without a constant zero (which `reverse` and
+/// echidna would record as a node).
+fn sum<T: Real>(terms: impl IntoIterator<Item = T>) -> T {
+    terms.into_iter().reduce(|a, b| a + b).expect("no terms")
+}
+
+struct Rosenbrock;
+impl Flat for Rosenbrock {
+    fn eval<T: Real>(&self, x: &[T]) -> T {
+        g_rosenbrock_n(x)
+    }
+}
+
+/// `v = x ++ y`.
+struct Dot;
+impl Flat for Dot {
+    fn eval<T: Real>(&self, v: &[T]) -> T {
+        let (x, y) = v.split_at(v.len() / 2);
+        sum(x.iter().zip(y).map(|(&a, &b)| a * b))
+    }
+}
+
+/// `v = A ++ x`, `A` with `m` columns; `Σ wᵢ (A x)ᵢ`.
+struct Matvec {
+    m: usize,
+    w: Vec<f64>,
+}
+impl Flat for Matvec {
+    fn eval<T: Real>(&self, v: &[T]) -> T {
+        let (a, x) = v.split_at(v.len() - self.m);
+        sum(self.w.iter().enumerate().map(|(i, &wi)| {
+            let row = &a[i * self.m..(i + 1) * self.m];
+            sum(row.iter().zip(x).map(|(&aij, &xj)| aij * xj)).mulc(wi)
+        }))
+    }
+}
+
+struct LogSumExp;
+impl Flat for LogSumExp {
+    fn eval<T: Real>(&self, x: &[T]) -> T {
+        let m = x[1..]
+            .iter()
+            .fold(x[0], |m, &v| if v.gt(m) { v } else { m });
+        m + sum(x.iter().map(|&v| (v - m).exp())).ln()
+    }
+}
+
+/// `v = w` (2 parameters) over constant data.
+struct LeastSquares {
+    xs: Vec<f64>,
+    ys: Vec<f64>,
+}
+impl Flat for LeastSquares {
+    fn eval<T: Real>(&self, w: &[T]) -> T {
+        let loss = sum(self.xs.iter().zip(&self.ys).map(|(&x, &y)| {
+            let r = w[0].mulc(x) + w[1].addc(-y);
+            r * r
+        }));
+        loss.mulc(1.0 / self.xs.len() as f64)
+    }
+}
+
+fn reverse_gradient(f: &impl Flat, x: &[f64]) -> Vec<f64> {
+    let t = reverse::Tape::new();
+    let vars = t.add_vars(x);
+    let grads = f.eval(&vars).grad();
+    vars.iter().map(|v| grads.wrt(v)).collect()
+}
+
+/// Forward mode: one pass per input, what it costs for a gradient.
+fn forward_gradient(f: &impl Flat, x: &[f64]) -> Vec<f64> {
+    let mut d: Vec<Dual64> = x.iter().map(|&v| Dual64::new(v, 0.0)).collect();
+    (0..x.len())
+        .map(|i| {
+            d[i].eps = 1.0;
+            let g = f.eval(&d).eps;
+            d[i].eps = 0.0;
+            g
+        })
+        .collect()
+}
+
+/// One array workload with about 10³ inputs (issue 9's comparison with Rust
+/// AD crates): `f_vjp` (`vjp`, its cotangents laid end to end) against
+/// the hand-written adjoint (`hand`), echidna (tape recorded once at `x`,
+/// so a branch taken there is replayed), `reverse` (a tape per evaluation)
+/// and num-dual in forward mode. Every gradient is checked against the
+/// hand-written one first.
+fn array_crates(
+    c: &mut Criterion,
+    name: &str,
+    f: &impl Flat,
+    x: &[f64],
+    hand: impl Fn() -> Vec<f64>,
+    vjp: impl Fn() -> Vec<f64>,
+) {
+    let want = hand();
+    let mut tape = echidna::record(|v: &[BR]| f.eval(v), x).0;
+    close_all(&vjp(), &want, &format!("{name} vjp"));
+    close_all(&tape.gradient(x), &want, &format!("{name} echidna"));
+    close_all(&reverse_gradient(f, x), &want, &format!("{name} reverse"));
+    close_all(&forward_gradient(f, x), &want, &format!("{name} num-dual"));
+    let mut g = c.benchmark_group(format!("crates_{name}_1000"));
+    g.bench_function("hand", |b| b.iter(&hand));
+    g.bench_function("linear_ad_vjp", |b| b.iter(&vjp));
+    g.bench_function("echidna", |b| b.iter(|| tape.gradient(black_box(x))));
+    g.bench_function("reverse", |b| b.iter(|| reverse_gradient(f, black_box(x))));
     g.sample_size(10);
-    g.bench_function("num_dual", |b| b.iter(|| forward_gradient(black_box(&x))));
+    g.bench_function("num_dual", |b| b.iter(|| forward_gradient(f, black_box(x))));
+}
+
+/// The five array workloads at n = 10³ (the inputs of `benches/arrays.rs`
+/// for that n; the mat-vec has 10 rows of 100 columns).
+fn array_workloads_1000(c: &mut Criterion) {
+    let input = |n: usize, seed: usize| -> Vec<f64> {
+        (0..n)
+            .map(|i| (((i * 7919 + seed * 104_729) % 1000) as f64 / 500.0) - 1.0)
+            .collect()
+    };
+    let cat = |a: Vec<f64>, b: Vec<f64>| [a, b].concat();
+    let x = input(1000, 1);
+    array_crates(
+        c,
+        "rosenbrock",
+        &Rosenbrock,
+        &x,
+        || arrays::rosenbrock_hand(black_box(&x)).1,
+        || arrays::rosenbrock_vjp(black_box(&x), 1.0).1,
+    );
+    let (x, y) = (input(1000, 2), input(1000, 3));
+    array_crates(
+        c,
+        "dot",
+        &Dot,
+        &cat(x.clone(), y.clone()),
+        || {
+            let (_, gx, gy) = arrays::dot_hand(black_box(&x), black_box(&y));
+            cat(gx, gy)
+        },
+        || {
+            let (gx, gy) = arrays::dot_vjp(black_box(&x), black_box(&y), 1.0).1;
+            cat(gx, gy)
+        },
+    );
+    let (a, x, w) = (input(1000, 7), input(100, 8), input(10, 9));
+    array_crates(
+        c,
+        "matvec",
+        &Matvec {
+            m: 100,
+            w: w.clone(),
+        },
+        &cat(a.clone(), x.clone()),
+        || {
+            let (_, ga, gx) = arrays::matvec_hand(black_box(&a), black_box(&x), black_box(&w));
+            cat(ga, gx)
+        },
+        || {
+            let (ga, gx) = arrays::matvec_vjp(black_box(&a), black_box(&x), w.clone()).1;
+            cat(ga, gx)
+        },
+    );
+    let x = input(1000, 4);
+    array_crates(
+        c,
+        "log_sum_exp",
+        &LogSumExp,
+        &x,
+        || arrays::log_sum_exp_hand(black_box(&x)).1,
+        || arrays::log_sum_exp_vjp(black_box(&x), 1.0).1,
+    );
+    let (xs, ys, w) = (input(1000, 5), input(1000, 6), [0.7, -0.2]);
+    array_crates(
+        c,
+        "least_squares",
+        &LeastSquares {
+            xs: xs.clone(),
+            ys: ys.clone(),
+        },
+        &w,
+        || {
+            arrays::least_squares_hand(black_box(&w), black_box(&xs), black_box(&ys))
+                .1
+                .to_vec()
+        },
+        || {
+            arrays::least_squares_vjp(black_box(&w), black_box(&xs), black_box(&ys), 1.0)
+                .1
+                .to_vec()
+        },
+    );
 }
 
 criterion_group! {
     name = benches;
     config = config();
-    targets = scalar_workloads, bundle_adjustment, rosenbrock_sums, rosenbrock_slice_1000
+    targets = scalar_workloads, bundle_adjustment, rosenbrock_sums, array_workloads_1000
 }
 criterion_main!(benches);
