@@ -20,8 +20,15 @@
 //!   both bind the element (and `*v` reads it).
 //! * Reductions are loops: `it.sum::<f64>()`, `it.map(|v| e).sum()` and
 //!   `it.fold(init, |acc, v| e)` over such an iteration become
-//!   `{ let mut s = init; for v in it { s = s + e; } s }`. Closures are
-//!   accepted only there.
+//!   `{ let mut s = init; for v in it { s = s + e; } s }`; over a range
+//!   (`(0..n).map(|i| e).sum()`, also `.rev()`, `.step_by(k)`) the loop
+//!   runs the range itself.
+//! * Collections are pushes: `it.collect()` and `it.map(|v| e).collect()`
+//!   over the same iterations become `{ let mut c: Vec<T> = Vec::new();
+//!   for v in it { c.push(e); } c }`, `T` from the turbofish, the `let`
+//!   annotation or the function's result (rows `[T; M]` included). A
+//!   collected `Vec` bound `let mut` is written in place, not copied.
+//!   Closures are accepted only in these adapters.
 //!
 //! * Local arrays: `let mut y = vec![v; n]` or `[v; N]` (literal `N`) of
 //!   floats or tuples of floats is `fill(n, v)`; `y[i] = e` and
@@ -430,11 +437,67 @@ impl Lowerer<'_> {
             }
             _ => return None,
         };
-        recognise(iter)?;
+        if recognise(iter).is_none() && !is_range(iter) {
+            return None;
+        }
         parse(quote!({
             let mut #acc = #init;
             for #pat in #iter {
                 #acc = #body;
+            }
+            #acc
+        }))
+    }
+
+    /// `iter.collect()` and `iter.map(|p| e).collect()` over arrays, into
+    /// a `Vec`, as a block that pushes each item onto a new local `Vec`
+    /// in a loop; `None` if `m` is not one. The element type is the
+    /// turbofish's (`collect::<Vec<T>>()`), else that of the `Vec` expected
+    /// (`ret`, from a `let` annotation or the function's result), else
+    /// the function's float (a push says when that does not fit).
+    pub(super) fn array_collect(
+        &mut self,
+        m: &syn::ExprMethodCall,
+        ret: Option<&super::Shape>,
+    ) -> Option<syn::Expr> {
+        if !is_collect(m) {
+            return None;
+        }
+        let acc = format_ident!("__linear_ad_c{}", self.fresh_index());
+        let (iter, pat, item) = match &*m.receiver {
+            syn::Expr::MethodCall(inner) if inner.method == "map" && inner.args.len() == 1 => {
+                let syn::Expr::Closure(cl) = &inner.args[0] else {
+                    return None;
+                };
+                let [p] = cl.inputs.iter().collect::<Vec<_>>()[..] else {
+                    return None;
+                };
+                let (p, b) = (untyped(p), &cl.body);
+                (&*inner.receiver, quote!(#p), quote!(#b))
+            }
+            other => {
+                let v = format_ident!("__linear_ad_v{}", self.fresh_index());
+                (other, quote!(#v), quote!(#v))
+            }
+        };
+        if recognise(iter).is_none() && !is_range(iter) {
+            return None;
+        }
+        let turbofish = m.turbofish.as_ref().and_then(|t| match t.args.first() {
+            Some(syn::GenericArgument::Type(t)) => Some(quote!(: #t)),
+            _ => None,
+        });
+        let annotation = turbofish.or_else(|| match ret {
+            Some(s @ super::Shape::Slice(_, super::SliceKind::Vec)) => {
+                let t = s.rust();
+                Some(quote!(: #t))
+            }
+            _ => None,
+        });
+        parse(quote!({
+            let mut #acc #annotation = ::std::vec::Vec::new();
+            for #pat in #iter {
+                #acc.push(#item);
             }
             #acc
         }))
@@ -452,6 +515,28 @@ pub(super) fn is_reduction(m: &syn::ExprMethodCall) -> bool {
         (m.method.to_string().as_str(), m.args.len()),
         ("sum", 0) | ("fold", 2)
     )
+}
+
+/// Whether `e` iterates over a range of integers (`a..b`, `(a..b).rev()`,
+/// `(a..b).step_by(k)`), which a `for` loop runs as it is.
+fn is_range(e: &syn::Expr) -> bool {
+    match e {
+        syn::Expr::Range(r) => r.start.is_some() && r.end.is_some(),
+        syn::Expr::Paren(p) => is_range(&p.expr),
+        syn::Expr::Group(g) => is_range(&g.expr),
+        syn::Expr::MethodCall(m) => {
+            matches!(
+                (m.method.to_string().as_str(), m.args.len()),
+                ("rev", 0) | ("step_by", 1)
+            ) && is_range(&m.receiver)
+        }
+        _ => false,
+    }
+}
+
+/// Whether `m` is `.collect()`, with or without a turbofish.
+pub(super) fn is_collect(m: &syn::ExprMethodCall) -> bool {
+    m.method == "collect" && m.args.is_empty()
 }
 
 /// `Vec::new()` or `Vec::with_capacity(n)` (by any path ending so).
@@ -521,6 +606,12 @@ impl Lowerer<'_> {
         }
         if is_empty_vec(e) {
             return Some(self.empty_vec(e.span()));
+        }
+        if let syn::Expr::MethodCall(m) = e {
+            // A collected `Vec` is new: written in place, not copied first.
+            if is_collect(m) {
+                return Some(self.expr(e, "c"));
+            }
         }
         let (val, len, size) = fill_parts(e)?;
         if let Some((row_val, m)) = fill_parts(&val).and_then(|(v, _, m)| Some((v, m?))) {

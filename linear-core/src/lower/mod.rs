@@ -1231,7 +1231,8 @@ impl Lowerer<'_> {
     fn materialize(&mut self, v: Val, ty: &Ty, span: Span) -> Var {
         match v {
             Val::Active(var, t) => {
-                if &t != ty {
+                // A placeholder stands for a value already reported.
+                if &t != ty && !self.poison.contains(&var) {
                     self.errs.push(
                         span,
                         format!("type mismatch: this value has type {t} where {ty} is expected"),
@@ -1922,10 +1923,19 @@ impl Lowerer<'_> {
                 );
                 self.placeholder()
             }
+            syn::Expr::MethodCall(m) if array::is_collect(m) => {
+                match self.array_collect(m, ret_hint.as_ref()) {
+                    Some(block) => self.expr(&block, hint),
+                    None => {
+                        self.errs.spanned(e, "`collect` in differentiable functions gathers iterations over arrays or ranges into a `Vec`: `a.iter().map(|v| ..).collect::<Vec<f64>>()`, with `.copied()`, `.enumerate()`, `.zip(..)`, `.rev()`, or `(0..n).map(|i| ..).collect::<Vec<f64>>()`");
+                        self.placeholder()
+                    }
+                }
+            }
             syn::Expr::MethodCall(m) if array::is_reduction(m) => match self.array_reduction(m) {
                 Some(block) => self.expr(&block, hint),
                 None => {
-                    self.errs.spanned(e, "reductions in differentiable functions run over arrays: `a.iter().sum::<f64>()`, `a.iter().map(|v| ..).sum::<f64>()`, `a.iter().fold(init, |acc, v| ..)`, with `.copied()`, `.enumerate()`, `.zip(..)`, `.rev()`");
+                    self.errs.spanned(e, "reductions in differentiable functions run over arrays or ranges: `a.iter().sum::<f64>()`, `a.iter().map(|v| ..).sum::<f64>()`, `a.iter().fold(init, |acc, v| ..)`, with `.copied()`, `.enumerate()`, `.zip(..)`, `.rev()`, or `(0..n).map(|i| ..).sum::<f64>()`");
                     self.placeholder()
                 }
             },
