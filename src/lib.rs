@@ -360,9 +360,22 @@ pub mod __private {
             .collect()
     }
 
-    /// [`rows`] for `&[[T; M]; N]`.
-    pub fn rows_array<T: Copy, const M: usize, const N: usize>(flat: Vec<T>) -> [[T; M]; N] {
+    /// [`rows`] for `&[[T; M]; N]` and `[[T; M]; N]`: from a flat `Vec`
+    /// (a parameter's cotangent) or a flat array (a result built in a
+    /// local array of rows).
+    pub fn rows_array<T: Copy, const M: usize, const N: usize>(
+        flat: impl AsRef<[T]>,
+    ) -> [[T; M]; N] {
+        let flat = flat.as_ref();
         ::core::array::from_fn(|i| ::core::array::from_fn(|j| flat[i * M + j]))
+    }
+
+    /// The flat array of `[[T; M]; N]`, `L = N * M` elements (a cotangent
+    /// of rows to the IR's fixed-length array).
+    pub fn flat_array<T: Copy, const M: usize, const N: usize, const L: usize>(
+        rows: [[T; M]; N],
+    ) -> [T; L] {
+        ::core::array::from_fn(|k| rows[k / M][k % M])
     }
 
     /// The tape of a loop whose trip count is a compile-time constant, when

@@ -4,7 +4,8 @@
 //! and `Vec<[T; M]>` (points, matrix rows), read as `a[i][j]` with any
 //! integer `j`, as whole rows `a[i]`, and by iteration. The tangent has the
 //! parameter's type and the cotangent its owned form (`Vec<[T; M]>`,
-//! `[[T; M]; N]`). Each function is checked against finite differences and
+//! `[[T; M]; N]`). Results `Vec<[T; M]>` too, collected or written in a
+//! local array of rows. Each function is checked against finite differences and
 //! every mode against the others, in debug and release builds alike.
 
 use linear_ad::{differentiable, LinearMap};
@@ -128,6 +129,43 @@ fn rows_written_whole(pts: &[[f64; 2]], k: f64) -> f64 {
         e += f[i][0] * grown[i][1] + f[i][1] * grown[i][0];
     }
     e
+}
+
+/// Rows as the result: collected from rows, each point scaled and
+/// sheared (`Vec<[T; M]>` out, its cotangent `Vec<[T; M]>` in).
+#[differentiable]
+fn sheared(pts: &[[f64; 3]], k: f64) -> Vec<[f64; 3]> {
+    pts.iter()
+        .map(|p| [k * p[0], k * p[1] + p[0] * p[2], (k * p[2]).sin()])
+        .collect()
+}
+
+/// Rows as the result, written in a local array of rows.
+#[differentiable]
+fn normals(pts: &[[f64; 2]]) -> Vec<[f64; 2]> {
+    let n = pts.len();
+    let mut out = vec![[0.0; 2]; n];
+    for i in 0..n {
+        let q = pts[(i + 1) % n];
+        let (dx, dy) = (q[0] - pts[i][0], q[1] - pts[i][1]);
+        let len = (dx * dx + dy * dy).sqrt();
+        out[i][0] = -dy / len;
+        out[i][1] = dx / len;
+    }
+    out
+}
+
+/// A fixed number of rows as the result (`[[T; M]; N]`), written in a
+/// local `[[0.0; M]; N]`.
+#[differentiable]
+#[allow(clippy::needless_range_loop)]
+fn first_three_turned(p: &[[f64; 2]], a: f64) -> [[f64; 2]; 3] {
+    let mut out = [[0.0; 2]; 3];
+    for i in 0..3 {
+        out[i][0] = a.cos() * p[i][0] - a.sin() * p[i][1];
+        out[i][1] = a.sin() * p[i][0] + a.cos() * p[i][1];
+    }
+    out
 }
 
 const H: f64 = 1e-6;
@@ -351,4 +389,94 @@ fn rows_written_whole_and_pushed() {
         (&pts, 1.3),
         (&dp, 0.6),
     );
+}
+
+#[test]
+fn rows_as_a_collected_result() {
+    let pts = [[0.5, 1.0, -0.3], [1.5, -0.5, 0.2], [-0.3, 0.8, 1.1]];
+    let dp = [[0.1, -0.2, 0.3], [0.3, 0.0, -0.1], [0.2, 0.5, 0.4]];
+    let (k, dk) = (1.3, -0.6);
+    let ct = vec![[1.0, -0.5, 2.0], [0.0, 1.5, -1.0], [0.25, 0.5, 0.75]];
+    let (y, dy) = sheared_jvp(&pts, k, &dp, dk);
+    assert_eq!(y, sheared(&pts, k));
+    let mut point = flat(&pts);
+    point.push(k);
+    let mut dir = flat(&dp);
+    dir.push(dk);
+    for (e, want) in flat(&dy).iter().enumerate() {
+        let g = |q: &[f64]| flat(&sheared(&to_rows::<3>(&q[..9]), q[9]))[e];
+        assert!(close(*want, fd_along(g, &point, &dir), 1e-6), "{dy:?}");
+    }
+    let (_, (gp, gk)) = sheared_vjp(&pts, k, ct.clone());
+    let lhs = dot(&flat(&ct), &flat(&dy));
+    assert!(close(lhs, dot(&flat(&gp), &flat(&dp)) + gk * dk, 1e-12));
+    let (_, lin) = sheared_lin(&pts, k);
+    assert_eq!(lin.apply((dp.to_vec(), dk)), dy);
+    assert_eq!(lin.transpose(ct), (gp, gk));
+}
+
+#[test]
+fn rows_as_a_result_written_in_place() {
+    let pts = [[0.0, 0.0], [2.0, 0.5], [1.0, 2.0], [-0.5, 1.0]];
+    let dp = [[0.1, -0.2], [0.3, 0.0], [0.2, 0.5], [-0.4, 0.1]];
+    let ct = vec![[1.0, -0.5], [0.0, 1.5], [0.25, 0.5], [2.0, -1.0]];
+    let (y, dy) = normals_jvp(&pts, &dp);
+    assert_eq!(y, normals(&pts));
+    for r in &y {
+        assert!(close(r[0] * r[0] + r[1] * r[1], 1.0, 1e-12), "{y:?}");
+    }
+    let (point, dir) = (flat(&pts), flat(&dp));
+    for (e, want) in flat(&dy).iter().enumerate() {
+        let g = |q: &[f64]| flat(&normals(&to_rows::<2>(q)))[e];
+        assert!(close(*want, fd_along(g, &point, &dir), 1e-6), "{dy:?}");
+    }
+    let (_, gp) = normals_vjp(&pts, ct.clone());
+    assert!(close(
+        dot(&flat(&ct), &flat(&dy)),
+        dot(&flat(&gp), &flat(&dp)),
+        1e-12
+    ));
+    let (_, lin) = normals_lin(&pts);
+    assert_eq!(lin.apply(dp.to_vec()), dy);
+    assert_eq!(lin.transpose(ct), gp);
+    // A cotangent with a row too few is refused, naming the result.
+    let err =
+        std::panic::catch_unwind(|| normals_vjp(&pts, vec![[0.0; 2]; 3])).expect_err("a panic");
+    let msg = err.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert!(
+        msg.contains("the cotangent must have the length of `normals`'s result"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn a_fixed_number_of_rows_as_the_result() {
+    let pts = [[1.0, 0.5], [-0.5, 2.0], [0.3, -1.2], [9.0, 9.0]];
+    let dp = [[0.1, -0.2], [0.3, 0.0], [0.2, 0.5], [7.0, 7.0]];
+    let (a, da) = (0.4, 0.3);
+    let ct = [[1.0, -0.5], [0.0, 1.5], [0.25, 0.5]];
+    let (y, dy) = first_three_turned_jvp(&pts, a, &dp, da);
+    assert_eq!(y, first_three_turned(&pts, a));
+    let mut point = flat(&pts);
+    point.push(a);
+    let mut dir = flat(&dp);
+    dir.push(da);
+    for (e, want) in flat(&dy).iter().enumerate() {
+        let g = |q: &[f64]| flat(&first_three_turned(&to_rows::<2>(&q[..8]), q[8]))[e];
+        assert!(close(*want, fd_along(g, &point, &dir), 1e-6), "{dy:?}");
+    }
+    let (_, (gp, ga)) = first_three_turned_vjp(&pts, a, ct);
+    let lhs = dot(&flat(&ct), &flat(&dy));
+    assert!(close(lhs, dot(&flat(&gp), &flat(&dp)) + ga * da, 1e-12));
+    // A rotation: the cotangent of the points is the inverse rotation of
+    // the cotangent; the fourth point is never read.
+    assert!(close(
+        gp[0][0],
+        a.cos() * ct[0][0] + a.sin() * ct[0][1],
+        1e-12
+    ));
+    assert_eq!(gp[3], [0.0, 0.0]);
+    let (_, lin) = first_three_turned_lin(&pts, a);
+    assert_eq!(lin.apply((dp.to_vec(), da)), dy);
+    assert_eq!(lin.transpose(ct), (gp, ga));
 }

@@ -840,7 +840,8 @@ fn lin_items(
     let measure = if ct_check.is_empty() {
         quote!()
     } else {
-        quote!(let #y_len = #y.len();)
+        let len = super::result_len(&quote!(#y), &l.ret);
+        quote!(let #y_len = #len;)
     };
     let body = quote! {
         let (#y, #tape_var) = #fwd_body;
@@ -901,7 +902,11 @@ fn vjp_item(
     let vjp_name = format_ident!("{}_vjp", name);
     let ct_check = if l.ret.runtime_array() {
         let msg = format!("`{vjp_name}`: the cotangent must have the length of `{name}`'s result");
-        length_check(&quote!(#cotangent), &quote!(#y.len()), &msg)
+        length_check(
+            &quote!(#cotangent),
+            &super::result_len(&quote!(#y), &l.ret),
+            &msg,
+        )
     } else {
         quote!()
     };

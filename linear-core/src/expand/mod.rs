@@ -293,7 +293,25 @@ fn to_ir(e: TokenStream, s: &Shape, names: &mut Names) -> TokenStream {
 /// owned, and the transposed residual consumes a cotangent array as its
 /// buffer.
 fn result_to_ir(e: TokenStream, s: &Shape, names: &mut Names) -> TokenStream {
+    match (s.row(), s) {
+        (Some((_, m)), Shape::Slice(_, crate::lower::SliceKind::Array(n))) => {
+            let l = m * n;
+            return quote!(::linear_ad::__private::flat_array::<_, #m, #n, #l>(#e));
+        }
+        // A `Vec` of rows is its flat array without a copy.
+        (Some(_), _) => return quote!(#e.into_flattened()),
+        (None, _) => {}
+    }
     convert(e, s, names, true)
+}
+
+/// The Rust length of a result of shape `s` (an array of run-time length)
+/// from its IR value `y`: rows count `m` elements of the flat array each.
+fn result_len(y: &TokenStream, s: &Shape) -> TokenStream {
+    match s.row() {
+        Some((_, m)) => quote!((#y.len() / #m)),
+        None => quote!(#y.len()),
+    }
 }
 
 /// IR representation to the Rust value of shape `s`; the flat cotangent
@@ -301,7 +319,10 @@ fn result_to_ir(e: TokenStream, s: &Shape, names: &mut Names) -> TokenStream {
 fn from_ir(e: TokenStream, s: &Shape, names: &mut Names) -> TokenStream {
     match s {
         Shape::Slice(_, kind) => match (s.row(), kind) {
-            (Some((_, m)), crate::lower::SliceKind::ArrayRef(n)) => {
+            (
+                Some((_, m)),
+                crate::lower::SliceKind::ArrayRef(n) | crate::lower::SliceKind::Array(n),
+            ) => {
                 quote!(::linear_ad::__private::rows_array::<_, #m, #n>(#e))
             }
             (Some((_, m)), _) => quote!(::linear_ad::__private::rows::<_, #m>(#e)),

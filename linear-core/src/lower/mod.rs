@@ -139,6 +139,10 @@ impl Shape {
             Shape::Tuple(s) => Ty::Tuple(s.iter().map(Shape::ty).collect()),
             Shape::Array(s, n) => Ty::Tuple(vec![s.ty(); *n]),
             Shape::Slice(s, kind) => match (&**s, kind) {
+                // A result built in a local array of rows.
+                (Shape::Array(e, m), SliceKind::Array(n)) => {
+                    Ty::Array(Box::new(e.ty()), Some((n * m) as u64))
+                }
                 (Shape::Array(e, _), _) => Ty::Array(Box::new(e.ty()), None),
                 (_, SliceKind::ArrayRef(n) | SliceKind::Array(n)) => {
                     Ty::Array(Box::new(s.ty()), Some(*n as u64))
@@ -333,6 +337,14 @@ impl Shape {
     /// its shape (a mismatch is the body's type error).
     pub fn built(self, t: &Ty) -> Shape {
         match self {
+            // `[[T; m]; n]` built in a local array of rows: its flat array.
+            Shape::Array(row, n)
+                if matches!(&*row, Shape::Array(e, m)
+                    if !e.has_array()
+                        && *t == Ty::Array(Box::new(e.ty()), Some((n * m) as u64))) =>
+            {
+                Shape::Slice(row, SliceKind::Array(n))
+            }
             Shape::Array(e, n)
                 if !e.has_array() && *t == Ty::Array(Box::new(e.ty()), Some(n as u64)) =>
             {
@@ -656,10 +668,6 @@ fn result_shape(sig: &syn::Signature, mode: Mode, errs: &mut Errors) -> Option<S
         }
         None => {
             errs.spanned(t, format!("unsupported return type `{}`: differentiable functions return f32, f64, tuples and fixed-size arrays of them, and arrays they build (`Vec<T>`, `[T; N]` with `T` a float or a tuple of floats)", show_type(t)));
-            None
-        }
-        Some(s) if s.row().is_some() => {
-            errs.spanned(t, "an array of fixed-size arrays (`Vec<[T; M]>`) is not supported as a result yet: return the flat array (`Vec<T>`, element `j` of row `i` at `i * M + j`)");
             None
         }
         Some(s) if s.has_slice() && mode == Mode::Linear => {
