@@ -500,39 +500,7 @@ pub fn lower_fn_mode(item: &syn::ItemFn, errs: &mut Errors, mode: Mode) -> Optio
         return None;
     }
     let ret = result_shape(sig, mode, errs);
-    let mut l = Lowerer {
-        mode,
-        errs,
-        fresh: Fresh::default(),
-        scopes: vec![HashMap::default()],
-        out: Vec::new(),
-        prelude: Vec::new(),
-        float: None,
-        unpacked: HashMap::default(),
-        types: HashMap::default(),
-        next_const: 0,
-        poison: Default::default(),
-        poisoned_names: Default::default(),
-        linear_params: Vec::new(),
-        tail: None,
-        shapes: HashMap::default(),
-        ret_hint: None,
-        fn_ret: None,
-        externs: Vec::new(),
-        calls: HashMap::default(),
-        depth: 0,
-        nondiff: HashSet::default(),
-        opaques: HashMap::default(),
-        inactive_types: HashMap::default(),
-        param_types: HashMap::default(),
-        match_value: false,
-        annotated: None,
-        fn_name: sig.ident.to_string(),
-        hoisted: Vec::new(),
-        hoisted_consts: HashMap::default(),
-        data_arrays: HashMap::default(),
-        data_ok: false,
-    };
+    let mut l = Lowerer::new(mode, errs, sig.ident.to_string());
     let (params, nl_params) = l.params(sig);
     if mode == Mode::Linear && l.linear_params.is_empty() && l.errs.is_empty() {
         l.errs.spanned(
@@ -588,36 +556,7 @@ pub fn lower_fn_mode(item: &syn::ItemFn, errs: &mut Errors, mode: Mode) -> Optio
     }
     let mut body = std::mem::take(&mut l.hoisted);
     body.extend(std::mem::take(&mut l.out));
-    let mut func = match mode {
-        Mode::Differentiable => Func {
-            name: Var::new(&sig.ident.to_string()),
-            nl_params,
-            lin_params: vec![],
-            nl_rets: vec![ret_ty],
-            lin_rets: vec![],
-            body: Expr::block(
-                body,
-                Expr::Ret {
-                    nl: rets,
-                    lin: vec![],
-                },
-            ),
-        },
-        Mode::Linear => Func {
-            name: Var::new(&sig.ident.to_string()),
-            nl_params: vec![],
-            lin_params: nl_params,
-            nl_rets: vec![],
-            lin_rets: vec![ret_ty],
-            body: Expr::block(
-                body,
-                Expr::Ret {
-                    nl: vec![],
-                    lin: rets,
-                },
-            ),
-        },
-    };
+    let mut func = assemble(mode, &sig.ident, nl_params, ret_ty, body, rets);
     crate::visit::insert_dups_and_drops(&mut func);
     crate::passes::transpose::drop_unused(&mut func);
     Some(Lowered {
@@ -638,6 +577,30 @@ pub fn lower_fn_mode(item: &syn::ItemFn, errs: &mut Errors, mode: Mode) -> Optio
             d
         },
     })
+}
+
+/// The lowered function: its parameters, result and body are non-linear
+/// for `#[differentiable]`, linear for `#[linear]`.
+fn assemble(
+    mode: Mode,
+    name: &syn::Ident,
+    params: Vec<Binder>,
+    ret_ty: Ty,
+    body: Vec<Stmt>,
+    rets: Vec<Var>,
+) -> Func {
+    let (nl_params, lin_params, nl_rets, lin_rets, nl, lin) = match mode {
+        Mode::Differentiable => (params, vec![], vec![ret_ty], vec![], rets, vec![]),
+        Mode::Linear => (vec![], params, vec![], vec![ret_ty], vec![], rets),
+    };
+    Func {
+        name: Var::new(&name.to_string()),
+        nl_params,
+        lin_params,
+        nl_rets,
+        lin_rets,
+        body: Expr::block(body, Expr::Ret { nl, lin }),
+    }
 }
 
 /// Whether a function has an array parameter or result. Such a function
@@ -897,6 +860,45 @@ struct Lowerer<'a> {
     /// Whether `#[nondiff]` data may be read as data arrays (see
     /// `lower_fn_mode`).
     data_ok: bool,
+}
+
+impl<'e> Lowerer<'e> {
+    /// A lowerer for the function `fn_name`, reporting into `errs`.
+    fn new(mode: Mode, errs: &'e mut Errors, fn_name: String) -> Self {
+        Lowerer {
+            mode,
+            errs,
+            fresh: Fresh::default(),
+            scopes: vec![HashMap::default()],
+            out: Vec::new(),
+            prelude: Vec::new(),
+            float: None,
+            unpacked: HashMap::default(),
+            types: HashMap::default(),
+            next_const: 0,
+            poison: Default::default(),
+            poisoned_names: Default::default(),
+            linear_params: Vec::new(),
+            tail: None,
+            shapes: HashMap::default(),
+            ret_hint: None,
+            fn_ret: None,
+            externs: Vec::new(),
+            calls: HashMap::default(),
+            depth: 0,
+            nondiff: HashSet::default(),
+            opaques: HashMap::default(),
+            inactive_types: HashMap::default(),
+            param_types: HashMap::default(),
+            match_value: false,
+            annotated: None,
+            fn_name,
+            hoisted: Vec::new(),
+            hoisted_consts: HashMap::default(),
+            data_arrays: HashMap::default(),
+            data_ok: false,
+        }
+    }
 }
 
 fn describe(e: &syn::Expr) -> &'static str {
@@ -1856,6 +1858,50 @@ impl Lowerer<'_> {
         Val::Active(v, Ty::Bool)
     }
 
+    /// A method call: not linear in a `#[linear]` function; a `collect`
+    /// or a reduction over arrays or ranges, lowered as the loop it
+    /// stands for ([`array`]); else a float method or a call through a
+    /// method.
+    fn method_expr(
+        &mut self,
+        e: &syn::Expr,
+        m: &syn::ExprMethodCall,
+        ret_hint: Option<&Shape>,
+        hint: &str,
+    ) -> Val {
+        if self.mode == Mode::Linear {
+            let names = self.linear_names(e.to_token_stream());
+            self.errs.spanned(
+                e,
+                format!(
+                    "`{}` of the linear value {names} is not linear: a `#[linear]` function may add, subtract and negate linear values and scale or divide them by coefficients",
+                    m.method
+                ),
+            );
+            return self.placeholder();
+        }
+        let (loop_form, unsupported) = if array::is_collect(m) {
+            (
+                self.array_collect(m, ret_hint),
+                "`collect` in differentiable functions gathers iterations over arrays or ranges into a `Vec`: `a.iter().map(|v| ..).collect::<Vec<f64>>()`, with `.copied()`, `.enumerate()`, `.zip(..)`, `.rev()`, or `(0..n).map(|i| ..).collect::<Vec<f64>>()`",
+            )
+        } else if array::is_reduction(m) {
+            (
+                self.array_reduction(m),
+                "reductions in differentiable functions run over arrays or ranges: `a.iter().sum::<f64>()`, `a.iter().map(|v| ..).sum::<f64>()`, `a.iter().fold(init, |acc, v| ..)`, with `.copied()`, `.enumerate()`, `.zip(..)`, `.rev()`, or `(0..n).map(|i| ..).sum::<f64>()`",
+            )
+        } else {
+            return self.method_call(m, hint);
+        };
+        match loop_form {
+            Some(block) => self.expr(&block, hint),
+            None => {
+                self.errs.spanned(e, unsupported);
+                self.placeholder()
+            }
+        }
+    }
+
     fn expr(&mut self, e: &syn::Expr, hint: &str) -> Val {
         // The expected result shape applies to this expression only if it is
         // a call (possibly parenthesised), not to calls nested inside it.
@@ -1920,34 +1966,7 @@ impl Lowerer<'_> {
             }
             syn::Expr::Binary(b) => self.binary_expr(e, b, hint),
             syn::Expr::Unary(u) => self.unary_expr(e, u, hint),
-            syn::Expr::MethodCall(m) if self.mode == Mode::Linear => {
-                let names = self.linear_names(e.to_token_stream());
-                self.errs.spanned(
-                    e,
-                    format!(
-                        "`{}` of the linear value {names} is not linear: a `#[linear]` function may add, subtract and negate linear values and scale or divide them by coefficients",
-                        m.method
-                    ),
-                );
-                self.placeholder()
-            }
-            syn::Expr::MethodCall(m) if array::is_collect(m) => {
-                match self.array_collect(m, ret_hint.as_ref()) {
-                    Some(block) => self.expr(&block, hint),
-                    None => {
-                        self.errs.spanned(e, "`collect` in differentiable functions gathers iterations over arrays or ranges into a `Vec`: `a.iter().map(|v| ..).collect::<Vec<f64>>()`, with `.copied()`, `.enumerate()`, `.zip(..)`, `.rev()`, or `(0..n).map(|i| ..).collect::<Vec<f64>>()`");
-                        self.placeholder()
-                    }
-                }
-            }
-            syn::Expr::MethodCall(m) if array::is_reduction(m) => match self.array_reduction(m) {
-                Some(block) => self.expr(&block, hint),
-                None => {
-                    self.errs.spanned(e, "reductions in differentiable functions run over arrays or ranges: `a.iter().sum::<f64>()`, `a.iter().map(|v| ..).sum::<f64>()`, `a.iter().fold(init, |acc, v| ..)`, with `.copied()`, `.enumerate()`, `.zip(..)`, `.rev()`, or `(0..n).map(|i| ..).sum::<f64>()`");
-                    self.placeholder()
-                }
-            },
-            syn::Expr::MethodCall(m) => self.method_call(m, hint),
+            syn::Expr::MethodCall(m) => self.method_expr(e, m, ret_hint.as_ref(), hint),
             syn::Expr::Call(c) => {
                 let name = match &*c.func {
                     syn::Expr::Path(p) if p.path.segments.len() == 2 => {
