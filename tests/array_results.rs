@@ -137,6 +137,31 @@ fn pick(x: &[f64], y: &[f64]) -> f64 {
 
 const H: f64 = 1e-6;
 
+/// Early exits in a function returning a `Vec`: a `return` of a whole
+/// array in a branch, a `break` out of the loop writing the result, and a
+/// `return` of another array from inside the loop.
+#[differentiable]
+#[allow(clippy::needless_range_loop)]
+fn clipped(x: &[f64], k: f64) -> Vec<f64> {
+    let mut y = vec![0.0; x.len()];
+    if x[0] > 10.0 {
+        return y;
+    }
+    for i in 0..x.len() {
+        if x[i] < -5.0 {
+            break;
+        }
+        if x[i] > 5.0 {
+            let mut z = vec![0.0; 2];
+            z[0] = k * x[i];
+            z[1] = y[0];
+            return z;
+        }
+        y[i] = k * x[i] * x[i];
+    }
+    y
+}
+
 fn close(a: f64, b: f64, tol: f64) -> bool {
     (a - b).abs() <= tol * (1.0 + a.abs() + b.abs())
 }
@@ -341,5 +366,36 @@ fn arrays_chosen_in_a_branch() {
         assert_eq!(other, &vec![0.0, 0.0]);
         let (_, dv) = pick_jvp(&x, &y, &[1.0, 0.0], &[0.0, 1.0]);
         assert_eq!(dv, gx[0] + gy[1]);
+    }
+}
+
+#[test]
+fn early_exits_in_a_function_returning_a_vec() {
+    let k = 1.5;
+    let dk = -0.25;
+    // Each input takes one exit: the loop to its end, the `break`, the
+    // `return` from the loop, the `return` before it.
+    let cases: [(&[f64], &[f64]); 4] = [
+        (&[0.5, -1.0, 2.0], &[0.1, 0.2, 0.3]),
+        (&[0.5, -6.0, 2.0], &[0.1, 0.2, 0.3]),
+        (&[0.5, 6.0, 2.0], &[0.1, 0.2, 0.3]),
+        (&[11.0, 1.0], &[0.5, 0.5]),
+    ];
+    let lengths: Vec<usize> = cases.iter().map(|(x, _)| clipped(x, k).len()).collect();
+    assert_eq!(lengths, vec![3, 3, 2, 2]);
+    for (x, dx) in cases {
+        let n = x.len();
+        let (y, dy) = clipped_jvp(x, k, dx, dk);
+        assert_eq!(y, clipped(x, k));
+        let joint = |p: &[f64]| clipped(&p[..n], p[n]);
+        let point: Vec<f64> = x.iter().chain([&k]).copied().collect();
+        let dir: Vec<f64> = dx.iter().chain([&dk]).copied().collect();
+        assert_close(&dy, &fd_along(joint, &point, &dir), 1e-6);
+        let ct: Vec<f64> = (0..y.len()).map(|i| 1.0 - 0.5 * i as f64).collect();
+        let (_, (gx, gk)) = clipped_vjp(x, k, ct.clone());
+        assert!(close(dot(&ct, &dy), dot(&gx, dx) + gk * dk, 1e-12));
+        let (_, lin) = clipped_lin(x, k);
+        assert_eq!(lin.apply((dx.to_vec(), dk)), dy);
+        assert_eq!(lin.transpose(ct), (gx, gk));
     }
 }

@@ -301,10 +301,22 @@ impl Lowerer<'_> {
             }
             for ((v, t), (n, _, t0)) in arm.state.iter().zip(state) {
                 if t != t0 {
-                    self.errs.push(
+                    // A `[T; N]` built in a local array against one of
+                    // N values (a literal, or `Default` of an early exit).
+                    let local_and_values = matches!(
+                        (t, t0),
+                        (Ty::Array(_, Some(_)), Ty::Tuple(_))
+                            | (Ty::Tuple(_), Ty::Array(_, Some(_)))
+                    );
+                    let advice = if local_and_values {
+                        ": a fixed-size array built in a local array (`let mut y = [0.0; N];`, written by index) and one written as its elements cannot meet yet; build it the same way in both, or return a `Vec`"
+                    } else {
+                        ""
+                    };
+                    self.errs.push_once(
                         span,
                         format!(
-                            "{} has type {t} in one branch and {t0} in the other",
+                            "{} has type {t} in one branch and {t0} in the other{advice}",
                             shown(n)
                         ),
                     );

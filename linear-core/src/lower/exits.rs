@@ -15,7 +15,10 @@
 //!   clearing its own `continue` code and the loop by clearing its own
 //!   `break` code, so a `return` keeps propagating outwards;
 //! * the function's value is `__ret`, the tail expression assigned to it
-//!   in every arm that produces it.
+//!   in every arm that produces it. `__ret` starts as `Default::default()`
+//!   (a constant), or for a `Vec` result as `Vec::new()`, an empty local
+//!   array that a `return y` assigns whole (its elements copied, as for
+//!   any array assigned to a local one).
 //!
 //! This is a rewrite of control flow only: the derivative of the result is
 //! the derivative along the path the primal takes, as for any branch.
@@ -176,13 +179,29 @@ pub(super) fn desugar(block: &syn::Block, ret: &syn::Type) -> syn::Block {
     }
     let mut ctx = Ctx { loops: Vec::new() };
     let body = rewrite(&stmts, &mut ctx);
+    // A `Vec` result starts as an empty local array, assigned whole.
+    let init = if is_vec(ret) {
+        quote!(::std::vec::Vec::new())
+    } else {
+        quote!(<#ret as ::core::default::Default>::default())
+    };
     let code: TokenStream = quote! {{
         let mut #exit: u8 = 0;
-        let mut #result: #ret = <#ret as ::core::default::Default>::default();
+        let mut #result: #ret = #init;
         #(#body)*
         #result
     }};
     syn::parse2(code).unwrap_or_else(|_| block.clone())
+}
+
+/// Whether `t` is `Vec<..>` (by any path ending so).
+fn is_vec(t: &syn::Type) -> bool {
+    match t {
+        syn::Type::Path(p) => p.path.segments.last().is_some_and(|s| s.ident == "Vec"),
+        syn::Type::Paren(p) => is_vec(&p.elem),
+        syn::Type::Group(g) => is_vec(&g.elem),
+        _ => false,
+    }
 }
 
 /// `__ret = e`, pushed into the arms of a tail `if` or `match` so that

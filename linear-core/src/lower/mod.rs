@@ -61,6 +61,15 @@ impl Errors {
     pub fn push(&mut self, span: Span, msg: impl std::fmt::Display) {
         self.errors.push(syn::Error::new(span, msg));
     }
+    /// [`Errors::push`], unless the same message was reported already:
+    /// for a mismatch the desugaring of exits meets again at every join
+    /// it adds (where its spans are the macro's, not the user's).
+    pub fn push_once(&mut self, span: Span, msg: impl std::fmt::Display) {
+        let msg = msg.to_string();
+        if !self.errors.iter().any(|e| e.to_string() == msg) {
+            self.push(span, msg);
+        }
+    }
     /// An error covering all of `node`'s tokens (stable Rust cannot join
     /// spans; `new_spanned` marks the first and last token).
     pub fn spanned(&mut self, node: impl ToTokens, msg: impl std::fmt::Display) {
@@ -516,16 +525,8 @@ pub fn lower_fn_mode(item: &syn::ItemFn, errs: &mut Errors, mode: Mode) -> Optio
     }
     l.fn_ret = Some(ret.clone());
     l.data_ok = array_interface(&ret, &params);
-    if ret.has_slice() && exits::needed(&item.block) {
-        // The desugaring's result variable (`let mut __ret: R =
-        // Default::default()`, see `exits.rs`) is a constant of the prelude
-        // until assigned, which an array result cannot be.
-        if let syn::ReturnType::Type(_, t) = &sig.output {
-            l.errs.spanned(t, "a function that returns a `Vec` cannot use `return` before its end, `break`, `continue` or `loop` yet: end the body with the array, and bound loops with `for` or `while` conditions (a function returning a float may use them)");
-        }
-        return None;
-    }
-    // Early exits become structured control flow first.
+    // Early exits become structured control flow first (a `Vec` result
+    // starting as an empty local array, see `exits.rs`).
     let block = match (&sig.output, exits::needed(&item.block)) {
         (syn::ReturnType::Type(_, t), true) => exits::desugar(&item.block, t),
         _ => (*item.block).clone(),
