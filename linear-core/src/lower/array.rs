@@ -140,6 +140,26 @@ fn untyped(p: &syn::Pat) -> &syn::Pat {
     }
 }
 
+/// `it.map(|p| b)` as `it`, `p` (without a type ascription) and `b`;
+/// `None` if `e` is not a `map` call, `Some(None)` if its argument is not
+/// a closure of one parameter.
+#[allow(clippy::type_complexity)]
+fn map_call(e: &syn::Expr) -> Option<Option<(&syn::Expr, &syn::Pat, &syn::Expr)>> {
+    let syn::Expr::MethodCall(inner) = e else {
+        return None;
+    };
+    if inner.method != "map" || inner.args.len() != 1 {
+        return None;
+    }
+    let syn::Expr::Closure(cl) = &inner.args[0] else {
+        return Some(None);
+    };
+    let [p] = cl.inputs.iter().collect::<Vec<_>>()[..] else {
+        return Some(None);
+    };
+    Some(Some((&inner.receiver, untyped(p), &cl.body)))
+}
+
 /// `let` statements binding `pat` to the item `item` of iteration index
 /// `k`: one per name, so that tuples of an index and elements need no
 /// tuple value.
@@ -399,23 +419,11 @@ impl Lowerer<'_> {
         let acc = format_ident!("__linear_ad_s{}", self.fresh_index());
         let method = m.method.to_string();
         let (iter, init, pat, body) = match (method.as_str(), m.args.len()) {
-            ("sum", 0) => match &*m.receiver {
-                syn::Expr::MethodCall(inner) if inner.method == "map" && inner.args.len() == 1 => {
-                    let syn::Expr::Closure(cl) = &inner.args[0] else {
-                        return None;
-                    };
-                    let [p] = cl.inputs.iter().collect::<Vec<_>>()[..] else {
-                        return None;
-                    };
-                    let (p, b) = (untyped(p), &cl.body);
-                    (
-                        &*inner.receiver,
-                        quote!(0.0),
-                        quote!(#p),
-                        quote!(#acc + (#b)),
-                    )
-                }
-                other => {
+            ("sum", 0) => match map_call(&m.receiver) {
+                Some(Some((it, p, b))) => (it, quote!(0.0), quote!(#p), quote!(#acc + (#b))),
+                Some(None) => return None,
+                None => {
+                    let other = &*m.receiver;
                     let v = format_ident!("__linear_ad_v{}", self.fresh_index());
                     (other, quote!(0.0), quote!(#v), quote!(#acc + #v))
                 }
@@ -464,18 +472,11 @@ impl Lowerer<'_> {
             return None;
         }
         let acc = format_ident!("__linear_ad_c{}", self.fresh_index());
-        let (iter, pat, item) = match &*m.receiver {
-            syn::Expr::MethodCall(inner) if inner.method == "map" && inner.args.len() == 1 => {
-                let syn::Expr::Closure(cl) = &inner.args[0] else {
-                    return None;
-                };
-                let [p] = cl.inputs.iter().collect::<Vec<_>>()[..] else {
-                    return None;
-                };
-                let (p, b) = (untyped(p), &cl.body);
-                (&*inner.receiver, quote!(#p), quote!(#b))
-            }
-            other => {
+        let (iter, pat, item) = match map_call(&m.receiver) {
+            Some(Some((it, p, b))) => (it, quote!(#p), quote!(#b)),
+            Some(None) => return None,
+            None => {
+                let other = &*m.receiver;
                 let v = format_ident!("__linear_ad_v{}", self.fresh_index());
                 (other, quote!(#v), quote!(#v))
             }
