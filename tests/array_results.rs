@@ -10,6 +10,9 @@
 
 use linear_ad::{differentiable, LinearMap};
 
+mod support;
+use support::{assert_close, close, dot, fd_along};
+
 /// A dense matrix-vector product, `A` row-major with `x.len()` columns.
 #[differentiable]
 fn matvec(a: &[f64], x: &[f64]) -> Vec<f64> {
@@ -135,8 +138,6 @@ fn pick(x: &[f64], y: &[f64]) -> f64 {
     a[0] * a[1]
 }
 
-const H: f64 = 1e-6;
-
 /// Early exits in a function returning a `Vec`: a `return` of a whole
 /// array in a branch, a `break` out of the loop writing the result, and a
 /// `return` of another array from inside the loop.
@@ -160,31 +161,6 @@ fn clipped(x: &[f64], k: f64) -> Vec<f64> {
         y[i] = k * x[i] * x[i];
     }
     y
-}
-
-fn close(a: f64, b: f64, tol: f64) -> bool {
-    (a - b).abs() <= tol * (1.0 + a.abs() + b.abs())
-}
-
-fn assert_close(got: &[f64], want: &[f64], tol: f64) {
-    assert_eq!(got.len(), want.len(), "{got:?} vs {want:?}");
-    for (a, b) in got.iter().zip(want) {
-        assert!(close(*a, *b, tol), "{got:?} vs {want:?}");
-    }
-}
-
-fn dot(a: &[f64], b: &[f64]) -> f64 {
-    a.iter().zip(b).map(|(p, q)| p * q).sum()
-}
-
-/// The Jacobian-vector product of `f` along `d`, by central differences.
-fn fd_along(f: impl Fn(&[f64]) -> Vec<f64>, x: &[f64], d: &[f64]) -> Vec<f64> {
-    let at = |t: f64| -> Vec<f64> {
-        let p: Vec<f64> = x.iter().zip(d).map(|(x, d)| x + t * d).collect();
-        f(&p)
-    };
-    let (a, b) = (at(H), at(-H));
-    a.iter().zip(&b).map(|(a, b)| (a - b) / (2.0 * H)).collect()
 }
 
 #[test]

@@ -11,6 +11,9 @@
 
 use linear_ad::{differentiable, LinearMap};
 
+mod support;
+use support::{assert_close, close, dot, fd_along};
+
 /// Softmax: a `collect` into an annotated `Vec`, then one as the result.
 #[differentiable]
 fn softmax(x: &[f64]) -> Vec<f64> {
@@ -60,33 +63,6 @@ fn lagged(x: &[f64], k: f64) -> f64 {
     let d: Vec<f64> = (1..n).map(|i| x[i] - k * x[i - 1]).collect();
     let s = (0..d.len()).map(|i| d[i] * d[i]).sum::<f64>();
     s + (0..n).rev().fold(0.0, |acc, i| acc * 0.5 + x[i])
-}
-
-const H: f64 = 1e-6;
-
-fn close(a: f64, b: f64, tol: f64) -> bool {
-    (a - b).abs() <= tol * (1.0 + a.abs() + b.abs())
-}
-
-fn assert_close(got: &[f64], want: &[f64], tol: f64) {
-    assert_eq!(got.len(), want.len(), "{got:?} vs {want:?}");
-    for (a, b) in got.iter().zip(want) {
-        assert!(close(*a, *b, tol), "{got:?} vs {want:?}");
-    }
-}
-
-fn dot(a: &[f64], b: &[f64]) -> f64 {
-    a.iter().zip(b).map(|(p, q)| p * q).sum()
-}
-
-/// The Jacobian-vector product of `f` along `d`, by central differences.
-fn fd_along(f: impl Fn(&[f64]) -> Vec<f64>, x: &[f64], d: &[f64]) -> Vec<f64> {
-    let at = |t: f64| -> Vec<f64> {
-        let p: Vec<f64> = x.iter().zip(d).map(|(x, d)| x + t * d).collect();
-        f(&p)
-    };
-    let (a, b) = (at(H), at(-H));
-    a.iter().zip(&b).map(|(a, b)| (a - b) / (2.0 * H)).collect()
 }
 
 const X: [f64; 5] = [0.3, -0.7, 1.1, 0.4, -1.3];

@@ -10,6 +10,9 @@
 
 use linear_ad::{differentiable, LinearMap};
 
+mod support;
+use support::{assert_close, close, dot, fd_along};
+
 /// One push per iteration.
 #[differentiable]
 fn scaled_squares(x: &[f64], k: f64) -> Vec<f64> {
@@ -70,33 +73,6 @@ fn extended(mut x: Vec<f64>, k: f64) -> Vec<f64> {
     x[0] *= k;
     x.push(k * k);
     x
-}
-
-const H: f64 = 1e-6;
-
-fn close(a: f64, b: f64, tol: f64) -> bool {
-    (a - b).abs() <= tol * (1.0 + a.abs() + b.abs())
-}
-
-fn assert_close(got: &[f64], want: &[f64], tol: f64) {
-    assert_eq!(got.len(), want.len(), "{got:?} vs {want:?}");
-    for (a, b) in got.iter().zip(want) {
-        assert!(close(*a, *b, tol), "{got:?} vs {want:?}");
-    }
-}
-
-fn dot(a: &[f64], b: &[f64]) -> f64 {
-    a.iter().zip(b).map(|(p, q)| p * q).sum()
-}
-
-/// The Jacobian-vector product of `f` along `d`, by central differences.
-fn fd_along(f: impl Fn(&[f64]) -> Vec<f64>, x: &[f64], d: &[f64]) -> Vec<f64> {
-    let at = |t: f64| -> Vec<f64> {
-        let p: Vec<f64> = x.iter().zip(d).map(|(x, d)| x + t * d).collect();
-        f(&p)
-    };
-    let (a, b) = (at(H), at(-H));
-    a.iter().zip(&b).map(|(a, b)| (a - b) / (2.0 * H)).collect()
 }
 
 #[test]

@@ -10,6 +10,9 @@
 
 use linear_ad::{differentiable, LinearMap};
 
+mod support;
+use support::{close, dot, H};
+
 /// The squared lengths of the edges of a closed polygon in 3-D, weighted:
 /// rows read element by element, `pts[i][j]` with literal columns.
 #[differentiable]
@@ -168,18 +171,8 @@ fn first_three_turned(p: &[[f64; 2]], a: f64) -> [[f64; 2]; 3] {
     out
 }
 
-const H: f64 = 1e-6;
-
-fn close(a: f64, b: f64, tol: f64) -> bool {
-    (a - b).abs() <= tol * (1.0 + a.abs() + b.abs())
-}
-
 fn flat<const M: usize>(rows: &[[f64; M]]) -> Vec<f64> {
     rows.iter().flatten().copied().collect()
-}
-
-fn dot(a: &[f64], b: &[f64]) -> f64 {
-    a.iter().zip(b).map(|(p, q)| p * q).sum()
 }
 
 /// The derivative of `f` at `x` along `d`, by central differences.
