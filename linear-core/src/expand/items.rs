@@ -615,6 +615,25 @@ impl Tape {
         }
     }
 
+    /// The linearization's field initialisers in the order they may run:
+    /// the forward pass's tape (which borrows the inputs), the lengths
+    /// (`lens`), then the `Vec`s taken by value, moved in last.
+    fn field_inits(&self, tape: &syn::Ident, lens: Vec<TokenStream>) -> Vec<TokenStream> {
+        let (mut read, mut moved) = (Vec::new(), Vec::new());
+        for (k, f) in self.fields.iter().enumerate() {
+            let init = self.field_init(k, tape);
+            match &self.inputs[k] {
+                Some((_, Shape::Slice(_, crate::lower::SliceKind::Vec))) => {
+                    moved.push(quote!(#f: #init))
+                }
+                _ => read.push(quote!(#f: #init)),
+            }
+        }
+        read.extend(lens);
+        read.extend(moved);
+        read
+    }
+
     /// The expression field `k` is built from in `f_lin`: the forward
     /// pass's tape, or the parameter itself where the linearization takes
     /// a `Vec` by value.
@@ -821,21 +840,7 @@ fn lin_items(
 
     let y_out = from_ir(quote!(#y), &l.ret, names);
     let fwd_body = body(out.forward, &sig.primal_ir, calls);
-    // Field initialisers in the order they may run: the forward pass's
-    // tape (which borrows the inputs), the lengths, then the `Vec`s taken
-    // by value, moved in last.
-    let (mut read, mut moved) = (Vec::new(), Vec::new());
-    for (k, f) in tape.fields.iter().enumerate() {
-        let init = tape.field_init(k, &tape_var);
-        match &tape.inputs[k] {
-            Some((_, Shape::Slice(_, crate::lower::SliceKind::Vec))) => {
-                moved.push(quote!(#f: #init))
-            }
-            _ => read.push(quote!(#f: #init)),
-        }
-    }
-    read.extend(len_inits);
-    read.extend(moved);
+    let read = tape.field_inits(&tape_var, len_inits);
     let generics = tape.generics();
     let measure = if ct_check.is_empty() {
         quote!()
