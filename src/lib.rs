@@ -171,9 +171,52 @@
 
 #![forbid(unsafe_code)]
 
-pub use linear_macros::{differentiable, linear};
+pub use linear_macros::{differentiable, linear, Differentiable};
 
 mod replay;
+mod structs;
+
+/// A type whose values have a tangent space: what
+/// `#[derive(Differentiable)]` implements for a struct, naming the
+/// struct it generates for the tangents (`ParticleTangent` for
+/// `Particle`: the same fields minus the integer, `bool` and
+/// `#[nondiff]` ones, each replaced by its tangent).
+pub trait Differentiable {
+    /// The tangent (and cotangent) of a value of this type.
+    type Tangent;
+}
+
+impl Differentiable for f64 {
+    type Tangent = f64;
+}
+
+impl Differentiable for f32 {
+    type Tangent = f32;
+}
+
+impl<T: Differentiable, const N: usize> Differentiable for [T; N] {
+    type Tangent = [T::Tangent; N];
+}
+
+impl<T: Differentiable> Differentiable for ::std::vec::Vec<T> {
+    type Tangent = ::std::vec::Vec<T::Tangent>;
+}
+
+macro_rules! tuple_differentiable {
+    ($($t:ident),*) => {
+        impl<$($t: Differentiable),*> Differentiable for ($($t,)*) {
+            type Tangent = ($($t::Tangent,)*);
+        }
+    };
+}
+tuple_differentiable!(A);
+tuple_differentiable!(A, B);
+tuple_differentiable!(A, B, C);
+tuple_differentiable!(A, B, C, D);
+tuple_differentiable!(A, B, C, D, E);
+tuple_differentiable!(A, B, C, D, E, F);
+tuple_differentiable!(A, B, C, D, E, F, G);
+tuple_differentiable!(A, B, C, D, E, F, G, H);
 
 /// A linear map and its transpose, as produced by `f_lin`: a Jacobian
 /// evaluated at one point, without the matrix.
@@ -192,6 +235,9 @@ pub trait LinearMap<In, Out> {
 /// know nothing of its callee's parameters. Not a public API.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::structs::{FromFlat, Linear, ToFlat, Zero};
+    pub use linear_macros::__resume;
+
     /// Stands for the tangent of an argument that is constant at the call
     /// site.
     #[derive(Clone, Copy, Debug)]

@@ -10,6 +10,8 @@
 //!   transposition T (Fig. 10), linearity erasure L (sec. 4.5), and a
 //!   simplifier.
 //!
+//! * [`derive`]: `#[derive(Differentiable)]`; [`layout`]: how macros
+//!   read the fields of structs defined elsewhere.
 //! * [`lower`]: Rust (syn) to Linear A; [`codegen`]: Linear A to Rust;
 //!   [`expand`]: the `#[differentiable]` attribute from tokens to tokens.
 //!
@@ -18,9 +20,11 @@
 
 pub mod check;
 pub mod codegen;
+pub mod derive;
 pub mod eval;
 pub mod expand;
 pub mod ir;
+pub mod layout;
 pub mod lower;
 pub mod parse;
 pub mod passes;

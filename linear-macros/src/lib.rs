@@ -32,3 +32,21 @@ pub fn differentiable(attr: TokenStream, item: TokenStream) -> TokenStream {
 pub fn linear(attr: TokenStream, item: TokenStream) -> TokenStream {
     linear_core::expand::linear(attr.into(), item.into()).into()
 }
+
+/// Derives `linear_ad::Differentiable` for a struct: a `<Name>Tangent`
+/// struct of its differentiable fields, the vector-space operations on
+/// it, and what `#[differentiable]` functions need to read the struct's
+/// fields. See the `linear-ad` crate documentation.
+#[proc_macro_derive(Differentiable, attributes(nondiff))]
+pub fn derive_differentiable(item: TokenStream) -> TokenStream {
+    linear_core::derive::derive(item.into()).into()
+}
+
+/// Resumes a `#[derive(Differentiable)]` or `#[differentiable]` expansion
+/// once a struct's layout macro has delivered the struct's fields. Not a
+/// public API.
+#[doc(hidden)]
+#[proc_macro]
+pub fn __resume(input: TokenStream) -> TokenStream {
+    linear_core::layout::resume(input.into()).into()
+}

@@ -39,7 +39,7 @@ pub fn linear(attr: TokenStream, item: TokenStream) -> TokenStream {
     }
     let clean = without_markers(&item_fn);
     let lowered = crate::lower::lower_fn_mode(&item_fn, &mut errs, crate::lower::Mode::Linear);
-    finish(&item_fn, &clean, lowered, errs, |l| {
+    finish(&item_fn, Some(&clean), lowered, errs, |l| {
         generate_linear(&item_fn, &clean, l, args.dump)
     })
 }

@@ -42,7 +42,8 @@ use quote::quote;
 use crate::check::{check, check_linear_b};
 use crate::codegen::Names;
 use crate::ir::{Extern, Func, Program};
-use crate::lower::{lower_fn, Errors, Lowered, Shape};
+use crate::layout::{struct_paths, Job, Kind, Structs};
+use crate::lower::{lower_fn_with, Errors, Lowered, Mode, Shape};
 use crate::passes::{jvp::jvp, simplify::simplify, transpose::transpose, unzip};
 
 #[derive(Debug, Default, FromMeta)]
@@ -149,7 +150,7 @@ fn parse_input(
 
 /// Expands `#[differentiable(attr)] item`.
 pub fn differentiable(attr: TokenStream, item: TokenStream) -> TokenStream {
-    let (args, item_fn, mut errs) = match parse_input(attr, item, "differentiable") {
+    let (args, item_fn, errs) = match parse_input(attr.clone(), item.clone(), "differentiable") {
         Ok(parsed) => parsed,
         Err(out) => return out,
     };
@@ -157,11 +158,106 @@ pub fn differentiable(attr: TokenStream, item: TokenStream) -> TokenStream {
     if let Some(path) = &args.jvp {
         return custom::custom_derivative(&item_fn, &clean, path, errs);
     }
-    let policy = policy(&args, &mut errs);
-    let lowered = lower_fn(&item_fn, &mut errs);
-    finish(&item_fn, &clean, lowered, errs, |l| {
-        items::generate(&item_fn, l, args.dump, policy)
+    let pending = fn_struct_paths(&item_fn);
+    if pending.is_empty() {
+        return expand_fn(&args, &item_fn, errs, &Structs::default(), Some(&clean));
+    }
+    // The function stands on its own now, whatever becomes of the lookups
+    // (see `layout`); the generated items follow once the layouts arrive.
+    let job = Job {
+        kind: Kind::Differentiable,
+        attr,
+        item,
+        known: Structs::default(),
+        pending,
+    };
+    let next = job.next();
+    quote!(#clean #next)
+}
+
+/// The generated items of `#[differentiable(attr)] item` (without the
+/// function itself, emitted before), given the layouts of the structs it
+/// names.
+pub fn differentiable_with(attr: TokenStream, item: TokenStream, known: &Structs) -> TokenStream {
+    match parse_input(attr, item, "differentiable") {
+        Ok((args, item_fn, errs)) => expand_fn(&args, &item_fn, errs, known, None),
+        Err(out) => out,
+    }
+}
+
+/// Lowers and generates; `clean` is the function as the user sees it, if
+/// it is still to be emitted.
+fn expand_fn(
+    args: &Args,
+    item_fn: &syn::ItemFn,
+    mut errs: Errors,
+    structs: &Structs,
+    clean: Option<&syn::ItemFn>,
+) -> TokenStream {
+    let policy = policy(args, &mut errs);
+    let lowered = lower_fn_with(item_fn, &mut errs, Mode::Differentiable, structs);
+    finish(item_fn, clean, lowered, errs, |l| {
+        items::generate(item_fn, l, args.dump, policy)
     })
+}
+
+/// The paths that may name derived structs in `f`: in its differentiable
+/// parameters' and result types, and in the struct literals, struct
+/// patterns and `let` annotations of its body. A path that looks like an
+/// enum variant (`Shape::Circle { .. }`) is left out.
+fn fn_struct_paths(f: &syn::ItemFn) -> Vec<syn::Path> {
+    use syn::visit::Visit;
+    struct Paths(Vec<syn::Path>);
+    impl Paths {
+        fn add(&mut self, p: &syn::Path) {
+            let n = p.segments.len();
+            let variant = n >= 2
+                && p.segments[n - 2]
+                    .ident
+                    .to_string()
+                    .starts_with(|c: char| c.is_ascii_uppercase());
+            if !variant {
+                let t: syn::Type = syn::parse_quote!(#p);
+                struct_paths(&t, &mut self.0);
+            }
+        }
+    }
+    impl<'a> Visit<'a> for Paths {
+        fn visit_expr_struct(&mut self, e: &'a syn::ExprStruct) {
+            self.add(&e.path);
+            syn::visit::visit_expr_struct(self, e);
+        }
+        fn visit_pat_struct(&mut self, p: &'a syn::PatStruct) {
+            self.add(&p.path);
+            syn::visit::visit_pat_struct(self, p);
+        }
+        fn visit_local(&mut self, l: &'a syn::Local) {
+            let mut pat = &l.pat;
+            if let syn::Pat::Type(t) = pat {
+                struct_paths(&t.ty, &mut self.0);
+                pat = &t.pat;
+            }
+            if let syn::Pat::TupleStruct(ts) = pat {
+                self.add(&ts.path);
+            }
+            syn::visit::visit_local(self, l);
+        }
+        fn visit_item(&mut self, _: &'a syn::Item) {}
+    }
+    let mut paths = Paths(Vec::new());
+    for input in &f.sig.inputs {
+        if let syn::FnArg::Typed(pt) = input {
+            let nondiff = pt.attrs.iter().any(|a| a.path().is_ident("nondiff"));
+            if !nondiff && !crate::lower::is_constant_type(&pt.ty) {
+                struct_paths(&pt.ty, &mut paths.0);
+            }
+        }
+    }
+    if let syn::ReturnType::Type(_, t) = &f.sig.output {
+        struct_paths(t, &mut paths.0);
+    }
+    paths.visit_block(&f.block);
+    paths.0
 }
 
 /// The output of either attribute: the function as written (so the user
@@ -169,7 +265,7 @@ pub fn differentiable(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// generated items, else an internal error at the function's name.
 fn finish(
     item_fn: &syn::ItemFn,
-    clean: &syn::ItemFn,
+    clean: Option<&syn::ItemFn>,
     lowered: Option<Lowered>,
     errs: Errors,
     generate: impl FnOnce(&Lowered) -> Result<TokenStream, String>,
@@ -268,7 +364,7 @@ fn has_array(s: &Shape) -> bool {
     match s {
         Shape::Float(_) => false,
         Shape::Tuple(ss) => ss.iter().any(has_array),
-        Shape::Array(..) => true,
+        Shape::Array(..) | Shape::Struct(_) => true,
         // Passed as it is: the IR indexes it in place.
         Shape::Slice(..) => false,
     }
@@ -285,7 +381,16 @@ fn to_ir(e: TokenStream, s: &Shape, names: &mut Names) -> TokenStream {
     if let Shape::Slice(_, crate::lower::SliceKind::Vec) = s {
         return quote!(&#e);
     }
-    convert(e, s, names, true)
+    convert(e, s, names, Dir::Into)
+}
+
+/// Which way [`convert`] goes; out of the IR, a struct is rebuilt as its
+/// primal type or as its tangent.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Dir {
+    Into,
+    Tangent,
+    Primal,
 }
 
 /// A result's Rust value, tangent or cotangent of shape `s` to its IR
@@ -302,7 +407,7 @@ fn result_to_ir(e: TokenStream, s: &Shape, names: &mut Names) -> TokenStream {
         (Some(_), _) => return quote!(#e.into_flattened()),
         (None, _) => {}
     }
-    convert(e, s, names, true)
+    convert(e, s, names, Dir::Into)
 }
 
 /// The Rust length of a result of shape `s` (an array of run-time length)
@@ -314,8 +419,17 @@ fn result_len(y: &TokenStream, s: &Shape) -> TokenStream {
     }
 }
 
-/// IR representation to the Rust value of shape `s`; the flat cotangent
-/// of an array of rows is copied into rows.
+/// IR representation to the primal Rust value of shape `s` (a struct as
+/// the struct itself, see [`from_ir`]).
+fn primal_from_ir(e: TokenStream, s: &Shape, names: &mut Names) -> TokenStream {
+    match s {
+        Shape::Slice(..) => from_ir(e, s, names),
+        _ => convert(e, s, names, Dir::Primal),
+    }
+}
+
+/// IR representation to the Rust value of a tangent or cotangent of shape
+/// `s`; the flat cotangent of an array of rows is copied into rows.
 fn from_ir(e: TokenStream, s: &Shape, names: &mut Names) -> TokenStream {
     match s {
         Shape::Slice(_, kind) => match (s.row(), kind) {
@@ -328,18 +442,33 @@ fn from_ir(e: TokenStream, s: &Shape, names: &mut Names) -> TokenStream {
             (Some((_, m)), _) => quote!(::linear_ad::__private::rows::<_, #m>(#e)),
             (None, _) => e,
         },
-        _ => convert(e, s, names, false),
+        _ => convert(e, s, names, Dir::Tangent),
     }
 }
 
 /// Destructures `e` and rebuilds it with every array of `s` as a tuple
-/// (`into_ir`) or every such tuple as an array again.
-fn convert(e: TokenStream, s: &Shape, names: &mut Names, into_ir: bool) -> TokenStream {
+/// and every struct as the tuple of its flat value (`Dir::Into`), or
+/// every such tuple as an array or struct again.
+fn convert(e: TokenStream, s: &Shape, names: &mut Names, dir: Dir) -> TokenStream {
     if !has_array(s) {
         return e;
     }
+    let into_ir = dir == Dir::Into;
     let (parts, shapes): (Vec<syn::Ident>, Vec<&Shape>) = match s {
         Shape::Float(_) | Shape::Slice(..) => return e,
+        Shape::Struct(st) => {
+            let flat = crate::lower::flat_shape(s);
+            if into_ir {
+                let e = quote!(::linear_ad::__private::ToFlat::flat(&#e));
+                return convert(e, &flat, names, dir);
+            }
+            let ty = match dir {
+                Dir::Primal => s.primal(),
+                _ => st.tangent(),
+            };
+            let inner = convert(e, &flat, names, dir);
+            return quote!(<#ty as ::linear_ad::__private::FromFlat>::from_flat(#inner));
+        }
         Shape::Tuple(ss) => (
             ss.iter().map(|_| names_temp(names)).collect(),
             ss.iter().collect(),
@@ -352,7 +481,7 @@ fn convert(e: TokenStream, s: &Shape, names: &mut Names, into_ir: bool) -> Token
     let conv: Vec<TokenStream> = parts
         .iter()
         .zip(&shapes)
-        .map(|(p, s)| convert(quote!(#p), s, names, into_ir))
+        .map(|(p, s)| convert(quote!(#p), s, names, dir))
         .collect();
     let array = matches!(s, Shape::Array(..));
     let pat = if array && into_ir {

@@ -99,6 +99,10 @@ fn element_type(t: &syn::Type) -> Option<&syn::Type> {
 fn arrays_as_tuples(value: TokenStream, s: &Shape, next: &mut usize) -> TokenStream {
     let (parts, array) = match s {
         Shape::Float(_) | Shape::Slice(..) => return value,
+        Shape::Struct(st) => {
+            let flat = quote!(::linear_ad::__private::ToFlat::flat(&#value));
+            return arrays_as_tuples(flat, &st.flat(), next);
+        }
         Shape::Tuple(ss) => (ss.iter().collect::<Vec<_>>(), false),
         Shape::Array(e, n) => (vec![&**e; *n], true),
     };

@@ -40,6 +40,10 @@ mod exits;
 mod inactive;
 mod ops;
 mod place;
+mod structs;
+
+use crate::layout::Structs;
+pub use structs::{flat as flat_shape, StructShape};
 
 /// Inactive Rust code kept in place inside control flow: `code` reads the
 /// IR variables of its `const` expression's arguments through `params`.
@@ -112,6 +116,10 @@ pub enum Shape {
     /// rows as flat in place (`as_flattened`) and copies a flat cotangent
     /// into rows once, at the end.
     Slice(Box<Shape>, SliceKind),
+    /// A struct with `#[derive(Differentiable)]`, by value or by reference:
+    /// in the IR the tuple of its differentiable fields
+    /// ([`structs::StructShape`]).
+    Struct(std::rc::Rc<StructShape>),
 }
 
 impl SliceKind {
@@ -147,6 +155,7 @@ impl Shape {
             Shape::Float(f) => Ty::Real(*f),
             Shape::Tuple(s) => Ty::Tuple(s.iter().map(Shape::ty).collect()),
             Shape::Array(s, n) => Ty::Tuple(vec![s.ty(); *n]),
+            Shape::Struct(st) => Ty::Tuple(st.active().map(|(_, s)| s.ty()).collect()),
             Shape::Slice(s, kind) => match (&**s, kind) {
                 // A result built in a local array of rows.
                 (Shape::Array(e, m), SliceKind::Array(n)) => {
@@ -161,10 +170,19 @@ impl Shape {
         }
     }
 
-    /// The Rust type, as a parameter declares it (a tangent parameter of
-    /// `f_jvp` has the same type as its primal).
+    /// The Rust type of a tangent, as a parameter declares it (a tangent
+    /// parameter of `f_jvp` has the same type as its primal, but for a
+    /// struct, whose tangent is its derived tangent struct).
     pub fn rust(&self) -> TokenStream {
         match self {
+            Shape::Struct(st) => {
+                let t = st.tangent();
+                if st.by_ref {
+                    quote!(&#t)
+                } else {
+                    t
+                }
+            }
             Shape::Float(Float::F64) => quote!(f64),
             Shape::Float(Float::F32) => quote!(f32),
             Shape::Tuple(s) => {
@@ -205,7 +223,23 @@ impl Shape {
                 let ss = ss.iter().map(Shape::owned);
                 quote!((#(#ss,)*))
             }
+            Shape::Struct(st) => st.tangent(),
             Shape::Float(_) | Shape::Array(..) => self.rust(),
+        }
+    }
+
+    /// The Rust type of a primal result of this shape.
+    pub fn primal(&self) -> TokenStream {
+        match self {
+            Shape::Struct(st) => {
+                let p = &st.path;
+                quote!(#p)
+            }
+            Shape::Tuple(ss) => {
+                let ss = ss.iter().map(Shape::primal);
+                quote!((#(#ss,)*))
+            }
+            _ => self.rust(),
         }
     }
 
@@ -223,10 +257,20 @@ impl Shape {
     /// Whether this is an array read by index (or holds one).
     pub fn has_slice(&self) -> bool {
         match self {
-            Shape::Float(_) => false,
+            Shape::Float(_) | Shape::Struct(_) => false,
             Shape::Tuple(ss) => ss.iter().any(Shape::has_slice),
             Shape::Array(s, _) => s.has_slice(),
             Shape::Slice(..) => true,
+        }
+    }
+
+    /// Whether a derived struct is part of this shape.
+    pub fn has_struct(&self) -> bool {
+        match self {
+            Shape::Float(_) => false,
+            Shape::Struct(_) => true,
+            Shape::Tuple(ss) => ss.iter().any(Shape::has_struct),
+            Shape::Array(s, _) | Shape::Slice(s, _) => s.has_struct(),
         }
     }
 
@@ -234,6 +278,7 @@ impl Shape {
         match self {
             Shape::Float(f) => Some(*f),
             Shape::Tuple(s) => s.iter().find_map(Shape::float),
+            Shape::Struct(st) => st.active().find_map(|(_, s)| s.float()),
             Shape::Array(s, _) | Shape::Slice(s, _) => s.float(),
         }
     }
@@ -241,6 +286,11 @@ impl Shape {
     /// Reads a shape from a Rust type; `None` if it is not a float, tuple
     /// or array of them.
     pub fn from_type(t: &syn::Type) -> Option<Shape> {
+        Shape::from_type_in(t, &Structs::default())
+    }
+
+    /// [`Shape::from_type`], a path naming a struct of `structs` included.
+    pub fn from_type_in(t: &syn::Type, structs: &Structs) -> Option<Shape> {
         match t {
             syn::Type::Path(p) if p.qself.is_none() => {
                 if p.path.is_ident("f64") {
@@ -248,13 +298,15 @@ impl Shape {
                 } else if p.path.is_ident("f32") {
                     Some(Shape::Float(Float::F32))
                 } else {
-                    None
+                    StructShape::resolve(&p.path, false, structs)
+                        .ok()
+                        .map(|st| Shape::Struct(std::rc::Rc::new(st)))
                 }
             }
             syn::Type::Tuple(t) => t
                 .elems
                 .iter()
-                .map(Shape::from_type)
+                .map(|e| Shape::from_type_in(e, structs))
                 .collect::<Option<_>>()
                 .map(Shape::Tuple),
             syn::Type::Array(a) => {
@@ -265,10 +317,13 @@ impl Shape {
                     }) => i.base10_parse::<usize>().ok()?,
                     _ => return None,
                 };
-                Some(Shape::Array(Box::new(Shape::from_type(&a.elem)?), n))
+                Some(Shape::Array(
+                    Box::new(Shape::from_type_in(&a.elem, structs)?),
+                    n,
+                ))
             }
-            syn::Type::Paren(p) => Shape::from_type(&p.elem),
-            syn::Type::Group(g) => Shape::from_type(&g.elem),
+            syn::Type::Paren(p) => Shape::from_type_in(&p.elem, structs),
+            syn::Type::Group(g) => Shape::from_type_in(&g.elem, structs),
             _ => None,
         }
     }
@@ -277,8 +332,21 @@ impl Shape {
     /// array read by index: `&[T]`, `&[T; n]`, `&Vec<T>` or `Vec<T>` with
     /// `T` a float or a tuple of floats.
     pub fn from_param_type(t: &syn::Type) -> Option<Shape> {
-        if let Some(s) = Shape::from_type(t) {
+        Shape::from_param_type_in(t, &Structs::default())
+    }
+
+    /// [`Shape::from_param_type`], structs of `structs` (by value or by
+    /// reference) included.
+    pub fn from_param_type_in(t: &syn::Type, structs: &Structs) -> Option<Shape> {
+        if let Some(s) = Shape::from_type_in(t, structs) {
             return Some(s);
+        }
+        if let syn::Type::Reference(r) = t {
+            if let (None, syn::Type::Path(p)) = (r.mutability, &*r.elem) {
+                if let Ok(st) = StructShape::resolve(&p.path, true, structs) {
+                    return Some(Shape::Struct(std::rc::Rc::new(st)));
+                }
+            }
         }
         // A float, a tuple of floats, or a row of them (`[T; m]`, m > 0).
         let element = |t: &syn::Type| {
@@ -329,14 +397,14 @@ impl Shape {
     /// until [`Shape::built`] sees the body build it in a local array.
     /// Arrays are whole results only: a tuple of a linear array has no
     /// place in the IR's types (invariant 11 of [`crate::check`]).
-    pub fn from_result_type(t: &syn::Type) -> Option<Shape> {
+    pub fn from_result_type(t: &syn::Type, structs: &Structs) -> Option<Shape> {
         match t {
             syn::Type::Path(p) if p.path.segments.last().is_some_and(|s| s.ident == "Vec") => {
                 Shape::from_param_type(t)
             }
-            syn::Type::Paren(p) => Shape::from_result_type(&p.elem),
-            syn::Type::Group(g) => Shape::from_result_type(&g.elem),
-            _ => Shape::from_type(t),
+            syn::Type::Paren(p) => Shape::from_result_type(&p.elem, structs),
+            syn::Type::Group(g) => Shape::from_result_type(&g.elem, structs),
+            _ => Shape::from_type_in(t, structs),
         }
     }
 
@@ -373,6 +441,7 @@ impl Shape {
     fn has_array(&self) -> bool {
         match self {
             Shape::Float(_) => false,
+            Shape::Struct(st) => st.active().any(|(_, s)| s.has_array()),
             Shape::Tuple(ss) => ss.iter().any(Shape::has_array),
             Shape::Array(..) => true,
             Shape::Slice(s, _) => s.has_array(),
@@ -501,6 +570,17 @@ pub fn lower_fn(item: &syn::ItemFn, errs: &mut Errors) -> Option<Lowered> {
 
 /// Lowers `item` in the given mode.
 pub fn lower_fn_mode(item: &syn::ItemFn, errs: &mut Errors, mode: Mode) -> Option<Lowered> {
+    lower_fn_with(item, errs, mode, &Structs::default())
+}
+
+/// Lowers `item` in the given mode, knowing the layouts of the derived
+/// structs it names.
+pub fn lower_fn_with(
+    item: &syn::ItemFn,
+    errs: &mut Errors,
+    mode: Mode,
+    structs: &Structs,
+) -> Option<Lowered> {
     let sig = &item.sig;
     signature_checks(sig, errs);
     if !sig.generics.params.is_empty() {
@@ -508,8 +588,9 @@ pub fn lower_fn_mode(item: &syn::ItemFn, errs: &mut Errors, mode: Mode) -> Optio
         // too would only repeat this error.
         return None;
     }
-    let ret = result_shape(sig, mode, errs);
+    let ret = result_shape(sig, mode, structs, errs);
     let mut l = Lowerer::new(mode, errs, sig.ident.to_string());
+    l.structs = structs.clone();
     let (params, nl_params) = l.params(sig);
     if mode == Mode::Linear && l.linear_params.is_empty() && l.errs.is_empty() {
         l.errs.spanned(
@@ -617,7 +698,12 @@ fn array_interface(ret: &Shape, params: &[Param]) -> bool {
 }
 
 /// The shape of `sig`'s result, or `None` with the error reported.
-fn result_shape(sig: &syn::Signature, mode: Mode, errs: &mut Errors) -> Option<Shape> {
+fn result_shape(
+    sig: &syn::Signature,
+    mode: Mode,
+    structs: &Structs,
+    errs: &mut Errors,
+) -> Option<Shape> {
     let syn::ReturnType::Type(_, t) = &sig.output else {
         errs.spanned(
             &sig.ident,
@@ -625,7 +711,15 @@ fn result_shape(sig: &syn::Signature, mode: Mode, errs: &mut Errors) -> Option<S
         );
         return None;
     };
-    match Shape::from_result_type(t) {
+    match Shape::from_result_type(t, structs) {
+        None if struct_problem(t, structs).is_some() => {
+            errs.spanned(t, struct_problem(t, structs).unwrap_or_default());
+            None
+        }
+        Some(s) if has_constants(&s) => {
+            errs.spanned(t, "a struct with constant fields (integers, `bool`s, `#[nondiff]`) cannot be a result yet: its tangent could not rebuild them; return the differentiable fields in a struct of their own");
+            None
+        }
         None if holds_vec(t) => {
             errs.spanned(t, "a tuple holding an array is not supported as a result yet: return the array alone (`-> Vec<f64>`) and compute the other parts in a function of their own");
             None
@@ -640,6 +734,34 @@ fn result_shape(sig: &syn::Signature, mode: Mode, errs: &mut Errors) -> Option<S
             None
         }
         s => s,
+    }
+}
+
+/// Why the struct a type names is not a differentiable value, if it
+/// names a derived struct that has a field no function holds yet.
+fn struct_problem(t: &syn::Type, structs: &Structs) -> Option<String> {
+    let path = match t {
+        syn::Type::Path(p) => &p.path,
+        syn::Type::Reference(r) => match &*r.elem {
+            syn::Type::Path(p) => &p.path,
+            _ => return None,
+        },
+        _ => return None,
+    };
+    structs.get(path)?;
+    StructShape::resolve(path, false, structs).err()
+}
+
+/// Whether a struct in `s` has constant fields.
+fn has_constants(s: &Shape) -> bool {
+    match s {
+        Shape::Struct(st) => st
+            .fields
+            .iter()
+            .any(|(_, f)| f.as_ref().is_none_or(has_constants)),
+        Shape::Tuple(ss) => ss.iter().any(has_constants),
+        Shape::Array(e, _) | Shape::Slice(e, _) => has_constants(e),
+        Shape::Float(_) => false,
     }
 }
 
@@ -704,7 +826,11 @@ impl Lowerer<'_> {
                 });
                 continue;
             }
-            let Some(shape) = Shape::from_param_type(&ty) else {
+            if let Some(msg) = struct_problem(&ty, &self.structs) {
+                self.errs.spanned(&ty, msg);
+                continue;
+            }
+            let Some(shape) = Shape::from_param_type_in(&ty, &self.structs) else {
                 self.errs.spanned(&ty, format!(
                     "unsupported parameter type `{}`: differentiable parameters are f32, f64, tuples and fixed-size arrays of them, and arrays read by index (`&[T]`, `&[T; N]`, `&Vec<T>`, `Vec<T>` with `T` a float, a tuple of floats or a fixed-size array of them); integers and bools are constants; mark any other parameter `#[nondiff]` to use it as a constant",
                     show_type(&ty)
@@ -740,6 +866,9 @@ impl Lowerer<'_> {
             } else {
                 Val::Active(v.clone(), ty_ir)
             };
+            if matches!(shape, Shape::Struct(_)) {
+                self.struct_param(&v, &pat);
+            }
             self.bind_pattern(&pat, value);
             strip_mut(&mut pat);
             params.push(Param {
@@ -861,6 +990,11 @@ struct Lowerer<'a> {
     /// Whether `#[nondiff]` data may be read as data arrays (see
     /// `lower_fn_mode`).
     data_ok: bool,
+    /// The layouts of the derived structs the function names.
+    structs: Structs,
+    /// Struct parameters read by their own name, by IR variable: their
+    /// constant fields are read from them.
+    struct_params: HashMap<Var, syn::Ident>,
 }
 
 impl<'e> Lowerer<'e> {
@@ -898,6 +1032,8 @@ impl<'e> Lowerer<'e> {
             hoisted_consts: HashMap::default(),
             data_arrays: HashMap::default(),
             data_ok: false,
+            structs: Structs::default(),
+            struct_params: HashMap::default(),
         }
     }
 }
@@ -1444,6 +1580,8 @@ impl Lowerer<'_> {
                 self.annotated = None;
             }
             syn::Pat::Paren(pp) => self.bind_pattern(&pp.pat, v),
+            syn::Pat::Struct(ps) => self.bind_struct_pattern(p, &ps.path, v),
+            syn::Pat::TupleStruct(ts) => self.bind_struct_pattern(p, &ts.path, v),
             syn::Pat::Wild(_) => {}
             syn::Pat::Tuple(syn::PatTuple { elems, .. })
             | syn::Pat::Slice(syn::PatSlice { elems, .. }) => match v {
@@ -1699,11 +1837,16 @@ impl Lowerer<'_> {
         } else {
             b
         };
-        // The same variable, written: an array keeps its rows.
-        if let (Binding::Active(new, Ty::Array(..), _), Some(Binding::Active(old, _, _))) =
+        // The same variable, written: an array keeps its rows, a struct
+        // its fields.
+        if let (Binding::Active(new, new_ty, _), Some(Binding::Active(old, old_ty, _))) =
             (&b, self.lookup(name))
         {
-            if let Some(shape) = self.shapes.get(old).cloned() {
+            let keep = match self.shapes.get(old) {
+                Some(Shape::Struct(_)) => new_ty == old_ty,
+                _ => matches!(new_ty, Ty::Array(..)),
+            };
+            if let Some(shape) = self.shapes.get(old).cloned().filter(|_| keep) {
                 self.shapes.entry(new.clone()).or_insert(shape);
             }
         }
@@ -2016,14 +2159,8 @@ impl Lowerer<'_> {
                     .collect();
                 self.aggregate(vals, true, hint)
             }
-            syn::Expr::Field(f) => {
-                let syn::Member::Unnamed(idx) = &f.member else {
-                    self.errs.spanned(&f.member, "named fields are not supported: differentiable values are floats, tuples and arrays");
-                    return self.placeholder();
-                };
-                let base = self.expr(&f.base, hint);
-                self.select(base, idx.index as usize, f.span())
-            }
+            syn::Expr::Field(f) => self.field_expr(f, hint),
+            syn::Expr::Struct(s) => self.struct_expr(s, hint),
             syn::Expr::Index(ix) => self.index_expr(ix, hint),
             syn::Expr::Block(b) if b.label.is_none() => {
                 self.scopes.push(HashMap::default());

@@ -182,6 +182,11 @@ impl Lowerer<'_> {
                 let v = self.opaque_code((code, vec![p]), vec![x.clone()], Ty::Int);
                 Val::Active(v, Ty::Int)
             }
+            // A constant field of a struct parameter (`p.n as f64`).
+            (_, Val::Inactive(t)) => {
+                let ty = &c.ty;
+                Val::Inactive(quote!((#t as #ty)))
+            }
             _ => {
                 if self.mode == Mode::Linear {
                     let names = self.linear_names(e.to_token_stream());

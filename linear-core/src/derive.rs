@@ -1,0 +1,466 @@
+//! `#[derive(Differentiable)]`: a struct's tangent struct, its
+//! vector-space operations, and its layout macro ([`crate::layout`]).
+//!
+//! For `struct Particle { pos: [f64; 3], vel: [f64; 3], mass: f64, id:
+//! usize }` it generates, beside the struct and with its visibility:
+//!
+//! * `ParticleTangent { pos, vel, mass }`: the differentiable fields
+//!   (floats, fixed-size arrays, tuples, `Vec`s and derived structs; not
+//!   integers, `bool`s or `#[nondiff]` fields), each of its tangent type;
+//!   `Clone`, `Debug`, `PartialEq`, `Default` (the zero), `Copy` when
+//!   every field is, and `Add`, `Sub`, `Neg`, `Mul<F>` with `F` the
+//!   struct's float type;
+//! * `impl linear_ad::Differentiable for Particle`;
+//! * the conversions to the flat tuple the IR sees (`ToFlat`, and
+//!   `FromFlat` where the struct has no constant field);
+//! * the layout macro `Particle!`, which `#[differentiable]` functions
+//!   read the fields from.
+//!
+//! A struct whose fields name other structs first collects their layouts
+//! (a [`Job`] of kind [`Kind::Derive`]), to embed them in its own and to
+//! know whether its tangent is `Copy`.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned};
+use syn::spanned::Spanned;
+
+use crate::layout::{struct_paths, Job, Kind, Layout, Structs};
+use crate::lower::Errors;
+
+/// What a field of a derived struct is to differentiation.
+enum Field {
+    /// An integer, `bool` or `#[nondiff]` field: no tangent.
+    Constant,
+    /// A differentiable field; `copy` when its tangent is `Copy`, `flat`
+    /// when it converts to the IR's flat value (no `Vec` in it).
+    Active { copy: bool, flat: bool },
+}
+
+/// Expands `#[derive(Differentiable)] item`.
+pub fn derive(item: TokenStream) -> TokenStream {
+    let input: syn::DeriveInput = match syn::parse2(item) {
+        Ok(i) => i,
+        Err(e) => return e.to_compile_error(),
+    };
+    let mut errs = Errors::default();
+    let syn::Data::Struct(data) = &input.data else {
+        let what = match &input.data {
+            syn::Data::Enum(_) => "an enum",
+            _ => "a union",
+        };
+        errs.spanned(&input.ident, format!("`Differentiable` cannot be derived for {what}: its tangent would depend on the variant; derive it for structs"));
+        return errs.into_compile_errors();
+    };
+    if !input.generics.params.is_empty() {
+        errs.spanned(&input.generics, "`Differentiable` cannot be derived for a generic struct yet: write the struct for f64 or f32");
+    }
+    if matches!(data.fields, syn::Fields::Unit) {
+        errs.spanned(
+            &input.ident,
+            "`Differentiable` needs fields: a unit struct has no tangent",
+        );
+    }
+    let mut pending = Vec::new();
+    for f in &data.fields {
+        if !is_nondiff(f) && !crate::lower::is_constant_type(&f.ty) {
+            check_field_type(&f.ty, &mut errs);
+            struct_paths(&f.ty, &mut pending);
+        }
+    }
+    if !errs.is_empty() {
+        return errs.into_compile_errors();
+    }
+    let item = minimal(&input, data);
+    Job {
+        kind: Kind::Derive,
+        attr: TokenStream::new(),
+        item: quote!(#item),
+        known: Structs::default(),
+        pending,
+    }
+    .next()
+}
+
+fn is_nondiff(f: &syn::Field) -> bool {
+    f.attrs.iter().any(|a| a.path().is_ident("nondiff"))
+}
+
+/// The struct as its layout records it: no attributes but `#[nondiff]`,
+/// no generics.
+fn minimal(input: &syn::DeriveInput, data: &syn::DataStruct) -> syn::ItemStruct {
+    let mut fields = data.fields.clone();
+    for f in fields.iter_mut() {
+        f.attrs.retain(|a| a.path().is_ident("nondiff"));
+    }
+    let (vis, ident) = (&input.vis, &input.ident);
+    let semi = matches!(fields, syn::Fields::Unnamed(_)).then(|| quote!(;));
+    syn::parse_quote!(#vis struct #ident #fields #semi)
+}
+
+/// Reports a differentiable field's type that has no tangent.
+fn check_field_type(t: &syn::Type, errs: &mut Errors) {
+    match t {
+        syn::Type::Path(p) if p.qself.is_none() => {
+            let Some(last) = p.path.segments.last() else {
+                return;
+            };
+            let std = ["String", "Option", "Box", "HashMap", "Result", "char", "str"];
+            if std.iter().any(|n| last.ident == n) {
+                errs.spanned(t, format!("a field of type `{}` has no tangent: mark it `#[nondiff]`", last.ident));
+            } else if last.ident == "Vec" {
+                if let syn::PathArguments::AngleBracketed(a) = &last.arguments {
+                    for arg in &a.args {
+                        if let syn::GenericArgument::Type(t) = arg {
+                            check_field_type(t, errs);
+                        }
+                    }
+                }
+            } else if !last.arguments.is_none() {
+                errs.spanned(t, "a field of a generic type is not supported yet: write the concrete type, or mark the field `#[nondiff]`");
+            }
+        }
+        syn::Type::Tuple(t) => t.elems.iter().for_each(|e| check_field_type(e, errs)),
+        syn::Type::Array(a) => check_field_type(&a.elem, errs),
+        syn::Type::Paren(p) => check_field_type(&p.elem, errs),
+        syn::Type::Reference(_) => errs.spanned(t, "a reference field has no tangent the struct could own: store the value, or mark the field `#[nondiff]`"),
+        _ => errs.spanned(t, "this field type has no tangent: use floats, fixed-size arrays, tuples, `Vec`s and derived structs, or mark the field `#[nondiff]`"),
+    }
+}
+
+/// The tangent type of a differentiable field type.
+fn tangent_ty(t: &syn::Type) -> TokenStream {
+    match t {
+        syn::Type::Path(p) if p.path.is_ident("f64") || p.path.is_ident("f32") => quote!(#t),
+        syn::Type::Path(p) if p.path.segments.last().is_some_and(|s| s.ident == "Vec") => {
+            let inner = vec_elem(p).map(tangent_ty).unwrap_or_else(|| quote!(#t));
+            quote!(::std::vec::Vec<#inner>)
+        }
+        syn::Type::Path(_) => quote!(<#t as ::linear_ad::Differentiable>::Tangent),
+        syn::Type::Tuple(tu) => {
+            let e = tu.elems.iter().map(tangent_ty);
+            quote!((#(#e,)*))
+        }
+        syn::Type::Array(a) => {
+            let (e, n) = (tangent_ty(&a.elem), &a.len);
+            quote!([#e; #n])
+        }
+        syn::Type::Paren(p) => tangent_ty(&p.elem),
+        other => quote!(#other),
+    }
+}
+
+fn vec_elem(p: &syn::TypePath) -> Option<&syn::Type> {
+    let syn::PathArguments::AngleBracketed(a) = &p.path.segments.last()?.arguments else {
+        return None;
+    };
+    a.args.iter().find_map(|g| match g {
+        syn::GenericArgument::Type(t) => Some(t),
+        _ => None,
+    })
+}
+
+/// Whether a differentiable field type's tangent is `Copy` and whether it
+/// converts to a flat value, knowing the layouts of the structs it names.
+fn classify(t: &syn::Type, known: &Structs) -> (bool, bool) {
+    match t {
+        syn::Type::Path(p) if p.path.is_ident("f64") || p.path.is_ident("f32") => (true, true),
+        syn::Type::Path(p) if p.path.segments.last().is_some_and(|s| s.ident == "Vec") => {
+            (false, false)
+        }
+        syn::Type::Path(p) => match known.get(&p.path) {
+            Some(l) => {
+                let fields = fields_of(&l.item, &l.nested);
+                let copy = fields
+                    .iter()
+                    .all(|(_, f)| !matches!(f, Field::Active { copy: false, .. }));
+                let flat = fields
+                    .iter()
+                    .all(|(_, f)| !matches!(f, Field::Active { flat: false, .. }));
+                (copy, flat)
+            }
+            None => (false, false),
+        },
+        syn::Type::Tuple(tu) => tu
+            .elems
+            .iter()
+            .map(|e| classify(e, known))
+            .fold((true, true), |a, b| (a.0 && b.0, a.1 && b.1)),
+        syn::Type::Array(a) => classify(&a.elem, known),
+        syn::Type::Paren(p) => classify(&p.elem, known),
+        _ => (false, false),
+    }
+}
+
+/// Each field of `item` and what it is.
+fn fields_of<'a>(item: &'a syn::ItemStruct, known: &Structs) -> Vec<(&'a syn::Field, Field)> {
+    item.fields
+        .iter()
+        .map(|f| {
+            let kind = if is_nondiff(f) || crate::lower::is_constant_type(&f.ty) {
+                Field::Constant
+            } else {
+                let (copy, flat) = classify(&f.ty, known);
+                Field::Active { copy, flat }
+            };
+            (f, kind)
+        })
+        .collect()
+}
+
+/// The struct's float type: that of its first float field, nested
+/// structs included; `f64` when none says.
+fn float_of(item: &syn::ItemStruct, known: &Structs) -> TokenStream {
+    fn find(t: &syn::Type, known: &Structs) -> Option<TokenStream> {
+        match t {
+            syn::Type::Path(p) if p.path.is_ident("f64") => Some(quote!(f64)),
+            syn::Type::Path(p) if p.path.is_ident("f32") => Some(quote!(f32)),
+            syn::Type::Path(p) => match p.path.segments.last() {
+                Some(s) if s.ident == "Vec" => vec_elem(p).and_then(|e| find(e, known)),
+                _ => {
+                    let l = known.get(&p.path)?;
+                    l.item.fields.iter().find_map(|f| find(&f.ty, &l.nested))
+                }
+            },
+            syn::Type::Tuple(tu) => tu.elems.iter().find_map(|e| find(e, known)),
+            syn::Type::Array(a) => find(&a.elem, known),
+            syn::Type::Paren(p) => find(&p.elem, known),
+            _ => None,
+        }
+    }
+    fields_of(item, known)
+        .iter()
+        .filter(|(_, k)| matches!(k, Field::Active { .. }))
+        .find_map(|(f, _)| find(&f.ty, known))
+        .unwrap_or_else(|| quote!(f64))
+}
+
+/// The derive's output once the layouts of the structs the fields name
+/// are `known`.
+pub fn finish(item: TokenStream, known: &Structs) -> TokenStream {
+    let item: syn::ItemStruct = match syn::parse2(item) {
+        Ok(i) => i,
+        Err(e) => return e.to_compile_error(),
+    };
+    let fields = fields_of(&item, known);
+    let active: Vec<(&syn::Field, syn::Member)> = fields
+        .iter()
+        .enumerate()
+        .filter(|(_, (_, k))| matches!(k, Field::Active { .. }))
+        .map(|(i, (f, _))| (*f, member(f, i)))
+        .collect();
+    // The tangent of a tuple struct numbers its fields anew, without the
+    // constant ones.
+    let tangent_members: Vec<syn::Member> = active
+        .iter()
+        .enumerate()
+        .map(|(i, (f, m))| match m {
+            syn::Member::Named(_) => m.clone(),
+            syn::Member::Unnamed(_) => member(f, i),
+        })
+        .collect();
+    let copy = fields
+        .iter()
+        .all(|(_, k)| !matches!(k, Field::Active { copy: false, .. }));
+    let flat = fields
+        .iter()
+        .all(|(_, k)| !matches!(k, Field::Active { flat: false, .. }));
+    let constants = fields.iter().any(|(_, k)| matches!(k, Field::Constant));
+    let name = &item.ident;
+    let tan = format_ident!("{}Tangent", name);
+    let float = float_of(&item, known);
+    let tangent = tangent_struct(&item, &active, &tangent_members, &tan, copy);
+    let ops = tangent_ops(&tan, &tangent_members, &float);
+    let layout = Layout {
+        item: item.clone(),
+        nested: known.clone(),
+    };
+    let layout_macro = layout_macro(name, &layout);
+    let conversions = if flat {
+        conversions(name, &tan, &active, &tangent_members, !constants)
+    } else {
+        quote!()
+    };
+    quote! {
+        #tangent
+        #ops
+        impl ::linear_ad::Differentiable for #name {
+            type Tangent = #tan;
+        }
+        impl ::linear_ad::Differentiable for #tan {
+            type Tangent = #tan;
+        }
+        #conversions
+        #layout_macro
+    }
+}
+
+fn member(f: &syn::Field, i: usize) -> syn::Member {
+    match &f.ident {
+        Some(id) => syn::Member::Named(id.clone()),
+        None => syn::Member::Unnamed(syn::Index {
+            index: i as u32,
+            span: f.ty.span(),
+        }),
+    }
+}
+
+/// `<Name>Tangent`, with the struct's visibility and its fields'.
+fn tangent_struct(
+    item: &syn::ItemStruct,
+    active: &[(&syn::Field, syn::Member)],
+    members: &[syn::Member],
+    tan: &syn::Ident,
+    copy: bool,
+) -> TokenStream {
+    let vis = &item.vis;
+    let doc = format!("The tangent (and cotangent) of a [`{}`]: its differentiable fields, generated by `#[derive(Differentiable)]`.", item.ident);
+    let copy = copy.then(|| quote!(Copy,));
+    let fields = active.iter().map(|(f, _)| {
+        let (fvis, ty) = (&f.vis, tangent_ty(&f.ty));
+        match &f.ident {
+            Some(id) => quote!(#fvis #id: #ty),
+            None => quote!(#fvis #ty),
+        }
+    });
+    let zeros = members
+        .iter()
+        .map(|m| quote!(#m: ::linear_ad::__private::Zero::zero()));
+    let body = if matches!(item.fields, syn::Fields::Unnamed(_)) {
+        quote!((#(#fields,)*);)
+    } else {
+        quote!({ #(#fields,)* })
+    };
+    quote! {
+        #[doc = #doc]
+        #[derive(Clone, #copy Debug, PartialEq)]
+        #vis struct #tan #body
+        impl ::core::default::Default for #tan {
+            /// The zero tangent.
+            fn default() -> Self {
+                #tan { #(#zeros,)* }
+            }
+        }
+        impl ::linear_ad::__private::Zero for #tan {
+            fn zero() -> Self {
+                ::core::default::Default::default()
+            }
+        }
+    }
+}
+
+/// `Add`, `Sub`, `Neg`, `Mul<F>` and `Linear<F>` on the tangent, field by
+/// field.
+fn tangent_ops(tan: &syn::Ident, m: &[syn::Member], float: &TokenStream) -> TokenStream {
+    let lin = quote!(::linear_ad::__private::Linear::<#float>);
+    quote! {
+        impl ::linear_ad::__private::Linear<#float> for #tan {
+            fn add(self, other: Self) -> Self {
+                #tan { #(#m: #lin::add(self.#m, other.#m),)* }
+            }
+            fn sub(self, other: Self) -> Self {
+                #tan { #(#m: #lin::sub(self.#m, other.#m),)* }
+            }
+            fn neg(self) -> Self {
+                #tan { #(#m: #lin::neg(self.#m),)* }
+            }
+            fn scale(self, s: #float) -> Self {
+                #tan { #(#m: #lin::scale(self.#m, s),)* }
+            }
+        }
+        impl ::core::ops::Add for #tan {
+            type Output = #tan;
+            fn add(self, other: #tan) -> #tan {
+                #lin::add(self, other)
+            }
+        }
+        impl ::core::ops::Sub for #tan {
+            type Output = #tan;
+            fn sub(self, other: #tan) -> #tan {
+                #lin::sub(self, other)
+            }
+        }
+        impl ::core::ops::Neg for #tan {
+            type Output = #tan;
+            fn neg(self) -> #tan {
+                #lin::neg(self)
+            }
+        }
+        impl ::core::ops::Mul<#float> for #tan {
+            type Output = #tan;
+            fn mul(self, s: #float) -> #tan {
+                #lin::scale(self, s)
+            }
+        }
+    }
+}
+
+/// `ToFlat` for the struct and its tangent; `FromFlat` for the tangent,
+/// and for the struct when it has no constant field (`rebuild`).
+fn conversions(
+    name: &syn::Ident,
+    tan: &syn::Ident,
+    active: &[(&syn::Field, syn::Member)],
+    tangent_members: &[syn::Member],
+    rebuild: bool,
+) -> TokenStream {
+    let m: Vec<&syn::Member> = active.iter().map(|(_, m)| m).collect();
+    let tm: Vec<&syn::Member> = tangent_members.iter().collect();
+    let idx = (0..active.len()).map(syn::Index::from).collect::<Vec<_>>();
+    let tys: Vec<&syn::Type> = active.iter().map(|(f, _)| &f.ty).collect();
+    let ttys: Vec<TokenStream> = tys.iter().map(|t| tangent_ty(t)).collect();
+    let flat = quote!(::linear_ad::__private::ToFlat);
+    let from = quote!(::linear_ad::__private::FromFlat);
+    let to_flat = |ty: &dyn quote::ToTokens, tys: &[TokenStream], m: &[&syn::Member]| {
+        quote! {
+            impl #flat for #ty {
+                type Flat = (#(<#tys as #flat>::Flat,)*);
+                #[inline]
+                fn flat(&self) -> Self::Flat {
+                    (#(#flat::flat(&self.#m),)*)
+                }
+            }
+        }
+    };
+    let from_flat = |ty: &dyn quote::ToTokens, m: &[&syn::Member]| {
+        quote! {
+            impl #from for #ty {
+                #[inline]
+                fn from_flat(flat: Self::Flat) -> Self {
+                    #ty { #(#m: #from::from_flat(flat.#idx),)* }
+                }
+            }
+        }
+    };
+    let primal_tys: Vec<TokenStream> = tys.iter().map(|t| quote!(#t)).collect();
+    let primal = to_flat(name, &primal_tys, &m);
+    let tangent = to_flat(tan, &ttys, &tm);
+    let tangent_from = from_flat(tan, &tm);
+    let primal_from = rebuild.then(|| from_flat(name, &m));
+    quote!(#primal #tangent #tangent_from #primal_from)
+}
+
+/// The layout macro `Name!` in a hidden module, re-exported beside the
+/// struct so it resolves wherever the struct's name does.
+fn layout_macro(name: &syn::Ident, layout: &Layout) -> TokenStream {
+    let module = format_ident!("__linear_ad_layout_{}", name);
+    let site = Span::mixed_site();
+    let state = syn::Ident::new("state", site);
+    let dollar = quote_spanned!(site=> $);
+    quote! {
+        #[doc(hidden)]
+        #[allow(non_snake_case)]
+        mod #module {
+            #[allow(unused_macros)]
+            macro_rules! #name {
+                (@__linear_ad_layout #dollar(#dollar #state:tt)*) => {
+                    ::linear_ad::__private::__resume! { (#layout) #dollar(#dollar #state)* }
+                };
+            }
+            #[allow(unused_imports)]
+            pub(crate) use #name;
+        }
+        #[doc(hidden)]
+        #[allow(unused_imports)]
+        pub(crate) use #module::#name;
+    }
+}

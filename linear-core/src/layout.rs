@@ -1,0 +1,266 @@
+//! How a macro learns the fields of a struct defined elsewhere.
+//!
+//! A proc macro sees only the item it is on: `#[differentiable] fn f(p:
+//! Particle)` cannot read `Particle`'s fields, and neither can
+//! `#[derive(Differentiable)]` on a struct with a `Particle` field. So
+//! `#[derive(Differentiable)] struct Particle` also defines a
+//! `macro_rules!` macro named `Particle` (macros and types live in
+//! different namespaces, so `use physics::Particle;` imports both, and
+//! the macro resolves wherever the type does). The macro holds the
+//! struct's *layout*: its definition, with the layouts of the structs its
+//! fields name embedded, so a layout is complete on its own.
+//!
+//! A macro that needs layouts builds a [`Job`]: what it will expand (the
+//! function, or the struct being derived), the layouts known so far and
+//! the struct paths still pending. While one is pending it expands to a
+//! call of that struct's layout macro, at the path as the user wrote it,
+//! passing the job along; the layout macro expands to
+//! `linear_ad::__private::__resume! { (layout) job }`, and [`resume`]
+//! records the layout and asks for the next. With none pending, the job
+//! runs. A path that names no derived struct fails to resolve as a
+//! macro, and rustc reports it at the user's type.
+//!
+//! Invariant: every layout's fields name structs only through its
+//! `nested` layouts (resolved at the struct's definition, where its
+//! field types are in scope), never through the function's scope.
+
+use std::rc::Rc;
+
+use proc_macro2::{Span, TokenStream};
+use quote::{quote, quote_spanned, ToTokens};
+use syn::parse::{Parse, ParseStream};
+use syn::spanned::Spanned;
+
+/// A struct's definition and the layouts of the structs its fields name.
+#[derive(Debug)]
+pub struct Layout {
+    pub item: syn::ItemStruct,
+    pub nested: Structs,
+}
+
+/// Layouts by the path that names them (as a function or an enclosing
+/// struct writes it).
+#[derive(Clone, Debug, Default)]
+pub struct Structs(Vec<(syn::Path, Rc<Layout>)>);
+
+/// A path's text without spaces: `physics :: Particle` is
+/// `physics::Particle`.
+fn key(p: &syn::Path) -> String {
+    p.to_token_stream().to_string().replace(' ', "")
+}
+
+impl Structs {
+    pub fn get(&self, p: &syn::Path) -> Option<&Rc<Layout>> {
+        let k = key(p);
+        self.0.iter().find(|(q, _)| key(q) == k).map(|(_, l)| l)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    fn insert(&mut self, p: syn::Path, l: Rc<Layout>) {
+        if self.get(&p).is_none() {
+            self.0.push((p, l));
+        }
+    }
+
+    fn contains(&self, p: &syn::Path) -> bool {
+        self.get(p).is_some()
+    }
+}
+
+impl ToTokens for Layout {
+    fn to_tokens(&self, out: &mut TokenStream) {
+        let item = &self.item;
+        let nested = &self.nested;
+        out.extend(quote!({ #item } [ #nested ]));
+    }
+}
+
+impl ToTokens for Structs {
+    fn to_tokens(&self, out: &mut TokenStream) {
+        for (p, l) in &self.0 {
+            let l = &**l;
+            out.extend(quote!((#p) (#l)));
+        }
+    }
+}
+
+impl Parse for Layout {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        let item;
+        syn::braced!(item in input);
+        let item = item.parse()?;
+        let nested;
+        syn::bracketed!(nested in input);
+        let nested = nested.parse()?;
+        Ok(Layout { item, nested })
+    }
+}
+
+impl Parse for Structs {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        let mut out = Structs::default();
+        while !input.is_empty() {
+            let (p, l);
+            syn::parenthesized!(p in input);
+            let p: syn::Path = p.parse()?;
+            syn::parenthesized!(l in input);
+            let l: Layout = l.parse()?;
+            out.insert(p, Rc::new(l));
+        }
+        Ok(out)
+    }
+}
+
+/// Types a function or struct may name that are not structs to look up.
+const NOT_STRUCTS: [&str; 24] = [
+    "f32", "f64", "i8", "i16", "i32", "i64", "i128", "isize", "u8", "u16", "u32", "u64", "u128",
+    "usize", "bool", "char", "str", "String", "Vec", "Option", "Box", "Self", "Result", "HashMap",
+];
+
+/// The paths in `t` that may name derived structs: plain paths without
+/// generic arguments, other than the primitive and standard types above,
+/// inside references, tuples, arrays, slices and `Vec`.
+pub fn struct_paths(t: &syn::Type, out: &mut Vec<syn::Path>) {
+    match t {
+        syn::Type::Path(p) if p.qself.is_none() => {
+            let Some(last) = p.path.segments.last() else {
+                return;
+            };
+            if last.ident == "Vec" {
+                if let syn::PathArguments::AngleBracketed(a) = &last.arguments {
+                    for arg in &a.args {
+                        if let syn::GenericArgument::Type(t) = arg {
+                            struct_paths(t, out);
+                        }
+                    }
+                }
+                return;
+            }
+            let plain = p.path.segments.iter().all(|s| s.arguments.is_none());
+            if plain && !NOT_STRUCTS.iter().any(|n| last.ident == n) && !out.contains(&p.path) {
+                out.push(p.path.clone());
+            }
+        }
+        syn::Type::Reference(r) => struct_paths(&r.elem, out),
+        syn::Type::Tuple(t) => t.elems.iter().for_each(|e| struct_paths(e, out)),
+        syn::Type::Array(a) => struct_paths(&a.elem, out),
+        syn::Type::Slice(s) => struct_paths(&s.elem, out),
+        syn::Type::Paren(p) => struct_paths(&p.elem, out),
+        syn::Type::Group(g) => struct_paths(&g.elem, out),
+        _ => {}
+    }
+}
+
+/// What a [`Job`] expands once every layout it needs is known.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// `#[differentiable(attr)] item`; the function itself was emitted
+    /// when the job started.
+    Differentiable,
+    /// `#[derive(Differentiable)] item`.
+    Derive,
+}
+
+/// An expansion waiting for struct layouts.
+pub struct Job {
+    pub kind: Kind,
+    pub attr: TokenStream,
+    pub item: TokenStream,
+    pub known: Structs,
+    pub pending: Vec<syn::Path>,
+}
+
+impl ToTokens for Job {
+    fn to_tokens(&self, out: &mut TokenStream) {
+        let kind = match self.kind {
+            Kind::Differentiable => quote!(differentiable),
+            Kind::Derive => quote!(derive),
+        };
+        let (attr, item, known) = (&self.attr, &self.item, &self.known);
+        let pending = &self.pending;
+        out.extend(quote!(#kind (#attr) { #item } [ #known ] [ #((#pending))* ]));
+    }
+}
+
+impl Parse for Job {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        let kind: syn::Ident = input.parse()?;
+        let kind = match kind.to_string().as_str() {
+            "differentiable" => Kind::Differentiable,
+            "derive" => Kind::Derive,
+            _ => return Err(syn::Error::new(kind.span(), "unknown job")),
+        };
+        let (attr, item, known, pending);
+        syn::parenthesized!(attr in input);
+        syn::braced!(item in input);
+        syn::bracketed!(known in input);
+        syn::bracketed!(pending in input);
+        let mut paths = Vec::new();
+        while !pending.is_empty() {
+            let p;
+            syn::parenthesized!(p in pending);
+            paths.push(p.parse()?);
+        }
+        Ok(Job {
+            kind,
+            attr: attr.parse()?,
+            item: item.parse()?,
+            known: known.parse()?,
+            pending: paths,
+        })
+    }
+}
+
+impl Job {
+    /// The next step: a call of the first pending struct's layout macro,
+    /// or, with none pending, the job's expansion.
+    pub fn next(mut self) -> TokenStream {
+        self.pending.retain(|p| !self.known.contains(p));
+        let Some(first) = self.pending.first().cloned() else {
+            return match self.kind {
+                Kind::Differentiable => {
+                    crate::expand::differentiable_with(self.attr, self.item, &self.known)
+                }
+                Kind::Derive => crate::derive::finish(self.item, &self.known),
+            };
+        };
+        // Spanned at the user's path, so that a struct without the derive
+        // is reported there.
+        let bang = quote_spanned!(first.span()=> !);
+        quote!(#first #bang { @__linear_ad_layout #self })
+    }
+}
+
+/// `__resume! { (layout) job }`: records the layout delivered for the
+/// job's first pending path and takes the next step.
+pub fn resume(input: TokenStream) -> TokenStream {
+    let parsed = syn::parse::Parser::parse2(
+        |input: ParseStream| {
+            let l;
+            syn::parenthesized!(l in input);
+            let l: Layout = l.parse()?;
+            let job: Job = input.parse()?;
+            Ok((l, job))
+        },
+        input,
+    );
+    match parsed {
+        Ok((layout, mut job)) => {
+            if job.pending.is_empty() {
+                return internal("a layout arrived for no pending struct");
+            }
+            let path = job.pending.remove(0);
+            job.known.insert(path, Rc::new(layout));
+            job.next()
+        }
+        Err(e) => internal(&e.to_string()),
+    }
+}
+
+fn internal(msg: &str) -> TokenStream {
+    let msg = format!("linear-ad internal error (please report it): {msg}");
+    syn::Error::new(Span::call_site(), msg).to_compile_error()
+}

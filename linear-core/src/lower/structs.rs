@@ -1,0 +1,353 @@
+//! Structs with `#[derive(Differentiable)]` in differentiable functions:
+//! parameters (by value and by reference), field reads, struct literals
+//! (with `..base`), results and destructuring.
+//!
+//! There is no struct in the IR: a struct value is the tuple of its
+//! differentiable fields in declaration order (a nested struct's field
+//! is its own tuple), so J, U and T see tuples and need no rule of their
+//! own. The lowering keeps each such tuple's [`StructShape`] beside its
+//! variable (`Lowerer::shapes`) to resolve field names, and carries it
+//! through the loops and branches that rebind a variable.
+//!
+//! Constant fields (integers, `bool`s, `#[nondiff]`) are not in the tuple.
+//! They are read from the parameter itself, as Rust code in the prelude:
+//! `p.id` where `p` is a struct parameter is a constant. A struct with
+//! constant fields can therefore not be built in the body, nor returned.
+
+use std::rc::Rc;
+
+use proc_macro2::TokenStream;
+use quote::{quote, ToTokens};
+use syn::spanned::Spanned;
+
+use super::{Binding, Lowerer, Shape, Val};
+use crate::ir::{Expr, Ty};
+use crate::layout::Structs;
+
+/// The shape of a derived struct: each field's member and, for a
+/// differentiable field, its shape.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StructShape {
+    /// The struct as the function names it (for a struct nested in
+    /// another, as the enclosing struct names it: used in messages only).
+    pub path: syn::Path,
+    /// A `&S` parameter: its tangent in `f_jvp` is `&STangent`.
+    pub by_ref: bool,
+    pub fields: Vec<(syn::Member, Option<Shape>)>,
+}
+
+impl StructShape {
+    /// The shape of the struct `path` names, from its layout in
+    /// `structs`; an error says which field no differentiable function
+    /// can hold yet.
+    pub fn resolve(
+        path: &syn::Path,
+        by_ref: bool,
+        structs: &Structs,
+    ) -> Result<StructShape, String> {
+        let layout = structs
+            .get(path)
+            .ok_or_else(|| format!("`{}` is not a derived struct", show(path)))?;
+        let mut fields = Vec::new();
+        for (i, f) in layout.item.fields.iter().enumerate() {
+            let member = match &f.ident {
+                Some(id) => syn::Member::Named(id.clone()),
+                None => syn::Member::Unnamed(syn::Index::from(i)),
+            };
+            let constant = f.attrs.iter().any(|a| a.path().is_ident("nondiff"))
+                || super::is_constant_type(&f.ty);
+            let shape = if constant {
+                None
+            } else {
+                Some(Shape::from_type_in(&f.ty, &layout.nested).ok_or_else(|| {
+                    format!(
+                        "field `{}` of `{}` has type `{}`, which differentiable functions do not hold in a struct yet (floats, fixed-size arrays, tuples and derived structs)",
+                        member_name(&member),
+                        show(path),
+                        super::show_type(&f.ty)
+                    )
+                })?)
+            };
+            fields.push((member, shape));
+        }
+        Ok(StructShape {
+            path: path.clone(),
+            by_ref,
+            fields,
+        })
+    }
+
+    /// The differentiable fields, in order: the IR tuple's components.
+    pub fn active(&self) -> impl Iterator<Item = (&syn::Member, &Shape)> {
+        self.fields
+            .iter()
+            .filter_map(|(m, s)| s.as_ref().map(|s| (m, s)))
+    }
+
+    /// The constant fields' names.
+    fn constants(&self) -> Vec<String> {
+        self.fields
+            .iter()
+            .filter(|(_, s)| s.is_none())
+            .map(|(m, _)| format!("`{}`", member_name(m)))
+            .collect()
+    }
+
+    /// The tangent struct's type.
+    pub fn tangent(&self) -> TokenStream {
+        let p = &self.path;
+        quote!(<#p as ::linear_ad::Differentiable>::Tangent)
+    }
+
+    /// The tuple shape of the struct's flat value (`ToFlat::Flat`): nested
+    /// structs as tuples too.
+    pub fn flat(&self) -> Shape {
+        Shape::Tuple(self.active().map(|(_, s)| flat(s)).collect())
+    }
+
+    /// Where field `m` is: `Ok(k)` the `k`-th component of the tuple,
+    /// `Err(true)` a constant field, `Err(false)` no field of the struct.
+    fn position(&self, m: &syn::Member) -> Result<(usize, &Shape), bool> {
+        let mut k = 0;
+        for (fm, s) in &self.fields {
+            match s {
+                Some(s) if fm == m => return Ok((k, s)),
+                Some(_) => k += 1,
+                None if fm == m => return Err(true),
+                None => {}
+            }
+        }
+        Err(false)
+    }
+}
+
+/// A shape with its structs as the tuples of their flat values.
+pub fn flat(s: &Shape) -> Shape {
+    match s {
+        Shape::Struct(st) => st.flat(),
+        Shape::Tuple(ss) => Shape::Tuple(ss.iter().map(flat).collect()),
+        Shape::Array(e, n) => Shape::Array(Box::new(flat(e)), *n),
+        Shape::Float(_) | Shape::Slice(..) => s.clone(),
+    }
+}
+
+fn member_name(m: &syn::Member) -> String {
+    match m {
+        syn::Member::Named(id) => id.to_string(),
+        syn::Member::Unnamed(i) => i.index.to_string(),
+    }
+}
+
+fn show(p: &syn::Path) -> String {
+    p.to_token_stream().to_string().replace(' ', "")
+}
+
+impl Lowerer<'_> {
+    /// The struct shape of a lowered value, if it is a struct.
+    pub(super) fn struct_of(&self, v: &Val) -> Option<Rc<StructShape>> {
+        match v {
+            Val::Active(var, _) => match self.shapes.get(var) {
+                Some(Shape::Struct(st)) => Some(st.clone()),
+                _ => None,
+            },
+            Val::Inactive(_) => None,
+        }
+    }
+
+    /// `base.member`: a field of a struct, a constant field read from a
+    /// struct parameter, or a part of a tuple.
+    pub(super) fn field_expr(&mut self, f: &syn::ExprField, hint: &str) -> Val {
+        if let Some(tokens) = self.constant_field(f) {
+            return Val::Inactive(tokens);
+        }
+        let base = self.expr(&f.base, hint);
+        let Some(st) = self.struct_of(&base) else {
+            return match &f.member {
+                syn::Member::Unnamed(idx) => self.select(base, idx.index as usize, f.span()),
+                syn::Member::Named(_) => {
+                    if !matches!(&base, Val::Active(v, _) if self.poison.contains(v)) {
+                        self.errs.spanned(&f.member, "a named field of a value that is not a struct with `#[derive(Differentiable)]`: differentiable values are floats, tuples, arrays and derived structs");
+                    }
+                    self.placeholder()
+                }
+            };
+        };
+        match st.position(&f.member) {
+            Ok((k, shape)) => {
+                let v = self.select(base, k, f.span());
+                if let (Val::Active(var, _), Shape::Struct(_)) = (&v, shape) {
+                    self.shapes.insert(var.clone(), shape.clone());
+                }
+                v
+            }
+            Err(true) => {
+                self.errs.spanned(&f.member, format!("the constant field `{}` can only be read from a parameter (`p.{0}`): the struct built here keeps its differentiable fields only", member_name(&f.member)));
+                self.placeholder()
+            }
+            Err(false) => {
+                self.errs.spanned(
+                    &f.member,
+                    format!(
+                        "`{}` has no field `{}`",
+                        show(&st.path),
+                        member_name(&f.member)
+                    ),
+                );
+                self.placeholder()
+            }
+        }
+    }
+
+    /// `p.a.b` where `p` is a struct parameter and `b` a constant field:
+    /// the Rust expression reading it from the parameter.
+    fn constant_field(&self, f: &syn::ExprField) -> Option<TokenStream> {
+        let mut members = vec![&f.member];
+        let mut base = &*f.base;
+        while let syn::Expr::Field(inner) = base {
+            members.push(&inner.member);
+            base = &inner.base;
+        }
+        let syn::Expr::Path(p) = base else {
+            return None;
+        };
+        let id = p.path.get_ident()?;
+        let Some(Binding::Active(var, _, _)) = self.lookup(&id.to_string()) else {
+            return None;
+        };
+        let param = self.struct_params.get(var)?;
+        let mut st = match self.shapes.get(var) {
+            Some(Shape::Struct(st)) => st.clone(),
+            _ => return None,
+        };
+        members.reverse();
+        let (last, path) = members.split_last()?;
+        for m in path {
+            match st.position(m) {
+                Ok((_, Shape::Struct(inner))) => st = inner.clone(),
+                _ => return None,
+            }
+        }
+        matches!(st.position(last), Err(true)).then(|| quote!(#param #(.#members)*))
+    }
+
+    /// `S { a: e, b, ..base }`: the tuple of the fields' values.
+    pub(super) fn struct_expr(&mut self, e: &syn::ExprStruct, hint: &str) -> Val {
+        let st = match StructShape::resolve(&e.path, false, &self.structs) {
+            Ok(st) => Rc::new(st),
+            Err(msg) => {
+                let msg = if self.structs.get(&e.path).is_some() {
+                    msg
+                } else {
+                    format!("{msg}: derive `Differentiable` for it (`#[derive(linear_ad::Differentiable)]`) to build it in a differentiable function")
+                };
+                self.errs.spanned(&e.path, msg);
+                return self.placeholder();
+            }
+        };
+        let constants = st.constants();
+        if !constants.is_empty() {
+            self.errs.spanned(&e.path, format!("`{}` has constant fields ({}), which a struct built in a differentiable function cannot hold yet: build it outside, or mark no field `#[nondiff]`", show(&st.path), constants.join(", ")));
+            return self.placeholder();
+        }
+        if let Some(q) = &e.qself {
+            self.errs
+                .spanned(&q.ty, "qualified struct paths are not supported");
+            return self.placeholder();
+        }
+        let rest = e.rest.as_ref().map(|r| (self.expr(r, hint), r.span()));
+        let mut vars = Vec::new();
+        let mut tys = Vec::new();
+        for (k, (m, shape)) in st.active().enumerate() {
+            let ty = shape.ty();
+            let given = e.fields.iter().find(|fv| fv.member == *m);
+            let (val, span) = match (given, &rest) {
+                (Some(fv), _) => (self.expr(&fv.expr, hint), fv.expr.span()),
+                (None, Some((base, span))) => (self.select(base.clone(), k, *span), *span),
+                (None, None) => {
+                    self.errs
+                        .spanned(&e.path, format!("missing field `{}`", member_name(m)));
+                    return self.placeholder();
+                }
+            };
+            if matches!(&val, Val::Active(v, _) if self.poison.contains(v)) {
+                return self.placeholder();
+            }
+            vars.push(self.materialize(val, &ty, span));
+            tys.push(ty);
+        }
+        for fv in &e.fields {
+            if st.position(&fv.member).is_err() {
+                self.errs.spanned(
+                    &fv.member,
+                    format!(
+                        "`{}` has no field `{}`",
+                        show(&st.path),
+                        member_name(&fv.member)
+                    ),
+                );
+            }
+        }
+        let ty = Ty::Tuple(tys);
+        let v = self.emit(hint, ty.clone(), Expr::Tup(vars));
+        self.shapes.insert(v.clone(), Shape::Struct(st));
+        Val::Active(v, ty)
+    }
+
+    /// `let S { a, b: (x, y), .. } = v;` and `let S(a, b) = v;`.
+    pub(super) fn bind_struct_pattern(&mut self, p: &syn::Pat, path: &syn::Path, v: Val) {
+        let Some(st) = self.struct_of(&v) else {
+            if !matches!(&v, Val::Active(var, _) if self.poison.contains(var)) {
+                self.errs.spanned(p, "this pattern destructures a struct, but the value is not a struct with `#[derive(Differentiable)]`");
+            }
+            return;
+        };
+        if st.path.segments.last().map(|s| &s.ident) != path.segments.last().map(|s| &s.ident) {
+            self.errs.spanned(
+                path,
+                format!(
+                    "this pattern is for `{}`, but the value is a `{}`",
+                    show(path),
+                    show(&st.path)
+                ),
+            );
+            return;
+        }
+        let fields: Vec<(syn::Member, &syn::Pat)> = match p {
+            syn::Pat::Struct(ps) => ps
+                .fields
+                .iter()
+                .map(|f| (f.member.clone(), &*f.pat))
+                .collect(),
+            syn::Pat::TupleStruct(ts) => ts
+                .elems
+                .iter()
+                .enumerate()
+                .filter(|(_, e)| !matches!(e, syn::Pat::Rest(_)))
+                .map(|(i, e)| (syn::Member::Unnamed(syn::Index::from(i)), e))
+                .collect(),
+            _ => return,
+        };
+        for (m, sub) in fields {
+            match st.position(&m) {
+                Ok((k, shape)) => {
+                    let c = self.select(v.clone(), k, sub.span());
+                    if let (Val::Active(var, _), Shape::Struct(_)) = (&c, shape) {
+                        self.shapes.insert(var.clone(), shape.clone());
+                    }
+                    self.bind_pattern(sub, c);
+                }
+                Err(true) => self.errs.spanned(sub, format!("the constant field `{}` cannot be bound by a pattern yet: read it as `p.{0}` from the parameter", member_name(&m))),
+                Err(false) => self.errs.spanned(sub, format!("`{}` has no field `{}`", show(&st.path), member_name(&m))),
+            }
+        }
+    }
+
+    /// Whether the struct parameter `v` is read by its own name `ident`:
+    /// its constant fields are read from it in the prelude.
+    pub(super) fn struct_param(&mut self, v: &crate::ir::Var, pat: &syn::Pat) {
+        if let syn::Pat::Ident(i) = pat {
+            let id = syn::Ident::new(&i.ident.to_string(), i.ident.span());
+            self.struct_params.insert(v.clone(), id);
+        }
+    }
+}

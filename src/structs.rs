@@ -1,0 +1,257 @@
+//! What `#[derive(Differentiable)]` builds on: the public
+//! [`Differentiable`](crate::Differentiable) trait, and the conversions
+//! generated code uses to move a struct in and out of the IR, where a
+//! struct is the tuple of its differentiable fields.
+//!
+//! A struct's *flat* value is that tuple: its differentiable fields in
+//! declaration order, a nested struct's field as the nested struct's own
+//! flat value, arrays and tuples as they are. Integer, `bool` and
+//! `#[nondiff]` fields are not part of it. A tangent struct holds exactly
+//! the differentiable fields, so it converts both ways; a struct with
+//! constant fields converts only into its flat value (a function cannot
+//! rebuild its constants from a tangent).
+
+/// Reads the flat value of a struct (see the module doc) by copying its
+/// differentiable fields.
+pub trait ToFlat {
+    type Flat;
+    fn flat(&self) -> Self::Flat;
+}
+
+/// Builds a struct from its flat value: for structs without constant
+/// fields, and for every tangent struct.
+pub trait FromFlat: ToFlat {
+    fn from_flat(flat: Self::Flat) -> Self;
+}
+
+impl<T: ToFlat + ?Sized> ToFlat for &T {
+    type Flat = T::Flat;
+    #[inline]
+    fn flat(&self) -> T::Flat {
+        (**self).flat()
+    }
+}
+
+macro_rules! leaf {
+    ($($t:ty),*) => {$(
+        impl ToFlat for $t {
+            type Flat = $t;
+            #[inline]
+            fn flat(&self) -> $t {
+                *self
+            }
+        }
+        impl FromFlat for $t {
+            #[inline]
+            fn from_flat(flat: $t) -> $t {
+                flat
+            }
+        }
+    )*};
+}
+leaf!(f32, f64);
+
+impl<T: ToFlat, const N: usize> ToFlat for [T; N] {
+    type Flat = [T::Flat; N];
+    #[inline]
+    fn flat(&self) -> Self::Flat {
+        ::core::array::from_fn(|i| self[i].flat())
+    }
+}
+
+impl<T: FromFlat, const N: usize> FromFlat for [T; N] {
+    #[inline]
+    fn from_flat(flat: Self::Flat) -> Self {
+        let mut parts = flat.into_iter();
+        ::core::array::from_fn(|_| match parts.next() {
+            Some(p) => T::from_flat(p),
+            None => unreachable!("an array's flat value has its length"),
+        })
+    }
+}
+
+macro_rules! tuple_flat {
+    ($($t:ident $i:tt),*) => {
+        impl<$($t: ToFlat),*> ToFlat for ($($t,)*) {
+            type Flat = ($($t::Flat,)*);
+            #[inline]
+            fn flat(&self) -> Self::Flat {
+                ($(self.$i.flat(),)*)
+            }
+        }
+        impl<$($t: FromFlat),*> FromFlat for ($($t,)*) {
+            #[inline]
+            fn from_flat(flat: Self::Flat) -> Self {
+                ($($t::from_flat(flat.$i),)*)
+            }
+        }
+    };
+}
+tuple_flat!(A 0);
+tuple_flat!(A 0, B 1);
+tuple_flat!(A 0, B 1, C 2);
+tuple_flat!(A 0, B 1, C 2, D 3);
+tuple_flat!(A 0, B 1, C 2, D 3, E 4);
+tuple_flat!(A 0, B 1, C 2, D 3, E 4, F 5);
+tuple_flat!(A 0, B 1, C 2, D 3, E 4, F 5, G 6);
+tuple_flat!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7);
+
+/// The zero of a tangent type: a derived tangent struct's `Default`
+/// (an empty `Vec` for a `Vec` field, whose length no type gives).
+pub trait Zero {
+    fn zero() -> Self;
+}
+
+impl Zero for f64 {
+    #[inline]
+    fn zero() -> f64 {
+        0.0
+    }
+}
+
+impl Zero for f32 {
+    #[inline]
+    fn zero() -> f32 {
+        0.0
+    }
+}
+
+impl<T: Zero, const N: usize> Zero for [T; N] {
+    #[inline]
+    fn zero() -> Self {
+        ::core::array::from_fn(|_| T::zero())
+    }
+}
+
+impl<T> Zero for ::std::vec::Vec<T> {
+    #[inline]
+    fn zero() -> Self {
+        ::std::vec::Vec::new()
+    }
+}
+
+macro_rules! tuple_zero {
+    ($($t:ident),*) => {
+        impl<$($t: Zero),*> Zero for ($($t,)*) {
+            #[inline]
+            fn zero() -> Self {
+                ($($t::zero(),)*)
+            }
+        }
+    };
+}
+tuple_zero!(A);
+tuple_zero!(A, B);
+tuple_zero!(A, B, C);
+tuple_zero!(A, B, C, D);
+tuple_zero!(A, B, C, D, E);
+tuple_zero!(A, B, C, D, E, F);
+tuple_zero!(A, B, C, D, E, F, G);
+tuple_zero!(A, B, C, D, E, F, G, H);
+
+/// The vector-space operations of a tangent type over the scalar `S`, so
+/// a derived tangent struct can implement `Add`, `Sub`, `Neg` and `Mul<S>`
+/// field by field whatever its fields are (floats, arrays, tuples, `Vec`s,
+/// nested tangents).
+pub trait Linear<S>: Sized {
+    fn add(self, other: Self) -> Self;
+    fn sub(self, other: Self) -> Self;
+    fn neg(self) -> Self;
+    fn scale(self, s: S) -> Self;
+}
+
+macro_rules! leaf_linear {
+    ($($t:ty),*) => {$(
+        impl Linear<$t> for $t {
+            #[inline]
+            fn add(self, other: $t) -> $t {
+                self + other
+            }
+            #[inline]
+            fn sub(self, other: $t) -> $t {
+                self - other
+            }
+            #[inline]
+            fn neg(self) -> $t {
+                -self
+            }
+            #[inline]
+            fn scale(self, s: $t) -> $t {
+                self * s
+            }
+        }
+    )*};
+}
+leaf_linear!(f32, f64);
+
+impl<S: Copy, T: Linear<S>, const N: usize> Linear<S> for [T; N] {
+    #[inline]
+    fn add(self, other: Self) -> Self {
+        let mut b = other.into_iter();
+        self.map(|a| match b.next() {
+            Some(b) => a.add(b),
+            None => unreachable!("arrays of one type have one length"),
+        })
+    }
+    #[inline]
+    fn sub(self, other: Self) -> Self {
+        self.add(other.neg())
+    }
+    #[inline]
+    fn neg(self) -> Self {
+        self.map(T::neg)
+    }
+    #[inline]
+    fn scale(self, s: S) -> Self {
+        self.map(|a| a.scale(s))
+    }
+}
+
+impl<S: Copy, T: Linear<S>> Linear<S> for ::std::vec::Vec<T> {
+    /// Panics when the lengths differ, as adding vectors of two spaces is
+    /// a bug in the caller.
+    fn add(self, other: Self) -> Self {
+        assert_eq!(self.len(), other.len(), "tangents of different lengths");
+        self.into_iter().zip(other).map(|(a, b)| a.add(b)).collect()
+    }
+    fn sub(self, other: Self) -> Self {
+        self.add(other.neg())
+    }
+    fn neg(self) -> Self {
+        self.into_iter().map(T::neg).collect()
+    }
+    fn scale(self, s: S) -> Self {
+        self.into_iter().map(|a| a.scale(s)).collect()
+    }
+}
+
+macro_rules! tuple_linear {
+    ($($t:ident $i:tt),*) => {
+        impl<S: Copy, $($t: Linear<S>),*> Linear<S> for ($($t,)*) {
+            #[inline]
+            fn add(self, other: Self) -> Self {
+                ($(self.$i.add(other.$i),)*)
+            }
+            #[inline]
+            fn sub(self, other: Self) -> Self {
+                ($(self.$i.sub(other.$i),)*)
+            }
+            #[inline]
+            fn neg(self) -> Self {
+                ($(self.$i.neg(),)*)
+            }
+            #[inline]
+            fn scale(self, s: S) -> Self {
+                ($(self.$i.scale(s),)*)
+            }
+        }
+    };
+}
+tuple_linear!(A 0);
+tuple_linear!(A 0, B 1);
+tuple_linear!(A 0, B 1, C 2);
+tuple_linear!(A 0, B 1, C 2, D 3);
+tuple_linear!(A 0, B 1, C 2, D 3, E 4);
+tuple_linear!(A 0, B 1, C 2, D 3, E 4, F 5);
+tuple_linear!(A 0, B 1, C 2, D 3, E 4, F 5, G 6);
+tuple_linear!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7);
