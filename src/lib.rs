@@ -181,6 +181,11 @@ mod structs;
 /// struct it generates for the tangents (`ParticleTangent` for
 /// `Particle`: the same fields minus the integer, `bool` and
 /// `#[nondiff]` ones, each replaced by its tangent).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not differentiable",
+    label = "a differentiable function reads this type's fields",
+    note = "add `#[derive(linear_ad::Differentiable)]` to the struct, or mark the parameter `#[nondiff]`"
+)]
 pub trait Differentiable {
     /// The tangent (and cotangent) of a value of this type.
     type Tangent;

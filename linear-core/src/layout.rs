@@ -59,6 +59,22 @@ impl Structs {
         self.0.is_empty()
     }
 
+    /// These layouts and, under the paths their structs write, the
+    /// layouts nested in them (a function builds `Vec3 { .. }` for the
+    /// field of a `Particle` it takes).
+    pub fn with_nested(&self) -> Structs {
+        let mut all = self.clone();
+        let mut k = 0;
+        while k < all.0.len() {
+            let nested = all.0[k].1.nested.clone();
+            for (p, l) in nested.0 {
+                all.insert(p, l);
+            }
+            k += 1;
+        }
+        all
+    }
+
     fn insert(&mut self, p: syn::Path, l: Rc<Layout>) {
         if self.get(&p).is_none() {
             self.0.push((p, l));

@@ -37,7 +37,8 @@ pub use linear::linear;
 use darling::ast::NestedMeta;
 use darling::FromMeta;
 use proc_macro2::{Span, TokenStream};
-use quote::quote;
+use quote::{quote, quote_spanned};
+use syn::spanned::Spanned;
 
 use crate::check::{check, check_linear_b};
 use crate::codegen::Names;
@@ -164,6 +165,17 @@ pub fn differentiable(attr: TokenStream, item: TokenStream) -> TokenStream {
     }
     // The function stands on its own now, whatever becomes of the lookups
     // (see `layout`); the generated items follow once the layouts arrive.
+    // A struct without the derive has no layout macro; rustc reports that,
+    // and this bound says what to do.
+    let checks = pending.iter().map(|p| {
+        quote_spanned! {p.span()=>
+            const _: fn() = || {
+                fn is_differentiable<T: ::linear_ad::Differentiable>() {}
+                is_differentiable::<#p>();
+            };
+        }
+    });
+    let checks: TokenStream = checks.collect();
     let job = Job {
         kind: Kind::Differentiable,
         attr,
@@ -172,7 +184,7 @@ pub fn differentiable(attr: TokenStream, item: TokenStream) -> TokenStream {
         pending,
     };
     let next = job.next();
-    quote!(#clean #next)
+    quote!(#clean #checks #next)
 }
 
 /// The generated items of `#[differentiable(attr)] item` (without the
@@ -201,50 +213,18 @@ fn expand_fn(
     })
 }
 
-/// The paths that may name derived structs in `f`: in its differentiable
-/// parameters' and result types, and in the struct literals, struct
-/// patterns and `let` annotations of its body. A path that looks like an
-/// enum variant (`Shape::Circle { .. }`) is left out.
+/// The paths that may name derived structs in `f`'s differentiable
+/// parameters and result. Struct literals and patterns in the body are
+/// resolved against these and the structs they nest (see
+/// [`Structs::with_nested`]): looking up every path in the body would
+/// fail on structs of constant code that have no derive.
 fn fn_struct_paths(f: &syn::ItemFn) -> Vec<syn::Path> {
-    use syn::visit::Visit;
     struct Paths(Vec<syn::Path>);
-    impl Paths {
-        fn add(&mut self, p: &syn::Path) {
-            let n = p.segments.len();
-            let variant = n >= 2
-                && p.segments[n - 2]
-                    .ident
-                    .to_string()
-                    .starts_with(|c: char| c.is_ascii_uppercase());
-            if !variant {
-                let t: syn::Type = syn::parse_quote!(#p);
-                struct_paths(&t, &mut self.0);
-            }
-        }
-    }
-    impl<'a> Visit<'a> for Paths {
-        fn visit_expr_struct(&mut self, e: &'a syn::ExprStruct) {
-            self.add(&e.path);
-            syn::visit::visit_expr_struct(self, e);
-        }
-        fn visit_pat_struct(&mut self, p: &'a syn::PatStruct) {
-            self.add(&p.path);
-            syn::visit::visit_pat_struct(self, p);
-        }
-        fn visit_local(&mut self, l: &'a syn::Local) {
-            let mut pat = &l.pat;
-            if let syn::Pat::Type(t) = pat {
-                struct_paths(&t.ty, &mut self.0);
-                pat = &t.pat;
-            }
-            if let syn::Pat::TupleStruct(ts) = pat {
-                self.add(&ts.path);
-            }
-            syn::visit::visit_local(self, l);
-        }
-        fn visit_item(&mut self, _: &'a syn::Item) {}
-    }
     let mut paths = Paths(Vec::new());
+    if !f.sig.generics.params.is_empty() {
+        // Refused by lowering; its type parameters are no structs.
+        return paths.0;
+    }
     for input in &f.sig.inputs {
         if let syn::FnArg::Typed(pt) = input {
             let nondiff = pt.attrs.iter().any(|a| a.path().is_ident("nondiff"));
@@ -256,7 +236,6 @@ fn fn_struct_paths(f: &syn::ItemFn) -> Vec<syn::Path> {
     if let syn::ReturnType::Type(_, t) = &f.sig.output {
         struct_paths(t, &mut paths.0);
     }
-    paths.visit_block(&f.block);
     paths.0
 }
 

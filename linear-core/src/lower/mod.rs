@@ -590,7 +590,7 @@ pub fn lower_fn_with(
     }
     let ret = result_shape(sig, mode, structs, errs);
     let mut l = Lowerer::new(mode, errs, sig.ident.to_string());
-    l.structs = structs.clone();
+    l.structs = structs.with_nested();
     let (params, nl_params) = l.params(sig);
     if mode == Mode::Linear && l.linear_params.is_empty() && l.errs.is_empty() {
         l.errs.spanned(
@@ -1286,7 +1286,10 @@ impl Lowerer<'_> {
     /// name, nor as a later path segment)?
     fn mentions_active(&self, tokens: TokenStream) -> bool {
         let mut prev_dot = false;
+        // After `::` an identifier is a path segment; after a single `:`
+        // (a field initialiser `x: p.x`) it is an expression.
         let mut prev_colon = false;
+        let mut colons = 0;
         for tt in tokens {
             match &tt {
                 TokenTree::Ident(i) => {
@@ -1299,10 +1302,12 @@ impl Lowerer<'_> {
                     }
                     prev_dot = false;
                     prev_colon = false;
+                    colons = 0;
                 }
                 TokenTree::Punct(p) => {
                     prev_dot = p.as_char() == '.';
-                    prev_colon = p.as_char() == ':';
+                    colons = if p.as_char() == ':' { colons + 1 } else { 0 };
+                    prev_colon = colons >= 2;
                 }
                 TokenTree::Group(g) => {
                     if self.mentions_active(g.stream()) {
@@ -1323,6 +1328,7 @@ impl Lowerer<'_> {
                     }
                     prev_dot = false;
                     prev_colon = false;
+                    colons = 0;
                 }
             }
         }
@@ -2344,6 +2350,10 @@ impl Lowerer<'_> {
                 Val::Active(v, _) if self.poison.contains(&v) => return self.placeholder(),
                 Val::Active(_, Ty::Array(..)) => {
                     self.errs.spanned(a, "passing a differentiable array to another function is not supported yet: index it here, or pass its elements");
+                    return self.placeholder();
+                }
+                Val::Active(v, _) if matches!(self.shapes.get(&v), Some(Shape::Struct(_))) => {
+                    self.errs.spanned(a, "passing a struct to another differentiable function is not supported yet: pass its fields");
                     return self.placeholder();
                 }
                 Val::Active(v, ty) => {

@@ -336,6 +336,7 @@ impl Lowerer<'_> {
                     }
                     self.bind_pattern(sub, c);
                 }
+                Err(true) if matches!(sub, syn::Pat::Wild(_)) => {}
                 Err(true) => self.errs.spanned(sub, format!("the constant field `{}` cannot be bound by a pattern yet: read it as `p.{0}` from the parameter", member_name(&m))),
                 Err(false) => self.errs.spanned(sub, format!("`{}` has no field `{}`", show(&st.path), member_name(&m))),
             }
