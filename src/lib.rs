@@ -79,6 +79,58 @@
 //! assert!(lin.tape_bytes() > 0);
 //! ```
 //!
+//! ## Structs
+//!
+//! `#[derive(Differentiable)]` gives a struct a tangent struct of its
+//! differentiable fields (`ParticleTangent` here: `pos` and `vel`, not the
+//! constant `id`), a vector space with `+`, `-`, `*` by a float and
+//! `Default` as its zero. Differentiable functions read the fields of
+//! such structs, build them and return them:
+//!
+//! ```
+//! use linear_ad::{differentiable, Differentiable};
+//!
+//! #[derive(Differentiable, Clone, Copy, Debug)]
+//! pub struct Particle {
+//!     pub pos: [f64; 2],
+//!     pub vel: [f64; 2],
+//!     #[nondiff]
+//!     pub id: usize,
+//! }
+//!
+//! #[derive(Differentiable, Clone, Copy, Debug, PartialEq)]
+//! pub struct Point {
+//!     pub x: f64,
+//!     pub y: f64,
+//! }
+//!
+//! /// Where the particle is after `t` seconds of free flight.
+//! #[differentiable]
+//! pub fn fly(p: &Particle, t: f64) -> Point {
+//!     Point {
+//!         x: p.pos[0] + t * p.vel[0],
+//!         y: p.pos[1] + t * p.vel[1] - 4.905 * t * t,
+//!     }
+//! }
+//!
+//! let p = Particle { pos: [0.0, 1.0], vel: [2.0, 3.0], id: 7 };
+//! // The cotangent of the result is a `PointTangent`; the gradient of the
+//! // height comes back as a `ParticleTangent` and the time's derivative.
+//! let up = PointTangent { x: 0.0, y: 1.0 };
+//! let (at, (dp, dt)) = fly_vjp(&p, 0.5, up);
+//! assert_eq!(at, fly(&p, 0.5));
+//! assert_eq!(dp.pos, [0.0, 1.0]);
+//! assert_eq!(dp.vel, [0.0, 0.5]);
+//! assert!((dt - (3.0 - 9.81 * 0.5)).abs() < 1e-12);
+//! // Tangents are vectors.
+//! let twice = dp + dp;
+//! assert_eq!(twice, dp * 2.0);
+//! ```
+//!
+//! The derive also defines a hidden macro named after the struct, which
+//! the `#[differentiable]` functions call to read its fields (a proc
+//! macro sees only its own item): a `use` of the struct brings it along.
+//!
 //! ## Memory: checkpointing loops
 //!
 //! `#[differentiable(checkpoint = ..)]` chooses what loops keep for the

@@ -32,8 +32,13 @@ enum Field {
     /// An integer, `bool` or `#[nondiff]` field: no tangent.
     Constant,
     /// A differentiable field; `copy` when its tangent is `Copy`, `flat`
-    /// when it converts to the IR's flat value (no `Vec` in it).
-    Active { copy: bool, flat: bool },
+    /// when it converts to the IR's flat value (no `Vec` in it), `rebuild`
+    /// when it converts back (no constant field in a struct in it).
+    Active {
+        copy: bool,
+        flat: bool,
+        rebuild: bool,
+    },
 }
 
 /// Expands `#[derive(Differentiable)] item`.
@@ -85,12 +90,13 @@ fn is_nondiff(f: &syn::Field) -> bool {
     f.attrs.iter().any(|a| a.path().is_ident("nondiff"))
 }
 
-/// The struct as its layout records it: no attributes but `#[nondiff]`,
-/// no generics.
+/// The struct as its layout records it: no attributes but `#[nondiff]`
+/// and the fields' docs (the tangent's fields repeat them), no generics.
 fn minimal(input: &syn::DeriveInput, data: &syn::DataStruct) -> syn::ItemStruct {
     let mut fields = data.fields.clone();
     for f in fields.iter_mut() {
-        f.attrs.retain(|a| a.path().is_ident("nondiff"));
+        f.attrs
+            .retain(|a| a.path().is_ident("nondiff") || a.path().is_ident("doc"));
     }
     let (vis, ident) = (&input.vis, &input.ident);
     let semi = matches!(fields, syn::Fields::Unnamed(_)).then(|| quote!(;));
@@ -159,35 +165,45 @@ fn vec_elem(p: &syn::TypePath) -> Option<&syn::Type> {
     })
 }
 
-/// Whether a differentiable field type's tangent is `Copy` and whether it
-/// converts to a flat value, knowing the layouts of the structs it names.
-fn classify(t: &syn::Type, known: &Structs) -> (bool, bool) {
+/// What is true of every field of a struct: its tangent is `Copy`, it
+/// converts to a flat value, it converts back.
+fn all_of(fields: &[(&syn::Field, Field)]) -> (bool, bool, bool) {
+    fields
+        .iter()
+        .fold((true, true, true), |acc, (_, f)| match f {
+            Field::Constant => (acc.0, acc.1, false),
+            Field::Active {
+                copy,
+                flat,
+                rebuild,
+            } => (acc.0 && *copy, acc.1 && *flat, acc.2 && *rebuild),
+        })
+}
+
+/// A differentiable field type's `(copy, flat, rebuild)` (see
+/// [`Field::Active`]), knowing the layouts of the structs it names.
+fn classify(t: &syn::Type, known: &Structs) -> (bool, bool, bool) {
     match t {
-        syn::Type::Path(p) if p.path.is_ident("f64") || p.path.is_ident("f32") => (true, true),
+        syn::Type::Path(p) if p.path.is_ident("f64") || p.path.is_ident("f32") => {
+            (true, true, true)
+        }
         syn::Type::Path(p) if p.path.segments.last().is_some_and(|s| s.ident == "Vec") => {
-            (false, false)
+            (false, false, false)
         }
         syn::Type::Path(p) => match known.get(&p.path) {
-            Some(l) => {
-                let fields = fields_of(&l.item, &l.nested);
-                let copy = fields
-                    .iter()
-                    .all(|(_, f)| !matches!(f, Field::Active { copy: false, .. }));
-                let flat = fields
-                    .iter()
-                    .all(|(_, f)| !matches!(f, Field::Active { flat: false, .. }));
-                (copy, flat)
-            }
-            None => (false, false),
+            Some(l) => all_of(&fields_of(&l.item, &l.nested)),
+            None => (false, false, false),
         },
         syn::Type::Tuple(tu) => tu
             .elems
             .iter()
             .map(|e| classify(e, known))
-            .fold((true, true), |a, b| (a.0 && b.0, a.1 && b.1)),
+            .fold((true, true, true), |a, b| {
+                (a.0 && b.0, a.1 && b.1, a.2 && b.2)
+            }),
         syn::Type::Array(a) => classify(&a.elem, known),
         syn::Type::Paren(p) => classify(&p.elem, known),
-        _ => (false, false),
+        _ => (false, false, false),
     }
 }
 
@@ -199,8 +215,12 @@ fn fields_of<'a>(item: &'a syn::ItemStruct, known: &Structs) -> Vec<(&'a syn::Fi
             let kind = if is_nondiff(f) || crate::lower::is_constant_type(&f.ty) {
                 Field::Constant
             } else {
-                let (copy, flat) = classify(&f.ty, known);
-                Field::Active { copy, flat }
+                let (copy, flat, rebuild) = classify(&f.ty, known);
+                Field::Active {
+                    copy,
+                    flat,
+                    rebuild,
+                }
             };
             (f, kind)
         })
@@ -258,13 +278,7 @@ pub fn finish(item: TokenStream, known: &Structs) -> TokenStream {
             syn::Member::Unnamed(_) => member(f, i),
         })
         .collect();
-    let copy = fields
-        .iter()
-        .all(|(_, k)| !matches!(k, Field::Active { copy: false, .. }));
-    let flat = fields
-        .iter()
-        .all(|(_, k)| !matches!(k, Field::Active { flat: false, .. }));
-    let constants = fields.iter().any(|(_, k)| matches!(k, Field::Constant));
+    let (copy, flat, rebuild) = all_of(&fields);
     let name = &item.ident;
     let tan = format_ident!("{}Tangent", name);
     let float = float_of(&item, known);
@@ -276,7 +290,7 @@ pub fn finish(item: TokenStream, known: &Structs) -> TokenStream {
     };
     let layout_macro = layout_macro(name, &layout);
     let conversions = if flat {
-        conversions(name, &tan, &active, &tangent_members, !constants)
+        conversions(name, &tan, &active, &tangent_members, rebuild)
     } else {
         quote!()
     };
@@ -317,9 +331,10 @@ fn tangent_struct(
     let copy = copy.then(|| quote!(Copy,));
     let fields = active.iter().map(|(f, _)| {
         let (fvis, ty) = (&f.vis, tangent_ty(&f.ty));
+        let docs = f.attrs.iter().filter(|a| a.path().is_ident("doc"));
         match &f.ident {
-            Some(id) => quote!(#fvis #id: #ty),
-            None => quote!(#fvis #ty),
+            Some(id) => quote!(#(#docs)* #fvis #id: #ty),
+            None => quote!(#(#docs)* #fvis #ty),
         }
     });
     let zeros = members
