@@ -280,3 +280,71 @@ fn internal(msg: &str) -> TokenStream {
     let msg = format!("linear-ad internal error (please report it): {msg}");
     syn::Error::new(Span::call_site(), msg).to_compile_error()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn paths_of(t: &str) -> Vec<String> {
+        let t: syn::Type = syn::parse_str(t).unwrap();
+        let mut out = Vec::new();
+        struct_paths(&t, &mut out);
+        out.iter().map(key).collect()
+    }
+
+    #[test]
+    fn struct_paths_skip_primitives_and_generics() {
+        assert_eq!(
+            paths_of("(&geo::Point, [Vec3; 2], Vec<Cell>, f64, usize, Option<Foo>)"),
+            ["geo::Point", "Vec3", "Cell"]
+        );
+        assert!(paths_of("&[f64]").is_empty());
+    }
+
+    /// A job survives printing and parsing, as it must to pass through a
+    /// layout macro, nested layouts included.
+    #[test]
+    fn jobs_and_layouts_round_trip() {
+        let inner: Layout = syn::parse2(quote!({ struct Vec3 { x: f64, y: f64, z: f64 } } []))
+            .unwrap();
+        let mut nested = Structs::default();
+        nested.insert(syn::parse_quote!(Vec3), Rc::new(inner));
+        let outer = Layout {
+            item: syn::parse_quote!(pub struct P { pos: Vec3, #[nondiff] id: usize }),
+            nested,
+        };
+        let mut known = Structs::default();
+        known.insert(syn::parse_quote!(geo::P), Rc::new(outer));
+        let job = Job {
+            kind: Kind::Differentiable,
+            attr: quote!(checkpoint = "state"),
+            item: quote!(fn f(p: geo::P, q: Q) -> f64 { p.pos.x }),
+            known,
+            pending: vec![syn::parse_quote!(Q)],
+        };
+        let text = job.to_token_stream().to_string();
+        let back: Job = syn::parse2(job.to_token_stream()).unwrap();
+        assert_eq!(back.to_token_stream().to_string(), text);
+        let all = back.known.with_nested();
+        let p = all.get(&syn::parse_quote!(geo::P)).unwrap();
+        assert_eq!(p.item.fields.len(), 2);
+        let v = all.get(&syn::parse_quote!(Vec3)).unwrap();
+        assert_eq!(v.item.ident, "Vec3");
+        assert_eq!(back.pending.len(), 1);
+    }
+
+    /// The next step of a job with a pending path calls that path's
+    /// layout macro, the job inside.
+    #[test]
+    fn a_pending_path_is_called_as_a_macro() {
+        let job = Job {
+            kind: Kind::Derive,
+            attr: TokenStream::new(),
+            item: quote!(struct S { v: geo::Vec3 }),
+            known: Structs::default(),
+            pending: vec![syn::parse_quote!(geo::Vec3)],
+        };
+        let out = job.next().to_string().replace(' ', "");
+        assert!(out.starts_with("geo::Vec3!{@__linear_ad_layoutderive"), "{out}");
+    }
+}
