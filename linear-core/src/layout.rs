@@ -305,12 +305,18 @@ mod tests {
     /// layout macro, nested layouts included.
     #[test]
     fn jobs_and_layouts_round_trip() {
-        let inner: Layout = syn::parse2(quote!({ struct Vec3 { x: f64, y: f64, z: f64 } } []))
-            .unwrap();
+        let inner: Layout =
+            syn::parse2(quote!({ struct Vec3 { x: f64, y: f64, z: f64 } } [])).unwrap();
         let mut nested = Structs::default();
         nested.insert(syn::parse_quote!(Vec3), Rc::new(inner));
         let outer = Layout {
-            item: syn::parse_quote!(pub struct P { pos: Vec3, #[nondiff] id: usize }),
+            item: syn::parse_quote!(
+                pub struct P {
+                    pos: Vec3,
+                    #[nondiff]
+                    id: usize,
+                }
+            ),
             nested,
         };
         let mut known = Structs::default();
@@ -318,7 +324,11 @@ mod tests {
         let job = Job {
             kind: Kind::Differentiable,
             attr: quote!(checkpoint = "state"),
-            item: quote!(fn f(p: geo::P, q: Q) -> f64 { p.pos.x }),
+            item: quote!(
+                fn f(p: geo::P, q: Q) -> f64 {
+                    p.pos.x
+                }
+            ),
             known,
             pending: vec![syn::parse_quote!(Q)],
         };
@@ -340,11 +350,18 @@ mod tests {
         let job = Job {
             kind: Kind::Derive,
             attr: TokenStream::new(),
-            item: quote!(struct S { v: geo::Vec3 }),
+            item: quote!(
+                struct S {
+                    v: geo::Vec3,
+                }
+            ),
             known: Structs::default(),
             pending: vec![syn::parse_quote!(geo::Vec3)],
         };
         let out = job.next().to_string().replace(' ', "");
-        assert!(out.starts_with("geo::Vec3!{@__linear_ad_layoutderive"), "{out}");
+        assert!(
+            out.starts_with("geo::Vec3!{@__linear_ad_layoutderive"),
+            "{out}"
+        );
     }
 }
