@@ -225,6 +225,21 @@
 
 pub use linear_macros::{differentiable, linear, Differentiable};
 
+/// Invokes `$m!` once per tuple arity from 1 to 8, with each component's
+/// type parameter and index (`A 0, B 1`).
+macro_rules! for_tuples {
+    ($m:ident) => {
+        $m!(A 0);
+        $m!(A 0, B 1);
+        $m!(A 0, B 1, C 2);
+        $m!(A 0, B 1, C 2, D 3);
+        $m!(A 0, B 1, C 2, D 3, E 4);
+        $m!(A 0, B 1, C 2, D 3, E 4, F 5);
+        $m!(A 0, B 1, C 2, D 3, E 4, F 5, G 6);
+        $m!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7);
+    };
+}
+
 mod replay;
 mod structs;
 
@@ -260,20 +275,13 @@ impl<T: Differentiable> Differentiable for ::std::vec::Vec<T> {
 }
 
 macro_rules! tuple_differentiable {
-    ($($t:ident),*) => {
+    ($($t:ident $i:tt),*) => {
         impl<$($t: Differentiable),*> Differentiable for ($($t,)*) {
             type Tangent = ($($t::Tangent,)*);
         }
     };
 }
-tuple_differentiable!(A);
-tuple_differentiable!(A, B);
-tuple_differentiable!(A, B, C);
-tuple_differentiable!(A, B, C, D);
-tuple_differentiable!(A, B, C, D, E);
-tuple_differentiable!(A, B, C, D, E, F);
-tuple_differentiable!(A, B, C, D, E, F, G);
-tuple_differentiable!(A, B, C, D, E, F, G, H);
+for_tuples!(tuple_differentiable);
 
 /// A linear map and its transpose, as produced by `f_lin`: a Jacobian
 /// evaluated at one point, without the matrix.

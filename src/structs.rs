@@ -87,14 +87,7 @@ macro_rules! tuple_flat {
         }
     };
 }
-tuple_flat!(A 0);
-tuple_flat!(A 0, B 1);
-tuple_flat!(A 0, B 1, C 2);
-tuple_flat!(A 0, B 1, C 2, D 3);
-tuple_flat!(A 0, B 1, C 2, D 3, E 4);
-tuple_flat!(A 0, B 1, C 2, D 3, E 4, F 5);
-tuple_flat!(A 0, B 1, C 2, D 3, E 4, F 5, G 6);
-tuple_flat!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7);
+for_tuples!(tuple_flat);
 
 /// The zero of a tangent type: a derived tangent struct's `Default`
 /// (an empty `Vec` for a `Vec` field, whose length no type gives).
@@ -131,7 +124,7 @@ impl<T> Zero for ::std::vec::Vec<T> {
 }
 
 macro_rules! tuple_zero {
-    ($($t:ident),*) => {
+    ($($t:ident $i:tt),*) => {
         impl<$($t: Zero),*> Zero for ($($t,)*) {
             #[inline]
             fn zero() -> Self {
@@ -140,14 +133,7 @@ macro_rules! tuple_zero {
         }
     };
 }
-tuple_zero!(A);
-tuple_zero!(A, B);
-tuple_zero!(A, B, C);
-tuple_zero!(A, B, C, D);
-tuple_zero!(A, B, C, D, E);
-tuple_zero!(A, B, C, D, E, F);
-tuple_zero!(A, B, C, D, E, F, G);
-tuple_zero!(A, B, C, D, E, F, G, H);
+for_tuples!(tuple_zero);
 
 /// The vector-space operations of a tangent type over the scalar `S`, so
 /// a derived tangent struct can implement `Add`, `Sub`, `Neg` and `Mul<S>`
@@ -247,11 +233,4 @@ macro_rules! tuple_linear {
         }
     };
 }
-tuple_linear!(A 0);
-tuple_linear!(A 0, B 1);
-tuple_linear!(A 0, B 1, C 2);
-tuple_linear!(A 0, B 1, C 2, D 3);
-tuple_linear!(A 0, B 1, C 2, D 3, E 4);
-tuple_linear!(A 0, B 1, C 2, D 3, E 4, F 5);
-tuple_linear!(A 0, B 1, C 2, D 3, E 4, F 5, G 6);
-tuple_linear!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7);
+for_tuples!(tuple_linear);
