@@ -257,10 +257,7 @@ fn pair_product(p: Pair) -> f64 {
 #[test]
 fn tuple_struct_with_a_constant_field() {
     let p = Pair(1.5, 4, -2.0);
-    let (y, (dp,)) = {
-        let (y, dp) = pair_product_vjp(p, 1.0);
-        (y, (dp,))
-    };
+    let (y, dp) = pair_product_vjp(p, 1.0);
     assert_eq!(y, pair_product(p));
     // The tangent numbers its fields anew: 0 is `a`, 1 is `b`.
     let PairTangent(da, db) = dp;

@@ -219,24 +219,23 @@ fn expand_fn(
 /// [`Structs::with_nested`]): looking up every path in the body would
 /// fail on structs of constant code that have no derive.
 fn fn_struct_paths(f: &syn::ItemFn) -> Vec<syn::Path> {
-    struct Paths(Vec<syn::Path>);
-    let mut paths = Paths(Vec::new());
+    let mut paths = Vec::new();
     if !f.sig.generics.params.is_empty() {
         // Refused by lowering; its type parameters are no structs.
-        return paths.0;
+        return paths;
     }
     for input in &f.sig.inputs {
         if let syn::FnArg::Typed(pt) = input {
             let nondiff = pt.attrs.iter().any(|a| a.path().is_ident("nondiff"));
             if !nondiff && !crate::lower::is_constant_type(&pt.ty) {
-                struct_paths(&pt.ty, &mut paths.0);
+                struct_paths(&pt.ty, &mut paths);
             }
         }
     }
     if let syn::ReturnType::Type(_, t) = &f.sig.output {
-        struct_paths(t, &mut paths.0);
+        struct_paths(t, &mut paths);
     }
-    paths.0
+    paths
 }
 
 /// The output of either attribute: the function as written (so the user

@@ -2348,12 +2348,9 @@ impl Lowerer<'_> {
         for a in &c.args {
             match self.expr(a, hint) {
                 Val::Active(v, _) if self.poison.contains(&v) => return self.placeholder(),
-                Val::Active(_, Ty::Array(..)) => {
-                    self.errs.spanned(a, "passing a differentiable array to another function is not supported yet: index it here, or pass its elements");
-                    return self.placeholder();
-                }
-                Val::Active(v, _) if matches!(self.shapes.get(&v), Some(Shape::Struct(_))) => {
-                    self.errs.spanned(a, "passing a struct to another differentiable function is not supported yet: pass its fields");
+                Val::Active(v, ty) if self.not_passable(&v, &ty).is_some() => {
+                    let msg = self.not_passable(&v, &ty).unwrap_or_default();
+                    self.errs.spanned(a, msg);
                     return self.placeholder();
                 }
                 Val::Active(v, ty) => {
@@ -2424,6 +2421,18 @@ impl Lowerer<'_> {
         };
         self.shapes.insert(v.clone(), ret);
         Val::Active(v, ret_ty)
+    }
+
+    /// Why the differentiable value `v` cannot be an argument of another
+    /// differentiable function yet (the calling convention has no arrays
+    /// or structs), if it cannot.
+    fn not_passable(&self, v: &Var, ty: &Ty) -> Option<&'static str> {
+        if matches!(ty, Ty::Array(..)) {
+            return Some("passing a differentiable array to another function is not supported yet: index it here, or pass its elements");
+        }
+        matches!(self.shapes.get(v), Some(Shape::Struct(_))).then_some(
+            "passing a struct to another differentiable function is not supported yet: pass its fields",
+        )
     }
 
     fn select(&mut self, base: Val, k: usize, span: Span) -> Val {

@@ -16,7 +16,7 @@
 
 use std::rc::Rc;
 
-use proc_macro2::TokenStream;
+use proc_macro2::{Span, TokenStream};
 use quote::{quote, ToTokens};
 use syn::spanned::Spanned;
 
@@ -173,13 +173,7 @@ impl Lowerer<'_> {
             };
         };
         match st.position(&f.member) {
-            Ok((k, shape)) => {
-                let v = self.select(base, k, f.span());
-                if let (Val::Active(var, _), Shape::Struct(_)) = (&v, shape) {
-                    self.shapes.insert(var.clone(), shape.clone());
-                }
-                v
-            }
+            Ok((k, shape)) => self.select_field(base, k, shape, f.span()),
             Err(true) => {
                 self.errs.spanned(&f.member, format!("the constant field `{}` can only be read from a parameter (`p.{0}`): the struct built here keeps its differentiable fields only", member_name(&f.member)));
                 self.placeholder()
@@ -330,10 +324,7 @@ impl Lowerer<'_> {
         for (m, sub) in fields {
             match st.position(&m) {
                 Ok((k, shape)) => {
-                    let c = self.select(v.clone(), k, sub.span());
-                    if let (Val::Active(var, _), Shape::Struct(_)) = (&c, shape) {
-                        self.shapes.insert(var.clone(), shape.clone());
-                    }
+                    let c = self.select_field(v.clone(), k, shape, sub.span());
                     self.bind_pattern(sub, c);
                 }
                 Err(true) if matches!(sub, syn::Pat::Wild(_)) => {}
@@ -343,12 +334,21 @@ impl Lowerer<'_> {
         }
     }
 
-    /// Whether the struct parameter `v` is read by its own name `ident`:
-    /// its constant fields are read from it in the prelude.
+    /// Records the struct parameter `v` bound by `pat`: when `pat` is a
+    /// plain name, constant fields are read from it in the prelude.
     pub(super) fn struct_param(&mut self, v: &crate::ir::Var, pat: &syn::Pat) {
         if let syn::Pat::Ident(i) = pat {
-            let id = syn::Ident::new(&i.ident.to_string(), i.ident.span());
-            self.struct_params.insert(v.clone(), id);
+            self.struct_params.insert(v.clone(), i.ident.clone());
         }
+    }
+
+    /// Component `k` of the struct value `base`, a field of shape `shape`:
+    /// a nested struct keeps its shape for the field reads that follow.
+    fn select_field(&mut self, base: Val, k: usize, shape: &Shape, span: Span) -> Val {
+        let v = self.select(base, k, span);
+        if let (Val::Active(var, _), Shape::Struct(_)) = (&v, shape) {
+            self.shapes.insert(var.clone(), shape.clone());
+        }
+        v
     }
 }
