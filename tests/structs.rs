@@ -8,7 +8,7 @@
 mod support;
 
 use linear_ad::{differentiable, Differentiable, LinearMap};
-use support::{assert_close, dot, fd_along};
+use support::check;
 
 #[derive(Differentiable, Clone, Copy, Debug, PartialEq)]
 pub struct Vec3 {
@@ -73,31 +73,6 @@ fn flat_particle(t: &ParticleTangent) -> Vec<f64> {
     v.extend(t.vel);
     v.push(t.mass);
     v
-}
-
-/// Checks a function of `n` flat inputs: `f` its value, `jvp(x, d)`,
-/// `vjp(x, w)` and `lin(x, d, w)` (apply, transpose) through the structs.
-fn check(
-    x: &[f64],
-    m: usize,
-    f: impl Fn(&[f64]) -> Vec<f64>,
-    jvp: impl Fn(&[f64], &[f64]) -> Vec<f64>,
-    vjp: impl Fn(&[f64], &[f64]) -> Vec<f64>,
-    lin: impl Fn(&[f64], &[f64], &[f64]) -> (Vec<f64>, Vec<f64>),
-) {
-    let n = x.len();
-    for k in 0..3 {
-        let d: Vec<f64> = (0..n).map(|i| ((i * 7 + k * 3) % 5) as f64 - 1.7).collect();
-        let w: Vec<f64> = (0..m).map(|i| ((i * 3 + k) % 4) as f64 - 1.3).collect();
-        let dy = jvp(x, &d);
-        assert_close(&dy, &fd_along(&f, x, &d), 1e-6);
-        let ct = vjp(x, &w);
-        let (a, b) = (dot(&w, &dy), dot(&ct, &d));
-        assert!((a - b).abs() <= 1e-10 * (1.0 + a.abs()), "{a} vs {b}");
-        let (ldy, lct) = lin(x, &d, &w);
-        assert_close(&ldy, &dy, 1e-12);
-        assert_close(&lct, &ct, 1e-12);
-    }
 }
 
 #[differentiable]

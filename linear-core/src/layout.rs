@@ -178,6 +178,9 @@ pub enum Kind {
     Differentiable,
     /// `#[derive(Differentiable)] item`.
     Derive,
+    /// `#[differentiable] impl Type { .. }`; the block itself was emitted
+    /// when the job started.
+    Methods,
 }
 
 /// An expansion waiting for struct layouts.
@@ -194,6 +197,7 @@ impl ToTokens for Job {
         let kind = match self.kind {
             Kind::Differentiable => quote!(differentiable),
             Kind::Derive => quote!(derive),
+            Kind::Methods => quote!(methods),
         };
         let (attr, item, known) = (&self.attr, &self.item, &self.known);
         let pending = &self.pending;
@@ -207,6 +211,7 @@ impl Parse for Job {
         let kind = match kind.to_string().as_str() {
             "differentiable" => Kind::Differentiable,
             "derive" => Kind::Derive,
+            "methods" => Kind::Methods,
             _ => return Err(syn::Error::new(kind.span(), "unknown job")),
         };
         let (attr, item, known, pending);
@@ -241,6 +246,7 @@ impl Job {
                     crate::expand::differentiable_with(self.attr, self.item, &self.known)
                 }
                 Kind::Derive => crate::derive::finish(self.item, &self.known),
+                Kind::Methods => crate::expand::methods_with(self.item, &self.known),
             };
         };
         // Spanned at the user's path, so that a struct without the derive

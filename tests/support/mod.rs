@@ -1,7 +1,8 @@
-//! Checks shared by the array test files (each integration test is its own
+//! Checks shared by the test files (each integration test is its own
 //! crate and uses a part of them): closeness with a relative tolerance,
-//! the dot product of the dot-product identity, and Jacobian-vector
-//! products by central differences.
+//! the dot product of the dot-product identity, Jacobian-vector products
+//! by central differences, and all three modes of one function checked
+//! against each other.
 
 #![allow(dead_code)]
 
@@ -31,4 +32,29 @@ pub fn fd_along(f: impl Fn(&[f64]) -> Vec<f64>, x: &[f64], d: &[f64]) -> Vec<f64
     };
     let (a, b) = (at(H), at(-H));
     a.iter().zip(&b).map(|(a, b)| (a - b) / (2.0 * H)).collect()
+}
+
+/// Checks a function of `n` flat inputs: `f` its value, `jvp(x, d)`,
+/// `vjp(x, w)` and `lin(x, d, w)` (apply, transpose) through the structs.
+pub fn check(
+    x: &[f64],
+    m: usize,
+    f: impl Fn(&[f64]) -> Vec<f64>,
+    jvp: impl Fn(&[f64], &[f64]) -> Vec<f64>,
+    vjp: impl Fn(&[f64], &[f64]) -> Vec<f64>,
+    lin: impl Fn(&[f64], &[f64], &[f64]) -> (Vec<f64>, Vec<f64>),
+) {
+    let n = x.len();
+    for k in 0..3 {
+        let d: Vec<f64> = (0..n).map(|i| ((i * 7 + k * 3) % 5) as f64 - 1.7).collect();
+        let w: Vec<f64> = (0..m).map(|i| ((i * 3 + k) % 4) as f64 - 1.3).collect();
+        let dy = jvp(x, &d);
+        assert_close(&dy, &fd_along(&f, x, &d), 1e-6);
+        let ct = vjp(x, &w);
+        let (a, b) = (dot(&w, &dy), dot(&ct, &d));
+        assert!((a - b).abs() <= 1e-10 * (1.0 + a.abs()), "{a} vs {b}");
+        let (ldy, lct) = lin(x, &d, &w);
+        assert_close(&ldy, &dy, 1e-12);
+        assert_close(&lct, &ct, 1e-12);
+    }
 }

@@ -25,6 +25,8 @@ use crate::passes::unzip;
 
 /// What the generated functions' signatures and bodies share.
 struct Sig<'a> {
+    /// Whose function `f` is.
+    owner: Owner<'a>,
     /// `f`'s visibility.
     vis: &'a syn::Visibility,
     /// The differentiable parameters: position and shape.
@@ -146,7 +148,12 @@ fn hidden(name: &str) -> syn::Ident {
 }
 
 impl<'a> Sig<'a> {
-    fn new(item: &'a syn::ItemFn, l: &'a Lowered, names: &mut Names) -> Result<Sig<'a>, String> {
+    fn new(
+        item: &'a syn::ItemFn,
+        l: &'a Lowered,
+        owner: Owner<'a>,
+        names: &mut Names,
+    ) -> Result<Sig<'a>, String> {
         let active: Vec<(usize, &Shape)> = l
             .params
             .iter()
@@ -228,6 +235,7 @@ impl<'a> Sig<'a> {
         let params_borrowed = borrowing_params(l, &params, &primal_idents);
         let user_allows = item.attrs.iter().filter(|a| a.path().is_ident("allow"));
         Ok(Sig {
+            owner,
             vis: &item.vis,
             active,
             params,
@@ -427,13 +435,71 @@ struct Outputs<'a> {
     transposed: &'a Func,
 }
 
+/// What `#[differentiable]` adds for `f`: functions (`f_jvp`, `f_lin`,
+/// `f_vjp`), which for a method go into an `impl` of its type, and the
+/// items beside them (the linearization type and its impls).
+pub(super) struct Generated {
+    pub(super) fns: TokenStream,
+    pub(super) items: TokenStream,
+}
+
+impl quote::ToTokens for Generated {
+    /// A free function's items, all at the top level.
+    fn to_tokens(&self, out: &mut TokenStream) {
+        out.extend(self.fns.clone());
+        out.extend(self.items.clone());
+    }
+}
+
+/// Whose function `f` is: a free function's, or a method of `ty` (whose
+/// generated functions are methods too, and whose linearization type is
+/// named after both).
+#[derive(Clone, Copy)]
+pub(super) enum Owner<'a> {
+    Free,
+    Method(&'a syn::Type),
+}
+
+impl Owner<'_> {
+    /// How docs link to `f`, from inside its `impl` or from beside it.
+    fn doc_path(&self, f: &syn::Ident, inside: bool) -> String {
+        match self {
+            Owner::Free => f.to_string(),
+            Owner::Method(_) if inside => format!("Self::{f}"),
+            Owner::Method(t) => format!("{}::{f}", quote!(#t)).replace(' ', ""),
+        }
+    }
+
+    /// The linearization type's name: `__FLinearization`, or
+    /// `__TypeFLinearization` for a method of `Type`.
+    fn map_name(&self, f: &syn::Ident) -> syn::Ident {
+        let owner = match self {
+            Owner::Free => String::new(),
+            Owner::Method(t) => match t {
+                syn::Type::Path(p) => p
+                    .path
+                    .segments
+                    .last()
+                    .map(|s| s.ident.to_string())
+                    .unwrap_or_default(),
+                _ => String::new(),
+            },
+        };
+        syn::Ident::new(
+            &format!("__{owner}{}Linearization", pascal(&f.to_string())),
+            f.span(),
+        )
+    }
+}
+
 /// Every item `#[differentiable]` adds for `f`.
 pub(super) fn generate(
     item: &syn::ItemFn,
     l: &Lowered,
     dump: bool,
     policy: unzip::Checkpoint,
-) -> Result<TokenStream, String> {
+    owner: Owner,
+) -> Result<Generated, String> {
     let name = item.sig.ident.to_string();
     if wants_dump(&name, dump) {
         // Before the pipeline, so that a pass's error comes with its input.
@@ -460,18 +526,17 @@ pub(super) fn generate(
         opaques: &l.opaques,
     };
     let mut names = Names::default();
-    let sig = Sig::new(item, l, &mut names)?;
-    let map_name = syn::Ident::new(
-        &format!("__{}Linearization", pascal(&name)),
-        item.sig.ident.span(),
-    );
+    let sig = Sig::new(item, l, owner, &mut names)?;
+    let map_name = owner.map_name(&item.sig.ident);
     let jvp_fn = jvp_item(item, l, &sig, out.jvp, &calls, &mut names);
-    let lin_items = lin_items(item, l, &sig, &out, &map_name, &calls, &mut names)?;
+    let (lin_items, lin_fn) = lin_items(item, l, &sig, &out, &map_name, &calls, &mut names)?;
     let vjp_fn = vjp_item(item, l, &sig, &out, &calls, &mut names);
     // Other differentiable functions cannot pass or receive arrays or
-    // structs yet (lowering says so at the call): no companions to call.
+    // structs yet, nor call methods (lowering says so at the call): no
+    // companions to call.
     let structs = sig.active.iter().any(|(_, s)| s.has_struct()) || l.ret.has_struct();
-    let companions = if sig.arrays().is_empty() && !l.ret.has_slice() && !structs {
+    let free = matches!(owner, Owner::Free);
+    let companions = if free && sig.arrays().is_empty() && !l.ret.has_slice() && !structs {
         companions(
             item,
             &l.params,
@@ -483,7 +548,10 @@ pub(super) fn generate(
     } else {
         quote!()
     };
-    Ok(quote!(#jvp_fn #lin_items #vjp_fn #companions))
+    Ok(Generated {
+        fns: quote!(#jvp_fn #lin_fn #vjp_fn),
+        items: quote!(#lin_items #companions),
+    })
 }
 
 /// `f_jvp(params.., tangents..) -> (R, R)`: J(f).
@@ -506,7 +574,8 @@ fn jvp_item(
         .collect();
     let jvp_body = body(fj, &args, calls);
     let name = &item.sig.ident;
-    let doc = format!("Forward mode of [`{name}`]: its value and its directional derivative along the given tangents (one per differentiable parameter). Generated by `#[differentiable]`.");
+    let link = sig.owner.doc_path(name, true);
+    let doc = format!("Forward mode of [`{link}`]: its value and its directional derivative along the given tangents (one per differentiable parameter). Generated by `#[differentiable]`.");
     let (ret_ty, ret_tan) = (&sig.ret_ty, &sig.ret_tan);
     let jvp_name = format_ident!("{}_jvp", name);
     let checks = sig.tangent_length_checks(&jvp_name.to_string());
@@ -799,7 +868,7 @@ impl Lengths {
 }
 
 /// The linearization type (the tape, `LinearMap` from the residual and its
-/// transpose) and `f_lin(params..) -> (R, __FLinearization)`, U(J(f))'s
+/// transpose), and `f_lin(params..) -> (R, __FLinearization)`, U(J(f))'s
 /// forward pass.
 fn lin_items(
     item: &syn::ItemFn,
@@ -809,7 +878,7 @@ fn lin_items(
     map_name: &syn::Ident,
     calls: &Calls,
     names: &mut Names,
-) -> Result<TokenStream, String> {
+) -> Result<(TokenStream, TokenStream), String> {
     let Sig {
         ret_ty,
         ret_tan,
@@ -821,8 +890,13 @@ fn lin_items(
     let mut tape = Tape::new(out.forward, out.residual, &held)?;
     let name = &item.sig.ident;
     let lin_name = format_ident!("{}_lin", name);
-    let map_doc = format!("The linearization of [`{name}`] at a point, returned by [`{lin_name}`]: the tape of values its derivative needs. Generated by `#[differentiable]`.");
-    let lin_doc = format!("Linearizes [`{name}`] once: its value, and a [`LinearMap`](::linear_ad::LinearMap) that applies the derivative at this point (`apply`, forward mode) and its transpose (`transpose`, reverse mode) from one saved tape. Generated by `#[differentiable]`.");
+    let (link_out, link_in) = (
+        sig.owner.doc_path(name, false),
+        sig.owner.doc_path(name, true),
+    );
+    let lin_link = sig.owner.doc_path(&lin_name, false);
+    let map_doc = format!("The linearization of [`{link_out}`] at a point, returned by [`{lin_link}`]: the tape of values its derivative needs. Generated by `#[differentiable]`.");
+    let lin_doc = format!("Linearizes [`{link_in}`] once: its value, and a [`LinearMap`](::linear_ad::LinearMap) that applies the derivative at this point (`apply`, forward mode) and its transpose (`transpose`, reverse mode) from one saved tape. Generated by `#[differentiable]`.");
     let self_tape = tape.read_in_place();
 
     let (tangent, cotangent, r) = (hidden("__tangent"), hidden("__cotangent"), hidden("__r"));
@@ -871,7 +945,7 @@ fn lin_items(
     } else {
         sig.function(&lin_doc, &lin_name, &[], quote!((#ret_ty, #map_name)), body)
     };
-    Ok(quote! {
+    let items = quote! {
         #tape_items
 
         #allow
@@ -886,9 +960,8 @@ fn lin_items(
                 #transpose_out
             }
         }
-
-        #lin_fn
-    })
+    };
+    Ok((items, lin_fn))
 }
 
 /// `f_vjp(params.., cotangent: R) -> (R, In)`: the forward pass, then the
@@ -910,7 +983,8 @@ fn vjp_item(
     let t_body = body(out.transposed, &t_args, calls);
     let vjp_out = sig.pack_cotangents(names, t_body);
     let name = &item.sig.ident;
-    let doc = format!("Reverse mode of [`{name}`]: its value and the cotangents of its differentiable parameters for the given output cotangent (the gradient, for an output cotangent of 1). Generated by `#[differentiable]`.");
+    let link = sig.owner.doc_path(name, true);
+    let doc = format!("Reverse mode of [`{link}`]: its value and the cotangents of its differentiable parameters for the given output cotangent (the gradient, for an output cotangent of 1). Generated by `#[differentiable]`.");
     let (ret_ty, ret_tan, in_ty) = (&sig.ret_ty, &sig.ret_tan, &sig.in_ty);
     let vjp_name = format_ident!("{}_vjp", name);
     let ct_check = if l.ret.runtime_array() {

@@ -7,7 +7,7 @@ use quote::{format_ident, quote, quote_spanned};
 use rustc_hash::FxHashMap as HashMap;
 
 use super::calls::Calls;
-use super::items::generate;
+use super::items::{generate, Owner};
 use super::{
     find, finish, from_ir, parse_input, pascal, pattern_idents, recheck, to_ir, wants_dump,
     without_markers,
@@ -99,7 +99,10 @@ fn derivatives(
     };
     let vis = &item.vis;
     Ok(match &diff {
-        Some((f, d)) => generate(f, d, false, unzip::Checkpoint::SaveAll)?,
+        Some((f, d)) => {
+            let g = generate(f, d, false, unzip::Checkpoint::SaveAll, Owner::Free)?;
+            quote!(#g)
+        }
         None => quote!(#[doc(hidden)] #vis struct #map_name;),
     })
 }

@@ -31,8 +31,10 @@ mod companions;
 mod custom;
 mod items;
 mod linear;
+mod methods;
 
 pub use linear::linear;
+pub use methods::methods_with;
 
 use darling::ast::NestedMeta;
 use darling::FromMeta;
@@ -120,15 +122,9 @@ fn policy(args: &Args, errs: &mut Errors) -> unzip::Checkpoint {
     }
 }
 
-/// The attribute's arguments (errors collected) and the function it is on;
-/// for anything but a function, the item unchanged and an error.
-fn parse_input(
-    attr: TokenStream,
-    item: TokenStream,
-    macro_name: &str,
-) -> Result<(Args, syn::ItemFn, Errors), TokenStream> {
-    let mut errs = Errors::default();
-    let args = match NestedMeta::parse_meta_list(attr) {
+/// The attribute's arguments, errors collected.
+fn parse_args(attr: TokenStream, errs: &mut Errors) -> Args {
+    match NestedMeta::parse_meta_list(attr) {
         Ok(list) => Args::from_list(&list).unwrap_or_else(|e| {
             errs.push_err(e.into());
             Args::default()
@@ -137,7 +133,18 @@ fn parse_input(
             errs.push_err(e);
             Args::default()
         }
-    };
+    }
+}
+
+/// The attribute's arguments (errors collected) and the function it is on;
+/// for anything but a function, the item unchanged and an error.
+fn parse_input(
+    attr: TokenStream,
+    item: TokenStream,
+    macro_name: &str,
+) -> Result<(Args, syn::ItemFn, Errors), TokenStream> {
+    let mut errs = Errors::default();
+    let args = parse_args(attr, &mut errs);
     match syn::parse2::<syn::ItemFn>(item.clone()) {
         Ok(f) => Ok((args, f, errs)),
         Err(_) => {
@@ -151,6 +158,9 @@ fn parse_input(
 
 /// Expands `#[differentiable(attr)] item`.
 pub fn differentiable(attr: TokenStream, item: TokenStream) -> TokenStream {
+    if let Ok(block) = syn::parse2::<syn::ItemImpl>(item.clone()) {
+        return methods::differentiable_impl(attr, block);
+    }
     let (args, item_fn, errs) = match parse_input(attr.clone(), item.clone(), "differentiable") {
         Ok(parsed) => parsed,
         Err(out) => return out,
@@ -209,7 +219,8 @@ fn expand_fn(
     let policy = policy(args, &mut errs);
     let lowered = lower_fn_with(item_fn, &mut errs, Mode::Differentiable, structs);
     finish(item_fn, clean, lowered, errs, |l| {
-        items::generate(item_fn, l, args.dump, policy)
+        let g = items::generate(item_fn, l, args.dump, policy, items::Owner::Free)?;
+        Ok(quote!(#g))
     })
 }
 

@@ -798,7 +798,7 @@ impl Lowerer<'_> {
             let syn::FnArg::Typed(pt) = input else {
                 self.errs.spanned(
                     input,
-                    "`self` parameters are not supported: differentiable functions are free functions",
+                    "a method's derivatives need `#[differentiable]` on its `impl` block, which knows the type of `self`: `#[differentiable] impl Type { #[differentiable] fn m(&self, ..) -> f64 { .. } }`",
                 );
                 continue;
             };

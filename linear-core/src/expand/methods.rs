@@ -1,0 +1,353 @@
+//! `#[differentiable]` on an inherent `impl` block: derivatives of the
+//! methods marked `#[differentiable]` inside it.
+//!
+//! An attribute on a method alone cannot work: it sees neither the type
+//! its `self` is (so not that struct's layout, see [`crate::layout`]) nor
+//! a place for the linearization type, since an `impl` holds no structs.
+//! On the block, it sees both. It keeps the block as written (markers
+//! removed) and adds, once the layouts of the structs involved are known,
+//! a second `impl` of the same type with `m_jvp`, `m_lin` and `m_vjp` for
+//! each marked method `m`, and the linearization types beside it.
+//!
+//! A method is differentiated as the free function it desugars to: the
+//! receiver `&self` becomes the first parameter, `self: &Type` (Rust reads
+//! that back as the same receiver in the generated methods), and `Self` is
+//! spelled as the block's type, so that lowering resolves struct literals
+//! and paths as it does in free functions. The receiver is therefore the
+//! first slot of every tangent and cotangent list, as any first parameter
+//! is; `#[nondiff] &self` holds it constant.
+//!
+//! Invariant: the generated items never mention `Self` outside the
+//! generated `impl`, and the linearization type of method `m` of `Type`
+//! is `__TypeMLinearization`, distinct from a free function `m`'s.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{quote, quote_spanned, ToTokens};
+use syn::spanned::Spanned;
+use syn::visit_mut::VisitMut;
+
+use super::items::{self, Owner};
+use super::{finish, fn_struct_paths, policy, Args};
+use crate::layout::{Job, Kind, Structs};
+use crate::lower::{lower_fn_with, Errors, Mode};
+
+/// Expands `#[differentiable(attr)] impl Type { .. }`: the block as
+/// written, then the derivatives of its marked methods (at once, or once
+/// the layouts they need have arrived).
+pub(super) fn differentiable_impl(attr: TokenStream, block: syn::ItemImpl) -> TokenStream {
+    let mut errs = Errors::default();
+    if !attr.is_empty() {
+        errs.spanned(&attr, "`#[differentiable]` on an `impl` block takes no arguments: put them on the methods (`#[differentiable(checkpoint = \"state\")] fn m(..)`)");
+    }
+    let clean = clean_block(&block);
+    let Some(self_ty) = owner_type(&block, &mut errs) else {
+        let e = errs.into_compile_errors();
+        return quote!(#clean #e);
+    };
+    let mut pending = Vec::new();
+    let mut marked = 0;
+    for m in methods(&block) {
+        if marker(m).is_none() {
+            continue;
+        }
+        marked += 1;
+        if let Some(f) = as_fn(&self_ty, m, &mut errs) {
+            pending.extend(fn_struct_paths(&f));
+        }
+    }
+    if marked == 0 {
+        errs.spanned(&block.self_ty, "no method of this `impl` is marked `#[differentiable]`: mark the ones to differentiate");
+    }
+    if !errs.is_empty() {
+        let e = errs.into_compile_errors();
+        return quote!(#clean #e);
+    }
+    let checks: TokenStream = pending
+        .iter()
+        .map(|p| {
+            quote_spanned! {p.span()=>
+                const _: fn() = || {
+                    fn is_differentiable<T: ::linear_ad::Differentiable>() {}
+                    is_differentiable::<#p>();
+                };
+            }
+        })
+        .collect();
+    let job = Job {
+        kind: Kind::Methods,
+        attr: TokenStream::new(),
+        item: block.into_token_stream(),
+        known: Structs::default(),
+        pending,
+    };
+    let next = job.next();
+    quote!(#clean #checks #next)
+}
+
+/// The derivatives of the marked methods of `block`, given the layouts of
+/// the structs they name (the block itself was emitted before).
+pub fn methods_with(block: TokenStream, known: &Structs) -> TokenStream {
+    let block: syn::ItemImpl = match syn::parse2(block) {
+        Ok(b) => b,
+        Err(e) => return e.to_compile_error(),
+    };
+    let mut errs = Errors::default();
+    let Some(self_ty) = owner_type(&block, &mut errs) else {
+        return errs.into_compile_errors();
+    };
+    let (mut fns, mut items) = (TokenStream::new(), TokenStream::new());
+    for m in methods(&block) {
+        let Some(attr) = marker(m) else { continue };
+        let mut errs = Errors::default();
+        let Some(f) = as_fn(&self_ty, m, &mut errs) else {
+            items.extend(errs.into_compile_errors());
+            continue;
+        };
+        let args = super::parse_args(attr, &mut errs);
+        let out = expand_method(&args, &f, errs, known, &self_ty);
+        match out {
+            Ok(g) => {
+                fns.extend(g.fns);
+                items.extend(g.items);
+            }
+            Err(e) => items.extend(e),
+        }
+    }
+    let (impl_token, brace) = (block.impl_token, block.brace_token);
+    let mut out = quote!(#impl_token #self_ty);
+    brace.surround(&mut out, |o| o.extend(fns));
+    quote!(#out #items)
+}
+
+/// One marked method's generated functions and items, or its errors.
+fn expand_method(
+    args: &Args,
+    f: &syn::ItemFn,
+    mut errs: Errors,
+    known: &Structs,
+    self_ty: &syn::Type,
+) -> Result<items::Generated, TokenStream> {
+    let policy = policy(args, &mut errs);
+    let lowered = lower_fn_with(f, &mut errs, Mode::Differentiable, known);
+    let mut generated = None;
+    let out = finish(f, None, lowered, errs, |l| {
+        let g = items::generate(f, l, args.dump, policy, Owner::Method(self_ty))?;
+        generated = Some(g);
+        Ok(TokenStream::new())
+    });
+    generated.ok_or(out)
+}
+
+/// The type an `impl` block is for, if `#[differentiable]` supports the
+/// block: inherent, not generic.
+fn owner_type(block: &syn::ItemImpl, errs: &mut Errors) -> Option<syn::Type> {
+    if let Some((path, _)) = &block.trait_ {
+        errs.spanned(path, "`#[differentiable]` applies to inherent `impl` blocks (`impl Type { .. }`), not to trait impls: differentiable operators and trait methods are not supported yet; write the operation as a method or a free function");
+        return None;
+    }
+    if !block.generics.params.is_empty() {
+        errs.spanned(&block.generics, "`#[differentiable]` does not support generic `impl` blocks yet: implement it for the concrete type (`impl Particle { .. }`)");
+        return None;
+    }
+    match &*block.self_ty {
+        syn::Type::Path(p) if p.qself.is_none() => Some((*block.self_ty).clone()),
+        other => {
+            errs.spanned(other, "`#[differentiable]` applies to `impl` blocks of a named struct (`impl Particle { .. }`)");
+            None
+        }
+    }
+}
+
+fn methods(block: &syn::ItemImpl) -> impl Iterator<Item = &syn::ImplItemFn> {
+    block.items.iter().filter_map(|i| match i {
+        syn::ImplItem::Fn(m) => Some(m),
+        _ => None,
+    })
+}
+
+/// Whether `a` is the `#[differentiable]` marker (under any path, such as
+/// `#[linear_ad::differentiable]`).
+fn is_marker(a: &syn::Attribute) -> bool {
+    a.path()
+        .segments
+        .last()
+        .is_some_and(|s| s.ident == "differentiable")
+}
+
+/// The arguments of `m`'s `#[differentiable(..)]` marker, if it has one.
+fn marker(m: &syn::ImplItemFn) -> Option<TokenStream> {
+    let a = m.attrs.iter().find(|a| is_marker(a))?;
+    Some(match &a.meta {
+        syn::Meta::List(l) => l.tokens.clone(),
+        syn::Meta::Path(_) | syn::Meta::NameValue(_) => TokenStream::new(),
+    })
+}
+
+/// The block as the user wrote it, minus the markers rustc does not know
+/// (on methods, receivers and parameters), so that it compiles on its own
+/// whatever becomes of the derivatives.
+fn clean_block(block: &syn::ItemImpl) -> syn::ItemImpl {
+    let mut block = block.clone();
+    for item in block.items.iter_mut() {
+        let syn::ImplItem::Fn(m) = item else { continue };
+        m.attrs.retain(|a| !is_marker(a));
+        for input in m.sig.inputs.iter_mut() {
+            let attrs = match input {
+                syn::FnArg::Receiver(r) => &mut r.attrs,
+                syn::FnArg::Typed(pt) => &mut pt.attrs,
+            };
+            attrs.retain(|a| !a.path().is_ident("nondiff") && !a.path().is_ident("linear"));
+        }
+    }
+    block
+}
+
+/// Method `m` of `self_ty` as the free function it desugars to: the
+/// receiver a first parameter named `self`, `Self` spelled out. `None`,
+/// with an error, for a receiver that cannot be differentiated.
+fn as_fn(
+    self_ty: &syn::Type,
+    m: &syn::ImplItemFn,
+    errs: &mut Errors,
+) -> Option<syn::ItemFn> {
+    let mut sig = m.sig.clone();
+    let mut ok = true;
+    for input in sig.inputs.iter_mut() {
+        let syn::FnArg::Receiver(r) = input else {
+            continue;
+        };
+        let span = r.self_token.span;
+        let owner = syn::Ident::new("Self", span);
+        let ty: syn::Type = match &r.kind {
+            syn::ReceiverKind::Value => syn::parse_quote_spanned!(span=> #owner),
+            syn::ReceiverKind::Reference(_, _, Some(_)) => {
+                errs.spanned(&*r, "`&mut self` methods cannot be differentiable: a differentiable function returns what it computes; take `&self` (or `self`) and return the new value");
+                ok = false;
+                continue;
+            }
+            syn::ReceiverKind::Reference(_, lifetime, None) => {
+                syn::parse_quote_spanned!(span=> & #lifetime #owner)
+            }
+            syn::ReceiverKind::Typed(_, ty) => (**ty).clone(),
+            _ => {
+                errs.spanned(&*r, "this receiver is not supported: take `&self` or `self`");
+                ok = false;
+                continue;
+            }
+        };
+        let pat = syn::Pat::Ident(syn::PatIdent {
+            attrs: Vec::new(),
+            by_ref: None,
+            mutability: r.mutability,
+            ident: syn::Ident::new("self", span),
+            subpat: None,
+        });
+        *input = syn::FnArg::Typed(syn::PatType {
+            attrs: r.attrs.clone(),
+            pat: Box::new(pat),
+            colon_token: Default::default(),
+            ty: Box::new(ty),
+        });
+    }
+    if !ok {
+        return None;
+    }
+    let mut f = syn::ItemFn {
+        attrs: m.attrs.iter().filter(|a| !is_marker(a)).cloned().collect(),
+        vis: m.vis.clone(),
+        modifiers: m.modifiers.clone(),
+        sig,
+        block: Box::new(m.block.clone()),
+    };
+    SpellSelf(self_ty).visit_item_fn_mut(&mut f);
+    Some(f)
+}
+
+/// Replaces `Self` by the `impl` block's type, in types and paths.
+struct SpellSelf<'a>(&'a syn::Type);
+
+impl VisitMut for SpellSelf<'_> {
+    fn visit_type_mut(&mut self, t: &mut syn::Type) {
+        if let syn::Type::Path(p) = t {
+            if p.qself.is_none() && p.path.is_ident("Self") {
+                let mut owner = self.0.clone();
+                respan(&mut owner, p.path.span());
+                *t = owner;
+                return;
+            }
+        }
+        syn::visit_mut::visit_type_mut(self, t);
+    }
+
+    fn visit_path_mut(&mut self, p: &mut syn::Path) {
+        let starts_with_self = p
+            .segments
+            .first()
+            .is_some_and(|s| s.ident == "Self" && p.leading_colon.is_none());
+        if let (true, syn::Type::Path(owner)) = (starts_with_self, self.0) {
+            let rest: Vec<syn::PathSegment> = p.segments.iter().skip(1).cloned().collect();
+            let span = p.segments[0].ident.span();
+            let mut path = owner.path.clone();
+            for s in path.segments.iter_mut() {
+                s.ident.set_span(span);
+            }
+            path.segments.extend(rest);
+            *p = path;
+        }
+        syn::visit_mut::visit_path_mut(self, p);
+    }
+}
+
+/// Gives the identifiers of a type path `span`, so that errors about the
+/// spelled-out `Self` point where the user wrote it.
+fn respan(t: &mut syn::Type, span: Span) {
+    if let syn::Type::Path(p) = t {
+        for s in p.path.segments.iter_mut() {
+            s.ident.set_span(span);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn as_free(src: &str) -> String {
+        let block: syn::ItemImpl = syn::parse_str(src).unwrap();
+        let ty = (*block.self_ty).clone();
+        let m = methods(&block).next().unwrap();
+        let f = as_fn(&ty, m, &mut Errors::default()).unwrap();
+        f.into_token_stream().to_string()
+    }
+
+    #[test]
+    fn receiver_becomes_first_parameter_and_self_is_spelled_out() {
+        let f = as_free(
+            "impl geo::P { fn m(&self, k: f64) -> Self { Self { x: self.x * k, ..*self } } }",
+        );
+        assert_eq!(
+            f,
+            "fn m (self : & geo :: P , k : f64) -> geo :: P { geo :: P { x : self . x * k , .. * self } }"
+        );
+    }
+
+    #[test]
+    fn by_value_receiver_keeps_mut() {
+        let f = as_free("impl P { fn m(mut self) -> f64 { self.x } }");
+        assert_eq!(f, "fn m (mut self : P) -> f64 { self . x }");
+    }
+
+    #[test]
+    fn mut_reference_receiver_is_refused() {
+        let block: syn::ItemImpl =
+            syn::parse_str("impl P { fn m(&mut self) -> f64 { self.x } }").unwrap();
+        let ty = (*block.self_ty).clone();
+        let mut errs = Errors::default();
+        let m = methods(&block).next().unwrap();
+        assert!(as_fn(&ty, m, &mut errs).is_none());
+        assert!(errs
+            .into_compile_errors()
+            .to_string()
+            .contains("`&mut self` methods cannot be differentiable"));
+    }
+}
