@@ -224,6 +224,9 @@
 #![forbid(unsafe_code)]
 
 pub use linear_macros::{differentiable, linear, Differentiable};
+/// The `num_traits` crate, whose `Float` bounds functions generic in
+/// their float type: `fn f<T: linear_ad::num_traits::Float>(x: T) -> T`.
+pub use num_traits;
 
 /// Invokes `$m!` once per tuple arity from 1 to 8, with each component's
 /// type parameter and index (`A 0, B 1`).
@@ -243,6 +246,46 @@ macro_rules! for_tuples {
 mod replay;
 mod structs;
 
+/// The float types the functions `#[differentiable]` generates for a
+/// function generic in its float type (`fn f<T: Float>`) accept: `f32`
+/// and `f64`. The function itself keeps its own bounds; its `f_jvp`,
+/// `f_lin` and `f_vjp` add this one, for the zeros and buffers of the
+/// derivative code.
+///
+/// ```
+/// use linear_ad::{differentiable, num_traits::Float};
+///
+/// #[differentiable]
+/// fn norm<T: Float>(x: T, y: T) -> T {
+///     (x * x + y * y).sqrt()
+/// }
+///
+/// // One body, two instances, the same derivatives.
+/// let (_, (dx, dy)) = norm_vjp(3.0f64, 4.0, 1.0);
+/// assert_eq!((dx, dy), (0.6, 0.8));
+/// let (_, (dx, dy)) = norm_vjp(3.0f32, 4.0, 1.0);
+/// assert_eq!((dx, dy), (0.6, 0.8));
+///
+/// // Generic callers name this bound.
+/// fn gradient<T: linear_ad::Real>(x: T, y: T) -> (T, T) {
+///     norm_vjp(x, y, T::one()).1
+/// }
+/// assert_eq!(gradient(3.0f64, 4.0), (0.6, 0.8));
+/// ```
+pub trait Real:
+    num_traits::Float
+    + Differentiable<Tangent = Self>
+    + core::fmt::Debug
+    + Default
+    + Send
+    + Sync
+    + 'static
+{
+}
+
+impl Real for f64 {}
+impl Real for f32 {}
+
 /// A type whose values have a tangent space: what
 /// `#[derive(Differentiable)]` implements for a struct, naming the
 /// struct it generates for the tangents (`ParticleTangent` for
@@ -251,7 +294,7 @@ mod structs;
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not differentiable",
     label = "a differentiable function reads this type's fields",
-    note = "add `#[derive(linear_ad::Differentiable)]` to the struct, or mark the parameter `#[nondiff]`"
+    note = "add `#[derive(linear_ad::Differentiable)]` to the struct; an enum or any other type is not differentiable: mark the parameter `#[nondiff]` to use it as a constant"
 )]
 pub trait Differentiable {
     /// The tangent (and cotangent) of a value of this type.
@@ -313,17 +356,13 @@ pub mod __private {
         fn zero() -> Self;
     }
 
-    impl Vector for f64 {
+    /// `f32` and `f64`. Through [`Real`](crate::Real), rather than a
+    /// supertrait of it, so that a generic function's `T::zero()` names
+    /// only `num_traits::Zero::zero`.
+    impl<T: crate::Real> Vector for T {
         #[inline]
         fn zero() -> Self {
-            0.0
-        }
-    }
-
-    impl Vector for f32 {
-        #[inline]
-        fn zero() -> Self {
-            0.0
+            <T as num_traits::Zero>::zero()
         }
     }
 

@@ -251,12 +251,74 @@ fn is_keyword(s: &str) -> bool {
     )
 }
 
-/// A float literal of the given type; non-finite values by name.
-pub fn float_lit(value: f64, float: Float) -> TokenStream {
-    let ty = match float {
+thread_local! {
+    static FLOAT_PARAM: std::cell::RefCell<Option<syn::Ident>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// The user's name for [`Float::Generic`] (the `T` of `fn f<T: Float>`)
+/// while one generic function is lowered and printed: lowering reads `T`
+/// as that type, code generation spells it `T`. A guard: the name is
+/// forgotten when it drops, so the next function the macro expands in
+/// this thread starts without one.
+pub struct FloatParam(());
+
+impl FloatParam {
+    pub fn set(name: Option<syn::Ident>) -> FloatParam {
+        FLOAT_PARAM.with(|p| *p.borrow_mut() = name);
+        FloatParam(())
+    }
+
+    /// The name, if a generic function is being expanded.
+    pub fn get() -> Option<syn::Ident> {
+        FLOAT_PARAM.with(|p| p.borrow().clone())
+    }
+}
+
+impl Drop for FloatParam {
+    fn drop(&mut self) {
+        FLOAT_PARAM.with(|p| *p.borrow_mut() = None);
+    }
+}
+
+/// The Rust type of a real of type `float`.
+pub fn float_ty(float: Float) -> TokenStream {
+    match float {
         Float::F64 => quote!(f64),
         Float::F32 => quote!(f32),
-    };
+        Float::Generic => match FloatParam::get() {
+            Some(t) => quote!(#t),
+            // Only generic functions have generic reals.
+            None => quote!(f64),
+        },
+    }
+}
+
+/// `x` (a Rust expression of a primitive number type) converted to the
+/// generic float type, which has no `as` cast.
+fn to_generic(x: TokenStream) -> TokenStream {
+    let t = float_ty(Float::Generic);
+    quote!(<#t as ::linear_ad::num_traits::NumCast>::from(#x).unwrap())
+}
+
+/// A float literal of the given type; non-finite values by name.
+pub fn float_lit(value: f64, float: Float) -> TokenStream {
+    if float == Float::Generic {
+        let t = float_ty(float);
+        return match value {
+            0.0 => quote!(<#t as ::linear_ad::num_traits::Zero>::zero()),
+            1.0 => quote!(<#t as ::linear_ad::num_traits::One>::one()),
+            _ if value.is_nan() => quote!(<#t as ::linear_ad::num_traits::Float>::nan()),
+            _ if value == f64::INFINITY => {
+                quote!(<#t as ::linear_ad::num_traits::Float>::infinity())
+            }
+            _ if value == f64::NEG_INFINITY => {
+                quote!(<#t as ::linear_ad::num_traits::Float>::neg_infinity())
+            }
+            _ => to_generic(float_lit(value, Float::F64)),
+        };
+    }
+    let ty = float_ty(float);
     if value.is_nan() {
         return quote!(#ty::NAN);
     }
@@ -273,7 +335,7 @@ pub fn float_lit(value: f64, float: Float) -> TokenStream {
             quote!(::core::#ty::consts::#name)
         }
         None => match float {
-            Float::F64 => {
+            Float::F64 | Float::Generic => {
                 let l = Literal::f64_suffixed(value.abs());
                 quote!(#l)
             }
@@ -318,7 +380,7 @@ fn std_constant(v: f64, float: Float) -> Option<&'static str> {
     ];
     TABLE.iter().find_map(|(name, k)| {
         let same = match float {
-            Float::F64 => *k == v,
+            Float::F64 | Float::Generic => *k == v,
             Float::F32 => (*k as f32) == (v as f32),
         };
         same.then_some(*name)
@@ -730,6 +792,8 @@ fn accumulate(t: &Ty, place: TokenStream, value: TokenStream) -> TokenStream {
             });
             quote!(#(#parts)*)
         }
+        // `num_traits::Float` has no `AddAssign`.
+        Ty::Real(Float::Generic) => quote!(#place = #place + #value;),
         Ty::Real(_)
         | Ty::Int
         | Ty::Bool
@@ -1104,6 +1168,7 @@ fn gen_prim(prim: Prim, a: &[syn::Ident], names: &Names, args: &[Var]) -> TokenS
         Prim::Not => quote!(!#x),
         Prim::ToReal(Float::F64) => quote!((#x as f64)),
         Prim::ToReal(Float::F32) => quote!((#x as f32)),
+        Prim::ToReal(Float::Generic) => to_generic(quote!(#x)),
         Prim::ToInt => quote!((#x as i64)),
         Prim::PowiN => {
             let n = &a[1];

@@ -51,6 +51,11 @@ use std::rc::Rc;
 pub enum Float {
     F32,
     F64,
+    /// The float type parameter of a generic function (`T:
+    /// num_traits::Float`), written `float`: one per function, spelled
+    /// by code generation with the user's name for it
+    /// ([`crate::codegen::FloatParam`]).
+    Generic,
 }
 
 impl Float {
@@ -58,6 +63,7 @@ impl Float {
         match self {
             Float::F32 => "f32",
             Float::F64 => "f64",
+            Float::Generic => "float",
         }
     }
 }
@@ -555,6 +561,7 @@ impl Prim {
             Prim::Not => "not",
             Prim::ToReal(Float::F64) => "f64",
             Prim::ToReal(Float::F32) => "f32",
+            Prim::ToReal(Float::Generic) => "float",
             Prim::ToInt => "int",
             Prim::PowiN => "powin",
         }
@@ -565,6 +572,9 @@ impl Prim {
     pub fn from_call_name(name: &str) -> Option<Prim> {
         if name == "f32" {
             return Some(Prim::ToReal(Float::F32));
+        }
+        if name == "float" {
+            return Some(Prim::ToReal(Float::Generic));
         }
         Prim::ALL
             .iter()

@@ -300,6 +300,7 @@ impl Parser {
         match self.next() {
             Tok::Ident(s) if s == "f64" => Ok(Ty::F64),
             Tok::Ident(s) if s == "f32" => Ok(Ty::F32),
+            Tok::Ident(s) if s == "float" => Ok(Ty::Real(Float::Generic)),
             Tok::Ident(s) if s == "int" => Ok(Ty::Int),
             Tok::Ident(s) if s == "bool" => Ok(Ty::Bool),
             t => {
@@ -409,6 +410,8 @@ impl Parser {
         }
         let (digits, float) = if let Some(d) = text.strip_suffix("f32") {
             (d, Float::F32)
+        } else if let Some(d) = text.strip_suffix("float") {
+            (d, Float::Generic)
         } else {
             (text.strip_suffix("f64").unwrap_or(&text), Float::F64)
         };

@@ -234,8 +234,10 @@ fn stmt(out: &mut String, s: &Stmt, depth: usize) {
 pub(crate) fn lit(out: &mut String, value: f64, float: Float) {
     // `{:?}` prints the shortest text that parses back to the same value.
     let _ = write!(out, "{value:?}");
-    if float == Float::F32 {
-        out.push_str("f32");
+    match float {
+        Float::F32 => out.push_str("f32"),
+        Float::Generic => out.push_str("float"),
+        Float::F64 => {}
     }
 }
 

@@ -27,6 +27,8 @@ use crate::passes::unzip;
 struct Sig<'a> {
     /// Whose function `f` is.
     owner: Owner<'a>,
+    /// The float type parameter of a generic `f` (see [`FloatGenerics`]).
+    float: FloatGenerics,
     /// `f`'s visibility.
     vis: &'a syn::Visibility,
     /// The differentiable parameters: position and shape.
@@ -236,6 +238,7 @@ impl<'a> Sig<'a> {
         let user_allows = item.attrs.iter().filter(|a| a.path().is_ident("allow"));
         Ok(Sig {
             owner,
+            float: FloatGenerics::of(&item.sig.generics),
             vis: &item.vis,
             active,
             params,
@@ -290,11 +293,12 @@ impl<'a> Sig<'a> {
             allow,
             ..
         } = self;
+        let (generics, where_clause) = (self.float.decl(None), &self.float.where_clause);
         quote! {
             #[doc = #doc]
             #allow
             #[inline]
-            #vis fn #name(#(#params,)* #(#extra,)*) -> #ret {
+            #vis fn #name #generics (#(#params,)* #(#extra,)*) -> #ret #where_clause {
                 #(#used_markers)*
                 #(#prelude)*
                 #body
@@ -330,12 +334,13 @@ impl<'a> Sig<'a> {
             allow,
             ..
         } = self;
-        let lt = input_lifetime();
+        let generics = self.float.decl(Some(input_lifetime()));
+        let where_clause = &self.float.where_clause;
         quote! {
             #[doc = #doc]
             #allow
             #[inline]
-            #vis fn #name<#lt>(#(#params_borrowed,)*) -> #ret {
+            #vis fn #name #generics (#(#params_borrowed,)*) -> #ret #where_clause {
                 #(#used_markers)*
                 #(#prelude)*
                 #body
@@ -390,6 +395,71 @@ impl<'a> Sig<'a> {
             let d = format_ident!("__d{}", k, span = Span::mixed_site());
             quote!(#d)
         }
+    }
+}
+
+/// The generics of the generated items of a function generic in its
+/// float type `T`: the user's bounds on `T`, plus `linear_ad::Real`
+/// (implemented by `f32` and `f64`), which the runtime's buffers and
+/// zeros need and which `num_traits::Float` alone cannot give them (a
+/// blanket impl over `Float` would overlap the impls for arrays).
+/// Empty for a function that is not generic.
+#[derive(Clone, Default)]
+struct FloatGenerics {
+    /// `T` and its bounds.
+    param: Option<(syn::Ident, TokenStream)>,
+    /// The user's `where` clause, as written.
+    where_clause: TokenStream,
+}
+
+impl FloatGenerics {
+    fn of(generics: &syn::Generics) -> FloatGenerics {
+        let Some(t) = crate::lower::float_param(generics) else {
+            return FloatGenerics::default();
+        };
+        let bounds: Vec<&syn::TypeParamBound> = generics
+            .type_params()
+            .flat_map(|p| &p.bounds)
+            .collect();
+        let where_clause = &generics.where_clause;
+        FloatGenerics {
+            param: Some((t, quote!(#(#bounds +)* ::linear_ad::Real))),
+            where_clause: quote!(#where_clause),
+        }
+    }
+
+    /// `<'lt, T: bounds>`, for declarations; nothing if both are absent.
+    fn decl(&self, lifetime: Option<syn::Lifetime>) -> TokenStream {
+        let t = self.param.as_ref().map(|(t, b)| quote!(#t: #b));
+        match (lifetime, t) {
+            (None, None) => quote!(),
+            (l, t) => {
+                let parts = l.map(|l| quote!(#l)).into_iter().chain(t);
+                quote!(<#(#parts),*>)
+            }
+        }
+    }
+
+    /// `<'lt, T>`, for uses.
+    fn args(&self, lifetime: Option<syn::Lifetime>) -> TokenStream {
+        let t = self.param.as_ref().map(|(t, _)| quote!(#t));
+        match (lifetime, t) {
+            (None, None) => quote!(),
+            (l, t) => {
+                let parts = l.map(|l| quote!(#l)).into_iter().chain(t);
+                quote!(<#(#parts),*>)
+            }
+        }
+    }
+
+    /// The linearization's field that uses `T` whatever the tape holds,
+    /// and its initialiser.
+    fn marker(&self) -> Option<(TokenStream, TokenStream)> {
+        let (t, _) = self.param.as_ref()?;
+        Some((
+            quote!(__float: ::core::marker::PhantomData<#t>),
+            quote!(__float: ::core::marker::PhantomData),
+        ))
     }
 }
 
@@ -535,7 +605,8 @@ pub(super) fn generate(
     // structs yet, nor call methods (lowering says so at the call): no
     // companions to call.
     let structs = sig.active.iter().any(|(_, s)| s.has_struct()) || l.ret.has_struct();
-    let free = matches!(owner, Owner::Free);
+    // Nor generic functions: a caller's tape would have to name `T`.
+    let free = matches!(owner, Owner::Free) && sig.float.param.is_none();
     let companions = if free && sig.arrays().is_empty() && !l.ret.has_slice() && !structs {
         companions(
             item,
@@ -661,14 +732,9 @@ impl Tape {
             .any(|(_, s)| !matches!(s, Shape::Slice(_, crate::lower::SliceKind::Vec)))
     }
 
-    /// `<'a>` if the linearization borrows, else nothing.
-    fn generics(&self) -> TokenStream {
-        if self.borrows() {
-            let lt = input_lifetime();
-            quote!(<#lt>)
-        } else {
-            quote!()
-        }
+    /// The linearization's lifetime, if it borrows.
+    fn lifetime(&self) -> Option<syn::Lifetime> {
+        self.borrows().then(input_lifetime)
     }
 
     /// The Rust type of field `k`.
@@ -745,13 +811,16 @@ impl Tape {
     /// `TapeSize` and `Debug` impls.
     fn items(&self, map_name: &syn::Ident, sig: &Sig, doc: &str, calls: &Calls) -> TokenStream {
         let Sig { vis, allow, .. } = sig;
-        let mut fields = self.fields.clone();
+        let mut fields: Vec<TokenStream> = self.fields.iter().map(|f| quote!(#f)).collect();
         let mut field_tys: Vec<TokenStream> = (0..self.tys.len())
             .map(|k| self.field_ty(k, calls))
             .collect();
-        let generics = self.generics();
-        fields.extend(self.lens.iter().cloned());
+        let (lt, float) = (self.lifetime(), &sig.float);
+        let (generics, args) = (float.decl(lt.clone()), float.args(lt));
+        let where_clause = &float.where_clause;
+        fields.extend(self.lens.iter().map(|f| quote!(#f)));
         field_tys.extend(self.lens.iter().map(|_| quote!(usize)));
+        let marker = float.marker().map(|(decl, _)| quote!(#decl,));
         let copy = (0..self.tys.len()).all(|k| match &self.inputs[k] {
             Some((_, Shape::Slice(_, kind))) => *kind != crate::lower::SliceKind::Vec,
             _ => crate::codegen::is_copy(&self.tys[k]),
@@ -777,12 +846,13 @@ impl Tape {
             #[doc = #doc]
             #derive
             #allow
-            #vis struct #map_name #generics {
+            #vis struct #map_name #generics #where_clause {
                 #(#fields: #field_tys,)*
+                #marker
             }
 
             #allow
-            impl #generics ::linear_ad::TapeSize for #map_name #generics {
+            impl #generics ::linear_ad::TapeSize for #map_name #args #where_clause {
                 fn tape_bytes(&self) -> usize {
                     let __heap: [usize; #heap_len] = [#(#heap),*];
                     ::core::mem::size_of::<Self>() + __heap.iter().sum::<usize>()
@@ -790,7 +860,7 @@ impl Tape {
             }
 
             #allow
-            impl #generics ::core::fmt::Debug for #map_name #generics {
+            impl #generics ::core::fmt::Debug for #map_name #args #where_clause {
                 fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
                     f.debug_struct(#map_str)
                         .field("tape_bytes", &::linear_ad::TapeSize::tape_bytes(self))
@@ -922,8 +992,11 @@ fn lin_items(
 
     let y_out = primal_from_ir(quote!(#y), &l.ret, names);
     let fwd_body = body(out.forward, &sig.primal_ir, calls);
-    let read = tape.field_inits(&tape_var, len_inits);
-    let generics = tape.generics();
+    let mut read = tape.field_inits(&tape_var, len_inits);
+    read.extend(sig.float.marker().map(|(_, init)| init));
+    let (lt, float) = (tape.lifetime(), &sig.float);
+    let (generics, args) = (float.decl(lt.clone()), float.args(lt));
+    let where_clause = &float.where_clause;
     let measure = if ct_check.is_empty() {
         quote!()
     } else {
@@ -939,17 +1012,23 @@ fn lin_items(
         sig.borrowing_function(
             &lin_doc,
             &lin_name,
-            quote!((#ret_ty, #map_name #generics)),
+            quote!((#ret_ty, #map_name #args)),
             body,
         )
     } else {
-        sig.function(&lin_doc, &lin_name, &[], quote!((#ret_ty, #map_name)), body)
+        sig.function(
+            &lin_doc,
+            &lin_name,
+            &[],
+            quote!((#ret_ty, #map_name #args)),
+            body,
+        )
     };
     let items = quote! {
         #tape_items
 
         #allow
-        impl #generics ::linear_ad::LinearMap<#in_ty, #ret_tan> for #map_name #generics {
+        impl #generics ::linear_ad::LinearMap<#in_ty, #ret_tan> for #map_name #args #where_clause {
             #[inline]
             fn apply(&self, #tangent: #in_ty) -> #ret_tan {
                 #apply_body

@@ -28,6 +28,7 @@ use syn::visit_mut::VisitMut;
 
 use super::items::{self, Owner};
 use super::{finish, fn_struct_paths, policy, Args};
+use crate::codegen::FloatParam;
 use crate::layout::{Job, Kind, Structs};
 use crate::lower::{lower_fn_with, Errors, Mode};
 
@@ -128,6 +129,7 @@ fn expand_method(
     self_ty: &syn::Type,
 ) -> Result<items::Generated, TokenStream> {
     let policy = policy(args, &mut errs);
+    let _float = FloatParam::set(crate::lower::float_param(&f.sig.generics));
     let lowered = lower_fn_with(f, &mut errs, Mode::Differentiable, known);
     let mut generated = None;
     let out = finish(f, None, lowered, errs, |l| {

@@ -43,7 +43,7 @@ use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
 
 use crate::check::{check, check_linear_b};
-use crate::codegen::Names;
+use crate::codegen::{FloatParam, Names};
 use crate::ir::{Extern, Func, Program};
 use crate::layout::{struct_paths, Job, Kind, Structs};
 use crate::lower::{lower_fn_with, Errors, Lowered, Mode, Shape};
@@ -217,6 +217,7 @@ fn expand_fn(
     clean: Option<&syn::ItemFn>,
 ) -> TokenStream {
     let policy = policy(args, &mut errs);
+    let _float = FloatParam::set(crate::lower::float_param(&item_fn.sig.generics));
     let lowered = lower_fn_with(item_fn, &mut errs, Mode::Differentiable, structs);
     finish(item_fn, clean, lowered, errs, |l| {
         let g = items::generate(item_fn, l, args.dump, policy, items::Owner::Free)?;

@@ -24,6 +24,9 @@ pub(super) fn scalar_ty(t: &syn::Type) -> Option<Ty> {
         syn::Type::Reference(r) => scalar_ty(&r.elem),
         syn::Type::Paren(p) => scalar_ty(&p.elem),
         syn::Type::Group(g) => scalar_ty(&g.elem),
+        syn::Type::Path(p) if p.qself.is_none() && super::is_float_param(&p.path) => {
+            Some(Ty::Real(Float::Generic))
+        }
         syn::Type::Path(p) if p.qself.is_none() => {
             let id = p.path.get_ident()?.to_string();
             match id.as_str() {

@@ -37,6 +37,7 @@ use crate::visit::Fresh;
 mod array;
 mod control;
 mod exits;
+mod generic;
 mod inactive;
 mod ops;
 mod place;
@@ -183,8 +184,7 @@ impl Shape {
                     t
                 }
             }
-            Shape::Float(Float::F64) => quote!(f64),
-            Shape::Float(Float::F32) => quote!(f32),
+            Shape::Float(f) => crate::codegen::float_ty(*f),
             Shape::Tuple(s) => {
                 let s = s.iter().map(Shape::rust);
                 quote!((#(#s,)*))
@@ -297,6 +297,8 @@ impl Shape {
                     Some(Shape::Float(Float::F64))
                 } else if p.path.is_ident("f32") {
                     Some(Shape::Float(Float::F32))
+                } else if is_float_param(&p.path) {
+                    Some(Shape::Float(Float::Generic))
                 } else {
                     StructShape::resolve(&p.path, false, structs)
                         .ok()
@@ -573,6 +575,49 @@ pub fn lower_fn_mode(item: &syn::ItemFn, errs: &mut Errors, mode: Mode) -> Optio
     lower_fn_with(item, errs, mode, &Structs::default())
 }
 
+/// Why a parameter of type `ty` cannot be differentiable, and what to do.
+fn unsupported_param(ty: &syn::Type) -> String {
+    let shown = show_type(ty);
+    match ty {
+        syn::Type::Reference(r) if r.mutability.is_some() => format!("`&mut` parameters cannot be differentiable (`{shown}`): a differentiable function returns what it computes; take `&[T]` (or the value) and return the new values, or mark the parameter `#[nondiff]` if it is an output buffer of constants"),
+        syn::Type::Reference(r) if matches!(&*r.elem, syn::Type::TraitObject(_)) => format!("trait objects cannot be differentiable parameters (`{shown}`): their code, and so their derivative, is unknown at compile time; call a `#[differentiable]` function instead, or mark the parameter `#[nondiff]` if it computes constants"),
+        syn::Type::TraitObject(_) | syn::Type::ImplTrait(_) => format!("`{shown}` cannot be a differentiable parameter: its code, and so its derivative, is unknown at compile time; call a `#[differentiable]` function instead, or mark the parameter `#[nondiff]` if it computes constants"),
+        _ => format!("unsupported parameter type `{shown}`: differentiable parameters are f32, f64, tuples and fixed-size arrays of them, arrays read by index (`&[T]`, `&[T; N]`, `&Vec<T>`, `Vec<T>` with `T` a float, a tuple of floats or a fixed-size array of them) and structs with `#[derive(Differentiable)]`; integers and bools are constants; mark any other parameter `#[nondiff]` to use it as a constant"),
+    }
+}
+
+/// The float type parameter of a function generic in its float type:
+/// the one type parameter of `generics` if it is bounded by `Float`
+/// (`num_traits::Float` under any path), inline or in the `where`
+/// clause, and `generics` has no other parameter. Its name stands for
+/// [`Float::Generic`] while the function is expanded
+/// ([`crate::codegen::FloatParam`]).
+pub fn float_param(generics: &syn::Generics) -> Option<syn::Ident> {
+    let mut params = generics.params.iter();
+    let (Some(syn::GenericParam::Type(tp)), None) = (params.next(), params.next()) else {
+        return None;
+    };
+    let is_float = |b: &syn::TypeParamBound| match b {
+        syn::TypeParamBound::Trait(t) => t.path.segments.last().is_some_and(|s| s.ident == "Float"),
+        _ => false,
+    };
+    let inline = tp.bounds.iter().any(is_float);
+    let in_where = generics.where_clause.iter().flat_map(|w| &w.predicates).any(|p| match p {
+        syn::WherePredicate::Type(pt) => {
+            matches!(&pt.bounded_ty, syn::Type::Path(b) if b.path.is_ident(&tp.ident))
+                && pt.bounds.iter().any(is_float)
+        }
+        _ => false,
+    });
+    (inline || in_where).then(|| tp.ident.clone())
+}
+
+/// Whether `p` names the float type parameter of the function being
+/// expanded.
+pub(crate) fn is_float_param(p: &syn::Path) -> bool {
+    crate::codegen::FloatParam::get().is_some_and(|t| p.is_ident(&t))
+}
+
 /// Lowers `item` in the given mode, knowing the layouts of the derived
 /// structs it names.
 pub fn lower_fn_with(
@@ -583,7 +628,7 @@ pub fn lower_fn_with(
 ) -> Option<Lowered> {
     let sig = &item.sig;
     signature_checks(sig, errs);
-    if !sig.generics.params.is_empty() {
+    if !sig.generics.params.is_empty() && float_param(&sig.generics).is_none() {
         // The parameter and return types name the generics: reporting them
         // too would only repeat this error.
         return None;
@@ -831,10 +876,10 @@ impl Lowerer<'_> {
                 continue;
             }
             let Some(shape) = Shape::from_param_type_in(&ty, &self.structs) else {
-                self.errs.spanned(&ty, format!(
-                    "unsupported parameter type `{}`: differentiable parameters are f32, f64, tuples and fixed-size arrays of them, and arrays read by index (`&[T]`, `&[T; N]`, `&Vec<T>`, `Vec<T>` with `T` a float, a tuple of floats or a fixed-size array of them); integers and bools are constants; mark any other parameter `#[nondiff]` to use it as a constant",
-                    show_type(&ty)
-                ));
+                self.errs.spanned(&ty, unsupported_param(&ty));
+                // Poisoned: what reads or writes it reports nothing more.
+                let p = self.placeholder();
+                self.bind_pattern(&pat, p);
                 continue;
             };
             if self.mode == Mode::Linear && shape.has_slice() {
@@ -902,10 +947,10 @@ fn signature_checks(sig: &syn::Signature, errs: &mut Errors) {
     if let Some(a) = &sig.asyncness {
         errs.spanned(a, "`async fn` cannot be differentiable");
     }
-    if !sig.generics.params.is_empty() {
+    if !sig.generics.params.is_empty() && float_param(&sig.generics).is_none() {
         errs.spanned(
             &sig.generics,
-            "generic functions are not supported yet: write the function for f64 or f32",
+            "a differentiable function may be generic in its float type only: one type parameter bounded by `Float` (`fn f<T: num_traits::Float>(x: T) -> T`); lifetimes, const parameters and other type parameters are not supported yet",
         );
     }
     if let Some(v) = &sig.variadic {
@@ -2030,6 +2075,9 @@ impl Lowerer<'_> {
             );
             return self.placeholder();
         }
+        if let Some(v) = self.generic_from(e, hint) {
+            return v;
+        }
         let (loop_form, unsupported) = if array::is_collect(m) {
             (
                 self.array_collect(m, ret_hint),
@@ -2121,7 +2169,9 @@ impl Lowerer<'_> {
                 let name = match &*c.func {
                     syn::Expr::Path(p) if p.path.segments.len() == 2 => {
                         let ty = p.path.segments[0].ident.to_string();
-                        (ty == "f64" || ty == "f32").then(|| p.path.segments[1].ident.clone())
+                        let float = ty == "f64" || ty == "f32";
+                        let float = float || generic::float_type_path(&p.path.segments[0].ident);
+                        float.then(|| p.path.segments[1].ident.clone())
                     }
                     _ => None,
                 };
@@ -2598,7 +2648,7 @@ fn float_literal(tokens: &TokenStream) -> Option<f64> {
             syn::Expr::Unary(u) if matches!(u.op, syn::UnOp::Neg(_)) => val(&u.expr).map(|x| -x),
             syn::Expr::Paren(p) => val(&p.expr),
             syn::Expr::Group(g) => val(&g.expr),
-            _ => None,
+            _ => generic::generic_constant(e),
         }
     }
     val(&e)
@@ -2607,8 +2657,7 @@ fn float_literal(tokens: &TokenStream) -> Option<f64> {
 /// The Rust spelling of an IR type (tuples for tuples).
 pub fn ty_rust(t: &Ty) -> TokenStream {
     match t {
-        Ty::Real(Float::F64) => quote!(f64),
-        Ty::Real(Float::F32) => quote!(f32),
+        Ty::Real(f) => crate::codegen::float_ty(*f),
         Ty::Tuple(ts) => {
             let ts = ts.iter().map(ty_rust);
             quote!((#(#ts,)*))
