@@ -873,6 +873,8 @@ impl Lowerer<'_> {
             }
             if let Some(msg) = struct_problem(&ty, &self.structs) {
                 self.errs.spanned(&ty, msg);
+                let p = self.placeholder();
+                self.bind_pattern(&pat, p);
                 continue;
             }
             let Some(shape) = Shape::from_param_type_in(&ty, &self.structs) else {

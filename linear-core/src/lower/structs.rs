@@ -61,10 +61,15 @@ impl StructShape {
             } else {
                 Some(Shape::from_type_in(&f.ty, &layout.nested).ok_or_else(|| {
                     format!(
-                        "field `{}` of `{}` has type `{}`, which differentiable functions do not hold in a struct yet (floats, fixed-size arrays, tuples and derived structs)",
+                        "field `{}` of `{}` has type `{}`, which differentiable functions do not hold in a struct yet (floats, fixed-size arrays, tuples and derived structs){}",
                         member_name(&member),
                         show(path),
-                        super::show_type(&f.ty)
+                        super::show_type(&f.ty),
+                        if named_length(&f.ty) {
+                            ": the macro reads array lengths from the source, so write the length as a literal (`[f64; 8]`), not a constant"
+                        } else {
+                            ""
+                        }
                     )
                 })?)
             };
@@ -350,5 +355,20 @@ impl Lowerer<'_> {
             self.shapes.insert(var.clone(), shape.clone());
         }
         v
+    }
+}
+
+/// Whether `t` holds an array whose length is not an integer literal
+/// (`[f64; N]`), which no macro can evaluate.
+fn named_length(t: &syn::Type) -> bool {
+    match t {
+        syn::Type::Array(a) => {
+            !matches!(&a.len, syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(_), .. }))
+                || named_length(&a.elem)
+        }
+        syn::Type::Tuple(t) => t.elems.iter().any(named_length),
+        syn::Type::Paren(p) => named_length(&p.elem),
+        syn::Type::Group(g) => named_length(&g.elem),
+        _ => false,
     }
 }
