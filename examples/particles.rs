@@ -1,6 +1,7 @@
 //! Two particles joined by a spring under gravity, as structs: the
-//! potential energy's gradient, from `#[differentiable]`, is minus the
-//! forces; gradient descent on it finds the rest position.
+//! potential energy, a `&self` method of the system, has for gradient
+//! (from `potential_vjp`) minus the forces; gradient descent on it finds
+//! the rest position.
 //!
 //! `cargo run --example particles`
 
@@ -22,14 +23,18 @@ pub struct System {
     pub rest_length: f64,
 }
 
-/// Gravity on both particles plus the spring's elastic energy.
 #[differentiable]
-pub fn potential(s: &System) -> f64 {
-    let g = 9.81;
-    let dx = s.b.pos[0] - s.a.pos[0];
-    let dy = s.b.pos[1] - s.a.pos[1];
-    let stretch = (dx * dx + dy * dy).sqrt() - s.rest_length;
-    s.a.mass * g * s.a.pos[1] + s.b.mass * g * s.b.pos[1] + 0.5 * s.stiffness * stretch * stretch
+impl System {
+    /// Gravity on both particles plus the spring's elastic energy.
+    #[differentiable]
+    pub fn potential(&self) -> f64 {
+        let g = 9.81;
+        let (a, b) = (self.a, self.b);
+        let dx = b.pos[0] - a.pos[0];
+        let dy = b.pos[1] - a.pos[1];
+        let stretch = (dx * dx + dy * dy).sqrt() - self.rest_length;
+        a.mass * g * a.pos[1] + b.mass * g * b.pos[1] + 0.5 * self.stiffness * stretch * stretch
+    }
 }
 
 fn main() {
@@ -47,14 +52,14 @@ fn main() {
         stiffness: 100.0,
         rest_length: 1.0,
     };
-    let (e, grad) = potential_vjp(&s, 1.0);
+    let (e, grad) = s.potential_vjp(1.0);
     println!(
         "energy {e:.4}, force on b: ({:.4}, {:.4})",
         -grad.b.pos[0], -grad.b.pos[1]
     );
     // Relax b (a is fixed): step against the gradient.
     for _ in 0..2000 {
-        let (_, grad) = potential_vjp(&s, 1.0);
+        let (_, grad) = s.potential_vjp(1.0);
         for (p, g) in [(&mut s.a, grad.a), (&mut s.b, grad.b)] {
             if !p.fixed {
                 p.pos[0] -= 1e-3 * g.pos[0];
@@ -62,7 +67,7 @@ fn main() {
             }
         }
     }
-    let (e, grad) = potential_vjp(&s, 1.0);
+    let (e, grad) = s.potential_vjp(1.0);
     let [x, y] = s.b.pos;
     println!(
         "at rest: b = ({x:.4}, {y:.4}), energy {e:.4}, residual force ({:.1e}, {:.1e})",
@@ -72,12 +77,9 @@ fn main() {
     let stretch = 2.0 * 9.81 / 100.0;
     assert!((y + 1.0 + stretch).abs() < 1e-6 && x.abs() < 1e-6);
     // The derivative along the stiffness: how the energy at rest moves.
-    let (_, de) = potential_jvp(
-        &s,
-        &SystemTangent {
-            stiffness: 1.0,
-            ..Default::default()
-        },
-    );
+    let (_, de) = s.potential_jvp(&SystemTangent {
+        stiffness: 1.0,
+        ..Default::default()
+    });
     println!("d energy / d stiffness = {de:.6}");
 }

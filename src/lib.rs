@@ -131,6 +131,43 @@
 //! the `#[differentiable]` functions call to read its fields (a proc
 //! macro sees only its own item): a `use` of the struct brings it along.
 //!
+//! ## Methods
+//!
+//! `#[differentiable]` on an inherent `impl` block differentiates the
+//! methods marked `#[differentiable]` in it. Their `_jvp`, `_lin` and
+//! `_vjp` are methods too, with the receiver as the first differentiable
+//! parameter (`#[nondiff] &self` makes it a constant):
+//!
+//! ```
+//! use linear_ad::{differentiable, Differentiable};
+//!
+//! #[derive(Differentiable, Clone, Copy, Debug, PartialEq)]
+//! pub struct Spring {
+//!     pub k: f64,
+//!     pub rest: f64,
+//! }
+//!
+//! #[differentiable]
+//! impl Spring {
+//!     /// The elastic energy at length `l`.
+//!     #[differentiable]
+//!     pub fn energy(&self, l: f64) -> f64 {
+//!         0.5 * self.k * (l - self.rest) * (l - self.rest)
+//!     }
+//! }
+//!
+//! let s = Spring { k: 100.0, rest: 1.0 };
+//! let (e, (ds, dl)) = s.energy_vjp(1.5, 1.0);
+//! assert_eq!(e, 12.5);
+//! assert_eq!(dl, 50.0); // minus the spring's force
+//! assert_eq!(ds, SpringTangent { k: 0.125, rest: -50.0 });
+//! ```
+//!
+//! ## Generic floats
+//!
+//! A function generic over `T: num_traits::Float` serves `f32` and `f64`
+//! with one body; see [`Real`] for what its generated functions require.
+//!
 //! ## Memory: checkpointing loops
 //!
 //! `#[differentiable(checkpoint = ..)]` chooses what loops keep for the
@@ -260,17 +297,19 @@ mod structs;
 ///     (x * x + y * y).sqrt()
 /// }
 ///
-/// // One body, two instances, the same derivatives.
-/// let (_, (dx, dy)) = norm_vjp(3.0f64, 4.0, 1.0);
-/// assert_eq!((dx, dy), (0.6, 0.8));
-/// let (_, (dx, dy)) = norm_vjp(3.0f32, 4.0, 1.0);
-/// assert_eq!((dx, dy), (0.6, 0.8));
+/// // One body, two instances: the gradient (x, y) / |(x, y)|.
+/// let (n, (dx, dy)) = norm_vjp(3.0f64, 4.0, 1.0);
+/// assert_eq!(n, 5.0);
+/// assert!((dx - 0.6).abs() < 1e-15 && (dy - 0.8).abs() < 1e-15);
+/// let (n, (dx, dy)) = norm_vjp(3.0f32, 4.0, 1.0);
+/// assert_eq!(n, 5.0f32);
+/// assert!((dx - 0.6).abs() < 1e-6 && (dy - 0.8).abs() < 1e-6);
 ///
 /// // Generic callers name this bound.
 /// fn gradient<T: linear_ad::Real>(x: T, y: T) -> (T, T) {
 ///     norm_vjp(x, y, T::one()).1
 /// }
-/// assert_eq!(gradient(3.0f64, 4.0), (0.6, 0.8));
+/// assert_eq!(gradient(3.0f64, 4.0), norm_vjp(3.0, 4.0, 1.0).1);
 /// ```
 pub trait Real:
     num_traits::Float

@@ -5,6 +5,8 @@
 //! body written for `f64` and for `f32`: one body serves both with the
 //! same values and derivatives, in all three modes.
 
+#![allow(clippy::needless_range_loop)]
+
 use linear_ad::num_traits::Float;
 use linear_ad::{differentiable, LinearMap};
 
@@ -30,10 +32,7 @@ fn bump_f32(x: f32, y: f32) -> f32 {
 fn one_body_two_float_types() {
     for (x, y) in [(0.3, -1.2), (1.7, 0.4), (-2.0, 2.5)] {
         assert_eq!(bump(x, y), bump_f64(x, y));
-        assert_eq!(
-            bump_jvp(x, y, 0.7, -0.2),
-            bump_f64_jvp(x, y, 0.7, -0.2)
-        );
+        assert_eq!(bump_jvp(x, y, 0.7, -0.2), bump_f64_jvp(x, y, 0.7, -0.2));
         assert_eq!(bump_vjp(x, y, 1.0), bump_f64_vjp(x, y, 1.0));
         let (xf, yf) = (x as f32, y as f32);
         assert_eq!(bump(xf, yf), bump_f32(xf, yf));
@@ -73,7 +72,7 @@ fn weighted_f64(xs: &[f64], k: f64) -> f64 {
     let mut s = 0.0;
     for i in 0..xs.len() {
         let w = i as f64 + 1.0;
-        s = s + w * (k * xs[i]).tanh();
+        s += w * (k * xs[i]).tanh();
     }
     s
 }

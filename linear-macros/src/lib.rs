@@ -5,8 +5,9 @@
 use proc_macro::TokenStream;
 
 /// Generates forward mode (`f_jvp`), a reusable linearization (`f_lin`) and
-/// reverse mode (`f_vjp`) for a numeric function. See the `linear-ad` crate
-/// documentation.
+/// reverse mode (`f_vjp`) for a numeric function. On an inherent `impl`
+/// block, does so for each method in it marked `#[differentiable]`. See
+/// the `linear-ad` crate documentation.
 ///
 /// Arguments, all optional:
 ///

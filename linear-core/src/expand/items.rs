@@ -406,9 +406,11 @@ impl<'a> Sig<'a> {
 /// Empty for a function that is not generic.
 #[derive(Clone, Default)]
 struct FloatGenerics {
-    /// `T` and its bounds.
-    param: Option<(syn::Ident, TokenStream)>,
-    /// The user's `where` clause, as written.
+    /// `T`.
+    param: Option<syn::Ident>,
+    /// `where T: bounds + linear_ad::Real, ..`: the user's bounds on `T`,
+    /// inline or in the `where` clause, then the `where` clause's other
+    /// predicates.
     where_clause: TokenStream,
 }
 
@@ -417,45 +419,41 @@ impl FloatGenerics {
         let Some(t) = crate::lower::float_param(generics) else {
             return FloatGenerics::default();
         };
-        let bounds: Vec<&syn::TypeParamBound> = generics
-            .type_params()
-            .flat_map(|p| &p.bounds)
-            .collect();
-        let where_clause = &generics.where_clause;
+        // Every bound in the `where` clause, none in the parameter list:
+        // bounds in both places are a clippy warning.
+        let bounds: Vec<&syn::TypeParamBound> =
+            generics.type_params().flat_map(|p| &p.bounds).collect();
+        let user = generics
+            .where_clause
+            .iter()
+            .flat_map(|w| &w.predicates)
+            .map(|p| quote!(#p,));
         FloatGenerics {
-            param: Some((t, quote!(#(#bounds +)* ::linear_ad::Real))),
-            where_clause: quote!(#where_clause),
+            where_clause: quote!(where #t: #(#bounds +)* ::linear_ad::Real, #(#user)*),
+            param: Some(t),
         }
     }
 
-    /// `<'lt, T: bounds>`, for declarations; nothing if both are absent.
+    /// `<'lt, T>`, for declarations and uses alike (the bounds are in the
+    /// `where` clause); nothing if both are absent.
     fn decl(&self, lifetime: Option<syn::Lifetime>) -> TokenStream {
-        let t = self.param.as_ref().map(|(t, b)| quote!(#t: #b));
-        match (lifetime, t) {
-            (None, None) => quote!(),
-            (l, t) => {
-                let parts = l.map(|l| quote!(#l)).into_iter().chain(t);
-                quote!(<#(#parts),*>)
-            }
+        let t = self.param.iter().map(|t| quote!(#t));
+        let parts: Vec<TokenStream> = lifetime.map(|l| quote!(#l)).into_iter().chain(t).collect();
+        if parts.is_empty() {
+            quote!()
+        } else {
+            quote!(<#(#parts),*>)
         }
     }
 
-    /// `<'lt, T>`, for uses.
     fn args(&self, lifetime: Option<syn::Lifetime>) -> TokenStream {
-        let t = self.param.as_ref().map(|(t, _)| quote!(#t));
-        match (lifetime, t) {
-            (None, None) => quote!(),
-            (l, t) => {
-                let parts = l.map(|l| quote!(#l)).into_iter().chain(t);
-                quote!(<#(#parts),*>)
-            }
-        }
+        self.decl(lifetime)
     }
 
     /// The linearization's field that uses `T` whatever the tape holds,
     /// and its initialiser.
     fn marker(&self) -> Option<(TokenStream, TokenStream)> {
-        let (t, _) = self.param.as_ref()?;
+        let t = self.param.as_ref()?;
         Some((
             quote!(__float: ::core::marker::PhantomData<#t>),
             quote!(__float: ::core::marker::PhantomData),

@@ -207,11 +207,7 @@ fn clean_block(block: &syn::ItemImpl) -> syn::ItemImpl {
 /// Method `m` of `self_ty` as the free function it desugars to: the
 /// receiver a first parameter named `self`, `Self` spelled out. `None`,
 /// with an error, for a receiver that cannot be differentiated.
-fn as_fn(
-    self_ty: &syn::Type,
-    m: &syn::ImplItemFn,
-    errs: &mut Errors,
-) -> Option<syn::ItemFn> {
+fn as_fn(self_ty: &syn::Type, m: &syn::ImplItemFn, errs: &mut Errors) -> Option<syn::ItemFn> {
     let mut sig = m.sig.clone();
     let mut ok = true;
     for input in sig.inputs.iter_mut() {
@@ -232,7 +228,10 @@ fn as_fn(
             }
             syn::ReceiverKind::Typed(_, ty) => (**ty).clone(),
             _ => {
-                errs.spanned(&*r, "this receiver is not supported: take `&self` or `self`");
+                errs.spanned(
+                    &*r,
+                    "this receiver is not supported: take `&self` or `self`",
+                );
                 ok = false;
                 continue;
             }

@@ -50,8 +50,12 @@ fn assoc_fn(f: &syn::Expr) -> Option<String> {
 
 /// `x` in `T::from(x).unwrap()`.
 fn from_unwrap(e: &syn::Expr) -> Option<&syn::Expr> {
-    let syn::Expr::MethodCall(m) = e else { return None };
-    let syn::Expr::Call(c) = &*m.receiver else { return None };
+    let syn::Expr::MethodCall(m) = e else {
+        return None;
+    };
+    let syn::Expr::Call(c) = &*m.receiver else {
+        return None;
+    };
     let ok = m.method == "unwrap" && m.args.is_empty() && c.args.len() == 1;
     (ok && assoc_fn(&c.func)? == "from").then(|| &c.args[0])
 }

@@ -602,13 +602,17 @@ pub fn float_param(generics: &syn::Generics) -> Option<syn::Ident> {
         _ => false,
     };
     let inline = tp.bounds.iter().any(is_float);
-    let in_where = generics.where_clause.iter().flat_map(|w| &w.predicates).any(|p| match p {
-        syn::WherePredicate::Type(pt) => {
-            matches!(&pt.bounded_ty, syn::Type::Path(b) if b.path.is_ident(&tp.ident))
-                && pt.bounds.iter().any(is_float)
-        }
-        _ => false,
-    });
+    let in_where = generics
+        .where_clause
+        .iter()
+        .flat_map(|w| &w.predicates)
+        .any(|p| match p {
+            syn::WherePredicate::Type(pt) => {
+                matches!(&pt.bounded_ty, syn::Type::Path(b) if b.path.is_ident(&tp.ident))
+                    && pt.bounds.iter().any(is_float)
+            }
+            _ => false,
+        });
     (inline || in_where).then(|| tp.ident.clone())
 }
 

@@ -363,8 +363,13 @@ impl Lowerer<'_> {
 fn named_length(t: &syn::Type) -> bool {
     match t {
         syn::Type::Array(a) => {
-            !matches!(&a.len, syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(_), .. }))
-                || named_length(&a.elem)
+            !matches!(
+                &a.len,
+                syn::Expr::Lit(syn::ExprLit {
+                    lit: syn::Lit::Int(_),
+                    ..
+                })
+            ) || named_length(&a.elem)
         }
         syn::Type::Tuple(t) => t.elems.iter().any(named_length),
         syn::Type::Paren(p) => named_length(&p.elem),
