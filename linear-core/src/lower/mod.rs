@@ -2294,6 +2294,13 @@ impl Lowerer<'_> {
     /// read, or a primitive (`x.sin()`, `x.powi(n)`, ..).
     fn method_call(&mut self, m: &syn::ExprMethodCall, hint: &str) -> Val {
         let recv = self.expr(&m.receiver, hint);
+        if let Some(st) = self.struct_of(&recv) {
+            self.errs.spanned(
+                &m.method,
+                format!("calling methods of `{}` from differentiable code is not supported yet: write the computation here, or move it into a `#[differentiable]` function of floats and call that", structs::show(&st.path)),
+            );
+            return self.placeholder();
+        }
         if m.method == "len" && m.args.is_empty() {
             if let Some(n) = self.array_len(&recv) {
                 return n;

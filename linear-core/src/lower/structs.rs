@@ -143,7 +143,7 @@ fn member_name(m: &syn::Member) -> String {
     }
 }
 
-fn show(p: &syn::Path) -> String {
+pub(super) fn show(p: &syn::Path) -> String {
     p.to_token_stream().to_string().replace(' ', "")
 }
 
