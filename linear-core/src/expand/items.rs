@@ -145,6 +145,33 @@ fn runtime_arrays(
         .collect()
 }
 
+/// `f`'s parameters as the generated functions declare them, the
+/// identifiers of the differentiable ones (the user's own for a plain
+/// name, else a hidden one), and `let _ = &p;` for the constant ones.
+#[allow(clippy::type_complexity)]
+fn declared_params(l: &Lowered) -> (Vec<TokenStream>, Vec<Option<syn::Ident>>, Vec<TokenStream>) {
+    let (mut params, mut primal_idents, mut used_markers) = (Vec::new(), Vec::new(), Vec::new());
+    for (i, p) in l.params.iter().enumerate() {
+        let ty = &p.ty;
+        if p.active.is_some() {
+            let id = match &p.pat {
+                syn::Pat::Ident(pi) if pi.subpat.is_none() => pi.ident.clone(),
+                _ => hidden(&format!("__p{i}")),
+            };
+            params.push(quote!(#id: #ty));
+            primal_idents.push(Some(id));
+        } else {
+            let pat = &p.pat;
+            params.push(quote!(#pat: #ty));
+            let mut ids = Vec::new();
+            pattern_idents(pat, &mut ids);
+            used_markers.extend(ids.into_iter().map(|id| quote!(let _ = &#id;)));
+            primal_idents.push(None);
+        }
+    }
+    (params, primal_idents, used_markers)
+}
+
 fn hidden(name: &str) -> syn::Ident {
     syn::Ident::new(name, Span::mixed_site())
 }
@@ -165,29 +192,7 @@ impl<'a> Sig<'a> {
         if active.is_empty() {
             return Err("no differentiable parameter".into());
         }
-        // Parameter identifiers: the user's own for a plain name, else a
-        // hidden one.
-        let mut params = Vec::new();
-        let mut primal_idents = Vec::new();
-        let mut used_markers = Vec::new();
-        for (i, p) in l.params.iter().enumerate() {
-            let ty = &p.ty;
-            if p.active.is_some() {
-                let id = match &p.pat {
-                    syn::Pat::Ident(pi) if pi.subpat.is_none() => pi.ident.clone(),
-                    _ => hidden(&format!("__p{i}")),
-                };
-                params.push(quote!(#id: #ty));
-                primal_idents.push(Some(id));
-            } else {
-                let pat = &p.pat;
-                params.push(quote!(#pat: #ty));
-                let mut ids = Vec::new();
-                pattern_idents(pat, &mut ids);
-                used_markers.extend(ids.into_iter().map(|id| quote!(let _ = &#id;)));
-                primal_idents.push(None);
-            }
-        }
+        let (params, primal_idents, used_markers) = declared_params(l);
         let tangent_idents = tangent_idents(&active, &primal_idents);
         let tangent_params = active
             .iter()
@@ -444,10 +449,6 @@ impl FloatGenerics {
         } else {
             quote!(<#(#parts),*>)
         }
-    }
-
-    fn args(&self, lifetime: Option<syn::Lifetime>) -> TokenStream {
-        self.decl(lifetime)
     }
 
     /// The linearization's field that uses `T` whatever the tape holds,
@@ -813,9 +814,8 @@ impl Tape {
         let mut field_tys: Vec<TokenStream> = (0..self.tys.len())
             .map(|k| self.field_ty(k, calls))
             .collect();
-        let (lt, float) = (self.lifetime(), &sig.float);
-        let (generics, args) = (float.decl(lt.clone()), float.args(lt));
-        let where_clause = &float.where_clause;
+        let float = &sig.float;
+        let (generics, where_clause) = (float.decl(self.lifetime()), &float.where_clause);
         fields.extend(self.lens.iter().map(|f| quote!(#f)));
         field_tys.extend(self.lens.iter().map(|_| quote!(usize)));
         let marker = float.marker().map(|(decl, _)| quote!(#decl,));
@@ -850,7 +850,7 @@ impl Tape {
             }
 
             #allow
-            impl #generics ::linear_ad::TapeSize for #map_name #args #where_clause {
+            impl #generics ::linear_ad::TapeSize for #map_name #generics #where_clause {
                 fn tape_bytes(&self) -> usize {
                     let __heap: [usize; #heap_len] = [#(#heap),*];
                     ::core::mem::size_of::<Self>() + __heap.iter().sum::<usize>()
@@ -858,7 +858,7 @@ impl Tape {
             }
 
             #allow
-            impl #generics ::core::fmt::Debug for #map_name #args #where_clause {
+            impl #generics ::core::fmt::Debug for #map_name #generics #where_clause {
                 fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
                     f.debug_struct(#map_str)
                         .field("tape_bytes", &::linear_ad::TapeSize::tape_bytes(self))
@@ -992,9 +992,7 @@ fn lin_items(
     let fwd_body = body(out.forward, &sig.primal_ir, calls);
     let mut read = tape.field_inits(&tape_var, len_inits);
     read.extend(sig.float.marker().map(|(_, init)| init));
-    let (lt, float) = (tape.lifetime(), &sig.float);
-    let (generics, args) = (float.decl(lt.clone()), float.args(lt));
-    let where_clause = &float.where_clause;
+    let (generics, where_clause) = (sig.float.decl(tape.lifetime()), &sig.float.where_clause);
     let measure = if ct_check.is_empty() {
         quote!()
     } else {
@@ -1010,7 +1008,7 @@ fn lin_items(
         sig.borrowing_function(
             &lin_doc,
             &lin_name,
-            quote!((#ret_ty, #map_name #args)),
+            quote!((#ret_ty, #map_name #generics)),
             body,
         )
     } else {
@@ -1018,7 +1016,7 @@ fn lin_items(
             &lin_doc,
             &lin_name,
             &[],
-            quote!((#ret_ty, #map_name #args)),
+            quote!((#ret_ty, #map_name #generics)),
             body,
         )
     };
@@ -1026,7 +1024,7 @@ fn lin_items(
         #tape_items
 
         #allow
-        impl #generics ::linear_ad::LinearMap<#in_ty, #ret_tan> for #map_name #args #where_clause {
+        impl #generics ::linear_ad::LinearMap<#in_ty, #ret_tan> for #map_name #generics #where_clause {
             #[inline]
             fn apply(&self, #tangent: #in_ty) -> #ret_tan {
                 #apply_body
