@@ -22,12 +22,12 @@
 //! is `__TypeMLinearization`, distinct from a free function `m`'s.
 
 use proc_macro2::{Span, TokenStream};
-use quote::{quote, quote_spanned, ToTokens};
+use quote::{quote, ToTokens};
 use syn::spanned::Spanned;
 use syn::visit_mut::VisitMut;
 
 use super::items::{self, Owner};
-use super::{finish, fn_struct_paths, policy, Args};
+use super::{derive_checks, finish, fn_struct_paths, policy, Args};
 use crate::codegen::FloatParam;
 use crate::layout::{Job, Kind, Structs};
 use crate::lower::{lower_fn_with, Errors, Mode};
@@ -63,17 +63,7 @@ pub(super) fn differentiable_impl(attr: TokenStream, block: syn::ItemImpl) -> To
         let e = errs.into_compile_errors();
         return quote!(#clean #e);
     }
-    let checks: TokenStream = pending
-        .iter()
-        .map(|p| {
-            quote_spanned! {p.span()=>
-                const _: fn() = || {
-                    fn is_differentiable<T: ::linear_ad::Differentiable>() {}
-                    is_differentiable::<#p>();
-                };
-            }
-        })
-        .collect();
+    let checks = derive_checks(&pending);
     let job = Job {
         kind: Kind::Methods,
         attr: TokenStream::new(),

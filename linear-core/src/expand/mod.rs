@@ -175,17 +175,7 @@ pub fn differentiable(attr: TokenStream, item: TokenStream) -> TokenStream {
     }
     // The function stands on its own now, whatever becomes of the lookups
     // (see `layout`); the generated items follow once the layouts arrive.
-    // A struct without the derive has no layout macro; rustc reports that,
-    // and this bound says what to do.
-    let checks = pending.iter().map(|p| {
-        quote_spanned! {p.span()=>
-            const _: fn() = || {
-                fn is_differentiable<T: ::linear_ad::Differentiable>() {}
-                is_differentiable::<#p>();
-            };
-        }
-    });
-    let checks: TokenStream = checks.collect();
+    let checks = derive_checks(&pending);
     let job = Job {
         kind: Kind::Differentiable,
         attr,
@@ -195,6 +185,23 @@ pub fn differentiable(attr: TokenStream, item: TokenStream) -> TokenStream {
     };
     let next = job.next();
     quote!(#clean #checks #next)
+}
+
+/// For each path a job will look up, a check that it names a type with
+/// the derive: a struct without it has no layout macro, which rustc
+/// reports, and this bound's message says what to do.
+fn derive_checks(pending: &[syn::Path]) -> TokenStream {
+    pending
+        .iter()
+        .map(|p| {
+            quote_spanned! {p.span()=>
+                const _: fn() = || {
+                    fn is_differentiable<T: ::linear_ad::Differentiable>() {}
+                    is_differentiable::<#p>();
+                };
+            }
+        })
+        .collect()
 }
 
 /// The generated items of `#[differentiable(attr)] item` (without the
