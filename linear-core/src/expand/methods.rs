@@ -27,7 +27,7 @@ use syn::spanned::Spanned;
 use syn::visit_mut::VisitMut;
 
 use super::items::{self, Owner};
-use super::{derive_checks, finish, fn_struct_paths, policy, Args};
+use super::{derive_checks, fn_struct_paths, generated, policy, Args};
 use crate::codegen::FloatParam;
 use crate::layout::{Job, Kind, Structs};
 use crate::lower::{lower_fn_with, Errors, Mode};
@@ -121,13 +121,9 @@ fn expand_method(
     let policy = policy(args, &mut errs);
     let _float = FloatParam::set(crate::lower::float_param(&f.sig.generics));
     let lowered = lower_fn_with(f, &mut errs, Mode::Differentiable, known);
-    let mut generated = None;
-    let out = finish(f, None, lowered, errs, |l| {
-        let g = items::generate(f, l, args.dump, policy, Owner::Method(self_ty))?;
-        generated = Some(g);
-        Ok(TokenStream::new())
-    });
-    generated.ok_or(out)
+    generated(f, lowered, errs, |l| {
+        items::generate(f, l, args.dump, policy, Owner::Method(self_ty))
+    })
 }
 
 /// The type an `impl` block is for, if `#[differentiable]` supports the

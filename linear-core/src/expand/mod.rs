@@ -267,24 +267,31 @@ fn finish(
     errs: Errors,
     generate: impl FnOnce(&Lowered) -> Result<TokenStream, String>,
 ) -> TokenStream {
+    match generated(item_fn, lowered, errs, generate) {
+        Ok(g) | Err(g) => quote!(#clean #g),
+    }
+}
+
+/// What `generate` makes of the lowered function, or the compile errors
+/// that stand in its place: lowering's, or an internal error at the
+/// function's name.
+fn generated<T>(
+    item_fn: &syn::ItemFn,
+    lowered: Option<Lowered>,
+    errs: Errors,
+    generate: impl FnOnce(&Lowered) -> Result<T, String>,
+) -> Result<T, TokenStream> {
     let lowered = match lowered {
         Some(l) if errs.is_empty() => l,
-        _ => {
-            let e = errs.into_compile_errors();
-            return quote!(#clean #e);
-        }
+        _ => return Err(errs.into_compile_errors()),
     };
-    match generate(&lowered) {
-        Ok(generated) => quote!(#clean #generated),
-        Err(msg) => {
-            let e = syn::Error::new(
-                item_fn.sig.ident.span(),
-                format!("linear-ad internal error (please report it): {msg}"),
-            )
-            .to_compile_error();
-            quote!(#clean #e)
-        }
-    }
+    generate(&lowered).map_err(|msg| {
+        syn::Error::new(
+            item_fn.sig.ident.span(),
+            format!("linear-ad internal error (please report it): {msg}"),
+        )
+        .to_compile_error()
+    })
 }
 
 /// The function as written, minus the `#[nondiff]` and `#[linear]`
