@@ -540,17 +540,20 @@ impl Owner<'_> {
     }
 
     /// The linearization type's name: `__FLinearization`, or
-    /// `__TypeFLinearization` for a method of `Type`.
+    /// `__TypeFLinearization` for a method of `Type` (`__GeoPointF..` for
+    /// `geo::Point`).
     fn map_name(&self, f: &syn::Ident) -> syn::Ident {
         let owner = match self {
             Owner::Free => String::new(),
+            // Every segment: `impl a::P` and `impl b::P` in one module
+            // get distinct linearizations.
             Owner::Method(t) => match t {
                 syn::Type::Path(p) => p
                     .path
                     .segments
-                    .last()
-                    .map(|s| s.ident.to_string())
-                    .unwrap_or_default(),
+                    .iter()
+                    .map(|s| pascal(&s.ident.to_string()))
+                    .collect(),
                 _ => String::new(),
             },
         };
