@@ -163,6 +163,45 @@
 //! assert_eq!(ds, SpringTangent { k: 0.125, rest: -50.0 });
 //! ```
 //!
+//! ## Calling other functions
+//!
+//! A `#[differentiable]` function may call other `#[differentiable]` and
+//! `#[linear]` functions, by name, by path or through a `use`. The call
+//! stays a call (to the callee's generated functions), and its result
+//! needs no annotation whatever its type: the callee's attribute leaves a
+//! hidden macro with its signature, which the caller's expansion reads.
+//!
+//! ```
+//! mod geometry {
+//!     use linear_ad::differentiable;
+//!
+//!     #[differentiable]
+//!     pub fn polar(x: f64, y: f64) -> (f64, f64) {
+//!         ((x * x + y * y).sqrt(), y.atan2(x))
+//!     }
+//! }
+//!
+//! use geometry::polar;
+//! use linear_ad::differentiable;
+//!
+//! #[differentiable]
+//! fn spiral(x: f64, y: f64) -> f64 {
+//!     let (r, t) = polar(x, y);
+//!     r * t
+//! }
+//!
+//! let (v, (dx, dy)) = spiral_vjp(0.0, 2.0, 1.0);
+//! assert_eq!(v, 2.0 * std::f64::consts::FRAC_PI_2);
+//! assert!((dx - -1.0).abs() < 1e-15 && (dy - std::f64::consts::FRAC_PI_2).abs() < 1e-15);
+//! ```
+//!
+//! Functions of another crate have no such macro (rustc cannot export a
+//! macro made by a macro under a path): annotate the result of a call
+//! into another crate in a `let` (`let (r, t): (f64, f64) =
+//! other::polar(x, y);`). A call to a function without either attribute
+//! is reported at the call as ``cannot find macro `g` ``, with rustc's
+//! note that `g` is a function.
+//!
 //! ## Generic floats
 //!
 //! A function generic over `T: num_traits::Float` serves `f32` and `f64`

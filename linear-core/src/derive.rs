@@ -82,6 +82,8 @@ pub fn derive(item: TokenStream) -> TokenStream {
         item: quote!(#item),
         known: Structs::default(),
         pending,
+        sigs: Default::default(),
+        pending_sigs: Vec::new(),
     }
     .next()
 }

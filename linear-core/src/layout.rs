@@ -31,6 +31,8 @@ use quote::{quote, quote_spanned, ToTokens};
 use syn::parse::{Parse, ParseStream};
 use syn::spanned::Spanned;
 
+use crate::signature::{Sig, Sigs};
+
 /// A struct's definition and the layouts of the structs its fields name.
 #[derive(Debug)]
 pub struct Layout {
@@ -131,7 +133,7 @@ impl Parse for Structs {
 }
 
 /// Types a function or struct may name that are not structs to look up.
-const NOT_STRUCTS: [&str; 24] = [
+pub(crate) const NOT_STRUCTS: [&str; 24] = [
     "f32", "f64", "i8", "i16", "i32", "i64", "i128", "isize", "u8", "u16", "u32", "u64", "u128",
     "usize", "bool", "char", "str", "String", "Vec", "Option", "Box", "Self", "Result", "HashMap",
 ];
@@ -181,15 +183,21 @@ pub enum Kind {
     /// `#[differentiable] impl Type { .. }`; the block itself was emitted
     /// when the job started.
     Methods,
+    /// `#[linear(attr)] item`, waiting for signatures only; the function
+    /// itself was emitted when the job started.
+    Linear,
 }
 
-/// An expansion waiting for struct layouts.
+/// An expansion waiting for struct layouts, then for the signatures of
+/// the functions it calls ([`crate::signature`]).
 pub struct Job {
     pub kind: Kind,
     pub attr: TokenStream,
     pub item: TokenStream,
     pub known: Structs,
     pub pending: Vec<syn::Path>,
+    pub sigs: Sigs,
+    pub pending_sigs: Vec<syn::Path>,
 }
 
 impl ToTokens for Job {
@@ -198,10 +206,11 @@ impl ToTokens for Job {
             Kind::Differentiable => quote!(differentiable),
             Kind::Derive => quote!(derive),
             Kind::Methods => quote!(methods),
+            Kind::Linear => quote!(linear),
         };
         let (attr, item, known) = (&self.attr, &self.item, &self.known);
-        let pending = &self.pending;
-        out.extend(quote!(#kind (#attr) { #item } [ #known ] [ #((#pending))* ]));
+        let (pending, sigs, pending_sigs) = (&self.pending, &self.sigs, &self.pending_sigs);
+        out.extend(quote!(#kind (#attr) { #item } [ #known ] [ #((#pending))* ] [ #sigs ] [ #((#pending_sigs))* ]));
     }
 }
 
@@ -212,70 +221,109 @@ impl Parse for Job {
             "differentiable" => Kind::Differentiable,
             "derive" => Kind::Derive,
             "methods" => Kind::Methods,
+            "linear" => Kind::Linear,
             _ => return Err(syn::Error::new(kind.span(), "unknown job")),
         };
-        let (attr, item, known, pending);
+        let (attr, item, known, pending, sigs, pending_sigs);
         syn::parenthesized!(attr in input);
         syn::braced!(item in input);
         syn::bracketed!(known in input);
         syn::bracketed!(pending in input);
-        let mut paths = Vec::new();
-        while !pending.is_empty() {
-            let p;
-            syn::parenthesized!(p in pending);
-            paths.push(p.parse()?);
-        }
+        syn::bracketed!(sigs in input);
+        syn::bracketed!(pending_sigs in input);
         Ok(Job {
             kind,
             attr: attr.parse()?,
             item: item.parse()?,
             known: known.parse()?,
-            pending: paths,
+            pending: paths(&pending)?,
+            sigs: sigs.parse()?,
+            pending_sigs: paths(&pending_sigs)?,
         })
     }
 }
 
+/// `(path)*`.
+fn paths(input: ParseStream) -> syn::Result<Vec<syn::Path>> {
+    let mut out = Vec::new();
+    while !input.is_empty() {
+        let p;
+        syn::parenthesized!(p in input);
+        out.push(p.parse()?);
+    }
+    Ok(out)
+}
+
 impl Job {
     /// The next step: a call of the first pending struct's layout macro,
-    /// or, with none pending, the job's expansion.
+    /// else of the first pending function's signature macro, or, with
+    /// none pending, the job's expansion.
     pub fn next(mut self) -> TokenStream {
         self.pending.retain(|p| !self.known.contains(p));
-        let Some(first) = self.pending.first().cloned() else {
-            return match self.kind {
-                Kind::Differentiable => {
-                    crate::expand::differentiable_with(self.attr, self.item, &self.known)
-                }
-                Kind::Derive => crate::derive::finish(self.item, &self.known),
-                Kind::Methods => crate::expand::methods_with(self.item, &self.known),
-            };
-        };
-        // Spanned at the user's path, so that a struct without the derive
-        // is reported there.
-        let bang = quote_spanned!(first.span()=> !);
-        quote!(#first #bang { @__linear_ad_layout #self })
+        self.pending_sigs.retain(|p| self.sigs.get(p).is_none());
+        // Spanned at the user's path, so that a struct without the derive,
+        // or a function without the attribute, is reported there.
+        if let Some(first) = self.pending.first().cloned() {
+            let bang = quote_spanned!(first.span()=> !);
+            return quote!(#first #bang { @__linear_ad_layout #self });
+        }
+        if let Some(first) = self.pending_sigs.first() {
+            return quote!(#first ! { @__linear_ad_sig #self });
+        }
+        match self.kind {
+            Kind::Differentiable => {
+                crate::expand::differentiable_with(self.attr, self.item, &self.known, &self.sigs)
+            }
+            Kind::Derive => crate::derive::finish(self.item, &self.known),
+            Kind::Methods => crate::expand::methods_with(self.item, &self.known, &self.sigs),
+            Kind::Linear => crate::expand::linear_with(self.attr, self.item, &self.sigs),
+        }
     }
 }
 
-/// `__resume! { (layout) job }`: records the layout delivered for the
-/// job's first pending path and takes the next step.
+/// What a layout or signature macro delivers.
+enum Delivered {
+    Layout(Layout),
+    Sig(Sig),
+}
+
+/// `__resume! { (layout) job }` or `__resume! { sig (signature) job }`:
+/// records what was delivered for the job's first pending path and takes
+/// the next step.
 pub fn resume(input: TokenStream) -> TokenStream {
     let parsed = syn::parse::Parser::parse2(
         |input: ParseStream| {
-            let l;
-            syn::parenthesized!(l in input);
-            let l: Layout = l.parse()?;
+            let sig = input.peek(syn::Ident);
+            if sig {
+                input.parse::<syn::Ident>()?;
+            }
+            let d;
+            syn::parenthesized!(d in input);
+            let d = if sig {
+                Delivered::Sig(d.parse()?)
+            } else {
+                Delivered::Layout(d.parse()?)
+            };
             let job: Job = input.parse()?;
-            Ok((l, job))
+            Ok((d, job))
         },
         input,
     );
     match parsed {
-        Ok((layout, mut job)) => {
+        Ok((Delivered::Layout(layout), mut job)) => {
             if job.pending.is_empty() {
                 return internal("a layout arrived for no pending struct");
             }
             let path = job.pending.remove(0);
             job.known.insert(path, Rc::new(layout));
+            job.next()
+        }
+        Ok((Delivered::Sig(sig), mut job)) => {
+            if job.pending_sigs.is_empty() {
+                return internal("a signature arrived for no pending call");
+            }
+            let path = job.pending_sigs.remove(0);
+            job.sigs.insert(path, Rc::new(sig));
             job.next()
         }
         Err(e) => internal(&e.to_string()),
@@ -337,6 +385,8 @@ mod tests {
             ),
             known,
             pending: vec![syn::parse_quote!(Q)],
+            sigs: Sigs::default(),
+            pending_sigs: vec![syn::parse_quote!(geo::g)],
         };
         let text = job.to_token_stream().to_string();
         let back: Job = syn::parse2(job.to_token_stream()).unwrap();
@@ -363,6 +413,8 @@ mod tests {
             ),
             known: Structs::default(),
             pending: vec![syn::parse_quote!(geo::Vec3)],
+            sigs: Sigs::default(),
+            pending_sigs: Vec::new(),
         };
         let out = job.next().to_string().replace(' ', "");
         assert!(

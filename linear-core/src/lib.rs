@@ -11,7 +11,8 @@
 //!   simplifier.
 //!
 //! * [`derive`]: `#[derive(Differentiable)]`; [`layout`]: how macros
-//!   read the fields of structs defined elsewhere.
+//!   read the fields of structs defined elsewhere; [`signature`]: how a
+//!   caller reads the signature of a function defined elsewhere.
 //! * [`lower`]: Rust (syn) to Linear A; [`codegen`]: Linear A to Rust;
 //!   [`expand`]: the `#[differentiable]` attribute from tokens to tokens.
 //!
@@ -28,6 +29,7 @@ pub mod layout;
 pub mod lower;
 pub mod parse;
 pub mod passes;
+pub mod signature;
 pub mod visit;
 pub mod write;
 

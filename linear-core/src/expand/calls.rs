@@ -6,7 +6,7 @@ use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned};
 use rustc_hash::FxHashMap as HashMap;
 
-use super::{from_ir, pascal, to_ir};
+use super::{arg_from_ir, from_ir, to_ir};
 use crate::codegen::{CallGen, Names};
 use crate::ir::{Ty, Var};
 use crate::lower::{CallArg, CallSite};
@@ -35,10 +35,6 @@ impl Calls<'_> {
             last.ident = syn::Ident::new(&name, last.ident.span());
         }
         p
-    }
-
-    pub(super) fn callee_name(site: &CallSite) -> String {
-        Self::callee_name_of(&site.path)
     }
 
     pub(super) fn callee_name_of(path: &syn::Path) -> String {
@@ -111,8 +107,7 @@ impl Calls<'_> {
         match t {
             Ty::Tape(name) => match self.site(name) {
                 Some((site, _)) => {
-                    let g = Self::callee_name(site);
-                    let p = Self::sibling(&site.path, format!("__{}Linearization", pascal(&g)));
+                    let p = &site.path;
                     quote!(#p)
                 }
                 None => quote!(()),
@@ -153,10 +148,10 @@ impl CallGen for Calls<'_> {
         names: &mut Names,
     ) -> Option<TokenStream> {
         let (site, stage) = self.site(func)?;
-        let g = Self::callee_name(site);
-        // Every reference goes through the callee's linearization type, so a
-        // callee that is not `#[differentiable]` is one missing name.
-        let ty = Self::sibling(&site.path, format!("__{}Linearization", pascal(&g)));
+        // Every reference goes through the callee's linearization type,
+        // under the alias that shares the function's name and path (see
+        // `crate::signature`).
+        let ty = &site.path;
         let inactive = quote!(::linear_ad::__private::Inactive);
         // Tangent slots in the callee's parameter order: the IR passes the
         // active arguments only; each slot carries its argument's span, so a
@@ -211,7 +206,7 @@ impl CallGen for Calls<'_> {
             "jvp.lin.t" => {
                 let tape = nl.first()?;
                 let ct = lin.first()?;
-                let ct_rust = from_ir(quote!(#ct), &site.ret, names);
+                let ct_rust = arg_from_ir(quote!(#ct), &site.ret, names);
                 let mut pats = Vec::new();
                 let mut outs = Vec::new();
                 for a in &site.args {

@@ -19,7 +19,7 @@ pub(super) fn companions(
     item: &syn::ItemFn,
     params: &[crate::lower::Param],
     map_name: &syn::Ident,
-    ret_ty: &TokenStream,
+    (ret_ty, ret_tan): (&TokenStream, &TokenStream),
     active: &[(usize, &Shape)],
     allow: &TokenStream,
 ) -> TokenStream {
@@ -99,7 +99,7 @@ pub(super) fn companions(
         #allow
         impl #map_name {
             #[inline]
-            pub fn __jvp(#(#a: #tys,)* #(#d: #jvp_slots,)*) -> (#ret_ty, #ret_ty) {
+            pub fn __jvp(#(#a: #tys,)* #(#d: #jvp_slots,)*) -> (#ret_ty, #ret_tan) {
                 #(let _ = #constants;)*
                 #jvp_name(#(#a,)* #(#tangents,)*)
             }
@@ -110,13 +110,13 @@ pub(super) fn companions(
             }
 
             #[inline]
-            pub fn __apply(&self, #(#d: #apply_slots,)*) -> #ret_ty {
+            pub fn __apply(&self, #(#d: #apply_slots,)*) -> #ret_tan {
                 #(let _ = #constants;)*
                 ::linear_ad::LinearMap::apply(self, #packed)
             }
 
             #[inline]
-            pub fn __transpose(&self, #ct: #ret_ty) -> (#(#per_param_ty,)*) {
+            pub fn __transpose(&self, #ct: #ret_tan) -> (#(#per_param_ty,)*) {
                 #unpack
                 (#(#per_param,)*)
             }

@@ -510,6 +510,9 @@ struct Outputs<'a> {
 pub(super) struct Generated {
     pub(super) fns: TokenStream,
     pub(super) items: TokenStream,
+    /// Whether other differentiable functions can call `f`: its
+    /// linearization has the companions they call.
+    pub(super) callable: bool,
 }
 
 impl quote::ToTokens for Generated {
@@ -564,6 +567,11 @@ impl Owner<'_> {
     }
 }
 
+/// The name of a free function's linearization type.
+pub(super) fn map_name(item: &syn::ItemFn) -> syn::Ident {
+    Owner::Free.map_name(&item.sig.ident)
+}
+
 /// Every item `#[differentiable]` adds for `f`.
 pub(super) fn generate(
     item: &syn::ItemFn,
@@ -606,15 +614,16 @@ pub(super) fn generate(
     // Other differentiable functions cannot pass or receive arrays or
     // structs yet, nor call methods (lowering says so at the call): no
     // companions to call.
-    let structs = sig.active.iter().any(|(_, s)| s.has_struct()) || l.ret.has_struct();
+    let structs = sig.active.iter().any(|(_, s)| s.has_struct());
     // Nor generic functions: a caller's tape would have to name `T`.
     let free = matches!(owner, Owner::Free) && sig.float.param.is_none();
-    let companions = if free && sig.arrays().is_empty() && !l.ret.has_slice() && !structs {
+    let callable = free && sig.arrays().is_empty() && !l.ret.has_slice() && !structs;
+    let companions = if callable {
         companions(
             item,
             &l.params,
             &map_name,
-            &sig.ret_ty,
+            (&sig.ret_ty, &sig.ret_tan),
             &sig.active,
             &sig.allow,
         )
@@ -624,6 +633,7 @@ pub(super) fn generate(
     Ok(Generated {
         fns: quote!(#jvp_fn #lin_fn #vjp_fn),
         items: quote!(#lin_items #companions),
+        callable,
     })
 }
 

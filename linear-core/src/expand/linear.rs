@@ -15,8 +15,10 @@ use super::{
 use crate::check::check_linear_b;
 use crate::codegen::{body, CallGen, Names};
 use crate::ir::{Program, Var};
-use crate::lower::{lower_fn, CallArg, CallSite, Errors, Lowered, Shape};
+use crate::layout::{Job, Kind, Structs};
+use crate::lower::{lower_fn, lower_fn_with, CallArg, CallSite, Errors, Lowered, Mode, Shape};
 use crate::passes::{simplify::simplify, transpose::transpose, unzip};
+use crate::signature::Sigs;
 
 /// Expands `#[linear] item`: checks that `g` is linear in its `#[linear]`
 /// parameters (every rejection at its span, naming the linear values
@@ -30,7 +32,20 @@ use crate::passes::{simplify::simplify, transpose::transpose, unzip};
 ///   and constants otherwise (calls may touch coefficients with arbitrary
 ///   functions).
 pub fn linear(attr: TokenStream, item: TokenStream) -> TokenStream {
-    let (args, item_fn, mut errs) = match parse_input(attr, item, "linear") {
+    expand_linear(attr, item, &Sigs::default(), true)
+}
+
+/// `#[linear]` again, once the signatures of the functions it calls are
+/// known (the function itself was emitted before).
+pub fn linear_with(attr: TokenStream, item: TokenStream, sigs: &Sigs) -> TokenStream {
+    expand_linear(attr, item, sigs, false)
+}
+
+/// Lowers and generates, or, while a callee's signature is missing, the
+/// next step of the job that fetches it (see [`crate::signature`]);
+/// `first` says whether the function itself is still to be emitted.
+fn expand_linear(attr: TokenStream, item: TokenStream, sigs: &Sigs, first: bool) -> TokenStream {
+    let (args, item_fn, mut errs) = match parse_input(attr.clone(), item, "linear") {
         Ok(parsed) => parsed,
         Err(out) => return out,
     };
@@ -38,9 +53,32 @@ pub fn linear(attr: TokenStream, item: TokenStream) -> TokenStream {
         errs.spanned(path, "`jvp = ..` belongs on `#[differentiable]`: a `#[linear]` function's derivative is itself");
     }
     let clean = without_markers(&item_fn);
-    let lowered = crate::lower::lower_fn_mode(&item_fn, &mut errs, crate::lower::Mode::Linear);
-    finish(&item_fn, Some(&clean), lowered, errs, |l| {
-        generate_linear(&item_fn, &clean, l, args.dump)
+    let clean = first.then_some(&clean);
+    let mut missing = Vec::new();
+    let structs = Structs::default();
+    let lowered = lower_fn_with(
+        &item_fn,
+        &mut errs,
+        Mode::Linear,
+        &structs,
+        sigs,
+        &mut missing,
+    );
+    if !missing.is_empty() {
+        let job = Job {
+            kind: Kind::Linear,
+            attr,
+            item: quote!(#item_fn),
+            known: structs,
+            pending: Vec::new(),
+            sigs: sigs.clone(),
+            pending_sigs: missing,
+        };
+        let next = job.next();
+        return quote!(#clean #next);
+    }
+    finish(&item_fn, clean, lowered, errs, |l| {
+        generate_linear(&item_fn, &without_markers(&item_fn), l, args.dump)
     })
 }
 
@@ -71,10 +109,17 @@ fn generate_linear(
     let allow = quote!(#[allow(clippy::too_many_arguments)] #(#user_allows)*);
     let transpose_fn = transpose_item(item, l, gt, &allow);
     let companion = linear_companion(item, l, &map_name, &allow);
+    let callee = crate::signature::callee_items(
+        item,
+        crate::signature::Kind::Linear,
+        &Default::default(),
+        &map_name,
+    );
     Ok(quote! {
         #transpose_fn
         #differentiable
         #companion
+        #callee
     })
 }
 
@@ -281,10 +326,9 @@ impl CallGen for LinearCalls<'_> {
         if stage != "t" {
             return None;
         }
-        let g = Calls::callee_name(site);
-        let ty = Calls::sibling(&site.path, format!("__{}Linearization", pascal(&g)));
+        let ty = &site.path;
         let ct = lin.first()?;
-        let ct_rust = from_ir(quote!(#ct), &site.ret, names);
+        let ct_rust = super::arg_from_ir(quote!(#ct), &site.ret, names);
         let (mut slots, mut pats, mut outs) = (Vec::new(), Vec::new(), Vec::new());
         for a in &site.args {
             match a {

@@ -31,6 +31,7 @@ use super::{derive_checks, fn_struct_paths, generated, policy, Args};
 use crate::codegen::FloatParam;
 use crate::layout::{Job, Kind, Structs};
 use crate::lower::{lower_fn_with, Errors, Mode};
+use crate::signature::Sigs;
 
 /// Expands `#[differentiable(attr)] impl Type { .. }`: the block as
 /// written, then the derivatives of its marked methods (at once, or once
@@ -70,15 +71,19 @@ pub(super) fn differentiable_impl(attr: TokenStream, block: syn::ItemImpl) -> To
         item: block.into_token_stream(),
         known: Structs::default(),
         pending,
+        sigs: Default::default(),
+        pending_sigs: Vec::new(),
     };
     let next = job.next();
     quote!(#clean #checks #next)
 }
 
 /// The derivatives of the marked methods of `block`, given the layouts of
-/// the structs they name (the block itself was emitted before).
-pub fn methods_with(block: TokenStream, known: &Structs) -> TokenStream {
-    let block: syn::ItemImpl = match syn::parse2(block) {
+/// the structs they name and the signatures of the functions they call
+/// (the block itself was emitted before); or, while some signature is
+/// missing, the next step of the job that fetches it.
+pub fn methods_with(tokens: TokenStream, known: &Structs, sigs: &Sigs) -> TokenStream {
+    let block: syn::ItemImpl = match syn::parse2(tokens.clone()) {
         Ok(b) => b,
         Err(e) => return e.to_compile_error(),
     };
@@ -87,6 +92,7 @@ pub fn methods_with(block: TokenStream, known: &Structs) -> TokenStream {
         return errs.into_compile_errors();
     };
     let (mut fns, mut items) = (TokenStream::new(), TokenStream::new());
+    let mut missing = Vec::new();
     for m in methods(&block) {
         let Some(attr) = marker(m) else { continue };
         let mut errs = Errors::default();
@@ -95,7 +101,7 @@ pub fn methods_with(block: TokenStream, known: &Structs) -> TokenStream {
             continue;
         };
         let args = super::parse_args(attr, &mut errs);
-        let out = expand_method(&args, &f, errs, known, &self_ty);
+        let out = expand_method(&args, &f, errs, (known, sigs, &mut missing), &self_ty);
         match out {
             Ok(g) => {
                 fns.extend(g.fns);
@@ -103,6 +109,18 @@ pub fn methods_with(block: TokenStream, known: &Structs) -> TokenStream {
             }
             Err(e) => items.extend(e),
         }
+    }
+    if !missing.is_empty() {
+        let job = Job {
+            kind: Kind::Methods,
+            attr: TokenStream::new(),
+            item: tokens,
+            known: known.clone(),
+            pending: Vec::new(),
+            sigs: sigs.clone(),
+            pending_sigs: missing,
+        };
+        return job.next();
     }
     let (impl_token, brace) = (block.impl_token, block.brace_token);
     let mut out = quote!(#impl_token #self_ty);
@@ -115,12 +133,12 @@ fn expand_method(
     args: &Args,
     f: &syn::ItemFn,
     mut errs: Errors,
-    known: &Structs,
+    (known, sigs, missing): (&Structs, &Sigs, &mut Vec<syn::Path>),
     self_ty: &syn::Type,
 ) -> Result<items::Generated, TokenStream> {
     let policy = policy(args, &mut errs);
     let _float = FloatParam::set(crate::lower::float_param(&f.sig.generics));
-    let lowered = lower_fn_with(f, &mut errs, Mode::Differentiable, known);
+    let lowered = lower_fn_with(f, &mut errs, Mode::Differentiable, known, sigs, missing);
     generated(f, lowered, errs, |l| {
         items::generate(f, l, args.dump, policy, Owner::Method(self_ty))
     })

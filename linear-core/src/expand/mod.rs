@@ -33,7 +33,7 @@ mod items;
 mod linear;
 mod methods;
 
-pub use linear::linear;
+pub use linear::{linear, linear_with};
 pub use methods::methods_with;
 
 use darling::ast::NestedMeta;
@@ -48,6 +48,7 @@ use crate::ir::{Extern, Func, Program};
 use crate::layout::{struct_paths, Job, Kind, Structs};
 use crate::lower::{lower_fn_with, Errors, Lowered, Mode, Shape};
 use crate::passes::{jvp::jvp, simplify::simplify, transpose::transpose, unzip};
+use crate::signature::{self, Sigs};
 
 #[derive(Debug, Default, FromMeta)]
 struct Args {
@@ -171,7 +172,8 @@ pub fn differentiable(attr: TokenStream, item: TokenStream) -> TokenStream {
     }
     let pending = fn_struct_paths(&item_fn);
     if pending.is_empty() {
-        return expand_fn(&args, &item_fn, errs, &Structs::default(), Some(&clean));
+        let known = (&Structs::default(), &Sigs::default());
+        return expand_fn(&args, attr, &item_fn, errs, known, Some(&clean));
     }
     // The function stands on its own now, whatever becomes of the lookups
     // (see `layout`); the generated items follow once the layouts arrive.
@@ -182,6 +184,8 @@ pub fn differentiable(attr: TokenStream, item: TokenStream) -> TokenStream {
         item,
         known: Structs::default(),
         pending,
+        sigs: Default::default(),
+        pending_sigs: Vec::new(),
     };
     let next = job.next();
     quote!(#clean #checks #next)
@@ -206,29 +210,64 @@ fn derive_checks(pending: &[syn::Path]) -> TokenStream {
 
 /// The generated items of `#[differentiable(attr)] item` (without the
 /// function itself, emitted before), given the layouts of the structs it
-/// names.
-pub fn differentiable_with(attr: TokenStream, item: TokenStream, known: &Structs) -> TokenStream {
-    match parse_input(attr, item, "differentiable") {
-        Ok((args, item_fn, errs)) => expand_fn(&args, &item_fn, errs, known, None),
+/// names and the signatures of the functions it calls.
+pub fn differentiable_with(
+    attr: TokenStream,
+    item: TokenStream,
+    structs: &Structs,
+    sigs: &Sigs,
+) -> TokenStream {
+    match parse_input(attr.clone(), item, "differentiable") {
+        Ok((args, item_fn, errs)) => expand_fn(&args, attr, &item_fn, errs, (structs, sigs), None),
         Err(out) => out,
     }
 }
 
 /// Lowers and generates; `clean` is the function as the user sees it, if
-/// it is still to be emitted.
+/// it is still to be emitted. If the function calls functions whose
+/// signatures it does not know yet, the output is instead the next step
+/// of a job that fetches them and comes back (see [`crate::signature`]).
 fn expand_fn(
     args: &Args,
+    attr: TokenStream,
     item_fn: &syn::ItemFn,
     mut errs: Errors,
-    structs: &Structs,
+    (structs, sigs): (&Structs, &Sigs),
     clean: Option<&syn::ItemFn>,
 ) -> TokenStream {
     let policy = policy(args, &mut errs);
     let _float = FloatParam::set(crate::lower::float_param(&item_fn.sig.generics));
-    let lowered = lower_fn_with(item_fn, &mut errs, Mode::Differentiable, structs);
+    let mut missing = Vec::new();
+    let lowered = lower_fn_with(
+        item_fn,
+        &mut errs,
+        Mode::Differentiable,
+        structs,
+        sigs,
+        &mut missing,
+    );
+    if !missing.is_empty() {
+        let job = Job {
+            kind: Kind::Differentiable,
+            attr,
+            item: quote!(#item_fn),
+            known: structs.clone(),
+            pending: Vec::new(),
+            sigs: sigs.clone(),
+            pending_sigs: missing,
+        };
+        let next = job.next();
+        return quote!(#clean #next);
+    }
     finish(item_fn, clean, lowered, errs, |l| {
         let g = items::generate(item_fn, l, args.dump, policy, items::Owner::Free)?;
-        Ok(quote!(#g))
+        let kind = if g.callable {
+            signature::Kind::Differentiable
+        } else {
+            signature::Kind::Closed
+        };
+        let callee = signature::callee_items(item_fn, kind, structs, &items::map_name(item_fn));
+        Ok(quote!(#g #callee))
     })
 }
 
@@ -389,12 +428,15 @@ fn to_ir(e: TokenStream, s: &Shape, names: &mut Names) -> TokenStream {
 }
 
 /// Which way [`convert`] goes; out of the IR, a struct is rebuilt as its
-/// primal type or as its tangent.
+/// primal type or as its tangent, or as the type its place expects
+/// (`Inferred`: an argument of a callee whose struct types the caller's
+/// scope may not name).
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Dir {
     Into,
     Tangent,
     Primal,
+    Inferred,
 }
 
 /// A result's Rust value, tangent or cotangent of shape `s` to its IR
@@ -450,6 +492,16 @@ fn from_ir(e: TokenStream, s: &Shape, names: &mut Names) -> TokenStream {
     }
 }
 
+/// [`from_ir`] for an argument of another function's generated code:
+/// structs are rebuilt as the parameter's type, which the caller's scope
+/// may not name.
+fn arg_from_ir(e: TokenStream, s: &Shape, names: &mut Names) -> TokenStream {
+    match s {
+        Shape::Slice(..) => from_ir(e, s, names),
+        _ => convert(e, s, names, Dir::Inferred),
+    }
+}
+
 /// Destructures `e` and rebuilds it with every array of `s` as a tuple
 /// and every struct as the tuple of its flat value (`Dir::Into`), or
 /// every such tuple as an array or struct again.
@@ -466,11 +518,12 @@ fn convert(e: TokenStream, s: &Shape, names: &mut Names, dir: Dir) -> TokenStrea
                 let e = quote!(::linear_ad::__private::ToFlat::flat(&#e));
                 return convert(e, &flat, names, dir);
             }
+            let inner = convert(e, &flat, names, dir);
             let ty = match dir {
                 Dir::Primal => s.primal(),
-                _ => st.tangent(),
+                Dir::Inferred => return quote!(::linear_ad::__private::FromFlat::from_flat(#inner)),
+                Dir::Into | Dir::Tangent => st.tangent(),
             };
-            let inner = convert(e, &flat, names, dir);
             return quote!(<#ty as ::linear_ad::__private::FromFlat>::from_flat(#inner));
         }
         Shape::Tuple(ss) => (

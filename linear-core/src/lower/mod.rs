@@ -35,6 +35,7 @@ use crate::ir::{Binder, Cmp, Expr, Extern, Float, Func, Prim, Stmt, Ty, Var};
 use crate::visit::Fresh;
 
 mod array;
+mod call;
 mod control;
 mod exits;
 mod generic;
@@ -44,6 +45,8 @@ mod place;
 mod structs;
 
 use crate::layout::Structs;
+use crate::signature::Sigs;
+pub use call::{CallArg, CallSite};
 pub use structs::{flat as flat_shape, StructShape};
 
 /// Inactive Rust code kept in place inside control flow: `code` reads the
@@ -515,28 +518,6 @@ pub struct Lowered {
     pub data: Vec<(Var, String, Shape)>,
 }
 
-/// A call to another `#[differentiable]` function, compiled separately: the
-/// IR sees an extern taking the call's differentiable arguments; code
-/// generation calls the callee's generated functions.
-#[derive(Clone, Debug)]
-pub struct CallSite {
-    /// The callee as written (`g`, `geometry::g`).
-    pub path: syn::Path,
-    /// Each argument, in order.
-    pub args: Vec<CallArg>,
-    /// The Rust shape of the result.
-    pub ret: Shape,
-}
-
-#[derive(Clone, Debug)]
-pub enum CallArg {
-    /// A differentiable argument: the next non-linear IR argument, of this
-    /// Rust shape, written at this span.
-    Active(Shape, Span),
-    /// A constant, held in this prelude variable, written at this span.
-    Inactive(syn::Ident, Span),
-}
-
 impl Shape {
     /// The Rust shape an IR type has when nothing says it is an array.
     pub fn of_ty(t: &Ty) -> Shape {
@@ -572,7 +553,15 @@ pub fn lower_fn(item: &syn::ItemFn, errs: &mut Errors) -> Option<Lowered> {
 
 /// Lowers `item` in the given mode.
 pub fn lower_fn_mode(item: &syn::ItemFn, errs: &mut Errors, mode: Mode) -> Option<Lowered> {
-    lower_fn_with(item, errs, mode, &Structs::default())
+    let mut missing = Vec::new();
+    lower_fn_with(
+        item,
+        errs,
+        mode,
+        &Structs::default(),
+        &Sigs::default(),
+        &mut missing,
+    )
 }
 
 /// Why a parameter of type `ty` cannot be differentiable, and what to do.
@@ -623,12 +612,16 @@ pub(crate) fn is_float_param(p: &syn::Path) -> bool {
 }
 
 /// Lowers `item` in the given mode, knowing the layouts of the derived
-/// structs it names.
+/// structs it names and the signatures `sigs` of functions it calls; the
+/// called paths whose signatures may be fetched and are not in `sigs` are
+/// pushed onto `missing`, errors or not (see [`crate::signature`]).
 pub fn lower_fn_with(
     item: &syn::ItemFn,
     errs: &mut Errors,
     mode: Mode,
     structs: &Structs,
+    sigs: &Sigs,
+    missing: &mut Vec<syn::Path>,
 ) -> Option<Lowered> {
     let sig = &item.sig;
     signature_checks(sig, errs);
@@ -640,6 +633,20 @@ pub fn lower_fn_with(
     let ret = result_shape(sig, mode, structs, errs);
     let mut l = Lowerer::new(mode, errs, sig.ident.to_string());
     l.structs = structs.with_nested();
+    l.sigs = sigs.clone();
+    let lowered = lower_body(&mut l, item, mode, ret);
+    missing.extend(std::mem::take(&mut l.missing_sigs));
+    lowered
+}
+
+/// The rest of [`lower_fn_with`], with the lowerer set up.
+fn lower_body(
+    l: &mut Lowerer,
+    item: &syn::ItemFn,
+    mode: Mode,
+    ret: Option<Shape>,
+) -> Option<Lowered> {
+    let sig = &item.sig;
     let (params, nl_params) = l.params(sig);
     if mode == Mode::Linear && l.linear_params.is_empty() && l.errs.is_empty() {
         l.errs.spanned(
@@ -694,13 +701,12 @@ pub fn lower_fn_with(
         func,
         params,
         ret,
-        prelude: l.prelude,
-        externs: l.externs,
-        calls: l.calls,
-        opaques: l.opaques,
+        prelude: std::mem::take(&mut l.prelude),
+        externs: std::mem::take(&mut l.externs),
+        calls: std::mem::take(&mut l.calls),
+        opaques: std::mem::take(&mut l.opaques),
         data: {
-            let mut d: Vec<_> = l
-                .data_arrays
+            let mut d: Vec<_> = std::mem::take(&mut l.data_arrays)
                 .into_iter()
                 .map(|(name, (v, shape))| (v, name, shape))
                 .collect();
@@ -1010,6 +1016,10 @@ struct Lowerer<'a> {
     /// The result shape expected of the call being lowered (from a `let`
     /// annotation or the function's return type).
     ret_hint: Option<Shape>,
+    /// Whether `ret_hint` was last set by a `let` annotation: a call with
+    /// an annotated result looks up no signature (a call into another
+    /// crate, which has none, is annotated).
+    hint_annotated: bool,
     fn_ret: Option<Shape>,
     externs: Vec<Extern>,
     calls: HashMap<Var, CallSite>,
@@ -1046,6 +1056,10 @@ struct Lowerer<'a> {
     /// Struct parameters read by their own name, by IR variable: their
     /// constant fields are read from them.
     struct_params: HashMap<Var, syn::Ident>,
+    /// The signatures of the functions it calls, where known.
+    sigs: Sigs,
+    /// Called paths whose signatures are not known and may be.
+    missing_sigs: Vec<syn::Path>,
 }
 
 impl<'e> Lowerer<'e> {
@@ -1068,6 +1082,7 @@ impl<'e> Lowerer<'e> {
             tail: None,
             shapes: HashMap::default(),
             ret_hint: None,
+            hint_annotated: false,
             fn_ret: None,
             externs: Vec::new(),
             calls: HashMap::default(),
@@ -1085,6 +1100,8 @@ impl<'e> Lowerer<'e> {
             data_ok: false,
             structs: Structs::default(),
             struct_params: HashMap::default(),
+            sigs: Sigs::default(),
+            missing_sigs: Vec::new(),
         }
     }
 }
@@ -1687,6 +1704,7 @@ impl Lowerer<'_> {
                 syn::Stmt::Expr(syn::Expr::Return(r), _) if last && is_fn => match &r.expr {
                     Some(e) => {
                         self.ret_hint = self.fn_ret.clone();
+                        self.hint_annotated = false;
                         self.tail = Some(e.to_token_stream());
                         result = Some((self.expr(e, "r"), e.span()));
                         self.ret_hint = None;
@@ -1696,6 +1714,7 @@ impl Lowerer<'_> {
                 syn::Stmt::Expr(e, None) if last => {
                     if is_fn {
                         self.ret_hint = self.fn_ret.clone();
+                        self.hint_annotated = false;
                         self.tail = Some(e.to_token_stream());
                     }
                     result = Some((self.expr(e, "r"), e.span()));
@@ -1762,6 +1781,7 @@ impl Lowerer<'_> {
         if let syn::Pat::Type(t) = &local.pat {
             // `Vec<T>` names the element type of an empty `Vec`.
             self.ret_hint = Shape::from_type(&t.ty).or_else(|| Shape::from_param_type(&t.ty));
+            self.hint_annotated = true;
         }
         let mutable = match &local.pat {
             syn::Pat::Ident(i) => i.mutability.is_some(),
@@ -2378,124 +2398,6 @@ impl Lowerer<'_> {
                 .get(v)
                 .map_or(Shape::Float(self.float()), Shape::of_ty)
         })
-    }
-
-    /// A call to another function compiled separately: an extern named
-    /// after the call site, taking the call's active arguments (see
-    /// [`CallSite`]); constant arguments stay in the prelude. In a
-    /// `#[differentiable]` function the callee is differentiable and the
-    /// extern non-linear; in a `#[linear]` function the callee is
-    /// `#[linear]`, the extern linear, and `0.0` is a linear zero argument.
-    fn call_function(&mut self, c: &syn::ExprCall, ret: Option<Shape>, hint: &str) -> Val {
-        let path = match &*c.func {
-            syn::Expr::Path(p) if p.qself.is_none() => p.path.clone(),
-            other => {
-                self.errs.spanned(other, "only calls to functions by name or path (`g(x)`, `module::g(x)`) are supported");
-                return self.placeholder();
-            }
-        };
-        if path.segments.last().is_some_and(|s| !s.arguments.is_none()) {
-            self.errs
-                .spanned(&path, "calls with generic arguments are not supported");
-            return self.placeholder();
-        }
-        if path.is_ident(&self.fn_name) {
-            self.errs.spanned(&path, "a differentiable function cannot call itself: Linear A has no recursion (its tape would contain itself); write the recursion as a loop");
-            return self.placeholder();
-        }
-        let linear = self.mode == Mode::Linear;
-        let f = self.float();
-        let ret = ret.unwrap_or(Shape::Float(f));
-        let name = Var::new(&format!("call.{}", self.calls.len() + 1));
-        let (mut args, mut vars, mut tys) = (Vec::new(), Vec::new(), Vec::new());
-        for a in &c.args {
-            match self.expr(a, hint) {
-                Val::Active(v, _) if self.poison.contains(&v) => return self.placeholder(),
-                Val::Active(v, ty) if self.not_passable(&v, &ty).is_some() => {
-                    let msg = self.not_passable(&v, &ty).unwrap_or_default();
-                    self.errs.spanned(a, msg);
-                    return self.placeholder();
-                }
-                Val::Active(v, ty) => {
-                    args.push(CallArg::Active(self.shape_of(&v), a.span()));
-                    vars.push(v);
-                    tys.push(ty);
-                }
-                Val::Inactive(tokens) if linear && float_literal(&tokens) == Some(0.0) => {
-                    let z = self.emit_lin("zero", Ty::Real(f), Expr::LinZero(Ty::Real(f)));
-                    args.push(CallArg::Active(Shape::Float(f), a.span()));
-                    vars.push(z);
-                    tys.push(Ty::Real(f));
-                }
-                Val::Inactive(tokens) => {
-                    let id = self.new_inactive_name("a");
-                    self.prelude.push(quote!(let #id = #tokens;));
-                    args.push(CallArg::Inactive(id, a.span()));
-                }
-            }
-        }
-        let ret_ty = ret.ty();
-        let (params, rets) = (tys, vec![ret_ty.clone()]);
-        self.externs.push(if linear {
-            Extern {
-                name: name.clone(),
-                nl_params: vec![],
-                lin_params: params,
-                nl_rets: vec![],
-                lin_rets: rets,
-            }
-        } else {
-            Extern {
-                name: name.clone(),
-                nl_params: params,
-                lin_params: vec![],
-                nl_rets: rets,
-                lin_rets: vec![],
-            }
-        });
-        self.calls.insert(
-            name.clone(),
-            CallSite {
-                path,
-                args,
-                ret: ret.clone(),
-            },
-        );
-        let v = if linear {
-            self.emit_lin(
-                hint,
-                ret_ty.clone(),
-                Expr::App {
-                    func: name,
-                    nl: vec![],
-                    lin: vars,
-                },
-            )
-        } else {
-            self.emit(
-                hint,
-                ret_ty.clone(),
-                Expr::App {
-                    func: name,
-                    nl: vars,
-                    lin: vec![],
-                },
-            )
-        };
-        self.shapes.insert(v.clone(), ret);
-        Val::Active(v, ret_ty)
-    }
-
-    /// Why the differentiable value `v` cannot be an argument of another
-    /// differentiable function yet (the calling convention has no arrays
-    /// or structs), if it cannot.
-    fn not_passable(&self, v: &Var, ty: &Ty) -> Option<&'static str> {
-        if matches!(ty, Ty::Array(..)) {
-            return Some("passing a differentiable array to another function is not supported yet: index it here, or pass its elements");
-        }
-        matches!(self.shapes.get(v), Some(Shape::Struct(_))).then_some(
-            "passing a struct to another differentiable function is not supported yet: pass its fields",
-        )
     }
 
     fn select(&mut self, base: Val, k: usize, span: Span) -> Val {

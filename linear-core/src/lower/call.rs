@@ -1,0 +1,214 @@
+//! Calls to other functions compiled separately (`#[differentiable]`
+//! calling `#[differentiable]` or `#[linear]`, `#[linear]` calling
+//! `#[linear]`): the IR sees an extern per call site (`call.N`), and the
+//! caller's generated code calls the callee's generated functions
+//! (`expand::calls`). Calls are never inlined, so generated code stays
+//! proportional to the source (Thm 8.1).
+//!
+//! The result's Rust shape comes from a `let` annotation, else from the
+//! callee's signature ([`crate::signature`]), which also says whether the
+//! call is possible (a `#[linear]` function calls only `#[linear]` ones;
+//! some functions cannot be called yet). A call without annotation whose
+//! signature is not known yet is recorded in `missing_sigs`, so the
+//! expansion can fetch it and lower again; until then its result takes the
+//! caller's result type when it is the caller's value, else a float. A
+//! `let` annotation fetches nothing: it is how a call into another crate,
+//! which has no signature macro, is written.
+
+use proc_macro2::Span;
+use quote::quote;
+use syn::spanned::Spanned;
+
+use super::{float_literal, Lowerer, Mode, Shape, Val};
+use crate::ir::{Expr, Extern, Ty, Var};
+use crate::signature::Kind;
+
+/// A call to another `#[differentiable]` function, compiled separately: the
+/// IR sees an extern taking the call's differentiable arguments; code
+/// generation calls the callee's generated functions.
+#[derive(Clone, Debug)]
+pub struct CallSite {
+    /// The callee as written (`g`, `geometry::g`).
+    pub path: syn::Path,
+    /// Each argument, in order.
+    pub args: Vec<CallArg>,
+    /// The Rust shape of the result.
+    pub ret: Shape,
+}
+
+#[derive(Clone, Debug)]
+pub enum CallArg {
+    /// A differentiable argument: the next non-linear IR argument, of this
+    /// Rust shape, written at this span.
+    Active(Shape, Span),
+    /// A constant, held in this prelude variable, written at this span.
+    Inactive(syn::Ident, Span),
+}
+
+impl Lowerer<'_> {
+    /// A call to another function compiled separately: an extern named
+    /// after the call site, taking the call's active arguments (see
+    /// [`CallSite`]); constant arguments stay in the prelude. In a
+    /// `#[differentiable]` function the callee is differentiable and the
+    /// extern non-linear; in a `#[linear]` function the callee is
+    /// `#[linear]`, the extern linear, and `0.0` is a linear zero argument.
+    pub(super) fn call_function(
+        &mut self,
+        c: &syn::ExprCall,
+        ret: Option<Shape>,
+        hint: &str,
+    ) -> Val {
+        let path = match &*c.func {
+            syn::Expr::Path(p) if p.qself.is_none() => p.path.clone(),
+            other => {
+                self.errs.spanned(other, "only calls to functions by name or path (`g(x)`, `module::g(x)`) are supported");
+                return self.placeholder();
+            }
+        };
+        if path.segments.last().is_some_and(|s| !s.arguments.is_none()) {
+            self.errs
+                .spanned(&path, "calls with generic arguments are not supported");
+            return self.placeholder();
+        }
+        if path.is_ident(&self.fn_name) {
+            self.errs.spanned(&path, "a differentiable function cannot call itself: Linear A has no recursion (its tape would contain itself); write the recursion as a loop");
+            return self.placeholder();
+        }
+        let annotated = ret.is_some() && self.hint_annotated;
+        let linear = self.mode == Mode::Linear;
+        let f = self.float();
+        let (mut args, mut vars, mut tys) = (Vec::new(), Vec::new(), Vec::new());
+        for a in &c.args {
+            match self.expr(a, hint) {
+                Val::Active(v, _) if self.poison.contains(&v) => return self.placeholder(),
+                Val::Active(v, ty) if self.not_passable(&v, &ty).is_some() => {
+                    let msg = self.not_passable(&v, &ty).unwrap_or_default();
+                    self.errs.spanned(a, msg);
+                    return self.placeholder();
+                }
+                Val::Active(v, ty) => {
+                    args.push(CallArg::Active(self.shape_of(&v), a.span()));
+                    vars.push(v);
+                    tys.push(ty);
+                }
+                Val::Inactive(tokens) if linear && float_literal(&tokens) == Some(0.0) => {
+                    let z = self.emit_lin("zero", Ty::Real(f), Expr::LinZero(Ty::Real(f)));
+                    args.push(CallArg::Active(Shape::Float(f), a.span()));
+                    vars.push(z);
+                    tys.push(Ty::Real(f));
+                }
+                Val::Inactive(tokens) => {
+                    let id = self.new_inactive_name("a");
+                    self.prelude.push(quote!(let #id = #tokens;));
+                    args.push(CallArg::Inactive(id, a.span()));
+                }
+            }
+        }
+        // After the arguments: a problem with one of them is the more
+        // precise message, and their own calls are numbered first.
+        let from_sig = self.signature_result(&path, !annotated);
+        let ret = ret.or(from_sig).unwrap_or(Shape::Float(f));
+        let name = Var::new(&format!("call.{}", self.calls.len() + 1));
+        let ret_ty = ret.ty();
+        let (params, rets) = (tys, vec![ret_ty.clone()]);
+        self.externs.push(if linear {
+            Extern {
+                name: name.clone(),
+                nl_params: vec![],
+                lin_params: params,
+                nl_rets: vec![],
+                lin_rets: rets,
+            }
+        } else {
+            Extern {
+                name: name.clone(),
+                nl_params: params,
+                lin_params: vec![],
+                nl_rets: rets,
+                lin_rets: vec![],
+            }
+        });
+        self.calls.insert(
+            name.clone(),
+            CallSite {
+                path,
+                args,
+                ret: ret.clone(),
+            },
+        );
+        let v = if linear {
+            self.emit_lin(
+                hint,
+                ret_ty.clone(),
+                Expr::App {
+                    func: name,
+                    nl: vec![],
+                    lin: vars,
+                },
+            )
+        } else {
+            self.emit(
+                hint,
+                ret_ty.clone(),
+                Expr::App {
+                    func: name,
+                    nl: vars,
+                    lin: vec![],
+                },
+            )
+        };
+        self.shapes.insert(v.clone(), ret);
+        Val::Active(v, ret_ty)
+    }
+
+    /// Why the differentiable value `v` cannot be an argument of another
+    /// differentiable function yet (the calling convention has no arrays
+    /// or structs), if it cannot.
+    fn not_passable(&self, v: &Var, ty: &Ty) -> Option<&'static str> {
+        if matches!(ty, Ty::Array(..)) {
+            return Some("passing a differentiable array to another function is not supported yet: index it here, or pass its elements");
+        }
+        matches!(self.shapes.get(v), Some(Shape::Struct(_))).then_some(
+            "passing a struct to another differentiable function is not supported yet: pass its fields",
+        )
+    }
+
+    /// The result shape the callee's signature gives, if it is known and
+    /// says the call is possible (else the error is reported). Without a
+    /// signature, if it is `needed` (no `let` annotation gives the result's
+    /// shape) and the callee may have a signature macro, the path is
+    /// recorded as missing.
+    fn signature_result(&mut self, path: &syn::Path, needed: bool) -> Option<Shape> {
+        let Some(sig) = self.sigs.get(path).cloned() else {
+            let known = self.missing_sigs.iter().any(|p| p == path);
+            if needed && crate::signature::lookup(path) && !known {
+                self.missing_sigs.push(path.clone());
+            }
+            return None;
+        };
+        let name = super::structs::show(path);
+        match sig.kind {
+            Kind::Differentiable | Kind::Closed if self.mode == Mode::Linear => {
+                self.errs.spanned(path, format!("`{name}` is `#[differentiable]`, not `#[linear]`: a `#[linear]` function may call only `#[linear]` functions (mark `{name}` `#[linear]` in the parameters it is linear in, if it is linear)"));
+                return None;
+            }
+            Kind::Closed => {
+                let why = if sig.sig.generics.params.is_empty() {
+                    "its parameters or result hold arrays read by index (`&[T]`, `Vec<T>`) or structs passed as arguments, which calls between differentiable functions cannot pass yet; compute it here, or pass the elements or fields it needs"
+                } else {
+                    "it is generic, and a caller's tape would have to name its float type; write a non-generic version for the caller's float type"
+                };
+                self.errs.spanned(
+                    path,
+                    format!("`{name}` cannot be called from a differentiable function yet: {why}"),
+                );
+                return None;
+            }
+            Kind::Differentiable | Kind::Linear => {}
+        }
+        match &sig.sig.output {
+            syn::ReturnType::Type(_, t) => Shape::from_result_type(t, &sig.structs),
+            syn::ReturnType::Default => None,
+        }
+    }
+}

@@ -1,0 +1,321 @@
+//! How a caller learns the signature of a function defined elsewhere.
+//!
+//! `let p = geo::project(cam, x); p[0]` needs the shape of `project`'s
+//! result before the caller can be lowered (is `p` a float, a tuple, an
+//! array, a struct?), and a proc macro sees only its own item. The
+//! mechanism is the one [`crate::layout`] uses for struct fields:
+//!
+//! * **Callee side.** `#[differentiable] fn project` (and `#[linear]`)
+//!   also defines a hidden `macro_rules!` macro named `project` that
+//!   holds its *signature* ([`Sig`]): the `fn` line as written, whether it
+//!   is differentiable or linear, and the layouts of the structs the
+//!   signature names (resolved where the function is, so a caller never
+//!   resolves the callee's types in its own scope). Functions and macros
+//!   live in different namespaces, so `use geo::project;` imports both,
+//!   and the macro resolves wherever the function does. The callee also
+//!   defines a type alias of the same name for its linearization type
+//!   (types are a third namespace): callers reach the callee's generated
+//!   code through `<geo::project>::__jvp(..)`, by the path they wrote, so
+//!   a `use` of the function is all a caller needs.
+//! * **Caller side.** Lowering records each call with a differentiable
+//!   argument whose result shape no annotation gives and whose signature
+//!   is not known yet ([`lookup`] says which paths can have one). If there
+//!   are any, the expansion does not generate yet: it becomes a
+//!   [`crate::layout::Job`] with the paths pending, which calls the first
+//!   path's macro (`geo::project! { @__linear_ad_sig job }`); the macro
+//!   expands to `linear_ad::__private::__resume! { sig (signature) job }`
+//!   and [`crate::layout::resume`] records it and takes the next step.
+//!   With every signature known the function is lowered again.
+//!
+//! Calls are still compiled as calls: the signature only types the
+//! result. The alternative the issue offered, typing results through
+//! associated types of the callee's items and emitting shape-generic code,
+//! cannot work here: lowering must know a result's structure to index it.
+//!
+//! What has no signature macro, so a call to it needs a `let` annotation
+//! when its result is not a float (see [`lookup`]): functions of other
+//! crates (a macro from a macro expansion can be exported only under an
+//! absolute path, which rustc refuses to resolve for macro-expanded
+//! macros: lint `macro_expanded_macro_exports_accessed_by_absolute_paths`),
+//! generic functions, methods and associated functions (a macro cannot
+//! live in an `impl` block), and functions named after a standard macro
+//! (`line`, `write`, ..., which the macro would shadow).
+
+use std::rc::Rc;
+
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote, ToTokens};
+use syn::parse::{Parse, ParseStream};
+
+use crate::layout::Structs;
+
+/// What a callee is to its callers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// `#[differentiable]`, with the companions callers call.
+    Differentiable,
+    /// `#[linear]`.
+    Linear,
+    /// `#[differentiable]`, but the calling convention cannot pass its
+    /// parameters or result yet (arrays read by index, structs as
+    /// arguments, a generic float type): no companions and no alias.
+    Closed,
+}
+
+impl Kind {
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Differentiable => "differentiable",
+            Kind::Linear => "linear",
+            Kind::Closed => "closed",
+        }
+    }
+}
+
+/// What a caller knows of a callee: its `fn` line, its kind, and the
+/// layouts of the structs the line names.
+#[derive(Debug)]
+pub struct Sig {
+    pub kind: Kind,
+    /// The signature as written, parameter markers (`#[nondiff]`,
+    /// `#[linear]`) included.
+    pub sig: syn::Signature,
+    pub structs: Structs,
+}
+
+/// Signatures by the path a caller calls them by.
+#[derive(Clone, Debug, Default)]
+pub struct Sigs(Vec<(syn::Path, Rc<Sig>)>);
+
+/// A path's text without spaces.
+fn key(p: &syn::Path) -> String {
+    p.to_token_stream().to_string().replace(' ', "")
+}
+
+impl Sigs {
+    pub fn get(&self, p: &syn::Path) -> Option<&Rc<Sig>> {
+        let k = key(p);
+        self.0.iter().find(|(q, _)| key(q) == k).map(|(_, s)| s)
+    }
+
+    pub fn insert(&mut self, p: syn::Path, s: Rc<Sig>) {
+        if self.get(&p).is_none() {
+            self.0.push((p, s));
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl ToTokens for Sig {
+    fn to_tokens(&self, out: &mut TokenStream) {
+        let kind = syn::Ident::new(self.kind.name(), proc_macro2::Span::call_site());
+        let (sig, structs) = (&self.sig, &self.structs);
+        out.extend(quote!(#kind { #sig } [ #structs ]));
+    }
+}
+
+impl Parse for Sig {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        let id: syn::Ident = input.parse()?;
+        let kinds = [Kind::Differentiable, Kind::Linear, Kind::Closed];
+        let Some(kind) = kinds.into_iter().find(|k| id == k.name()) else {
+            return Err(syn::Error::new(id.span(), "unknown signature kind"));
+        };
+        let (sig, structs);
+        syn::braced!(sig in input);
+        syn::bracketed!(structs in input);
+        Ok(Sig {
+            kind,
+            sig: sig.parse()?,
+            structs: structs.parse()?,
+        })
+    }
+}
+
+impl ToTokens for Sigs {
+    fn to_tokens(&self, out: &mut TokenStream) {
+        for (p, s) in &self.0 {
+            let s = &**s;
+            out.extend(quote!((#p) (#s)));
+        }
+    }
+}
+
+impl Parse for Sigs {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        let mut out = Sigs::default();
+        while !input.is_empty() {
+            let (p, s);
+            syn::parenthesized!(p in input);
+            let p: syn::Path = p.parse()?;
+            syn::parenthesized!(s in input);
+            out.insert(p, Rc::new(s.parse()?));
+        }
+        Ok(out)
+    }
+}
+
+/// Macros of the standard prelude a function's signature macro would
+/// shadow in its module: such functions have none.
+const STD_MACROS: [&str; 36] = [
+    "assert",
+    "assert_eq",
+    "assert_ne",
+    "cfg",
+    "column",
+    "compile_error",
+    "concat",
+    "dbg",
+    "debug_assert",
+    "debug_assert_eq",
+    "debug_assert_ne",
+    "env",
+    "eprint",
+    "eprintln",
+    "file",
+    "format",
+    "format_args",
+    "include",
+    "include_bytes",
+    "include_str",
+    "line",
+    "matches",
+    "module_path",
+    "option_env",
+    "panic",
+    "print",
+    "println",
+    "stringify",
+    "todo",
+    "unimplemented",
+    "unreachable",
+    "vec",
+    "write",
+    "writeln",
+    "try",
+    "thread_local",
+];
+
+/// Whether a function of this name has a signature macro.
+fn has_macro(name: &syn::Ident) -> bool {
+    !STD_MACROS.iter().any(|m| name == m)
+}
+
+/// Whether a call by `path` may reach a signature macro: a function by
+/// name or module path. A segment before the last that starts with a
+/// capital or is a primitive names a type (`Point::new`, `f64::max`),
+/// whose associated functions have none; the standard library has none.
+pub fn lookup(path: &syn::Path) -> bool {
+    let Some(last) = path.segments.last() else {
+        return false;
+    };
+    let typed = path.segments.iter().rev().skip(1).any(|s| {
+        s.ident
+            .to_string()
+            .trim_start_matches("r#")
+            .starts_with(|c: char| c.is_ascii_uppercase())
+            || crate::layout::NOT_STRUCTS.iter().any(|t| s.ident == t)
+    });
+    let std = path
+        .segments
+        .first()
+        .is_some_and(|s| s.ident == "std" || s.ident == "core" || s.ident == "alloc");
+    has_macro(&last.ident) && !typed && !std && path.segments.iter().all(|s| s.arguments.is_none())
+}
+
+/// The callee side, emitted with `f`'s generated items: the signature
+/// macro and, unless `f` is [`Kind::Closed`], the type alias `f` for `f`'s
+/// linearization type `map`. A generic function is closed.
+pub fn callee_items(
+    f: &syn::ItemFn,
+    kind: Kind,
+    structs: &Structs,
+    map: &syn::Ident,
+) -> TokenStream {
+    // A generic function's tape would have to be named with the caller's
+    // float type: callers learn only that they cannot call it yet.
+    let kind = if f.sig.generics.params.is_empty() {
+        kind
+    } else {
+        Kind::Closed
+    };
+    let name = &f.sig.ident;
+    let vis = &f.vis;
+    let alias = match kind {
+        Kind::Closed => TokenStream::new(),
+        Kind::Differentiable | Kind::Linear => quote! {
+            #[doc(hidden)]
+            #[allow(non_camel_case_types)]
+            #vis type #name = #map;
+        },
+    };
+    if !has_macro(name) {
+        return alias;
+    }
+    let sig = Sig {
+        kind,
+        sig: f.sig.clone(),
+        structs: structs.clone(),
+    };
+    let module = format_ident!("__linear_ad_sig_{}", name);
+    let dollar = quote!($);
+    let job = quote!(#dollar(#dollar job:tt)*);
+    let pass = quote!(#dollar(#dollar job)*);
+    quote! {
+        #alias
+        #[doc(hidden)]
+        #[allow(non_snake_case)]
+        mod #module {
+            #[allow(unused_macros)]
+            macro_rules! #name {
+                (@__linear_ad_sig #job) => {
+                    ::linear_ad::__private::__resume! { sig (#sig) #pass }
+                };
+            }
+            #[allow(unused_imports)]
+            pub(crate) use #name;
+        }
+        #[doc(hidden)]
+        #[allow(unused_imports)]
+        pub(crate) use #module::#name;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn signatures_round_trip_with_their_markers() {
+        let sig = Sig {
+            kind: Kind::Linear,
+            sig: syn::parse_quote!(fn g(#[linear] x: (f64, f64), #[nondiff] c: f64) -> [f64; 2]),
+            structs: Structs::default(),
+        };
+        let mut sigs = Sigs::default();
+        sigs.insert(syn::parse_quote!(geo::g), Rc::new(sig));
+        let text = sigs.to_token_stream().to_string();
+        let back: Sigs = syn::parse2(sigs.to_token_stream()).unwrap();
+        assert_eq!(back.to_token_stream().to_string(), text);
+        let g = back.get(&syn::parse_quote!(geo::g)).unwrap();
+        assert_eq!(g.kind, Kind::Linear);
+        assert_eq!(g.sig.inputs.len(), 2);
+    }
+
+    #[test]
+    fn only_functions_by_name_or_module_path_are_looked_up() {
+        let yes = |p: &str| lookup(&syn::parse_str(p).unwrap());
+        assert!(yes("g"));
+        assert!(yes("geo::g"));
+        assert!(yes("crate::geo::g"));
+        assert!(!yes("Point::new"));
+        assert!(!yes("f64::max"));
+        assert!(!yes("Self::g"));
+        assert!(!yes("line"));
+        assert!(!yes("g::<f64>"));
+        assert!(!yes("std::cmp::max"));
+    }
+}
