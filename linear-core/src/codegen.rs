@@ -1197,7 +1197,17 @@ fn gen_prim(prim: Prim, a: &[syn::Ident], names: &Names, args: &[Var]) -> TokenS
         | Prim::Hypot
         | Prim::Min
         | Prim::Max
-        | Prim::Signum => method(prim.name()),
+        | Prim::Signum
+        | Prim::Ln1p
+        | Prim::ExpM1
+        | Prim::Asinh
+        | Prim::Acosh
+        | Prim::Atanh
+        | Prim::Floor
+        | Prim::Ceil
+        | Prim::Round
+        | Prim::Trunc
+        | Prim::Copysign => method(prim.name()),
     }
 }
 

@@ -304,6 +304,20 @@ pub enum Prim {
     Hypot,
     Min,
     Max,
+    Ln1p,
+    ExpM1,
+    Asinh,
+    Acosh,
+    Atanh,
+    /// `floor`, `ceil`, `round`, `trunc`: piecewise constant, derivative
+    /// zero (where it exists).
+    Floor,
+    Ceil,
+    Round,
+    Trunc,
+    /// `copysign(x, s)`: `|x|` with the sign of `s`; differentiable in `x`
+    /// (`signum(x)·signum(s)`), piecewise constant in `s`.
+    Copysign,
     /// `signum(x)`: ±1 (Rust's convention: `signum(±0.0) = ±1.0`). Piecewise
     /// constant; it appears in the derivative of `abs`.
     Signum,
@@ -334,7 +348,7 @@ pub enum Prim {
 
 impl Prim {
     /// Every real primitive, for tests that must cover them all.
-    pub const ALL: [Prim; 31] = [
+    pub const ALL: [Prim; 41] = [
         Prim::Add,
         Prim::Sub,
         Prim::Mul,
@@ -366,6 +380,16 @@ impl Prim {
         Prim::Max,
         Prim::Signum,
         Prim::Le,
+        Prim::Ln1p,
+        Prim::ExpM1,
+        Prim::Asinh,
+        Prim::Acosh,
+        Prim::Atanh,
+        Prim::Floor,
+        Prim::Ceil,
+        Prim::Round,
+        Prim::Trunc,
+        Prim::Copysign,
     ];
 
     /// The primitives on integers and booleans, comparisons and
@@ -432,7 +456,17 @@ impl Prim {
             | Prim::Min
             | Prim::Max
             | Prim::Signum
-            | Prim::Le => (Kind::Real, Kind::Real),
+            | Prim::Le
+            | Prim::Ln1p
+            | Prim::ExpM1
+            | Prim::Asinh
+            | Prim::Acosh
+            | Prim::Atanh
+            | Prim::Floor
+            | Prim::Ceil
+            | Prim::Round
+            | Prim::Trunc
+            | Prim::Copysign => (Kind::Real, Kind::Real),
         }
     }
 
@@ -472,6 +506,7 @@ impl Prim {
             | Prim::Min
             | Prim::Max
             | Prim::Le
+            | Prim::Copysign
             | Prim::IAdd
             | Prim::ISub
             | Prim::IMul
@@ -505,7 +540,16 @@ impl Prim {
             | Prim::Powi(_)
             | Prim::Recip
             | Prim::Abs
-            | Prim::Signum => 1,
+            | Prim::Signum
+            | Prim::Ln1p
+            | Prim::ExpM1
+            | Prim::Asinh
+            | Prim::Acosh
+            | Prim::Atanh
+            | Prim::Floor
+            | Prim::Ceil
+            | Prim::Round
+            | Prim::Trunc => 1,
         }
     }
 
@@ -543,6 +587,16 @@ impl Prim {
             Prim::Min => "min",
             Prim::Max => "max",
             Prim::Signum => "signum",
+            Prim::Ln1p => "ln_1p",
+            Prim::ExpM1 => "exp_m1",
+            Prim::Asinh => "asinh",
+            Prim::Acosh => "acosh",
+            Prim::Atanh => "atanh",
+            Prim::Floor => "floor",
+            Prim::Ceil => "ceil",
+            Prim::Round => "round",
+            Prim::Trunc => "trunc",
+            Prim::Copysign => "copysign",
             Prim::Le => "le",
             Prim::IAdd => "iadd",
             Prim::ISub => "isub",
@@ -653,6 +707,16 @@ impl Prim {
             Prim::Min => a[0].min(a[1]),
             Prim::Max => a[0].max(a[1]),
             Prim::Signum => a[0].signum(),
+            Prim::Ln1p => a[0].ln_1p(),
+            Prim::ExpM1 => a[0].exp_m1(),
+            Prim::Asinh => a[0].asinh(),
+            Prim::Acosh => a[0].acosh(),
+            Prim::Atanh => a[0].atanh(),
+            Prim::Floor => a[0].floor(),
+            Prim::Ceil => a[0].ceil(),
+            Prim::Round => a[0].round(),
+            Prim::Trunc => a[0].trunc(),
+            Prim::Copysign => a[0].copysign(a[1]),
             Prim::Le => {
                 if a[0] <= a[1] {
                     1.0

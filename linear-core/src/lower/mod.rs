@@ -40,6 +40,7 @@ mod control;
 mod exits;
 mod generic;
 mod inactive;
+mod methods;
 mod ops;
 mod place;
 mod structs;
@@ -1129,7 +1130,7 @@ fn describe(e: &syn::Expr) -> &'static str {
     }
 }
 
-const METHODS: &str = "sin, cos, tan, asin, acos, atan, atan2, sinh, cosh, tanh, exp, exp2, ln, log2, log10, sqrt, cbrt, powi, powf, recip, abs, hypot, min, max, signum, mul_add";
+const METHODS: &str = "sin, cos, tan, asin, acos, atan, atan2, sinh, cosh, tanh, asinh, acosh, atanh, exp, exp2, exp_m1, ln, ln_1p, log, log2, log10, sqrt, cbrt, powi, powf, recip, abs, hypot, min, max, clamp, copysign, signum, floor, ceil, round, trunc, fract, to_radians, to_degrees, sin_cos, mul_add";
 
 impl Lowerer<'_> {
     fn float(&self) -> Float {
@@ -2456,6 +2457,15 @@ impl Lowerer<'_> {
             "recip" => Some(Prim::Recip),
             "abs" => Some(Prim::Abs),
             "signum" => Some(Prim::Signum),
+            "ln_1p" => Some(Prim::Ln1p),
+            "exp_m1" => Some(Prim::ExpM1),
+            "asinh" => Some(Prim::Asinh),
+            "acosh" => Some(Prim::Acosh),
+            "atanh" => Some(Prim::Atanh),
+            "floor" => Some(Prim::Floor),
+            "ceil" => Some(Prim::Ceil),
+            "round" => Some(Prim::Round),
+            "trunc" => Some(Prim::Trunc),
             _ => None,
         };
         let binary = match method {
@@ -2464,14 +2474,15 @@ impl Lowerer<'_> {
             "hypot" => Some(Prim::Hypot),
             "min" => Some(Prim::Min),
             "max" => Some(Prim::Max),
+            "copysign" => Some(Prim::Copysign),
             _ => None,
         };
-        let want = if unary.is_some() {
+        let want = if let Some(n) = methods::composed(method) {
+            n
+        } else if unary.is_some() {
             0
         } else if binary.is_some() || method == "powi" {
             1
-        } else if method == "mul_add" {
-            2
         } else {
             self.errs.push(mspan, format!("`{method}` is not a differentiable operation; the supported float methods are {METHODS}"));
             return self.placeholder();
@@ -2484,6 +2495,10 @@ impl Lowerer<'_> {
             return self.placeholder();
         }
         let x = self.scalar(recv.0, recv.1);
+        if methods::composed(method).is_some() {
+            let args = args.into_iter().map(|(a, s)| self.scalar(a, s)).collect();
+            return self.composed_method(method, x, args, hint);
+        }
         if let Some(p) = unary {
             return self.prim(p, vec![x], hint);
         }
@@ -2504,16 +2519,10 @@ impl Lowerer<'_> {
         let mut it = args.into_iter();
         let (a, sa) = it.next().unwrap_or((Val::Inactive(quote!(0.0)), mspan));
         let y = self.scalar(a, sa);
-        if let Some(p) = binary {
-            return self.prim(p, vec![x, y], hint);
+        match binary {
+            Some(p) => self.prim(p, vec![x, y], hint),
+            None => self.placeholder(),
         }
-        // mul_add(a, b) = x * a + b.
-        let (b, sb) = it.next().unwrap_or((Val::Inactive(quote!(0.0)), mspan));
-        let z = self.scalar(b, sb);
-        let Val::Active(p, _) = self.prim(Prim::Mul, vec![x, y], hint) else {
-            return self.placeholder();
-        };
-        self.prim(Prim::Add, vec![p, z], hint)
     }
 }
 

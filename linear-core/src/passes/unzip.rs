@@ -1375,6 +1375,11 @@ fn cheap(e: &Expr) -> bool {
                 | Prim::Neg
                 | Prim::Abs
                 | Prim::Signum
+                | Prim::Floor
+                | Prim::Ceil
+                | Prim::Round
+                | Prim::Trunc
+                | Prim::Copysign
                 | Prim::Min
                 | Prim::Max
                 | Prim::Le

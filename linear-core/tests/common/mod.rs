@@ -343,7 +343,15 @@ impl<'a> FnGen<'a> {
             Prim::Ln | Prim::Log2 | Prim::Log10 | Prim::Sqrt | Prim::Cbrt | Prim::Recip => {
                 vec![self.positive(out, &x, d)]
             }
-            Prim::Asin | Prim::Acos => vec![self.bounded(out, &x, 0.9, d)],
+            Prim::Asin | Prim::Acos | Prim::Atanh => vec![self.bounded(out, &x, 0.9, d)],
+            Prim::Ln1p => vec![self.positive(out, &x, d)],
+            // ≥ 2: away from acosh's singularity at 1.
+            Prim::Acosh => {
+                let p = self.positive(out, &x, d);
+                vec![self.positive(out, &p, d)]
+            }
+            Prim::ExpM1 => vec![self.bounded(out, &x, 2.0, d)],
+            Prim::Copysign => vec![x, y],
             Prim::Tan => vec![self.bounded(out, &x, 1.2, d)],
             Prim::Exp | Prim::Exp2 | Prim::Sinh | Prim::Cosh => vec![self.bounded(out, &x, 2.0, d)],
             Prim::Powi(n) if n < 0 => vec![self.positive(out, &x, d)],
@@ -360,7 +368,12 @@ impl<'a> FnGen<'a> {
             | Prim::Atan
             | Prim::Tanh
             | Prim::Abs
-            | Prim::Signum => vec![x],
+            | Prim::Signum
+            | Prim::Asinh
+            | Prim::Floor
+            | Prim::Ceil
+            | Prim::Round
+            | Prim::Trunc => vec![x],
             // Not in `Prim::ALL`: `discrete_stmt` makes these.
             Prim::IAdd
             | Prim::ISub
@@ -1483,6 +1496,13 @@ fn dual_prim(p: Prim, a: &[(f64, f64)]) -> (f64, f64) {
             }
         }
         Prim::Signum | Prim::Le => 0.0,
+        Prim::Floor | Prim::Ceil | Prim::Round | Prim::Trunc => 0.0,
+        Prim::Ln1p => dx / (1.0 + x),
+        Prim::ExpM1 => x.exp() * dx,
+        Prim::Asinh => dx / (x * x + 1.0).sqrt(),
+        Prim::Acosh => dx / (x * x - 1.0).sqrt(),
+        Prim::Atanh => dx / (1.0 - x * x),
+        Prim::Copysign => x.signum() * y.signum() * dx,
         Prim::IAdd
         | Prim::ISub
         | Prim::IMul

@@ -1307,9 +1307,52 @@ fn jvp_prim(b: &mut Builder, prim: Prim, args: &[Var], ds: &[Var]) -> (Var, Var)
             let c = b.scale(&n, ds[1].clone());
             b.add(a, c)
         }
-        Prim::Signum => {
+        Prim::Signum | Prim::Floor | Prim::Ceil | Prim::Round | Prim::Trunc => {
             b.drop(dx);
             b.zero()
+        }
+        Prim::Ln1p => {
+            // 1 / (1 + x).
+            let one = b.lit(1.0);
+            let u = b.prim(Prim::Add, &[&one, x]);
+            let c = b.prim(Prim::Recip, &[&u]);
+            b.scale(&c, dx)
+        }
+        Prim::ExpM1 => {
+            // exp(x) = z + 1.
+            let one = b.lit(1.0);
+            let c = b.prim(Prim::Add, &[&z, &one]);
+            b.scale(&c, dx)
+        }
+        Prim::Asinh | Prim::Acosh => {
+            // 1 / sqrt(x² ± 1).
+            let t = b.prim(Prim::Mul, &[x, x]);
+            let one = b.lit(1.0);
+            let op = if prim == Prim::Asinh {
+                Prim::Add
+            } else {
+                Prim::Sub
+            };
+            let u = b.prim(op, &[&t, &one]);
+            let s = b.prim(Prim::Sqrt, &[&u]);
+            let c = b.prim(Prim::Recip, &[&s]);
+            b.scale(&c, dx)
+        }
+        Prim::Atanh => {
+            // 1 / (1 - x²).
+            let t = b.prim(Prim::Mul, &[x, x]);
+            let one = b.lit(1.0);
+            let u = b.prim(Prim::Sub, &[&one, &t]);
+            let c = b.prim(Prim::Recip, &[&u]);
+            b.scale(&c, dx)
+        }
+        Prim::Copysign => {
+            // signum(x)·signum(s) in x; constant in s.
+            let sx = b.prim(Prim::Signum, &[x]);
+            let ss = b.prim(Prim::Signum, &[&args[1]]);
+            let c = b.prim(Prim::Mul, &[&sx, &ss]);
+            b.drop(ds[1].clone());
+            b.scale(&c, dx)
         }
         Prim::Le => {
             b.drop(dx);
