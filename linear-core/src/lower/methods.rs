@@ -49,7 +49,7 @@ impl Lowerer<'_> {
                 self.prim(Prim::Mul, vec![x, k], hint)
             }
             ("to_degrees", ..) => {
-                let k = self.real_lit(f, 180.0 / std::f64::consts::PI, 57.295_779_513_082_32_f32);
+                let k = self.real_lit(f, 180.0 / std::f64::consts::PI, 57.295_78_f32);
                 self.prim(Prim::Mul, vec![x, k], hint)
             }
             ("log", Some(b), _) => {
