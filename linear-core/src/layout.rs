@@ -397,6 +397,28 @@ mod tests {
         let v = all.get(&syn::parse_quote!(Vec3)).unwrap();
         assert_eq!(v.item.ident, "Vec3");
         assert_eq!(back.pending.len(), 1);
+        assert_eq!(back.pending_sigs.len(), 1);
+    }
+
+    /// With every layout known, the next step asks the first pending
+    /// function for its signature, by the path the caller wrote.
+    #[test]
+    fn a_pending_signature_is_asked_of_the_function_path() {
+        let job = Job {
+            kind: Kind::Linear,
+            attr: TokenStream::new(),
+            item: quote!(
+                fn f(#[linear] x: f64) -> f64 {
+                    geo::g(x)
+                }
+            ),
+            known: Structs::default(),
+            pending: Vec::new(),
+            sigs: Sigs::default(),
+            pending_sigs: vec![syn::parse_quote!(geo::g)],
+        };
+        let out = job.next().to_string().replace(' ', "");
+        assert!(out.starts_with("geo::g!{@__linear_ad_siglinear"), "{out}");
     }
 
     /// The next step of a job with a pending path calls that path's

@@ -155,6 +155,7 @@ fn custom_signature(
     errs: &mut Errors,
 ) -> Option<(Shape, Vec<crate::lower::Param>)> {
     let sig = &item.sig;
+    crate::lower::signature_checks(sig, errs);
     let ret = match &sig.output {
         syn::ReturnType::Type(_, t) => Shape::from_type(t),
         syn::ReturnType::Default => None,
@@ -163,10 +164,11 @@ fn custom_signature(
         errs.spanned(&sig.output, "a function with a custom derivative must return f32, f64, or tuples and fixed-size arrays of them");
         return None;
     };
-    if !sig.generics.params.is_empty() {
+    // Other generics are reported by `signature_checks`.
+    if crate::lower::float_param(&sig.generics).is_some() {
         errs.spanned(
             &sig.generics,
-            "generic functions are not supported yet: write the function for f64 or f32",
+            "a function with a custom derivative cannot be generic yet: write it for f64 or f32",
         );
     }
     let mut params = Vec::new();

@@ -950,7 +950,9 @@ fn strip_mut(p: &mut syn::Pat) {
     StripMut.visit_pat_mut(p);
 }
 
-fn signature_checks(sig: &syn::Signature, errs: &mut Errors) {
+/// Errors for what a differentiable or linear function's signature may not
+/// have (its generated functions could not honour it).
+pub(crate) fn signature_checks(sig: &syn::Signature, errs: &mut Errors) {
     if let Some(c) = &sig.constness {
         errs.spanned(
             c,
@@ -968,6 +970,15 @@ fn signature_checks(sig: &syn::Signature, errs: &mut Errors) {
     }
     if let Some(v) = &sig.variadic {
         errs.spanned(v, "variadic functions are not supported");
+    }
+    // The generated functions would be safe to call (or, marked `unsafe`,
+    // would not say what their callers must uphold); and their own ABI
+    // is Rust's (a tape is a Rust type).
+    if let syn::Safety::Unsafe(u) = &sig.safety {
+        errs.spanned(u, "an `unsafe fn` cannot be differentiable: its generated functions would be safe to call, dropping its safety contract; make it safe (an `unsafe` block inside, on constant values), or differentiate a safe function that wraps it");
+    }
+    if let Some(abi) = &sig.abi {
+        errs.spanned(abi, "an `extern` function cannot be differentiable: the generated functions take and return Rust types (tangents, tapes) that have no foreign ABI; differentiate a Rust function and export a wrapper that calls it");
     }
 }
 
