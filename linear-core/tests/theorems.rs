@@ -524,7 +524,7 @@ fn binomial_checks(
             || f.to_string().contains("= fill(")
             || f.to_string().contains("= const(__data")
     });
-    if seed % 4 == 0 && !array_tape {
+    if seed.is_multiple_of(4) && !array_tape {
         second_order_of_replay(&u4, flin, &tape4, dx, &res4.lin)?;
     }
     Ok((tape4, t4.to_string().contains("loop replay")))
