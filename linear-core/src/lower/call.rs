@@ -109,53 +109,47 @@ impl Lowerer<'_> {
         let from_sig = self.signature_result(&path, !annotated);
         let ret = ret.or(from_sig).unwrap_or(Shape::Float(f));
         let name = Var::new(&format!("call.{}", self.calls.len() + 1));
-        let ret_ty = ret.ty();
+        let site = CallSite { path, args, ret };
+        self.emit_call(name, site, vars, tys, hint)
+    }
+
+    /// The extern `name` of a call site, and its application to `vars` (of
+    /// types `tys`): non-linear in a `#[differentiable]` function, linear
+    /// in a `#[linear]` one.
+    fn emit_call(
+        &mut self,
+        name: Var,
+        site: CallSite,
+        vars: Vec<Var>,
+        tys: Vec<Ty>,
+        hint: &str,
+    ) -> Val {
+        let ret_ty = site.ret.ty();
+        let ret = site.ret.clone();
         let (params, rets) = (tys, vec![ret_ty.clone()]);
-        self.externs.push(if linear {
-            Extern {
-                name: name.clone(),
-                nl_params: vec![],
-                lin_params: params,
-                nl_rets: vec![],
-                lin_rets: rets,
-            }
+        let linear = self.mode == Mode::Linear;
+        let (nl_params, lin_params, nl_rets, lin_rets, nl, lin) = if linear {
+            (vec![], params, vec![], rets, vec![], vars)
         } else {
-            Extern {
-                name: name.clone(),
-                nl_params: params,
-                lin_params: vec![],
-                nl_rets: rets,
-                lin_rets: vec![],
-            }
+            (params, vec![], rets, vec![], vars, vec![])
+        };
+        self.externs.push(Extern {
+            name: name.clone(),
+            nl_params,
+            lin_params,
+            nl_rets,
+            lin_rets,
         });
-        self.calls.insert(
-            name.clone(),
-            CallSite {
-                path,
-                args,
-                ret: ret.clone(),
-            },
-        );
+        self.calls.insert(name.clone(), site);
+        let app = Expr::App {
+            func: name,
+            nl,
+            lin,
+        };
         let v = if linear {
-            self.emit_lin(
-                hint,
-                ret_ty.clone(),
-                Expr::App {
-                    func: name,
-                    nl: vec![],
-                    lin: vars,
-                },
-            )
+            self.emit_lin(hint, ret_ty.clone(), app)
         } else {
-            self.emit(
-                hint,
-                ret_ty.clone(),
-                Expr::App {
-                    func: name,
-                    nl: vars,
-                    lin: vec![],
-                },
-            )
+            self.emit(hint, ret_ty.clone(), app)
         };
         self.shapes.insert(v.clone(), ret);
         Val::Active(v, ret_ty)
