@@ -42,8 +42,24 @@ pub struct Layout {
 
 /// Layouts by the path that names them (as a function or an enclosing
 /// struct writes it).
-#[derive(Clone, Debug, Default)]
-pub struct Structs(Vec<(syn::Path, Rc<Layout>)>);
+pub type Structs = ByPath<Layout>;
+
+/// What macros delivered, by the path the user wrote (layouts of structs,
+/// signatures of functions), each path once; `(path) (value)` in tokens.
+#[derive(Debug)]
+pub struct ByPath<T>(Vec<(syn::Path, Rc<T>)>);
+
+impl<T> Default for ByPath<T> {
+    fn default() -> Self {
+        ByPath(Vec::new())
+    }
+}
+
+impl<T> Clone for ByPath<T> {
+    fn clone(&self) -> Self {
+        ByPath(self.0.clone())
+    }
+}
 
 /// A path's text without spaces: `physics :: Particle` is
 /// `physics::Particle`.
@@ -51,8 +67,8 @@ fn key(p: &syn::Path) -> String {
     p.to_token_stream().to_string().replace(' ', "")
 }
 
-impl Structs {
-    pub fn get(&self, p: &syn::Path) -> Option<&Rc<Layout>> {
+impl<T> ByPath<T> {
+    pub fn get(&self, p: &syn::Path) -> Option<&Rc<T>> {
         let k = key(p);
         self.0.iter().find(|(q, _)| key(q) == k).map(|(_, l)| l)
     }
@@ -61,6 +77,19 @@ impl Structs {
         self.0.is_empty()
     }
 
+    /// Records `v` for `p`, unless `p` has a value already.
+    pub fn insert(&mut self, p: syn::Path, v: Rc<T>) {
+        if self.get(&p).is_none() {
+            self.0.push((p, v));
+        }
+    }
+
+    fn contains(&self, p: &syn::Path) -> bool {
+        self.get(p).is_some()
+    }
+}
+
+impl Structs {
     /// These layouts and, under the paths their structs write, the
     /// layouts nested in them (a function builds `Vec3 { .. }` for the
     /// field of a `Particle` it takes).
@@ -76,16 +105,6 @@ impl Structs {
         }
         all
     }
-
-    fn insert(&mut self, p: syn::Path, l: Rc<Layout>) {
-        if self.get(&p).is_none() {
-            self.0.push((p, l));
-        }
-    }
-
-    fn contains(&self, p: &syn::Path) -> bool {
-        self.get(p).is_some()
-    }
 }
 
 impl ToTokens for Layout {
@@ -96,11 +115,11 @@ impl ToTokens for Layout {
     }
 }
 
-impl ToTokens for Structs {
+impl<T: ToTokens> ToTokens for ByPath<T> {
     fn to_tokens(&self, out: &mut TokenStream) {
-        for (p, l) in &self.0 {
-            let l = &**l;
-            out.extend(quote!((#p) (#l)));
+        for (p, v) in &self.0 {
+            let v = &**v;
+            out.extend(quote!((#p) (#v)));
         }
     }
 }
@@ -117,16 +136,15 @@ impl Parse for Layout {
     }
 }
 
-impl Parse for Structs {
+impl<T: Parse> Parse for ByPath<T> {
     fn parse(input: ParseStream) -> syn::Result<Self> {
-        let mut out = Structs::default();
+        let mut out = ByPath::default();
         while !input.is_empty() {
-            let (p, l);
+            let (p, v);
             syn::parenthesized!(p in input);
             let p: syn::Path = p.parse()?;
-            syn::parenthesized!(l in input);
-            let l: Layout = l.parse()?;
-            out.insert(p, Rc::new(l));
+            syn::parenthesized!(v in input);
+            out.insert(p, Rc::new(v.parse()?));
         }
         Ok(out)
     }
@@ -255,6 +273,26 @@ fn paths(input: ParseStream) -> syn::Result<Vec<syn::Path>> {
 }
 
 impl Job {
+    /// A job that has its layouts and waits for the signatures of the
+    /// `missing` paths.
+    pub fn awaiting_sigs(
+        kind: Kind,
+        attr: TokenStream,
+        item: TokenStream,
+        (known, sigs): (&Structs, &Sigs),
+        missing: Vec<syn::Path>,
+    ) -> Job {
+        Job {
+            kind,
+            attr,
+            item,
+            known: known.clone(),
+            pending: Vec::new(),
+            sigs: sigs.clone(),
+            pending_sigs: missing,
+        }
+    }
+
     /// The next step: a call of the first pending struct's layout macro,
     /// else of the first pending function's signature macro, or, with
     /// none pending, the job's expansion.

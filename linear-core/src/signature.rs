@@ -41,13 +41,11 @@
 //! live in an `impl` block), and functions named after a standard macro
 //! (`line`, `write`, ..., which the macro would shadow).
 
-use std::rc::Rc;
-
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, ToTokens};
 use syn::parse::{Parse, ParseStream};
 
-use crate::layout::Structs;
+use crate::layout::{ByPath, Structs};
 
 /// What a callee is to its callers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -84,30 +82,7 @@ pub struct Sig {
 }
 
 /// Signatures by the path a caller calls them by.
-#[derive(Clone, Debug, Default)]
-pub struct Sigs(Vec<(syn::Path, Rc<Sig>)>);
-
-/// A path's text without spaces.
-fn key(p: &syn::Path) -> String {
-    p.to_token_stream().to_string().replace(' ', "")
-}
-
-impl Sigs {
-    pub fn get(&self, p: &syn::Path) -> Option<&Rc<Sig>> {
-        let k = key(p);
-        self.0.iter().find(|(q, _)| key(q) == k).map(|(_, s)| s)
-    }
-
-    pub fn insert(&mut self, p: syn::Path, s: Rc<Sig>) {
-        if self.get(&p).is_none() {
-            self.0.push((p, s));
-        }
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-}
+pub type Sigs = ByPath<Sig>;
 
 impl ToTokens for Sig {
     fn to_tokens(&self, out: &mut TokenStream) {
@@ -132,29 +107,6 @@ impl Parse for Sig {
             sig: sig.parse()?,
             structs: structs.parse()?,
         })
-    }
-}
-
-impl ToTokens for Sigs {
-    fn to_tokens(&self, out: &mut TokenStream) {
-        for (p, s) in &self.0 {
-            let s = &**s;
-            out.extend(quote!((#p) (#s)));
-        }
-    }
-}
-
-impl Parse for Sigs {
-    fn parse(input: ParseStream) -> syn::Result<Self> {
-        let mut out = Sigs::default();
-        while !input.is_empty() {
-            let (p, s);
-            syn::parenthesized!(p in input);
-            let p: syn::Path = p.parse()?;
-            syn::parenthesized!(s in input);
-            out.insert(p, Rc::new(s.parse()?));
-        }
-        Ok(out)
     }
 }
 
@@ -287,6 +239,7 @@ pub fn callee_items(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::rc::Rc;
 
     #[test]
     fn signatures_round_trip_with_their_markers() {

@@ -65,15 +65,8 @@ fn expand_linear(attr: TokenStream, item: TokenStream, sigs: &Sigs, first: bool)
         &mut missing,
     );
     if !missing.is_empty() {
-        let job = Job {
-            kind: Kind::Linear,
-            attr,
-            item: quote!(#item_fn),
-            known: structs,
-            pending: Vec::new(),
-            sigs: sigs.clone(),
-            pending_sigs: missing,
-        };
+        let item = quote!(#item_fn);
+        let job = Job::awaiting_sigs(Kind::Linear, attr, item, (&structs, sigs), missing);
         let next = job.next();
         return quote!(#clean #next);
     }

@@ -111,15 +111,8 @@ pub fn methods_with(tokens: TokenStream, known: &Structs, sigs: &Sigs) -> TokenS
         }
     }
     if !missing.is_empty() {
-        let job = Job {
-            kind: Kind::Methods,
-            attr: TokenStream::new(),
-            item: tokens,
-            known: known.clone(),
-            pending: Vec::new(),
-            sigs: sigs.clone(),
-            pending_sigs: missing,
-        };
+        let (attr, known) = (TokenStream::new(), (known, sigs));
+        let job = Job::awaiting_sigs(Kind::Methods, attr, tokens, known, missing);
         return job.next();
     }
     let (impl_token, brace) = (block.impl_token, block.brace_token);

@@ -247,15 +247,8 @@ fn expand_fn(
         &mut missing,
     );
     if !missing.is_empty() {
-        let job = Job {
-            kind: Kind::Differentiable,
-            attr,
-            item: quote!(#item_fn),
-            known: structs.clone(),
-            pending: Vec::new(),
-            sigs: sigs.clone(),
-            pending_sigs: missing,
-        };
+        let item = quote!(#item_fn);
+        let job = Job::awaiting_sigs(Kind::Differentiable, attr, item, (structs, sigs), missing);
         let next = job.next();
         return quote!(#clean #next);
     }
