@@ -1122,7 +1122,6 @@ impl Builder<'_> {
 /// The rule for one primitive: binds `z = prim(args)` and returns `z` and
 /// its tangent built from the operand tangents `ds` (one per operand).
 fn jvp_prim(b: &mut Builder, prim: Prim, args: &[Var], ds: &[Var]) -> (Var, Var) {
-    use std::f64::consts::{LN_10, LN_2};
     let z = b.nl(
         "z",
         Expr::Prim {
@@ -1160,40 +1159,37 @@ fn jvp_prim(b: &mut Builder, prim: Prim, args: &[Var], ds: &[Var]) -> (Var, Var)
             b.add(a, c)
         }
         Prim::Neg => b.neg(dx),
-        Prim::Sin => {
-            let c = b.prim(Prim::Cos, &[x]);
-            b.scale(&c, dx)
-        }
-        Prim::Cos => {
-            let s = b.prim(Prim::Sin, &[x]);
-            let n = b.prim(Prim::Neg, &[&s]);
-            b.scale(&n, dx)
-        }
-        Prim::Tan => {
-            // 1 + tan².
-            let t = b.prim(Prim::Mul, &[&z, &z]);
-            let one = b.lit(1.0);
-            let c = b.prim(Prim::Add, &[&one, &t]);
-            b.scale(&c, dx)
-        }
-        Prim::Asin | Prim::Acos => {
-            // ±1 / sqrt(1 - x²).
-            let t = b.prim(Prim::Mul, &[x, x]);
-            let one = b.lit(1.0);
-            let u = b.prim(Prim::Sub, &[&one, &t]);
-            let s = b.prim(Prim::Sqrt, &[&u]);
-            let mut c = b.prim(Prim::Recip, &[&s]);
-            if prim == Prim::Acos {
-                c = b.prim(Prim::Neg, &[&c]);
+        Prim::Sin
+        | Prim::Cos
+        | Prim::Tan
+        | Prim::Asin
+        | Prim::Acos
+        | Prim::Atan
+        | Prim::Sinh
+        | Prim::Cosh
+        | Prim::Tanh
+        | Prim::Exp
+        | Prim::Exp2
+        | Prim::Ln
+        | Prim::Log2
+        | Prim::Log10
+        | Prim::Sqrt
+        | Prim::Cbrt
+        | Prim::Recip
+        | Prim::Abs
+        | Prim::Ln1p
+        | Prim::ExpM1
+        | Prim::Asinh
+        | Prim::Acosh
+        | Prim::Atanh => {
+            // A unary function: its slope at x times the tangent.
+            match slope(b, prim, x, &z) {
+                Some(c) => b.scale(&c, dx),
+                None => {
+                    b.drop(dx);
+                    b.zero()
+                }
             }
-            b.scale(&c, dx)
-        }
-        Prim::Atan => {
-            let t = b.prim(Prim::Mul, &[x, x]);
-            let one = b.lit(1.0);
-            let u = b.prim(Prim::Add, &[&one, &t]);
-            let c = b.prim(Prim::Recip, &[&u]);
-            b.scale(&c, dx)
         }
         Prim::Atan2 => {
             // atan2(y, x): (x ẏ - y ẋ) / (x² + y²), with args = [y, x].
@@ -1208,50 +1204,6 @@ fn jvp_prim(b: &mut Builder, prim: Prim, args: &[Var], ds: &[Var]) -> (Var, Var)
             let a = b.scale(&cy, dx);
             let c = b.scale(&cx, ds[1].clone());
             b.add(a, c)
-        }
-        Prim::Sinh => {
-            let c = b.prim(Prim::Cosh, &[x]);
-            b.scale(&c, dx)
-        }
-        Prim::Cosh => {
-            let c = b.prim(Prim::Sinh, &[x]);
-            b.scale(&c, dx)
-        }
-        Prim::Tanh => {
-            let t = b.prim(Prim::Mul, &[&z, &z]);
-            let one = b.lit(1.0);
-            let c = b.prim(Prim::Sub, &[&one, &t]);
-            b.scale(&c, dx)
-        }
-        Prim::Exp => b.scale(&z, dx),
-        Prim::Exp2 => {
-            let l = b.lit(LN_2);
-            let c = b.prim(Prim::Mul, &[&z, &l]);
-            b.scale(&c, dx)
-        }
-        Prim::Ln => {
-            let c = b.prim(Prim::Recip, &[x]);
-            b.scale(&c, dx)
-        }
-        Prim::Log2 | Prim::Log10 => {
-            let l = b.lit(if prim == Prim::Log2 { LN_2 } else { LN_10 });
-            let u = b.prim(Prim::Mul, &[x, &l]);
-            let c = b.prim(Prim::Recip, &[&u]);
-            b.scale(&c, dx)
-        }
-        Prim::Sqrt => {
-            // 1 / (2 sqrt x).
-            let t = b.prim(Prim::Add, &[&z, &z]);
-            let c = b.prim(Prim::Recip, &[&t]);
-            b.scale(&c, dx)
-        }
-        Prim::Cbrt => {
-            // 1 / (3 cbrt(x)²).
-            let t = b.prim(Prim::Mul, &[&z, &z]);
-            let three = b.lit(3.0);
-            let u = b.prim(Prim::Mul, &[&three, &t]);
-            let c = b.prim(Prim::Recip, &[&u]);
-            b.scale(&c, dx)
         }
         Prim::Powi(0) => {
             b.drop(dx);
@@ -1277,15 +1229,6 @@ fn jvp_prim(b: &mut Builder, prim: Prim, args: &[Var], ds: &[Var]) -> (Var, Var)
             let c = b.scale(&cy, ds[1].clone());
             b.add(a, c)
         }
-        Prim::Recip => {
-            let t = b.prim(Prim::Mul, &[&z, &z]);
-            let c = b.prim(Prim::Neg, &[&t]);
-            b.scale(&c, dx)
-        }
-        Prim::Abs => {
-            let s = b.prim(Prim::Signum, &[x]);
-            b.scale(&s, dx)
-        }
         Prim::Hypot => {
             let r = b.prim(Prim::Recip, &[&z]);
             let cx = b.prim(Prim::Mul, &[x, &r]);
@@ -1310,41 +1253,6 @@ fn jvp_prim(b: &mut Builder, prim: Prim, args: &[Var], ds: &[Var]) -> (Var, Var)
         Prim::Signum | Prim::Floor | Prim::Ceil | Prim::Round | Prim::Trunc => {
             b.drop(dx);
             b.zero()
-        }
-        Prim::Ln1p => {
-            // 1 / (1 + x).
-            let one = b.lit(1.0);
-            let u = b.prim(Prim::Add, &[&one, x]);
-            let c = b.prim(Prim::Recip, &[&u]);
-            b.scale(&c, dx)
-        }
-        Prim::ExpM1 => {
-            // exp(x) = z + 1.
-            let one = b.lit(1.0);
-            let c = b.prim(Prim::Add, &[&z, &one]);
-            b.scale(&c, dx)
-        }
-        Prim::Asinh | Prim::Acosh => {
-            // 1 / sqrt(x² ± 1).
-            let t = b.prim(Prim::Mul, &[x, x]);
-            let one = b.lit(1.0);
-            let op = if prim == Prim::Asinh {
-                Prim::Add
-            } else {
-                Prim::Sub
-            };
-            let u = b.prim(op, &[&t, &one]);
-            let s = b.prim(Prim::Sqrt, &[&u]);
-            let c = b.prim(Prim::Recip, &[&s]);
-            b.scale(&c, dx)
-        }
-        Prim::Atanh => {
-            // 1 / (1 - x²).
-            let t = b.prim(Prim::Mul, &[x, x]);
-            let one = b.lit(1.0);
-            let u = b.prim(Prim::Sub, &[&one, &t]);
-            let c = b.prim(Prim::Recip, &[&u]);
-            b.scale(&c, dx)
         }
         Prim::Copysign => {
             // signum(x)·signum(s) in x; constant in s.
@@ -1381,4 +1289,139 @@ fn jvp_prim(b: &mut Builder, prim: Prim, args: &[Var], ds: &[Var]) -> (Var, Var)
         }
     };
     (z, dz)
+}
+
+/// The derivative at `x` of a smooth unary primitive with value `z`
+/// there (the coefficient its JVP scales the tangent by); `None` for the
+/// others, whose rules are in [`jvp_prim`].
+fn slope(b: &mut Builder, prim: Prim, x: &Var, z: &Var) -> Option<Var> {
+    use std::f64::consts::{LN_10, LN_2};
+    match prim {
+        Prim::Sin => Some(b.prim(Prim::Cos, &[x])),
+        Prim::Cos => {
+            let s = b.prim(Prim::Sin, &[x]);
+            Some(b.prim(Prim::Neg, &[&s]))
+        }
+        Prim::Tan => {
+            // 1 + tan².
+            let t = b.prim(Prim::Mul, &[z, z]);
+            let one = b.lit(1.0);
+            Some(b.prim(Prim::Add, &[&one, &t]))
+        }
+        Prim::Asin | Prim::Acos => {
+            // ±1 / sqrt(1 - x²).
+            let t = b.prim(Prim::Mul, &[x, x]);
+            let one = b.lit(1.0);
+            let u = b.prim(Prim::Sub, &[&one, &t]);
+            let s = b.prim(Prim::Sqrt, &[&u]);
+            let mut c = b.prim(Prim::Recip, &[&s]);
+            if prim == Prim::Acos {
+                c = b.prim(Prim::Neg, &[&c]);
+            }
+            Some(c)
+        }
+        Prim::Atan => {
+            let t = b.prim(Prim::Mul, &[x, x]);
+            let one = b.lit(1.0);
+            let u = b.prim(Prim::Add, &[&one, &t]);
+            Some(b.prim(Prim::Recip, &[&u]))
+        }
+        Prim::Sinh => Some(b.prim(Prim::Cosh, &[x])),
+        Prim::Cosh => Some(b.prim(Prim::Sinh, &[x])),
+        Prim::Tanh => {
+            let t = b.prim(Prim::Mul, &[z, z]);
+            let one = b.lit(1.0);
+            Some(b.prim(Prim::Sub, &[&one, &t]))
+        }
+        Prim::Exp => Some(z.clone()),
+        Prim::Exp2 => {
+            let l = b.lit(LN_2);
+            Some(b.prim(Prim::Mul, &[z, &l]))
+        }
+        Prim::Ln => Some(b.prim(Prim::Recip, &[x])),
+        Prim::Log2 | Prim::Log10 => {
+            let l = b.lit(if prim == Prim::Log2 { LN_2 } else { LN_10 });
+            let u = b.prim(Prim::Mul, &[x, &l]);
+            Some(b.prim(Prim::Recip, &[&u]))
+        }
+        Prim::Sqrt => {
+            // 1 / (2 sqrt x).
+            let t = b.prim(Prim::Add, &[z, z]);
+            Some(b.prim(Prim::Recip, &[&t]))
+        }
+        Prim::Cbrt => {
+            // 1 / (3 cbrt(x)²).
+            let t = b.prim(Prim::Mul, &[z, z]);
+            let three = b.lit(3.0);
+            let u = b.prim(Prim::Mul, &[&three, &t]);
+            Some(b.prim(Prim::Recip, &[&u]))
+        }
+        Prim::Recip => {
+            let t = b.prim(Prim::Mul, &[z, z]);
+            Some(b.prim(Prim::Neg, &[&t]))
+        }
+        Prim::Abs => Some(b.prim(Prim::Signum, &[x])),
+        Prim::Ln1p => {
+            // 1 / (1 + x).
+            let one = b.lit(1.0);
+            let u = b.prim(Prim::Add, &[&one, x]);
+            Some(b.prim(Prim::Recip, &[&u]))
+        }
+        Prim::ExpM1 => {
+            // exp(x) = z + 1.
+            let one = b.lit(1.0);
+            Some(b.prim(Prim::Add, &[z, &one]))
+        }
+        Prim::Asinh | Prim::Acosh => {
+            // 1 / sqrt(x² ± 1).
+            let t = b.prim(Prim::Mul, &[x, x]);
+            let one = b.lit(1.0);
+            let op = if prim == Prim::Asinh {
+                Prim::Add
+            } else {
+                Prim::Sub
+            };
+            let u = b.prim(op, &[&t, &one]);
+            let s = b.prim(Prim::Sqrt, &[&u]);
+            Some(b.prim(Prim::Recip, &[&s]))
+        }
+        Prim::Atanh => {
+            // 1 / (1 - x²).
+            let t = b.prim(Prim::Mul, &[x, x]);
+            let one = b.lit(1.0);
+            let u = b.prim(Prim::Sub, &[&one, &t]);
+            Some(b.prim(Prim::Recip, &[&u]))
+        }
+        Prim::Add
+        | Prim::Sub
+        | Prim::Mul
+        | Prim::Div
+        | Prim::Neg
+        | Prim::Atan2
+        | Prim::Powi(_)
+        | Prim::Powf
+        | Prim::Hypot
+        | Prim::Min
+        | Prim::Max
+        | Prim::Signum
+        | Prim::Le
+        | Prim::Floor
+        | Prim::Ceil
+        | Prim::Round
+        | Prim::Trunc
+        | Prim::Copysign
+        | Prim::IAdd
+        | Prim::ISub
+        | Prim::IMul
+        | Prim::IDiv
+        | Prim::IRem
+        | Prim::INeg
+        | Prim::Cmp(_)
+        | Prim::And
+        | Prim::Or
+        | Prim::Not
+        | Prim::ToReal(_)
+        | Prim::ToInt
+        | Prim::PowiN => None,
+    }
 }
