@@ -76,16 +76,7 @@ pub fn derive(item: TokenStream) -> TokenStream {
         return errs.into_compile_errors();
     }
     let item = minimal(&input, data);
-    Job {
-        kind: Kind::Derive,
-        attr: TokenStream::new(),
-        item: quote!(#item),
-        known: Structs::default(),
-        pending,
-        sigs: Default::default(),
-        pending_sigs: Vec::new(),
-    }
-    .next()
+    Job::awaiting_layouts(Kind::Derive, TokenStream::new(), quote!(#item), pending).next()
 }
 
 fn is_nondiff(f: &syn::Field) -> bool {

@@ -273,6 +273,24 @@ fn paths(input: ParseStream) -> syn::Result<Vec<syn::Path>> {
 }
 
 impl Job {
+    /// A new job, waiting for the layouts of the `pending` struct paths.
+    pub fn awaiting_layouts(
+        kind: Kind,
+        attr: TokenStream,
+        item: TokenStream,
+        pending: Vec<syn::Path>,
+    ) -> Job {
+        Job {
+            kind,
+            attr,
+            item,
+            known: Structs::default(),
+            pending,
+            sigs: Sigs::default(),
+            pending_sigs: Vec::new(),
+        }
+    }
+
     /// A job that has its layouts and waits for the signatures of the
     /// `missing` paths.
     pub fn awaiting_sigs(

@@ -27,7 +27,7 @@ use syn::spanned::Spanned;
 use syn::visit_mut::VisitMut;
 
 use super::items::{self, Owner};
-use super::{derive_checks, fn_struct_paths, generated, policy, Args};
+use super::{fn_struct_paths, generated, policy, start_job, Args};
 use crate::codegen::FloatParam;
 use crate::layout::{Job, Kind, Structs};
 use crate::lower::{lower_fn_with, Errors, Mode};
@@ -64,18 +64,13 @@ pub(super) fn differentiable_impl(attr: TokenStream, block: syn::ItemImpl) -> To
         let e = errs.into_compile_errors();
         return quote!(#clean #e);
     }
-    let checks = derive_checks(&pending);
-    let job = Job {
-        kind: Kind::Methods,
-        attr: TokenStream::new(),
-        item: block.into_token_stream(),
-        known: Structs::default(),
+    let start = start_job(
+        Kind::Methods,
+        TokenStream::new(),
+        block.into_token_stream(),
         pending,
-        sigs: Default::default(),
-        pending_sigs: Vec::new(),
-    };
-    let next = job.next();
-    quote!(#clean #checks #next)
+    );
+    quote!(#clean #start)
 }
 
 /// The derivatives of the marked methods of `block`, given the layouts of

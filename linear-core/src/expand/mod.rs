@@ -177,18 +177,21 @@ pub fn differentiable(attr: TokenStream, item: TokenStream) -> TokenStream {
     }
     // The function stands on its own now, whatever becomes of the lookups
     // (see `layout`); the generated items follow once the layouts arrive.
+    let start = start_job(Kind::Differentiable, attr, item, pending);
+    quote!(#clean #start)
+}
+
+/// A new job waiting for the layouts of `pending`: its first step, after
+/// the checks that each path names a derived struct.
+fn start_job(
+    kind: Kind,
+    attr: TokenStream,
+    item: TokenStream,
+    pending: Vec<syn::Path>,
+) -> TokenStream {
     let checks = derive_checks(&pending);
-    let job = Job {
-        kind: Kind::Differentiable,
-        attr,
-        item,
-        known: Structs::default(),
-        pending,
-        sigs: Default::default(),
-        pending_sigs: Vec::new(),
-    };
-    let next = job.next();
-    quote!(#clean #checks #next)
+    let next = Job::awaiting_layouts(kind, attr, item, pending).next();
+    quote!(#checks #next)
 }
 
 /// For each path a job will look up, a check that it names a type with
