@@ -299,7 +299,11 @@
 
 #![forbid(unsafe_code)]
 
-pub use linear_macros::{differentiable, linear, Differentiable};
+#[doc = include_str!("../docs/differentiable.md")]
+pub use linear_macros::differentiable;
+#[doc = include_str!("../docs/linear.md")]
+pub use linear_macros::linear;
+pub use linear_macros::Differentiable;
 /// The `num_traits` crate, whose `Float` bounds functions generic in
 /// their float type: `fn f<T: linear_ad::num_traits::Float>(x: T) -> T`.
 pub use num_traits;

@@ -4,31 +4,14 @@
 
 use proc_macro::TokenStream;
 
-/// Generates forward mode (`f_jvp`), a reusable linearization (`f_lin`) and
-/// reverse mode (`f_vjp`) for a numeric function. On an inherent `impl`
-/// block, does so for each method in it marked `#[differentiable]`. See
-/// the `linear-ad` crate documentation.
-///
-/// Arguments, all optional:
-///
-/// * `checkpoint = "save" | "state" | "binomial"`: what loops keep for the
-///   reverse sweep. `"save"` (the default) keeps every intermediate the
-///   derivative reads, per iteration; `"state"` keeps each iteration's loop
-///   state and recomputes the rest; `"binomial"` keeps the initial state
-///   only and recomputes states from at most `snapshots` stored ones
-///   (Griewank's Revolve schedule), so memory does not grow with the trip
-///   count.
-/// * `snapshots = N`: with `checkpoint = "binomial"`, the states each
-///   loop's reverse sweep may hold at once (default 64).
-/// * `jvp = path`: take the derivative from a `#[linear]` function instead.
-/// * `dump`: print the Linear A program of every stage at compile time.
+// The reference documentation of `differentiable` and `linear` is on
+// their re-exports in `linear-ad` (`docs/*.md`), where its examples can
+// run as doctests; rustdoc shows it on the attribute pages.
 #[proc_macro_attribute]
 pub fn differentiable(attr: TokenStream, item: TokenStream) -> TokenStream {
     linear_core::expand::differentiable(attr.into(), item.into()).into()
 }
 
-/// Proves a function linear in its `#[linear]` parameters and generates its
-/// transpose `g_transpose`. See the `linear-ad` crate documentation.
 #[proc_macro_attribute]
 pub fn linear(attr: TokenStream, item: TokenStream) -> TokenStream {
     linear_core::expand::linear(attr.into(), item.into()).into()

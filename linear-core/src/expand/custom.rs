@@ -41,16 +41,28 @@ pub(super) fn custom_derivative(
         format_ident!("{}_lin", fname),
         format_ident!("{}_vjp", fname),
     );
-    let map_name = syn::Ident::new(&format!("__{}Linearization", pascal(&name)), span);
+    let map_name = syn::Ident::new(&format!("{}Linearization", pascal(&name)), span);
     let d = path;
     let dt = Calls::sibling(path, format!("{}_transpose", Calls::callee_name_of(path)));
-    let a: Vec<syn::Ident> = (0..params.len())
-        .map(|i| format_ident!("__a{}", i))
+    // The parameters keep the user's names, and the tangents are named
+    // after them: they show in the generated functions' docs. The
+    // tangents' mixed-site spans keep them apart from the user's names.
+    let a: Vec<syn::Ident> = sig
+        .inputs
+        .iter()
+        .enumerate()
+        .map(|(i, arg)| match arg {
+            syn::FnArg::Typed(pt) => match &*pt.pat {
+                syn::Pat::Ident(pi) => pi.ident.clone(),
+                _ => format_ident!("__a{}", i),
+            },
+            syn::FnArg::Receiver(_) => format_ident!("__a{}", i),
+        })
         .collect();
     let tys: Vec<&syn::Type> = params.iter().map(|p| &p.ty).collect();
     let t: Vec<syn::Ident> = active
         .iter()
-        .map(|(i, _)| format_ident!("__t{}", i, span = Span::mixed_site()))
+        .map(|(i, _)| format_ident!("{}_tangent", a[*i], span = Span::mixed_site()))
         .collect();
     let t_tys: Vec<TokenStream> = active.iter().map(|(_, s)| s.rust()).collect();
     let fields: Vec<syn::Ident> = (0..params.len()).map(|i| format_ident!("a{}", i)).collect();
@@ -60,8 +72,8 @@ pub(super) fn custom_derivative(
     } else {
         quote!((#(#t_tys,)*))
     };
-    let tangent = syn::Ident::new("__tangent", Span::mixed_site());
-    let cotangent = syn::Ident::new("__cotangent", Span::mixed_site());
+    let tangent = syn::Ident::new("tangent", Span::mixed_site());
+    let cotangent = syn::Ident::new("cotangent", Span::mixed_site());
     let unpack_tangent = if active.len() == 1 {
         let t0 = &t[0];
         quote!(let #t0 = #tangent;)

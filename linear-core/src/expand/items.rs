@@ -176,6 +176,14 @@ fn hidden(name: &str) -> syn::Ident {
     syn::Ident::new(name, Span::mixed_site())
 }
 
+/// A parameter name that shows in the user's docs (`cotangent`, not
+/// `__cotangent`). Its body rebinds it to a [`hidden`] name first thing,
+/// since the generated code's own variables share its mixed-site
+/// hygiene and could be named after a user's `cotangent`.
+fn readable(name: &str) -> syn::Ident {
+    syn::Ident::new(name, Span::mixed_site())
+}
+
 impl<'a> Sig<'a> {
     fn new(
         item: &'a syn::ItemFn,
@@ -542,8 +550,8 @@ impl Owner<'_> {
         }
     }
 
-    /// The linearization type's name: `__FLinearization`, or
-    /// `__TypeFLinearization` for a method of `Type` (`__GeoPointF..` for
+    /// The linearization type's name: `FLinearization`, or
+    /// `TypeFLinearization` for a method of `Type` (`GeoPointF..` for
     /// `geo::Point`).
     fn map_name(&self, f: &syn::Ident) -> syn::Ident {
         let owner = match self {
@@ -561,7 +569,7 @@ impl Owner<'_> {
             },
         };
         syn::Ident::new(
-            &format!("__{owner}{}Linearization", pascal(&f.to_string())),
+            &format!("{owner}{}Linearization", pascal(&f.to_string())),
             f.span(),
         )
     }
@@ -949,7 +957,7 @@ impl Lengths {
 }
 
 /// The linearization type (the tape, `LinearMap` from the residual and its
-/// transpose), and `f_lin(params..) -> (R, __FLinearization)`, U(J(f))'s
+/// transpose), and `f_lin(params..) -> (R, FLinearization)`, U(J(f))'s
 /// forward pass.
 fn lin_items(
     item: &syn::ItemFn,
@@ -1033,17 +1041,20 @@ fn lin_items(
             body,
         )
     };
+    let (shown_tangent, shown_cotangent) = (readable("tangent"), readable("cotangent"));
     let items = quote! {
         #tape_items
 
         #allow
         impl #generics ::linear_ad::LinearMap<#in_ty, #ret_tan> for #map_name #generics #where_clause {
             #[inline]
-            fn apply(&self, #tangent: #in_ty) -> #ret_tan {
+            fn apply(&self, #shown_tangent: #in_ty) -> #ret_tan {
+                let #tangent = #shown_tangent;
                 #apply_body
             }
             #[inline]
-            fn transpose(&self, #cotangent: #ret_tan) -> #in_ty {
+            fn transpose(&self, #shown_cotangent: #ret_tan) -> #in_ty {
+                let #cotangent = #shown_cotangent;
                 #ct_check
                 #transpose_out
             }
@@ -1085,11 +1096,12 @@ fn vjp_item(
     } else {
         quote!()
     };
+    let shown = readable("cotangent");
     sig.function(
         &doc,
         &vjp_name,
-        &[quote!(#cotangent: #ret_tan)],
+        &[quote!(#shown: #ret_tan)],
         quote!((#ret_ty, #in_ty)),
-        quote!(let (#y, #tape) = #fwd_body; #ct_check (#y_out, #vjp_out)),
+        quote!(let #cotangent = #shown; let (#y, #tape) = #fwd_body; #ct_check (#y_out, #vjp_out)),
     )
 }

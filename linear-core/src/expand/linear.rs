@@ -94,7 +94,7 @@ fn generate_linear(
     }
     let gt = find(&t, &format!("{name}.t"))?;
     let map_name = syn::Ident::new(
-        &format!("__{}Linearization", pascal(&name)),
+        &format!("{}Linearization", pascal(&name)),
         item.sig.ident.span(),
     );
     let differentiable = derivatives(item, clean, &map_name)?;

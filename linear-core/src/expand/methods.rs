@@ -19,7 +19,7 @@
 //!
 //! Invariant: the generated items never mention `Self` outside the
 //! generated `impl`, and the linearization type of method `m` of `Type`
-//! is `__TypeMLinearization`, distinct from a free function `m`'s.
+//! is `TypeMLinearization`, distinct from a free function `m`'s.
 
 use proc_macro2::{Span, TokenStream};
 use quote::{quote, ToTokens};

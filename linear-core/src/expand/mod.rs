@@ -4,7 +4,7 @@
 //! For `fn f(..) -> R` it keeps `f` and adds, with `f`'s visibility:
 //!
 //! * `f_jvp(params.., tangents..) -> (R, R)`: J(f), simplified;
-//! * `f_lin(params..) -> (R, __FLinearization)`: the forward pass of
+//! * `f_lin(params..) -> (R, FLinearization)`: the forward pass of
 //!   U(J(f)); the returned value holds the tape and implements
 //!   `linear_ad::LinearMap<In, R>` with `apply` = the residual of
 //!   U(J(f)) and `transpose` = T of that residual;

@@ -64,11 +64,25 @@ pub struct Opaque {
 pub struct Errors {
     errors: Vec<syn::Error>,
     silent: bool,
+    /// Set while a `#[linear]` function is lowered: the lowering's shared
+    /// messages say "in differentiable functions", which there would name
+    /// the wrong attribute.
+    linear: bool,
 }
 
 impl Errors {
     pub fn push(&mut self, span: Span, msg: impl std::fmt::Display) {
+        let msg = self.worded(msg);
         self.errors.push(syn::Error::new(span, msg));
+    }
+    /// A message, named after the attribute being expanded.
+    fn worded(&self, msg: impl std::fmt::Display) -> String {
+        let msg = msg.to_string();
+        if self.linear {
+            msg.replace("in differentiable functions", "in `#[linear]` functions")
+        } else {
+            msg
+        }
     }
     /// [`Errors::push`], unless the same message was reported already:
     /// for a mismatch the desugaring of exits meets again at every join
@@ -82,6 +96,7 @@ impl Errors {
     /// An error covering all of `node`'s tokens (stable Rust cannot join
     /// spans; `new_spanned` marks the first and last token).
     pub fn spanned(&mut self, node: impl ToTokens, msg: impl std::fmt::Display) {
+        let msg = self.worded(msg);
         self.errors.push(syn::Error::new_spanned(node, msg));
     }
     /// A problem rustc reports itself on the original function: stop
@@ -631,12 +646,14 @@ pub fn lower_fn_with(
         // too would only repeat this error.
         return None;
     }
+    let was_linear = std::mem::replace(&mut errs.linear, mode == Mode::Linear);
     let ret = result_shape(sig, mode, structs, errs);
     let mut l = Lowerer::new(mode, errs, sig.ident.to_string());
     l.structs = structs.with_nested();
     l.sigs = sigs.clone();
     let lowered = lower_body(&mut l, item, mode, ret);
     missing.extend(std::mem::take(&mut l.missing_sigs));
+    errs.linear = was_linear;
     lowered
 }
 

@@ -1,0 +1,40 @@
+//! Functions another crate calls (`tests/cross_crate.rs` in the facade):
+//! results of each shape the calling convention has, a `#[linear]`
+//! function, and a function in a module.
+#![deny(warnings)]
+
+use linear_ad::{differentiable, linear};
+
+/// A float result.
+#[differentiable]
+pub fn soft_abs(x: f64, #[nondiff] eps: f64) -> f64 {
+    (x * x + eps * eps).sqrt()
+}
+
+/// A tuple result.
+#[differentiable]
+pub fn polar(x: f64, y: f64) -> (f64, f64) {
+    ((x * x + y * y).sqrt(), y.atan2(x))
+}
+
+/// An array result.
+#[differentiable]
+pub fn project(p: [f64; 3], f: f64) -> [f64; 2] {
+    [f * p[0] / p[2], f * p[1] / p[2]]
+}
+
+/// A linear map.
+#[linear]
+pub fn shear(#[linear] x: f64, #[linear] y: f64, k: f64) -> (f64, f64) {
+    (x + k * y, y)
+}
+
+pub mod nested {
+    use linear_ad::differentiable;
+
+    /// A function reached through a module path.
+    #[differentiable]
+    pub fn logistic(x: f64) -> f64 {
+        1.0 / (1.0 + (-x).exp())
+    }
+}

@@ -1,0 +1,71 @@
+//! Calls into another crate (`tests/callee`): a caller reaches the
+//! callee's generated code through the path it writes, so `pub` functions
+//! of a dependency are callable with each result shape. What a caller in
+//! another crate must add is one `let` annotation per call: the callee's
+//! signature macro cannot be exported from the crate that made it (see
+//! `linear_core::signature`).
+#![deny(warnings)]
+
+mod support;
+
+use linear_ad::{differentiable, LinearMap};
+use linear_ad_callee::{nested, polar, project, shear, soft_abs};
+
+#[differentiable]
+fn uses_a_dependency(x: f64, y: f64) -> f64 {
+    let a: f64 = soft_abs(x - y, 0.1);
+    let (r, t): (f64, f64) = polar(x, y);
+    let q: [f64; 2] = project([x, y, 2.0 + r], 3.0);
+    let s: (f64, f64) = shear(x, y, 0.5);
+    let l: f64 = nested::logistic(x * y);
+    let full: f64 = linear_ad_callee::nested::logistic(y);
+    a * t + q[0] - q[1] + s.0 * s.1 + l + full
+}
+
+fn by_hand(x: f64, y: f64) -> f64 {
+    let a = ((x - y) * (x - y) + 0.01).sqrt();
+    let r = (x * x + y * y).sqrt();
+    let t = y.atan2(x);
+    let q = [3.0 * x / (2.0 + r), 3.0 * y / (2.0 + r)];
+    let s = (x + 0.5 * y, y);
+    let logistic = |z: f64| 1.0 / (1.0 + (-z).exp());
+    a * t + q[0] - q[1] + s.0 * s.1 + logistic(x * y) + logistic(y)
+}
+
+#[test]
+fn a_dependency_s_functions_are_callable_with_every_result_shape() {
+    for (x, y) in [(0.3, -0.7), (1.2, 0.4), (-0.9, 0.25)] {
+        let want = by_hand(x, y);
+        let got = uses_a_dependency(x, y);
+        assert!(
+            (got - want).abs() < 1e-12 * (1.0 + want.abs()),
+            "{got} {want}"
+        );
+        support::check(
+            &[x, y],
+            1,
+            |v| vec![uses_a_dependency(v[0], v[1])],
+            |v, d| vec![uses_a_dependency_jvp(v[0], v[1], d[0], d[1]).1],
+            |v, w| {
+                let (_, (dx, dy)) = uses_a_dependency_vjp(v[0], v[1], w[0]);
+                vec![dx, dy]
+            },
+            |v, d, w| {
+                let (_, l) = uses_a_dependency_lin(v[0], v[1]);
+                let (dx, dy) = l.transpose(w[0]);
+                (vec![l.apply((d[0], d[1]))], vec![dx, dy])
+            },
+        );
+    }
+}
+
+#[test]
+fn a_dependency_s_companions_are_callable_directly() {
+    let (v, (dx, dy)) = linear_ad_callee::polar_vjp(0.6, 0.8, (1.0, 0.0));
+    assert_eq!(v, polar(0.6, 0.8));
+    assert!((dx - 0.6).abs() < 1e-12 && (dy - 0.8).abs() < 1e-12);
+    assert_eq!(
+        linear_ad_callee::shear_transpose(0.5, (1.0, 2.0)),
+        (1.0, 2.5)
+    );
+}
