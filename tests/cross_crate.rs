@@ -9,7 +9,7 @@
 mod support;
 
 use linear_ad::{differentiable, LinearMap};
-use linear_ad_callee::{nested, polar, project, shear, soft_abs};
+use linear_ad_callee::{nested, polar, powers, project, shear, soft_abs};
 
 #[differentiable]
 fn uses_a_dependency(x: f64, y: f64) -> f64 {
@@ -19,7 +19,12 @@ fn uses_a_dependency(x: f64, y: f64) -> f64 {
     let s: (f64, f64) = shear(x, y, 0.5);
     let l: f64 = nested::logistic(x * y);
     let full: f64 = linear_ad_callee::nested::logistic(y);
-    a * t + q[0] - q[1] + s.0 * s.1 + l + full
+    let p: Vec<f64> = powers(y, 3);
+    let mut sum = 0.0;
+    for i in 0..p.len() {
+        sum += p[i];
+    }
+    a * t + q[0] - q[1] + s.0 * s.1 + l + full + sum * x
 }
 
 fn by_hand(x: f64, y: f64) -> f64 {
@@ -29,7 +34,8 @@ fn by_hand(x: f64, y: f64) -> f64 {
     let q = [3.0 * x / (2.0 + r), 3.0 * y / (2.0 + r)];
     let s = (x + 0.5 * y, y);
     let logistic = |z: f64| 1.0 / (1.0 + (-z).exp());
-    a * t + q[0] - q[1] + s.0 * s.1 + logistic(x * y) + logistic(y)
+    let sum = y + y * y + y * y * y;
+    a * t + q[0] - q[1] + s.0 * s.1 + logistic(x * y) + logistic(y) + sum * x
 }
 
 #[test]

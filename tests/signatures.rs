@@ -1,6 +1,7 @@
 //! A caller knows its callee's signature: the result of a call to a
 //! `#[differentiable]` or `#[linear]` function needs no annotation, whatever
-//! its type, by name, by path, through a `use`, and in a method.
+//! its type (floats, tuples, arrays, structs, `Vec`s and `Vec`s of rows),
+//! by name, by path, through a `use`, and in a method.
 #![deny(warnings)]
 
 mod support;
@@ -162,4 +163,92 @@ fn methods_call_free_functions_without_annotations() {
     let nb = (f(1.3, 0.7 + h) - f(1.3, 0.7 - h)) / (2.0 * h);
     assert!((da.length - nl).abs() < 1e-6 && (da.angle - 1.0).abs() < 1e-12);
     assert!((db - nb).abs() < 1e-6);
+}
+
+mod arrays {
+    use linear_ad::differentiable;
+
+    /// A `Vec` the callee builds, of a length the caller does not know.
+    #[differentiable]
+    pub fn powers(x: f64, #[nondiff] n: usize) -> Vec<f64> {
+        let mut y = Vec::new();
+        let mut p = 1.0;
+        for _ in 0..n {
+            p *= x;
+            y.push(p);
+        }
+        y
+    }
+
+    /// A `Vec` of rows.
+    #[differentiable]
+    pub fn pairs(x: f64, y: f64) -> Vec<[f64; 2]> {
+        let mut v: Vec<[f64; 2]> = Vec::new();
+        v.push([x * y, x]);
+        v.push([y, x - y]);
+        v
+    }
+
+    /// A fixed-size array the callee writes element by element.
+    #[differentiable]
+    pub fn basis(a: f64, b: f64) -> [f64; 3] {
+        let mut y = [0.0; 3];
+        for i in 0..3 {
+            y[i] = a * (i as f64) + b * b;
+        }
+        y
+    }
+}
+
+/// Reads a `Vec` result by index in a loop, calls the same callee twice,
+/// and reads a fixed-size array result by literal indices (the caller
+/// sees `[f64; 3]`, a value like any array held by value).
+#[differentiable]
+fn uses_array_results(x: f64, y: f64) -> f64 {
+    let p = arrays::powers(x, 4);
+    let q = arrays::powers(y, 2);
+    let b = arrays::basis(x, y);
+    let mut s = 0.0;
+    for i in 0..p.len() {
+        s += p[i] * (i as f64 + 1.0);
+    }
+    let r = arrays::pairs(x, y);
+    s * b[0] + q[1] * b[2] - q[0] * b[1] + r[1][1] * r[0][0]
+}
+
+fn array_results_by_hand(x: f64, y: f64) -> f64 {
+    let p = [x, x * x, x * x * x, x * x * x * x];
+    let b = [y * y, x + y * y, 2.0 * x + y * y];
+    let mut s = 0.0;
+    for i in 0..4 {
+        s += p[i] * (i as f64 + 1.0);
+    }
+    s * b[0] + y * y * b[2] - y * b[1] + (x - y) * x * y
+}
+
+#[test]
+fn vec_and_built_array_results_need_no_annotation() {
+    for (x, y) in [(0.3, -0.7), (1.2, 0.4), (-0.9, 0.25)] {
+        let want = array_results_by_hand(x, y);
+        let got = uses_array_results(x, y);
+        assert!(
+            (got - want).abs() < 1e-12 * (1.0 + want.abs()),
+            "{got} {want}"
+        );
+        support::check(
+            &[x, y],
+            1,
+            |v| vec![uses_array_results(v[0], v[1])],
+            |v, d| vec![uses_array_results_jvp(v[0], v[1], d[0], d[1]).1],
+            |v, w| {
+                let (_, (dx, dy)) = uses_array_results_vjp(v[0], v[1], w[0]);
+                vec![dx, dy]
+            },
+            |v, d, w| {
+                let (_, l) = uses_array_results_lin(v[0], v[1]);
+                let (dx, dy) = l.transpose(w[0]);
+                (vec![l.apply((d[0], d[1]))], vec![dx, dy])
+            },
+        );
+    }
 }

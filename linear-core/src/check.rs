@@ -148,7 +148,7 @@ pub fn check_mode(p: &Program, mode: Mode) -> Result<(), TypeError> {
             .lin_params
             .iter()
             .chain(&e.lin_rets)
-            .any(|t| !t.is_vector());
+            .any(|t| !t.can_be_linear());
         if linear_tape || p.externs[..i].iter().any(|o| o.name == e.name) {
             return Err(TypeError {
                 func: e.name.clone(),

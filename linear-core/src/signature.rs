@@ -55,8 +55,8 @@ pub enum Kind {
     /// `#[linear]`.
     Linear,
     /// `#[differentiable]`, but the calling convention cannot pass its
-    /// parameters or result yet (arrays read by index, structs as
-    /// arguments, a generic float type): no companions and no alias.
+    /// parameters yet (arrays read by index, structs), or it is generic
+    /// in its float type: no companions and no alias.
     Closed,
 }
 

@@ -6,7 +6,7 @@ use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned};
 use rustc_hash::FxHashMap as HashMap;
 
-use super::{arg_from_ir, from_ir, to_ir};
+use super::{arg_from_ir, from_ir, result_to_ir, to_ir};
 use crate::codegen::{CallGen, Names};
 use crate::ir::{Ty, Var};
 use crate::lower::{CallArg, CallSite};
@@ -175,7 +175,9 @@ impl CallGen for Calls<'_> {
         let r = syn::Ident::new("__r", Span::mixed_site());
         let dr = syn::Ident::new("__dr", Span::mixed_site());
         let l = syn::Ident::new("__l", Span::mixed_site());
-        let r_ir = to_ir(quote!(#r), &site.ret, names);
+        // A result is owned by the caller: an array result is its own IR
+        // value, not a borrow as an array parameter is.
+        let r_ir = result_to_ir(quote!(#r), &site.ret, names);
         Some(match stage.as_str() {
             "jvp" | "jvp.nl" => {
                 let mut args = Vec::new();
@@ -192,7 +194,7 @@ impl CallGen for Calls<'_> {
                 }
                 if stage == "jvp" {
                     let slots = slots(lin, names)?;
-                    let dr_ir = to_ir(quote!(#dr), &site.ret, names);
+                    let dr_ir = result_to_ir(quote!(#dr), &site.ret, names);
                     quote!({ let (#r, #dr) = <#ty>::__jvp(#(#args,)* #(#slots,)*); (#r_ir, #dr_ir) })
                 } else {
                     quote!({ let (#r, #l) = <#ty>::__lin(#(#args,)*); (#r_ir, #l) })

@@ -1154,7 +1154,7 @@ fn describe(e: &syn::Expr) -> &'static str {
         syn::Expr::Unsafe(_) => "`unsafe` blocks",
         syn::Expr::Let(_) => "`let` expressions",
         syn::Expr::Async(_) | syn::Expr::Await(_) => "async code",
-        _ => "this kind of expression",
+        _ => "expressions of this kind",
     }
 }
 

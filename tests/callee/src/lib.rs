@@ -23,6 +23,18 @@ pub fn project(p: [f64; 3], f: f64) -> [f64; 2] {
     [f * p[0] / p[2], f * p[1] / p[2]]
 }
 
+/// A `Vec` result.
+#[differentiable]
+pub fn powers(x: f64, #[nondiff] n: usize) -> Vec<f64> {
+    let mut y = Vec::new();
+    let mut p = 1.0;
+    for _ in 0..n {
+        p *= x;
+        y.push(p);
+    }
+    y
+}
+
 /// A linear map.
 #[linear]
 pub fn shear(#[linear] x: f64, #[linear] y: f64, k: f64) -> (f64, f64) {
