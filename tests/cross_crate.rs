@@ -20,10 +20,7 @@ fn uses_a_dependency(x: f64, y: f64) -> f64 {
     let l: f64 = nested::logistic(x * y);
     let full: f64 = linear_ad_callee::nested::logistic(y);
     let p: Vec<f64> = powers(y, 3);
-    let mut sum = 0.0;
-    for i in 0..p.len() {
-        sum += p[i];
-    }
+    let sum = p.iter().sum::<f64>();
     a * t + q[0] - q[1] + s.0 * s.1 + l + full + sum * x
 }
 

@@ -3,6 +3,8 @@
 //! its type (floats, tuples, arrays, structs, `Vec`s and `Vec`s of rows),
 //! by name, by path, through a `use`, and in a method.
 #![deny(warnings)]
+// Index loops and pushes are the numeric code under test.
+#![allow(clippy::needless_range_loop, clippy::vec_init_then_push)]
 
 mod support;
 
