@@ -6,6 +6,9 @@
 //!
 //! 1. Every function calls only functions defined before it (no recursion),
 //!    with the right number and types of non-linear and linear arguments.
+//!    An extern (another Rust function's generated code) is declared once,
+//!    and its linear parameters and results are vectors or linear arrays
+//!    (a callee's `Vec` result), never tapes.
 //! 2. Every variable is bound once per function (parameters included) and
 //!    referenced only in the scope of its binding.
 //! 3. Non-linear variables are used at least once (rule TypeLet's `Γ1 ∪ Γ2`
