@@ -8,7 +8,7 @@
 
 mod support;
 
-use linear_ad::{differentiable, LinearMap};
+use linear_ad::differentiable;
 use linear_ad_callee::{nested, polar, powers, project, shear, soft_abs};
 
 #[differentiable]
@@ -44,20 +44,12 @@ fn a_dependency_s_functions_are_callable_with_every_result_shape() {
             (got - want).abs() < 1e-12 * (1.0 + want.abs()),
             "{got} {want}"
         );
-        support::check(
-            &[x, y],
-            1,
-            |v| vec![uses_a_dependency(v[0], v[1])],
-            |v, d| vec![uses_a_dependency_jvp(v[0], v[1], d[0], d[1]).1],
-            |v, w| {
-                let (_, (dx, dy)) = uses_a_dependency_vjp(v[0], v[1], w[0]);
-                vec![dx, dy]
-            },
-            |v, d, w| {
-                let (_, l) = uses_a_dependency_lin(v[0], v[1]);
-                let (dx, dy) = l.transpose(w[0]);
-                (vec![l.apply((d[0], d[1]))], vec![dx, dy])
-            },
+        support::check_xy(
+            (x, y),
+            uses_a_dependency,
+            uses_a_dependency_jvp,
+            uses_a_dependency_vjp,
+            uses_a_dependency_lin,
         );
     }
 }

@@ -6,7 +6,7 @@
 
 mod support;
 
-use linear_ad::{differentiable, LinearMap};
+use linear_ad::differentiable;
 
 #[differentiable]
 fn smooth(x: f64, y: f64) -> f64 {
@@ -38,21 +38,7 @@ fn angles32(x: f32) -> f32 {
 }
 
 fn check2(f: fn(f64, f64) -> f64, x: f64, y: f64) {
-    support::check(
-        &[x, y],
-        1,
-        |v| vec![f(v[0], v[1])],
-        |v, d| vec![smooth_jvp(v[0], v[1], d[0], d[1]).1],
-        |v, w| {
-            let (_, (dx, dy)) = smooth_vjp(v[0], v[1], w[0]);
-            vec![dx, dy]
-        },
-        |v, d, w| {
-            let (_, l) = smooth_lin(v[0], v[1]);
-            let (dx, dy) = l.transpose(w[0]);
-            (vec![l.apply((d[0], d[1]))], vec![dx, dy])
-        },
-    );
+    support::check_xy((x, y), f, smooth_jvp, smooth_vjp, smooth_lin);
 }
 
 #[test]

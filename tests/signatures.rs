@@ -8,7 +8,7 @@
 
 mod support;
 
-use linear_ad::{differentiable, linear, Differentiable, LinearMap};
+use linear_ad::{differentiable, linear, Differentiable};
 
 mod geometry {
     use linear_ad::{differentiable, Differentiable};
@@ -95,20 +95,12 @@ fn results_of_every_shape_need_no_annotation() {
     for (x, y) in [(0.3, -0.7), (1.2, 0.4), (-0.9, 0.25)] {
         let want = by_hand(x, y);
         assert!((unannotated(x, y) - want).abs() < 1e-12 * (1.0 + want.abs()));
-        support::check(
-            &[x, y],
-            1,
-            |v| vec![unannotated(v[0], v[1])],
-            |v, d| vec![unannotated_jvp(v[0], v[1], d[0], d[1]).1],
-            |v, w| {
-                let (_, (dx, dy)) = unannotated_vjp(v[0], v[1], w[0]);
-                vec![dx, dy]
-            },
-            |v, d, w| {
-                let (_, l) = unannotated_lin(v[0], v[1]);
-                let (dx, dy) = l.transpose(w[0]);
-                (vec![l.apply((d[0], d[1]))], vec![dx, dy])
-            },
+        support::check_xy(
+            (x, y),
+            unannotated,
+            unannotated_jvp,
+            unannotated_vjp,
+            unannotated_lin,
         );
     }
 }
@@ -237,20 +229,12 @@ fn vec_and_built_array_results_need_no_annotation() {
             (got - want).abs() < 1e-12 * (1.0 + want.abs()),
             "{got} {want}"
         );
-        support::check(
-            &[x, y],
-            1,
-            |v| vec![uses_array_results(v[0], v[1])],
-            |v, d| vec![uses_array_results_jvp(v[0], v[1], d[0], d[1]).1],
-            |v, w| {
-                let (_, (dx, dy)) = uses_array_results_vjp(v[0], v[1], w[0]);
-                vec![dx, dy]
-            },
-            |v, d, w| {
-                let (_, l) = uses_array_results_lin(v[0], v[1]);
-                let (dx, dy) = l.transpose(w[0]);
-                (vec![l.apply((d[0], d[1]))], vec![dx, dy])
-            },
+        support::check_xy(
+            (x, y),
+            uses_array_results,
+            uses_array_results_jvp,
+            uses_array_results_vjp,
+            uses_array_results_lin,
         );
     }
 }

@@ -58,3 +58,30 @@ pub fn check(
         assert_close(&lct, &ct, 1e-12);
     }
 }
+
+/// [`check`] for a function of two floats to one, given as itself (or a
+/// reference with the same values) and its generated `_jvp`, `_vjp` and
+/// `_lin`.
+pub fn check_xy<L: linear_ad::LinearMap<(f64, f64), f64>>(
+    (x, y): (f64, f64),
+    f: impl Fn(f64, f64) -> f64,
+    jvp: impl Fn(f64, f64, f64, f64) -> (f64, f64),
+    vjp: impl Fn(f64, f64, f64) -> (f64, (f64, f64)),
+    lin: impl Fn(f64, f64) -> (f64, L),
+) {
+    check(
+        &[x, y],
+        1,
+        |v| vec![f(v[0], v[1])],
+        |v, d| vec![jvp(v[0], v[1], d[0], d[1]).1],
+        |v, w| {
+            let (_, (dx, dy)) = vjp(v[0], v[1], w[0]);
+            vec![dx, dy]
+        },
+        |v, d, w| {
+            let (_, l) = lin(v[0], v[1]);
+            let (dx, dy) = l.transpose(w[0]);
+            (vec![l.apply((d[0], d[1]))], vec![dx, dy])
+        },
+    );
+}
