@@ -44,26 +44,8 @@ pub(super) fn custom_derivative(
     let map_name = syn::Ident::new(&format!("{}Linearization", pascal(&name)), span);
     let d = path;
     let dt = Calls::sibling(path, format!("{}_transpose", Calls::callee_name_of(path)));
-    // The parameters keep the user's names, and the tangents are named
-    // after them: they show in the generated functions' docs. The
-    // tangents' mixed-site spans keep them apart from the user's names.
-    let a: Vec<syn::Ident> = sig
-        .inputs
-        .iter()
-        .enumerate()
-        .map(|(i, arg)| match arg {
-            syn::FnArg::Typed(pt) => match &*pt.pat {
-                syn::Pat::Ident(pi) => pi.ident.clone(),
-                _ => format_ident!("__a{}", i),
-            },
-            syn::FnArg::Receiver(_) => format_ident!("__a{}", i),
-        })
-        .collect();
+    let (a, t) = param_names(sig, &active);
     let tys: Vec<&syn::Type> = params.iter().map(|p| &p.ty).collect();
-    let t: Vec<syn::Ident> = active
-        .iter()
-        .map(|(i, _)| format_ident!("{}_tangent", a[*i], span = Span::mixed_site()))
-        .collect();
     let t_tys: Vec<TokenStream> = active.iter().map(|(_, s)| s.rust()).collect();
     let fields: Vec<syn::Ident> = (0..params.len()).map(|i| format_ident!("a{}", i)).collect();
     let ret_ty = ret.rust();
@@ -162,6 +144,33 @@ pub(super) fn custom_derivative(
 /// The return shape and parameters of a function with a custom derivative,
 /// every problem reported in `errs` (`None` if there is any): the
 /// linearization stores the arguments, so each must be a plain value.
+/// The generated functions' parameters and tangent parameters: the
+/// user's names, and tangents named after them, since they show in the
+/// docs. The tangents' mixed-site spans keep them apart from the user's
+/// names.
+fn param_names(
+    sig: &syn::Signature,
+    active: &[(usize, &Shape)],
+) -> (Vec<syn::Ident>, Vec<syn::Ident>) {
+    let a: Vec<syn::Ident> = sig
+        .inputs
+        .iter()
+        .enumerate()
+        .map(|(i, arg)| match arg {
+            syn::FnArg::Typed(pt) => match &*pt.pat {
+                syn::Pat::Ident(pi) => pi.ident.clone(),
+                _ => format_ident!("__a{}", i),
+            },
+            syn::FnArg::Receiver(_) => format_ident!("__a{}", i),
+        })
+        .collect();
+    let t = active
+        .iter()
+        .map(|(i, _)| format_ident!("{}_tangent", a[*i], span = Span::mixed_site()))
+        .collect();
+    (a, t)
+}
+
 fn custom_signature(
     item: &syn::ItemFn,
     errs: &mut Errors,
