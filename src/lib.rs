@@ -195,10 +195,11 @@
 //! assert!((dx - -1.0).abs() < 1e-15 && (dy - std::f64::consts::FRAC_PI_2).abs() < 1e-15);
 //! ```
 //!
-//! Functions of another crate have no such macro (rustc cannot export a
-//! macro made by a macro under a path): annotate the result of a call
-//! into another crate in a `let` (`let (r, t): (f64, f64) =
-//! other::polar(x, y);`). A call to a function without either attribute
+//! The same holds across crates for `pub` functions: the macro is exported
+//! with the function, so `use other::polar;` or `other::polar(x, y)` in a
+//! dependent crate needs no annotation either. A `let` annotation
+//! (`let (r, t): (f64, f64) = polar(x, y);`) is always accepted, and tells
+//! the caller not to look. A call to a function without either attribute
 //! is reported at the call as ``cannot find macro `g` ``, with rustc's
 //! note that `g` is a function.
 //!

@@ -1,27 +1,50 @@
 //! Calls into another crate (`tests/callee`): a caller reaches the
-//! callee's generated code through the path it writes, so `pub` functions
-//! of a dependency are callable with each result shape. What a caller in
-//! another crate must add is one `let` annotation per call: the callee's
-//! signature macro cannot be exported from the crate that made it (see
-//! `linear_core::signature`).
+//! callee's generated code and its signature through the path it writes,
+//! so `pub` functions of a dependency are callable with each result shape
+//! and no annotation, as in-crate ones are, and a dependency's derived
+//! structs are parameters like local ones (see `linear_core::namesake`).
 #![deny(warnings)]
 
 mod support;
 
 use linear_ad::differentiable;
-use linear_ad_callee::{nested, polar, powers, project, shear, soft_abs};
+use linear_ad_callee::{body_at, nested, polar, powers, project, shear, soft_abs, Body};
 
 #[differentiable]
 fn uses_a_dependency(x: f64, y: f64) -> f64 {
-    let a: f64 = soft_abs(x - y, 0.1);
+    let a = soft_abs(x - y, 0.1);
+    let (r, t) = polar(x, y);
+    let q = project([x, y, 2.0 + r], 3.0);
+    let s = shear(x, y, 0.5);
+    let l = nested::logistic(x * y);
+    let full = linear_ad_callee::nested::logistic(y);
+    let p = powers(y, 3);
+    let sum = p.iter().sum::<f64>();
+    let b = body_at(x, y);
+    a * t + q[0] - q[1] + s.0 * s.1 + l + full + sum * x + b.mass * b.pos[1]
+}
+
+/// The same calls with `let` annotations, which stay accepted.
+#[differentiable]
+fn annotated(x: f64, y: f64) -> f64 {
     let (r, t): (f64, f64) = polar(x, y);
     let q: [f64; 2] = project([x, y, 2.0 + r], 3.0);
-    let s: (f64, f64) = shear(x, y, 0.5);
-    let l: f64 = nested::logistic(x * y);
-    let full: f64 = linear_ad_callee::nested::logistic(y);
     let p: Vec<f64> = powers(y, 3);
-    let sum = p.iter().sum::<f64>();
-    a * t + q[0] - q[1] + s.0 * s.1 + l + full + sum * x
+    t * q[1] + p[2]
+}
+
+/// Functions of the same tokens in two modules of the dependency.
+#[differentiable]
+fn stamped(x: f64, y: f64) -> f64 {
+    let (a, _) = linear_ad_callee::twice::scaled(x);
+    let (b, c) = linear_ad_callee::thrice::scaled(y);
+    a + b * c
+}
+
+/// A dependency's struct as a parameter, read field by field.
+#[differentiable]
+fn weight(b: &Body, g: f64) -> f64 {
+    b.mass * g * b.pos[1] + b.pos[0] * b.pos[0]
 }
 
 fn by_hand(x: f64, y: f64) -> f64 {
@@ -32,7 +55,7 @@ fn by_hand(x: f64, y: f64) -> f64 {
     let s = (x + 0.5 * y, y);
     let logistic = |z: f64| 1.0 / (1.0 + (-z).exp());
     let sum = y + y * y + y * y * y;
-    a * t + q[0] - q[1] + s.0 * s.1 + logistic(x * y) + logistic(y) + sum * x
+    a * t + q[0] - q[1] + s.0 * s.1 + logistic(x * y) + logistic(y) + sum * x + x * y * y
 }
 
 #[test]
@@ -63,4 +86,55 @@ fn a_dependency_s_companions_are_callable_directly() {
         linear_ad_callee::shear_transpose(0.5, (1.0, 2.0)),
         (1.0, 2.5)
     );
+}
+
+#[test]
+fn annotations_on_a_dependency_s_results_stay_accepted() {
+    for (x, y) in [(0.3f64, -0.7f64), (1.2, 0.4)] {
+        let r = (x * x + y * y).sqrt();
+        let want = y.atan2(x) * 3.0 * y / (2.0 + r) + y * y * y;
+        let got = annotated(x, y);
+        assert!((got - want).abs() < 1e-12, "{got} {want}");
+        support::check_xy(
+            (x, y),
+            annotated,
+            annotated_jvp,
+            annotated_vjp,
+            annotated_lin,
+        );
+    }
+}
+
+#[test]
+fn a_dependency_s_struct_is_a_parameter() {
+    let b = Body {
+        pos: [0.4, -1.3],
+        mass: 2.5,
+    };
+    let g = 9.8;
+    let (v, (db, dg)) = weight_vjp(&b, g, 1.0);
+    assert_eq!(v, weight(&b, g));
+    // By hand: d/dmass = g·y, d/dx = 2x, d/dy = mass·g, d/dg = mass·y.
+    let want = [g * b.pos[1], 2.0 * b.pos[0], b.mass * g, b.mass * b.pos[1]];
+    let got = [db.mass, db.pos[0], db.pos[1], dg];
+    for (got, want) in got.iter().zip(want) {
+        assert!((got - want).abs() < 1e-12, "{got} {want}");
+    }
+    let tangent = linear_ad_callee::BodyTangent {
+        pos: [1.0, 0.5],
+        mass: -2.0,
+    };
+    let (_, dv) = weight_jvp(&b, g, &tangent, 0.25);
+    let by_vjp = db.pos[0] + 0.5 * db.pos[1] - 2.0 * db.mass + 0.25 * dg;
+    assert!((dv - by_vjp).abs() < 1e-12, "{dv} {by_vjp}");
+}
+
+#[test]
+fn stamped_copies_of_one_function_are_told_apart() {
+    for (x, y) in [(0.3, -0.7), (1.2, 0.4)] {
+        let want = 2.0 * x * x + 3.0 * y * y * y;
+        let got = stamped(x, y);
+        assert!((got - want).abs() < 1e-12, "{got} {want}");
+        support::check_xy((x, y), stamped, stamped_jvp, stamped_vjp, stamped_lin);
+    }
 }

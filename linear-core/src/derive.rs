@@ -281,7 +281,7 @@ pub fn finish(item: TokenStream, known: &Structs) -> TokenStream {
         item: item.clone(),
         nested: known.clone(),
     };
-    let layout_macro = layout_macro(name, &layout);
+    let layout_macro = layout_macro(&item, &layout);
     let conversions = if flat {
         conversions(name, &tan, &active, &tangent_members, rebuild)
     } else {
@@ -447,28 +447,16 @@ fn conversions(
     quote!(#primal #tangent #tangent_from #primal_from)
 }
 
-/// The layout macro `Name!` in a hidden module, re-exported beside the
-/// struct so it resolves wherever the struct's name does.
-fn layout_macro(name: &syn::Ident, layout: &Layout) -> TokenStream {
-    let module = format_ident!("__linear_ad_layout_{}", name);
+/// The layout macro `Name!`, re-exported beside the struct so it resolves
+/// wherever the struct's name does ([`crate::namesake`]).
+fn layout_macro(item: &syn::ItemStruct, layout: &Layout) -> TokenStream {
     let site = Span::mixed_site();
     let state = syn::Ident::new("state", site);
     let dollar = quote_spanned!(site=> $);
-    quote! {
-        #[doc(hidden)]
-        #[allow(non_snake_case)]
-        mod #module {
-            #[allow(unused_macros)]
-            macro_rules! #name {
-                (@__linear_ad_layout #dollar(#dollar #state:tt)*) => {
-                    ::linear_ad::__private::__resume! { (#layout) #dollar(#dollar #state)* }
-                };
-            }
-            #[allow(unused_imports)]
-            pub(crate) use #name;
-        }
-        #[doc(hidden)]
-        #[allow(unused_imports)]
-        pub(crate) use #module::#name;
-    }
+    let rules = quote! {
+        (@__linear_ad_layout #dollar(#dollar #state:tt)*) => {
+            ::linear_ad::__private::__resume! { (#layout) #dollar(#dollar #state)* }
+        };
+    };
+    crate::namesake::namesake("layout", &item.ident, &item.vis, &quote!(#item), rules)
 }

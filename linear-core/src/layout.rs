@@ -6,7 +6,8 @@
 //! `#[derive(Differentiable)] struct Particle` also defines a
 //! `macro_rules!` macro named `Particle` (macros and types live in
 //! different namespaces, so `use physics::Particle;` imports both, and
-//! the macro resolves wherever the type does). The macro holds the
+//! the macro resolves wherever the type does, in a dependent crate too
+//! for a `pub` struct: [`crate::namesake`]). The macro holds the
 //! struct's *layout*: its definition, with the layouts of the structs its
 //! fields name embedded, so a layout is complete on its own.
 //!

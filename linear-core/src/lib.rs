@@ -12,7 +12,8 @@
 //!
 //! * [`derive`]: `#[derive(Differentiable)]`; [`layout`]: how macros
 //!   read the fields of structs defined elsewhere; [`signature`]: how a
-//!   caller reads the signature of a function defined elsewhere.
+//!   caller reads the signature of a function defined elsewhere;
+//!   [`namesake`]: the hidden macro both use, named like its item.
 //! * [`lower`]: Rust (syn) to Linear A; [`codegen`]: Linear A to Rust;
 //!   [`expand`]: the `#[differentiable]` attribute from tokens to tokens.
 //!
@@ -27,6 +28,7 @@ pub mod expand;
 pub mod ir;
 pub mod layout;
 pub mod lower;
+pub mod namesake;
 pub mod parse;
 pub mod passes;
 pub mod signature;

@@ -32,17 +32,18 @@
 //! associated types of the callee's items and emitting shape-generic code,
 //! cannot work here: lowering must know a result's structure to index it.
 //!
+//! The macro is as visible as the function ([`crate::namesake`]): a `pub`
+//! function's is exported, so `dep::geo::project(x)` in another crate
+//! finds it by the same path.
+//!
 //! What has no signature macro, so a call to it needs a `let` annotation
-//! when its result is not a float (see [`lookup`]): functions of other
-//! crates (a macro from a macro expansion can be exported only under an
-//! absolute path, which rustc refuses to resolve for macro-expanded
-//! macros: lint `macro_expanded_macro_exports_accessed_by_absolute_paths`),
-//! generic functions, methods and associated functions (a macro cannot
+//! when its result is not a float (see [`lookup`]): generic functions,
+//! methods and associated functions (a macro cannot
 //! live in an `impl` block), and functions named after a standard macro
 //! (`line`, `write`, ..., which the macro would shadow).
 
 use proc_macro2::TokenStream;
-use quote::{format_ident, quote, ToTokens};
+use quote::{quote, ToTokens};
 use syn::parse::{Parse, ParseStream};
 
 use crate::layout::{ByPath, Structs};
@@ -212,28 +213,16 @@ pub fn callee_items(
         sig: f.sig.clone(),
         structs: structs.clone(),
     };
-    let module = format_ident!("__linear_ad_sig_{}", name);
     let dollar = quote!($);
     let job = quote!(#dollar(#dollar job:tt)*);
     let pass = quote!(#dollar(#dollar job)*);
-    quote! {
-        #alias
-        #[doc(hidden)]
-        #[allow(non_snake_case)]
-        mod #module {
-            #[allow(unused_macros)]
-            macro_rules! #name {
-                (@__linear_ad_sig #job) => {
-                    ::linear_ad::__private::__resume! { sig (#sig) #pass }
-                };
-            }
-            #[allow(unused_imports)]
-            pub(crate) use #name;
-        }
-        #[doc(hidden)]
-        #[allow(unused_imports)]
-        pub(crate) use #module::#name;
-    }
+    let rules = quote! {
+        (@__linear_ad_sig #job) => {
+            ::linear_ad::__private::__resume! { sig (#sig) #pass }
+        };
+    };
+    let namesake = crate::namesake::namesake("sig", name, vis, &f.to_token_stream(), rules);
+    quote!(#alias #namesake)
 }
 
 #[cfg(test)]

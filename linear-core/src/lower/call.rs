@@ -12,8 +12,7 @@
 //! signature is not known yet is recorded in `missing_sigs`, so the
 //! expansion can fetch it and lower again; until then its result takes the
 //! caller's result type when it is the caller's value, else a float. A
-//! `let` annotation fetches nothing: it is how a call into another crate,
-//! which has no signature macro, is written.
+//! `let` annotation fetches nothing.
 
 use proc_macro2::Span;
 use quote::quote;

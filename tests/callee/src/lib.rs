@@ -1,9 +1,9 @@
 //! Functions another crate calls (`tests/cross_crate.rs` in the facade):
 //! results of each shape the calling convention has, a `#[linear]`
-//! function, and a function in a module.
+//! function, a function in a module, and a derived struct.
 #![deny(warnings)]
 
-use linear_ad::{differentiable, linear};
+use linear_ad::{differentiable, linear, Differentiable};
 
 /// A float result.
 #[differentiable]
@@ -50,3 +50,39 @@ pub mod nested {
         1.0 / (1.0 + (-x).exp())
     }
 }
+
+/// A struct another crate's functions take and build.
+#[derive(Differentiable)]
+pub struct Body {
+    pub pos: [f64; 2],
+    pub mass: f64,
+}
+
+/// A struct result.
+#[differentiable]
+pub fn body_at(x: f64, y: f64) -> Body {
+    Body {
+        pos: [x, y],
+        mass: x * y,
+    }
+}
+
+/// The same `pub` function stamped into two modules: token for token the
+/// same item twice, whose exported signature macros must not collide.
+macro_rules! stamp {
+    ($module:ident, $k:expr) => {
+        pub mod $module {
+            use linear_ad::differentiable;
+
+            const K: f64 = $k;
+
+            /// A scaled square, one per module.
+            #[differentiable]
+            pub fn scaled(x: f64) -> (f64, f64) {
+                (K * x * x, x)
+            }
+        }
+    };
+}
+stamp!(twice, 2.0);
+stamp!(thrice, 3.0);
