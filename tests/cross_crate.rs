@@ -41,10 +41,11 @@ fn stamped(x: f64, y: f64) -> f64 {
     a + b * c
 }
 
-/// A dependency's struct as a parameter, read field by field.
+/// A dependency's struct as a parameter, read field by field and passed to
+/// a dependency's function.
 #[differentiable]
 fn weight(b: &Body, g: f64) -> f64 {
-    b.mass * g * b.pos[1] + b.pos[0] * b.pos[0]
+    b.mass * g * b.pos[1] + b.pos[0] * b.pos[0] + linear_ad_callee::kinetic(b)
 }
 
 fn by_hand(x: f64, y: f64) -> f64 {
@@ -114,8 +115,15 @@ fn a_dependency_s_struct_is_a_parameter() {
     let g = 9.8;
     let (v, (db, dg)) = weight_vjp(&b, g, 1.0);
     assert_eq!(v, weight(&b, g));
-    // By hand: d/dmass = g·y, d/dx = 2x, d/dy = mass·g, d/dg = mass·y.
-    let want = [g * b.pos[1], 2.0 * b.pos[0], b.mass * g, b.mass * b.pos[1]];
+    // By hand, with kinetic = mass·(x² + y²)/2: d/dmass = g·y + (x² + y²)/2,
+    // d/dx = 2x + mass·x, d/dy = mass·g + mass·y, d/dg = mass·y.
+    let (x, y, m) = (b.pos[0], b.pos[1], b.mass);
+    let want = [
+        g * y + (x * x + y * y) / 2.0,
+        2.0 * x + m * x,
+        m * g + m * y,
+        m * y,
+    ];
     let got = [db.mass, db.pos[0], db.pos[1], dg];
     for (got, want) in got.iter().zip(want) {
         assert!((got - want).abs() < 1e-12, "{got} {want}");

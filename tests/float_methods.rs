@@ -91,3 +91,68 @@ fn std_constants_are_constants() {
     assert_eq!(v, with_constants(2.0));
     assert_eq!(d, std::f64::consts::PI + f64::EPSILON);
 }
+
+#[differentiable]
+fn remainders(x: f64, y: f64) -> f64 {
+    let mut w = x * 3.0;
+    w %= y;
+    (x % y) * y + x.rem_euclid(y) + f64::rem_euclid(-x, 0.75) + w
+}
+
+/// The gradient of `remainders` from std's quotients: `x % y = x - q·y`
+/// with `q = trunc(x / y)`, `x.rem_euclid(y) = x - q·y` with
+/// `q = x.div_euclid(y)`.
+fn remainders_gradient(x: f64, y: f64) -> (f64, f64) {
+    let q = (x / y).trunc();
+    let e = x.div_euclid(y);
+    let w = (3.0 * x / y).trunc();
+    // y from `(x % y) * y`, 1 and -1 from the two `rem_euclid`, 3 from `w`.
+    let dx = y + 3.0;
+    let dy = x % y - y * q - e - w;
+    (dx, dy)
+}
+
+#[test]
+fn remainders_of_reals_have_slope_one_and_minus_the_quotient() {
+    // Every sign of `x` and `y`, away from multiples of `y`.
+    for (x, y) in [
+        (2.3f64, 0.7f64),
+        (-2.3, 0.7),
+        (2.3, -0.7),
+        (-1.1, -0.45),
+        (0.4, 1.3),
+    ] {
+        let want = (x % y) * y + x.rem_euclid(y) + (-x).rem_euclid(0.75) + (x * 3.0) % y;
+        assert_eq!(remainders(x, y), want);
+        let (v, (dx, dy)) = remainders_vjp(x, y, 1.0);
+        assert_eq!(v, want);
+        let (gx, gy) = remainders_gradient(x, y);
+        assert!(
+            (dx - gx).abs() < 1e-12 && (dy - gy).abs() < 1e-12,
+            "{dx} {dy} vs {gx} {gy}"
+        );
+        support::check_xy(
+            (x, y),
+            remainders,
+            remainders_jvp,
+            remainders_vjp,
+            remainders_lin,
+        );
+    }
+}
+
+#[differentiable]
+fn remainder32(x: f32, y: f32) -> f32 {
+    x.rem_euclid(y) + x % y
+}
+
+#[test]
+fn f32_remainders_compute_std_values() {
+    for (x, y) in [(2.3f32, 0.7f32), (-2.3, 0.7)] {
+        let (v, d) = remainder32_jvp(x, y, 0.0, 1.0);
+        assert_eq!(v.to_bits(), remainder32(x, y).to_bits());
+        assert_eq!(v.to_bits(), (x.rem_euclid(y) + x % y).to_bits());
+        let want = -x.div_euclid(y) - (x / y).trunc();
+        assert!((d - want).abs() < 1e-6, "{d} vs {want}");
+    }
+}

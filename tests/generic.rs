@@ -14,18 +14,19 @@ use linear_ad::{differentiable, LinearMap};
 fn bump<T: Float>(x: T, y: T) -> T {
     let half = T::from(0.5).unwrap();
     T::sin(x) * y + Float::exp(-half * x * x) - T::one() / (T::from(2).unwrap() + y * y)
+        + x % (y + T::from(3).unwrap())
 }
 
 #[differentiable]
 fn bump_f64(x: f64, y: f64) -> f64 {
     let half = 0.5;
-    f64::sin(x) * y + f64::exp(-half * x * x) - 1.0 / (2.0 + y * y)
+    f64::sin(x) * y + f64::exp(-half * x * x) - 1.0 / (2.0 + y * y) + x % (y + 3.0)
 }
 
 #[differentiable]
 fn bump_f32(x: f32, y: f32) -> f32 {
     let half = 0.5;
-    f32::sin(x) * y + f32::exp(-half * x * x) - 1.0 / (2.0 + y * y)
+    f32::sin(x) * y + f32::exp(-half * x * x) - 1.0 / (2.0 + y * y) + x % (y + 3.0)
 }
 
 #[test]

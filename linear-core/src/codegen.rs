@@ -1120,21 +1120,16 @@ fn gen_prim(prim: Prim, a: &[syn::Ident], names: &Names, args: &[Var]) -> TokenS
         }
     };
     match prim {
-        Prim::Add => {
+        Prim::Add | Prim::Sub | Prim::Mul | Prim::Div | Prim::Rem => {
             let y = &a[1];
-            quote!(#x + #y)
-        }
-        Prim::Sub => {
-            let y = &a[1];
-            quote!(#x - #y)
-        }
-        Prim::Mul => {
-            let y = &a[1];
-            quote!(#x * #y)
-        }
-        Prim::Div => {
-            let y = &a[1];
-            quote!(#x / #y)
+            let op = match prim {
+                Prim::Add => quote!(+),
+                Prim::Sub => quote!(-),
+                Prim::Mul => quote!(*),
+                Prim::Div => quote!(/),
+                _ => quote!(%),
+            };
+            quote!(#x #op #y)
         }
         Prim::Neg => quote!(-#x),
         Prim::Powi(n) => {
@@ -1163,6 +1158,12 @@ fn gen_prim(prim: Prim, a: &[syn::Ident], names: &Names, args: &[Var]) -> TokenS
             let y = &a[1];
             let op: TokenStream = c.symbol().parse().unwrap_or_default();
             quote!(#x #op #y)
+        }
+        Prim::RemEuclid if float == Float::Generic => {
+            // `num_traits::Float` has no `rem_euclid`: std's definition.
+            let (y, zero) = (&a[1], float_lit(0.0, float));
+            let r = syn::Ident::new("__r", Span::mixed_site());
+            quote!({ let #r = #x % #y; if #r < #zero { #r + #y.abs() } else { #r } })
         }
         Prim::INeg => quote!(-#x),
         Prim::Not => quote!(!#x),
@@ -1207,7 +1208,8 @@ fn gen_prim(prim: Prim, a: &[syn::Ident], names: &Names, args: &[Var]) -> TokenS
         | Prim::Ceil
         | Prim::Round
         | Prim::Trunc
-        | Prim::Copysign => method(prim.name()),
+        | Prim::Copysign
+        | Prim::RemEuclid => method(prim.name()),
     }
 }
 

@@ -318,6 +318,11 @@ pub enum Prim {
     /// `copysign(x, s)`: `|x|` with the sign of `s`; differentiable in `x`
     /// (`signum(x)·signum(s)`), piecewise constant in `s`.
     Copysign,
+    /// `x % y` on reals (truncated: the sign of `x`) and `x.rem_euclid(y)`
+    /// (never negative). Both are `x - q·y` for an integer `q` that is
+    /// piecewise constant: the derivative is `ẋ - q·ẏ`.
+    Rem,
+    RemEuclid,
     /// `signum(x)`: ±1 (Rust's convention: `signum(±0.0) = ±1.0`). Piecewise
     /// constant; it appears in the derivative of `abs`.
     Signum,
@@ -348,7 +353,7 @@ pub enum Prim {
 
 impl Prim {
     /// Every real primitive, for tests that must cover them all.
-    pub const ALL: [Prim; 41] = [
+    pub const ALL: [Prim; 43] = [
         Prim::Add,
         Prim::Sub,
         Prim::Mul,
@@ -390,6 +395,8 @@ impl Prim {
         Prim::Round,
         Prim::Trunc,
         Prim::Copysign,
+        Prim::Rem,
+        Prim::RemEuclid,
     ];
 
     /// The primitives on integers and booleans, comparisons and
@@ -466,7 +473,9 @@ impl Prim {
             | Prim::Ceil
             | Prim::Round
             | Prim::Trunc
-            | Prim::Copysign => (Kind::Real, Kind::Real),
+            | Prim::Copysign
+            | Prim::Rem
+            | Prim::RemEuclid => (Kind::Real, Kind::Real),
         }
     }
 
@@ -507,6 +516,8 @@ impl Prim {
             | Prim::Max
             | Prim::Le
             | Prim::Copysign
+            | Prim::Rem
+            | Prim::RemEuclid
             | Prim::IAdd
             | Prim::ISub
             | Prim::IMul
@@ -597,6 +608,8 @@ impl Prim {
             Prim::Round => "round",
             Prim::Trunc => "trunc",
             Prim::Copysign => "copysign",
+            Prim::Rem => "rem",
+            Prim::RemEuclid => "rem_euclid",
             Prim::Le => "le",
             Prim::IAdd => "iadd",
             Prim::ISub => "isub",
@@ -717,6 +730,8 @@ impl Prim {
             Prim::Round => a[0].round(),
             Prim::Trunc => a[0].trunc(),
             Prim::Copysign => a[0].copysign(a[1]),
+            Prim::Rem => a[0] % a[1],
+            Prim::RemEuclid => a[0].rem_euclid(a[1]),
             Prim::Le => {
                 if a[0] <= a[1] {
                     1.0

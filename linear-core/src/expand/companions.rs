@@ -1,10 +1,147 @@
 //! The callee side of the calling convention between differentiable
 //! functions: associated functions of `f`'s linearization type.
+//!
+//! A struct parameter crosses the call as its flat value (the tuple of its
+//! differentiable fields, `linear_ad::__private::ToFlat`), and so do its
+//! tangent and cotangent: that is how the caller holds it in the IR, and
+//! the caller may not be able to name the struct (it can reach the callee
+//! by a path whose module it does not import). The callee, which names
+//! it, rebuilds the struct (`FromFlat`); hence only structs without
+//! constant fields cross ([`crosses`]).
 
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote};
 
-use crate::lower::Shape;
+use crate::lower::{Param, Shape};
+
+/// How a parameter's value, tangent and cotangent cross a call.
+enum Crossing {
+    /// As the parameter's own Rust types.
+    Plain,
+    /// A struct, as flat values: `owned` is the struct type (by value),
+    /// `tangent` its tangent struct, `by_ref` whether `f` takes `&S`.
+    Flat {
+        owned: TokenStream,
+        tangent: TokenStream,
+        by_ref: bool,
+    },
+}
+
+fn crossing(p: &Param) -> Crossing {
+    let Some((Shape::Struct(st), _)) = &p.active else {
+        return Crossing::Plain;
+    };
+    let owned = match &p.ty {
+        syn::Type::Reference(r) => {
+            let t = &r.elem;
+            quote!(#t)
+        }
+        t => quote!(#t),
+    };
+    Crossing::Flat {
+        owned,
+        tangent: st.tangent(),
+        by_ref: st.by_ref,
+    }
+}
+
+impl Crossing {
+    /// The type the value crosses as.
+    fn value_ty(&self, p: &Param) -> TokenStream {
+        match self {
+            Crossing::Plain => {
+                let t = &p.ty;
+                quote!(#t)
+            }
+            Crossing::Flat { owned, .. } => flat(owned),
+        }
+    }
+
+    /// The statement rebuilding a struct parameter `a` from its flat value.
+    fn rebuild(&self, a: &syn::Ident) -> Option<TokenStream> {
+        match self {
+            Crossing::Plain => None,
+            Crossing::Flat { owned, .. } => {
+                Some(quote!(let #a = <#owned as ::linear_ad::__private::FromFlat>::from_flat(#a);))
+            }
+        }
+    }
+
+    /// The value as `f`'s own functions take it.
+    fn pass(&self, a: &syn::Ident) -> TokenStream {
+        match self {
+            Crossing::Flat { by_ref: true, .. } => quote!(&#a),
+            Crossing::Flat { .. } | Crossing::Plain => quote!(#a),
+        }
+    }
+
+    /// The type of a tangent slot; `constant` for a constant parameter.
+    fn slot_ty(&self, p: &Param, constant: &TokenStream) -> TokenStream {
+        let t = match (&p.active, self) {
+            (Some(_), Crossing::Flat { tangent, .. }) => flat(tangent),
+            (Some((s, _)), Crossing::Plain) => s.rust(),
+            (None, _) => return constant.clone(),
+        };
+        quote!(impl ::linear_ad::__private::Tangent<#t>)
+    }
+
+    /// The tangent in slot `d` as `f`'s own functions take it: by
+    /// reference for a `&S` parameter if `by_ref` (as `f_jvp` does).
+    fn tangent(&self, d: &syn::Ident, by_ref: bool) -> TokenStream {
+        let t = quote!(::linear_ad::__private::Tangent::tangent(#d));
+        match self {
+            Crossing::Plain => t,
+            Crossing::Flat {
+                tangent, by_ref: r, ..
+            } => {
+                let amp = (by_ref && *r).then(|| quote!(&));
+                quote!(#amp <#tangent as ::linear_ad::__private::FromFlat>::from_flat(#t))
+            }
+        }
+    }
+
+    /// A transpose's cotangent for the parameter (`c`, if it is
+    /// differentiable) as it crosses back, and its type.
+    fn cotangent(&self, p: &Param, c: Option<&syn::Ident>) -> (TokenStream, TokenStream) {
+        match (&p.active, self, c) {
+            (Some(_), Crossing::Flat { tangent, .. }, Some(c)) => (
+                quote!(::linear_ad::__private::ToFlat::flat(&#c)),
+                flat(tangent),
+            ),
+            (Some((s, _)), Crossing::Plain, Some(c)) => (quote!(#c), s.rust()),
+            _ => {
+                let inactive = quote!(::linear_ad::__private::Inactive);
+                (inactive.clone(), inactive)
+            }
+        }
+    }
+}
+
+/// `<t as ToFlat>::Flat`.
+fn flat(t: &dyn quote::ToTokens) -> TokenStream {
+    quote!(<#t as ::linear_ad::__private::ToFlat>::Flat)
+}
+
+/// Whether a call can pass a parameter of this shape: a struct only when
+/// the callee can rebuild it from its flat value (no constant fields, in
+/// it or in the structs it nests), and not inside a tuple or array.
+pub(super) fn crosses(s: &Shape) -> bool {
+    fn rebuildable(s: &Shape) -> bool {
+        match s {
+            Shape::Struct(st) => st
+                .fields
+                .iter()
+                .all(|(_, f)| f.as_ref().is_some_and(rebuildable)),
+            Shape::Float(_) | Shape::Tuple(_) | Shape::Array(..) | Shape::Slice(..) => {
+                !s.has_struct()
+            }
+        }
+    }
+    match s {
+        Shape::Struct(_) => rebuildable(s),
+        Shape::Float(_) | Shape::Tuple(_) | Shape::Array(..) | Shape::Slice(..) => !s.has_struct(),
+    }
+}
 
 /// The callee-side half of the calling convention between differentiable
 /// functions, as associated functions of `f`'s linearization type, the one
@@ -17,7 +154,7 @@ use crate::lower::Shape;
 /// once.
 pub(super) fn companions(
     item: &syn::ItemFn,
-    params: &[crate::lower::Param],
+    params: &[Param],
     map_name: &syn::Ident,
     (ret_ty, ret_tan): (&TokenStream, &TokenStream),
     active: &[(usize, &Shape)],
@@ -35,27 +172,28 @@ pub(super) fn companions(
     let d: Vec<syn::Ident> = (0..n)
         .map(|i| format_ident!("__d{}", i, span = Span::mixed_site()))
         .collect();
-    let tys: Vec<&syn::Type> = params.iter().map(|p| &p.ty).collect();
-    let slot_tys = |constant: TokenStream| -> Vec<TokenStream> {
-        params
-            .iter()
-            .map(|p| match &p.active {
-                Some((s, _)) => {
-                    let t = s.rust();
-                    quote!(impl ::linear_ad::__private::Tangent<#t>)
-                }
-                None => constant.clone(),
-            })
-            .collect()
+    let crossings: Vec<Crossing> = params.iter().map(crossing).collect();
+    let each = |f: &dyn Fn(usize, &Crossing) -> TokenStream| -> Vec<TokenStream> {
+        crossings.iter().enumerate().map(|(i, c)| f(i, c)).collect()
     };
-    let jvp_slots = slot_tys(quote!(impl ::linear_ad::__private::Constant));
-    let apply_slots = slot_tys(quote!(impl ::core::marker::Sized));
+    let tys = each(&|i, c| c.value_ty(&params[i]));
+    let rebuild: Vec<TokenStream> = a
+        .iter()
+        .zip(&crossings)
+        .filter_map(|(ai, c)| c.rebuild(ai))
+        .collect();
+    let pass = each(&|i, c| c.pass(&a[i]));
+    let constant = quote!(impl ::linear_ad::__private::Constant);
+    let jvp_slots = each(&|i, c| c.slot_ty(&params[i], &constant));
+    let any = quote!(impl ::core::marker::Sized);
+    let apply_slots = each(&|i, c| c.slot_ty(&params[i], &any));
     let tangents: Vec<TokenStream> = active
         .iter()
-        .map(|(i, _)| {
-            let di = &d[*i];
-            quote!(::linear_ad::__private::Tangent::tangent(#di))
-        })
+        .map(|(i, _)| crossings[*i].tangent(&d[*i], true))
+        .collect();
+    let owned_tangents: Vec<TokenStream> = active
+        .iter()
+        .map(|(i, _)| crossings[*i].tangent(&d[*i], false))
         .collect();
     let constants: Vec<&syn::Ident> = params
         .iter()
@@ -63,37 +201,12 @@ pub(super) fn companions(
         .filter(|(p, _)| p.active.is_none())
         .map(|(_, di)| di)
         .collect();
-    let packed = if tangents.len() == 1 {
-        tangents[0].clone()
+    let packed = if owned_tangents.len() == 1 {
+        owned_tangents[0].clone()
     } else {
-        quote!((#(#tangents,)*))
+        quote!((#(#owned_tangents,)*))
     };
-    let ct = syn::Ident::new("__ct", Span::mixed_site());
-    let c: Vec<syn::Ident> = (0..active.len())
-        .map(|k| format_ident!("__c{}", k, span = Span::mixed_site()))
-        .collect();
-    let unpack = if active.len() == 1 {
-        let c0 = &c[0];
-        quote!(let #c0 = ::linear_ad::LinearMap::transpose(self, #ct);)
-    } else {
-        quote!(let (#(#c,)*) = ::linear_ad::LinearMap::transpose(self, #ct);)
-    };
-    let mut k = 0;
-    let (mut per_param, mut per_param_ty) = (Vec::new(), Vec::new());
-    for p in params {
-        match &p.active {
-            Some((s, _)) => {
-                let ck = &c[k];
-                k += 1;
-                per_param.push(quote!(#ck));
-                per_param_ty.push(s.rust());
-            }
-            None => {
-                per_param.push(quote!(::linear_ad::__private::Inactive));
-                per_param_ty.push(quote!(::linear_ad::__private::Inactive));
-            }
-        }
-    }
+    let (ct, transpose_body, per_param_ty) = transpose_parts(params, &crossings, active.len());
     quote! {
         #[doc(hidden)]
         #allow
@@ -101,12 +214,14 @@ pub(super) fn companions(
             #[inline]
             pub fn __jvp(#(#a: #tys,)* #(#d: #jvp_slots,)*) -> (#ret_ty, #ret_tan) {
                 #(let _ = #constants;)*
-                #jvp_name(#(#a,)* #(#tangents,)*)
+                #(#rebuild)*
+                #jvp_name(#(#pass,)* #(#tangents,)*)
             }
 
             #[inline]
             pub fn __lin(#(#a: #tys,)*) -> (#ret_ty, Self) {
-                #lin_name(#(#a,)*)
+                #(#rebuild)*
+                #lin_name(#(#pass,)*)
             }
 
             #[inline]
@@ -117,9 +232,37 @@ pub(super) fn companions(
 
             #[inline]
             pub fn __transpose(&self, #ct: #ret_tan) -> (#(#per_param_ty,)*) {
-                #unpack
-                (#(#per_param,)*)
+                #transpose_body
             }
         }
     }
+}
+
+/// `__transpose`'s cotangent parameter, body and result types: `f`'s
+/// transpose, its cotangents spread over one slot per parameter.
+fn transpose_parts(
+    params: &[Param],
+    crossings: &[Crossing],
+    n_active: usize,
+) -> (syn::Ident, TokenStream, Vec<TokenStream>) {
+    let ct = syn::Ident::new("__ct", Span::mixed_site());
+    let c: Vec<syn::Ident> = (0..n_active)
+        .map(|k| format_ident!("__c{}", k, span = Span::mixed_site()))
+        .collect();
+    let unpack = if n_active == 1 {
+        let c0 = &c[0];
+        quote!(let #c0 = ::linear_ad::LinearMap::transpose(self, #ct);)
+    } else {
+        quote!(let (#(#c,)*) = ::linear_ad::LinearMap::transpose(self, #ct);)
+    };
+    let mut next = c.iter();
+    let (per_param, per_param_ty): (Vec<TokenStream>, Vec<TokenStream>) = params
+        .iter()
+        .zip(crossings)
+        .map(|(p, crossing)| {
+            let ck = p.active.as_ref().and_then(|_| next.next());
+            crossing.cotangent(p, ck)
+        })
+        .unzip();
+    (ct, quote!(#unpack (#(#per_param,)*)), per_param_ty)
 }

@@ -620,10 +620,14 @@ pub(super) fn generate(
     let (lin_items, lin_fn) = lin_items(item, l, &sig, &out, &map_name, &calls, &mut names)?;
     let vjp_fn = vjp_item(item, l, &sig, &out, &calls, &mut names);
     // Other differentiable functions cannot pass arrays read by index or
-    // structs yet, nor call methods (lowering says so at the call): no
-    // companions to call. They can receive any result: a caller owns an
-    // array result as its own IR array, and T gives it a cotangent buffer.
-    let structs = sig.active.iter().any(|(_, s)| s.has_struct());
+    // structs with constant fields yet, nor call methods (lowering says so
+    // at the call): no companions to call. They can receive any result: a
+    // caller owns an array result as its own IR array, and T gives it a
+    // cotangent buffer.
+    let structs = !sig
+        .active
+        .iter()
+        .all(|(_, s)| super::companions::crosses(s));
     // Nor generic functions: a caller's tape would have to name `T`.
     let free = matches!(owner, Owner::Free) && sig.float.param.is_none();
     let callable = free && sig.arrays().is_empty() && !structs;

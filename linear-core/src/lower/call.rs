@@ -78,7 +78,13 @@ impl Lowerer<'_> {
         let f = self.float();
         let (mut args, mut vars, mut tys) = (Vec::new(), Vec::new(), Vec::new());
         for a in &c.args {
-            match self.expr(a, hint) {
+            // `g(&s)`: a struct crosses as its value whichever way the
+            // callee takes it; a constant keeps its `&`.
+            let (inner, by_ref) = match a {
+                syn::Expr::Reference(r) if r.mutability.is_none() => (&*r.expr, true),
+                _ => (a, false),
+            };
+            match self.expr(inner, hint) {
                 Val::Active(v, _) if self.poison.contains(&v) => return self.placeholder(),
                 Val::Active(v, ty) if self.not_passable(&v, &ty).is_some() => {
                     let msg = self.not_passable(&v, &ty).unwrap_or_default();
@@ -86,7 +92,12 @@ impl Lowerer<'_> {
                     return self.placeholder();
                 }
                 Val::Active(v, ty) => {
-                    args.push(CallArg::Active(self.shape_of(&v), a.span()));
+                    // A struct crosses as its flat value (`expand::companions`).
+                    let shape = match self.shape_of(&v) {
+                        s @ Shape::Struct(_) => super::flat_shape(&s),
+                        s => s,
+                    };
+                    args.push(CallArg::Active(shape, a.span()));
                     vars.push(v);
                     tys.push(ty);
                 }
@@ -97,6 +108,7 @@ impl Lowerer<'_> {
                     tys.push(Ty::Real(f));
                 }
                 Val::Inactive(tokens) => {
+                    let tokens = if by_ref { quote!(&#tokens) } else { tokens };
                     let id = self.new_inactive_name("a");
                     self.prelude.push(quote!(let #id = #tokens;));
                     args.push(CallArg::Inactive(id, a.span()));
@@ -161,8 +173,12 @@ impl Lowerer<'_> {
         if matches!(ty, Ty::Array(..)) {
             return Some("passing a differentiable array to another function is not supported yet: index it here, or pass its elements");
         }
-        matches!(self.shapes.get(v), Some(Shape::Struct(_))).then_some(
-            "passing a struct to another differentiable function is not supported yet: pass its fields",
+        let inner = match self.shapes.get(v) {
+            Some(s @ (Shape::Tuple(_) | Shape::Array(..))) => s.has_struct(),
+            Some(Shape::Float(_) | Shape::Struct(_) | Shape::Slice(..)) | None => false,
+        };
+        inner.then_some(
+            "passing a tuple or array holding structs to another differentiable function is not supported yet: pass the structs one by one",
         )
     }
 
@@ -187,7 +203,7 @@ impl Lowerer<'_> {
             }
             Kind::Closed => {
                 let why = if sig.sig.generics.params.is_empty() {
-                    "its parameters take arrays read by index (`&[T]`, `&[T; N]`, `Vec<T>`) or structs, which calls between differentiable functions cannot pass yet; compute it here, or pass the elements or fields it needs"
+                    "its parameters take arrays read by index (`&[T]`, `&[T; N]`, `Vec<T>`) or structs with constant fields, which calls between differentiable functions cannot pass yet; compute it here, or pass the elements or fields it needs"
                 } else {
                     "it is generic, and a caller's tape would have to name its float type; write a non-generic version for the caller's float type"
                 };

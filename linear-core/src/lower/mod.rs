@@ -1158,7 +1158,7 @@ fn describe(e: &syn::Expr) -> &'static str {
     }
 }
 
-const METHODS: &str = "sin, cos, tan, asin, acos, atan, atan2, sinh, cosh, tanh, asinh, acosh, atanh, exp, exp2, exp_m1, ln, ln_1p, log, log2, log10, sqrt, cbrt, powi, powf, recip, abs, hypot, min, max, clamp, copysign, signum, floor, ceil, round, trunc, fract, to_radians, to_degrees, sin_cos, mul_add";
+const METHODS: &str = "sin, cos, tan, asin, acos, atan, atan2, sinh, cosh, tanh, asinh, acosh, atanh, exp, exp2, exp_m1, ln, ln_1p, log, log2, log10, sqrt, cbrt, powi, powf, recip, abs, hypot, min, max, clamp, copysign, rem_euclid, signum, floor, ceil, round, trunc, fract, to_radians, to_degrees, sin_cos, mul_add";
 
 impl Lowerer<'_> {
     fn float(&self) -> Float {
@@ -1883,6 +1883,7 @@ impl Lowerer<'_> {
                     syn::BinOp::SubAssign(_) => Some(Prim::Sub),
                     syn::BinOp::MulAssign(_) => Some(Prim::Mul),
                     syn::BinOp::DivAssign(_) => Some(Prim::Div),
+                    syn::BinOp::RemAssign(_) => Some(Prim::IRem),
                     _ => None,
                 };
                 match op {
@@ -2071,13 +2072,8 @@ impl Lowerer<'_> {
             );
             return Val::Active(v, Ty::Int);
         }
-        if op == Prim::IRem {
-            self.errs.spanned(
-                whole,
-                "`%` of reals is not supported in differentiable functions (`%` of integers is)",
-            );
-            return self.placeholder();
-        }
+        // `%` reaches here as the integer remainder; on reals it is `Rem`.
+        let op = if op == Prim::IRem { Prim::Rem } else { op };
         let x = self.scalar(a, sa);
         let y = self.scalar(b, sb);
         self.prim(op, vec![x, y], hint)
@@ -2503,6 +2499,7 @@ impl Lowerer<'_> {
             "min" => Some(Prim::Min),
             "max" => Some(Prim::Max),
             "copysign" => Some(Prim::Copysign),
+            "rem_euclid" => Some(Prim::RemEuclid),
             _ => None,
         };
         let want = if let Some(n) = methods::composed(method) {

@@ -18,6 +18,7 @@ pub(super) fn assign_symbol(op: Prim) -> proc_macro2::TokenStream {
         Prim::Add => quote!(+=),
         Prim::Sub => quote!(-=),
         Prim::Mul => quote!(*=),
+        Prim::IRem => quote!(%=),
         _ => quote!(/=),
     }
 }

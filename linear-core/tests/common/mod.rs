@@ -356,7 +356,9 @@ impl<'a> FnGen<'a> {
             Prim::Exp | Prim::Exp2 | Prim::Sinh | Prim::Cosh => vec![self.bounded(out, &x, 2.0, d)],
             Prim::Powi(n) if n < 0 => vec![self.positive(out, &x, d)],
             Prim::Powi(_) => vec![self.bounded(out, &x, 1.5, d)],
-            Prim::Div | Prim::Atan2 | Prim::Hypot => vec![x.clone(), self.positive(out, &y, d)],
+            Prim::Div | Prim::Atan2 | Prim::Hypot | Prim::Rem | Prim::RemEuclid => {
+                vec![x.clone(), self.positive(out, &y, d)]
+            }
             Prim::Powf => {
                 let b = self.positive(out, &x, d);
                 vec![b, self.bounded(out, &y, 2.0, d)]
@@ -1503,6 +1505,9 @@ fn dual_prim(p: Prim, a: &[(f64, f64)]) -> (f64, f64) {
         Prim::Acosh => dx / (x * x - 1.0).sqrt(),
         Prim::Atanh => dx / (1.0 - x * x),
         Prim::Copysign => x.signum() * y.signum() * dx,
+        // std's own quotients, independent of the rule's `round((x - z) / y)`.
+        Prim::Rem => dx - (x / y).trunc() * dy,
+        Prim::RemEuclid => dx - x.div_euclid(y) * dy,
         Prim::IAdd
         | Prim::ISub
         | Prim::IMul

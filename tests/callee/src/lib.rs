@@ -86,3 +86,9 @@ macro_rules! stamp {
 }
 stamp!(twice, 2.0);
 stamp!(thrice, 3.0);
+
+/// A struct parameter by reference, for callers in another crate.
+#[differentiable]
+pub fn kinetic(b: &Body) -> f64 {
+    0.5 * b.mass * (b.pos[0] * b.pos[0] + b.pos[1] * b.pos[1])
+}

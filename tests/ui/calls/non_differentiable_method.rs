@@ -2,7 +2,7 @@ use linear_ad::differentiable;
 
 #[differentiable]
 pub fn rounded(x: f64) -> f64 {
-    x.rem_euclid(2.0) * x
+    x.div_euclid(2.0) * x
 }
 
 fn main() {}

@@ -1262,6 +1262,18 @@ fn jvp_prim(b: &mut Builder, prim: Prim, args: &[Var], ds: &[Var]) -> (Var, Var)
             b.drop(ds[1].clone());
             b.scale(&c, dx)
         }
+        Prim::Rem | Prim::RemEuclid => {
+            // z = x - q·y: ẋ - q·ẏ. The quotient q, an integer, comes back
+            // from the result: (x - z) / y is q up to one rounding, and
+            // rounding to the nearest integer removes it, where x / y
+            // truncated could be off by one near a multiple of y.
+            let d = b.prim(Prim::Sub, &[x, &z]);
+            let q = b.prim(Prim::Div, &[&d, &args[1]]);
+            let q = b.prim(Prim::Round, &[&q]);
+            let c = b.prim(Prim::Neg, &[&q]);
+            let a = b.scale(&c, ds[1].clone());
+            b.add(dx, a)
+        }
         Prim::Le => {
             b.drop(dx);
             b.drop(ds[1].clone());
@@ -1410,6 +1422,8 @@ fn slope(b: &mut Builder, prim: Prim, x: &Var, z: &Var) -> Option<Var> {
         | Prim::Round
         | Prim::Trunc
         | Prim::Copysign
+        | Prim::Rem
+        | Prim::RemEuclid
         | Prim::IAdd
         | Prim::ISub
         | Prim::IMul

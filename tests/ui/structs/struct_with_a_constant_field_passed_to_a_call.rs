@@ -4,21 +4,18 @@ use linear_ad::{differentiable, Differentiable};
 pub struct Point {
     pub x: f64,
     pub y: f64,
-}
-
-#[differentiable]
-fn g(x: f64) -> f64 {
-    x * x
+    #[nondiff]
+    pub id: usize,
 }
 
 #[differentiable]
 fn f(p: Point) -> f64 {
-    g(p.x) + h(p)
+    p.x + h(p)
 }
 
 #[differentiable]
 fn h(p: Point) -> f64 {
-    p.y
+    p.y * p.id as f64
 }
 
 fn main() {}
