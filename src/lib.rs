@@ -556,6 +556,39 @@ pub mod __private {
 
     impl LinearSlot for LinSlot {}
 
+    /// How differentiable code names the linearization type of a method it
+    /// calls: `<Particle as Method<{ method_key("energy") }>>::Linearization`.
+    /// A method lives in an `impl` block, where no alias or signature macro
+    /// can sit beside it as one does beside a free function; a trait impl
+    /// keyed by the method's name can, and the caller needs only the
+    /// receiver's type, which it knows. `#[differentiable] impl` blocks
+    /// implement it for each marked method that other differentiable code
+    /// can call.
+    #[diagnostic::on_unimplemented(
+        message = "differentiable code cannot call this method of `{Self}`",
+        label = "not a method that differentiable code can call",
+        note = "a method called from differentiable code must be marked `#[differentiable]` inside a `#[differentiable] impl` block of its type, and take no array read by index (`&[f64]`, `Vec<f64>`) nor a struct with constant fields"
+    )]
+    pub trait Method<const NAME: u64> {
+        type Linearization;
+    }
+
+    /// The key of a method's name in [`Method`]: its FNV-1a hash. Two
+    /// method names of one type with the same key would make the two
+    /// `Method` impls conflict, an error at compile time, never a wrong
+    /// call.
+    pub const fn method_key(name: &str) -> u64 {
+        let bytes = name.as_bytes();
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        let mut i = 0;
+        while i < bytes.len() {
+            h ^= bytes[i] as u64;
+            h = h.wrapping_mul(0x0100_0000_01b3);
+            i += 1;
+        }
+        h
+    }
+
     /// The tape of an `if`/`else`: which branch ran, and that branch's
     /// saved values only. A `match` with more arms nests it.
     #[derive(Clone, Copy, Debug)]

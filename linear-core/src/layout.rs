@@ -64,7 +64,7 @@ impl<T> Clone for ByPath<T> {
 
 /// A path's text without spaces: `physics :: Particle` is
 /// `physics::Particle`.
-fn key(p: &syn::Path) -> String {
+pub(crate) fn key(p: &syn::Path) -> String {
     p.to_token_stream().to_string().replace(' ', "")
 }
 
@@ -292,23 +292,23 @@ impl Job {
         }
     }
 
-    /// A job that has its layouts and waits for the signatures of the
-    /// `missing` paths.
-    pub fn awaiting_sigs(
+    /// A job that waits for what lowering found `missing`: signatures of
+    /// called functions, layouts of structs that annotations name.
+    pub fn awaiting(
         kind: Kind,
         attr: TokenStream,
         item: TokenStream,
         (known, sigs): (&Structs, &Sigs),
-        missing: Vec<syn::Path>,
+        missing: crate::lower::Missing,
     ) -> Job {
         Job {
             kind,
             attr,
             item,
             known: known.clone(),
-            pending: Vec::new(),
+            pending: missing.layouts,
             sigs: sigs.clone(),
-            pending_sigs: missing,
+            pending_sigs: missing.sigs,
         }
     }
 

@@ -107,7 +107,7 @@ impl Calls<'_> {
         match t {
             Ty::Tape(name) => match self.site(name) {
                 Some((site, _)) => {
-                    let p = &site.path;
+                    let p = &site.callee;
                     quote!(#p)
                 }
                 None => quote!(()),
@@ -151,7 +151,7 @@ impl CallGen for Calls<'_> {
         // Every reference goes through the callee's linearization type,
         // under the alias that shares the function's name and path (see
         // `crate::signature`).
-        let ty = &site.path;
+        let ty = &site.callee;
         let inactive = quote!(::linear_ad::__private::Inactive);
         // Tangent slots in the callee's parameter order: the IR passes the
         // active arguments only; each slot carries its argument's span, so a

@@ -144,8 +144,8 @@ pub(super) fn crosses(s: &Shape) -> bool {
 }
 
 /// The callee-side half of the calling convention between differentiable
-/// functions, as associated functions of `f`'s linearization type, the one
-/// name a caller refers to: `__jvp`, `__lin`, `__apply` and `__transpose`
+/// functions (and methods, whose `owner` is their type), as associated
+/// functions of `f`'s linearization type, the one name a caller refers to: `__jvp`, `__lin`, `__apply` and `__transpose`
 /// take one tangent (or cotangent) slot per parameter, constant ones
 /// included, so a caller needs no knowledge of which of `f`'s parameters
 /// are differentiable. A differentiable slot takes a tangent of its type or
@@ -159,12 +159,18 @@ pub(super) fn companions(
     (ret_ty, ret_tan): (&TokenStream, &TokenStream),
     active: &[(usize, &Shape)],
     allow: &TokenStream,
+    owner: Option<&syn::Type>,
 ) -> TokenStream {
     let fname = &item.sig.ident;
-    let (jvp_name, lin_name) = (
+    let (jvp, lin) = (
         format_ident!("{}_jvp", fname),
         format_ident!("{}_lin", fname),
     );
+    // A method's generated functions are associated functions of its type.
+    let (jvp_name, lin_name) = match owner {
+        Some(t) => (quote!(<#t>::#jvp), quote!(<#t>::#lin)),
+        None => (quote!(#jvp), quote!(#lin)),
+    };
     let n = params.len();
     let a: Vec<syn::Ident> = (0..n)
         .map(|i| format_ident!("__a{}", i, span = Span::mixed_site()))

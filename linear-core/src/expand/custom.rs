@@ -78,6 +78,7 @@ pub(super) fn custom_derivative(
         (&ret_ty, &ret_ty),
         &active,
         &allow,
+        None,
     );
     let callee = crate::signature::callee_items(
         item,

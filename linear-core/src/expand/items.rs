@@ -31,6 +31,10 @@ struct Sig<'a> {
     float: FloatGenerics,
     /// `f`'s visibility.
     vis: &'a syn::Visibility,
+    /// The linearization type's: `f`'s, or for a method its type's, which
+    /// the `Method` impl naming the linearization must not exceed and the
+    /// tangent types it names do not exceed (see `expand::methods`).
+    map_vis: &'a syn::Visibility,
     /// The differentiable parameters: position and shape.
     active: Vec<(usize, &'a Shape)>,
     /// `f`'s parameters as the generated functions declare them.
@@ -253,6 +257,7 @@ impl<'a> Sig<'a> {
             owner,
             float: FloatGenerics::of(&item.sig.generics),
             vis: &item.vis,
+            map_vis: owner.map_vis().unwrap_or(&item.vis),
             active,
             params,
             used_markers,
@@ -537,28 +542,58 @@ impl quote::ToTokens for Generated {
 #[derive(Clone, Copy)]
 pub(super) enum Owner<'a> {
     Free,
-    Method(&'a syn::Type),
+    /// A method of this type, declared with this visibility.
+    Method(&'a syn::Type, &'a syn::Visibility),
 }
 
-impl Owner<'_> {
+impl<'a> Owner<'a> {
+    fn map_vis(&self) -> Option<&'a syn::Visibility> {
+        match self {
+            Owner::Free => None,
+            Owner::Method(_, vis) => Some(vis),
+        }
+    }
+
+    /// The type whose associated functions the companions call (`None`:
+    /// free functions, called by name).
+    fn callee_type(&self) -> Option<&'a syn::Type> {
+        match self {
+            Owner::Free => None,
+            Owner::Method(t, _) => Some(t),
+        }
+    }
+
+    /// For a method `f`, the impl of `Method` by which callers name its
+    /// linearization type `map` (see `linear_ad::__private::Method`).
+    fn method_impl(&self, f: &syn::Ident, map: &syn::Ident) -> Option<TokenStream> {
+        let t = self.callee_type()?;
+        let key = method_key(f);
+        Some(quote! {
+            #[doc(hidden)]
+            impl ::linear_ad::__private::Method<#key> for #t {
+                type Linearization = #map;
+            }
+        })
+    }
+
     /// How docs link to `f`, from inside its `impl` or from beside it.
     fn doc_path(&self, f: &syn::Ident, inside: bool) -> String {
         match self {
             Owner::Free => f.to_string(),
-            Owner::Method(_) if inside => format!("Self::{f}"),
-            Owner::Method(t) => format!("{}::{f}", quote!(#t)).replace(' ', ""),
+            Owner::Method(..) if inside => format!("Self::{f}"),
+            Owner::Method(t, _) => format!("{}::{f}", quote!(#t)).replace(' ', ""),
         }
     }
 
     /// The linearization type's name: `FLinearization`, or
-    /// `TypeFLinearization` for a method of `Type` (`GeoPointF..` for
+    /// `Type_FLinearization` for a method of `Type` (`GeoPoint_F..` for
     /// `geo::Point`).
     fn map_name(&self, f: &syn::Ident) -> syn::Ident {
         let owner = match self {
             Owner::Free => String::new(),
             // Every segment: `impl a::P` and `impl b::P` in one module
             // get distinct linearizations.
-            Owner::Method(t) => match t {
+            Owner::Method(t, _) => match t {
                 syn::Type::Path(p) => p
                     .path
                     .segments
@@ -568,11 +603,22 @@ impl Owner<'_> {
                 _ => String::new(),
             },
         };
+        // `_` after a method's owner: a free function's name never holds
+        // one, so `Hidden::sq`'s never meets the function `hidden_sq`'s.
+        let sep = if owner.is_empty() { "" } else { "_" };
         syn::Ident::new(
-            &format!("{owner}{}Linearization", pascal(&f.to_string())),
+            &format!("{owner}{sep}{}Linearization", pascal(&f.to_string())),
             f.span(),
         )
     }
+}
+
+/// The `Method` key of the method `name` (see
+/// `linear_ad::__private::Method`), as a const argument.
+pub(crate) fn method_key(name: &syn::Ident) -> TokenStream {
+    let text = name.to_string();
+    let text = text.trim_start_matches("r#");
+    quote!({ ::linear_ad::__private::method_key(#text) })
 }
 
 /// The name of a free function's linearization type.
@@ -620,26 +666,27 @@ pub(super) fn generate(
     let (lin_items, lin_fn) = lin_items(item, l, &sig, &out, &map_name, &calls, &mut names)?;
     let vjp_fn = vjp_item(item, l, &sig, &out, &calls, &mut names);
     // Other differentiable functions cannot pass arrays read by index or
-    // structs with constant fields yet, nor call methods (lowering says so
-    // at the call): no companions to call. They can receive any result: a
-    // caller owns an array result as its own IR array, and T gives it a
-    // cotangent buffer.
+    // structs with constant fields yet: no companions to call. They can
+    // receive any result: a caller owns an array result as its own IR
+    // array, and T gives it a cotangent buffer.
     let structs = !sig
         .active
         .iter()
         .all(|(_, s)| super::companions::crosses(s));
     // Nor generic functions: a caller's tape would have to name `T`.
-    let free = matches!(owner, Owner::Free) && sig.float.param.is_none();
-    let callable = free && sig.arrays().is_empty() && !structs;
+    let callable = sig.float.param.is_none() && sig.arrays().is_empty() && !structs;
     let companions = if callable {
-        companions(
+        let c = companions(
             item,
             &l.params,
             &map_name,
             (&sig.ret_ty, &sig.ret_tan),
             &sig.active,
             &sig.allow,
-        )
+            owner.callee_type(),
+        );
+        let m = owner.method_impl(&item.sig.ident, &map_name);
+        quote!(#c #m)
     } else {
         quote!()
     };
@@ -835,7 +882,11 @@ impl Tape {
     /// The struct, with `Clone` (and `Copy` where every field is), and its
     /// `TapeSize` and `Debug` impls.
     fn items(&self, map_name: &syn::Ident, sig: &Sig, doc: &str, calls: &Calls) -> TokenStream {
-        let Sig { vis, allow, .. } = sig;
+        let Sig {
+            map_vis: vis,
+            allow,
+            ..
+        } = sig;
         let mut fields: Vec<TokenStream> = self.fields.iter().map(|f| quote!(#f)).collect();
         let mut field_tys: Vec<TokenStream> = (0..self.tys.len())
             .map(|k| self.field_ty(k, calls))
@@ -870,6 +921,7 @@ impl Tape {
             #[doc = #doc]
             #derive
             #allow
+            #[allow(non_camel_case_types)]
             #vis struct #map_name #generics #where_clause {
                 #(#fields: #field_tys,)*
                 #marker

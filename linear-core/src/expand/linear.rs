@@ -16,7 +16,9 @@ use crate::check::check_linear_b;
 use crate::codegen::{body, CallGen, Names};
 use crate::ir::{Program, Var};
 use crate::layout::{Job, Kind, Structs};
-use crate::lower::{lower_fn, lower_fn_with, CallArg, CallSite, Errors, Lowered, Mode, Shape};
+use crate::lower::{
+    lower_fn, lower_fn_with, CallArg, CallSite, Errors, Lowered, Missing, Mode, Shape,
+};
 use crate::passes::{simplify::simplify, transpose::transpose, unzip};
 use crate::signature::Sigs;
 
@@ -54,7 +56,7 @@ fn expand_linear(attr: TokenStream, item: TokenStream, sigs: &Sigs, first: bool)
     }
     let clean = without_markers(&item_fn);
     let clean = first.then_some(&clean);
-    let mut missing = Vec::new();
+    let mut missing = Missing::default();
     let structs = Structs::default();
     let lowered = lower_fn_with(
         &item_fn,
@@ -66,7 +68,7 @@ fn expand_linear(attr: TokenStream, item: TokenStream, sigs: &Sigs, first: bool)
     );
     if !missing.is_empty() {
         let item = quote!(#item_fn);
-        let job = Job::awaiting_sigs(Kind::Linear, attr, item, (&structs, sigs), missing);
+        let job = Job::awaiting(Kind::Linear, attr, item, (&structs, sigs), missing);
         let next = job.next();
         return quote!(#clean #next);
     }
@@ -319,7 +321,7 @@ impl CallGen for LinearCalls<'_> {
         if stage != "t" {
             return None;
         }
-        let ty = &site.path;
+        let ty = &site.callee;
         let ct = lin.first()?;
         let ct_rust = super::arg_from_ir(quote!(#ct), &site.ret, names);
         let (mut slots, mut pats, mut outs) = (Vec::new(), Vec::new(), Vec::new());

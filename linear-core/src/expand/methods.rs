@@ -17,9 +17,24 @@
 //! first slot of every tangent and cotangent list, as any first parameter
 //! is; `#[nondiff] &self` holds it constant.
 //!
-//! Invariant: the generated items never mention `Self` outside the
-//! generated `impl`, and the linearization type of method `m` of `Type`
-//! is `TypeMLinearization`, distinct from a free function `m`'s.
+//! Other differentiable code calls a marked method (`p.energy(g)`,
+//! `Particle::energy(&p, g)`, `self.energy(g)`) as it calls a function,
+//! through the companions of the method's linearization type
+//! (`expand::companions`). A caller cannot name that type beside the
+//! method as it does a function's alias (an `impl` holds no aliases or
+//! macros), so the block also implements
+//! `linear_ad::__private::Method<{key of "energy"}>` for the type, whose
+//! associated type is the linearization: the caller names it from the
+//! receiver's type, which it knows. The methods of the block know each
+//! other's signatures, so their results need no annotation among
+//! themselves; elsewhere a result that is not a float takes a `let` type.
+//!
+//! Invariants: the generated items never mention `Self` outside the
+//! generated `impl`; the linearization type of method `m` of `Type` is
+//! `Type_MLinearization`, distinct from a free function's (whose names hold
+//! no `_`) and as visible as `Type` when its layout is known, since the
+//! `Method` impl may not expose a less visible type and the linearization's
+//! `LinearMap` impl names `Type`'s tangent, which is as visible as `Type`.
 
 use proc_macro2::{Span, TokenStream};
 use quote::{quote, ToTokens};
@@ -30,8 +45,8 @@ use super::items::{self, Owner};
 use super::{fn_struct_paths, generated, policy, start_job, Args};
 use crate::codegen::FloatParam;
 use crate::layout::{Job, Kind, Structs};
-use crate::lower::{lower_fn_with, Errors, Mode};
-use crate::signature::Sigs;
+use crate::lower::{lower_fn_with, Errors, Missing, Mode};
+use crate::signature::{Kind as SigKind, Sig, Sigs};
 
 /// Expands `#[differentiable(attr)] impl Type { .. }`: the block as
 /// written, then the derivatives of its marked methods (at once, or once
@@ -87,7 +102,9 @@ pub fn methods_with(tokens: TokenStream, known: &Structs, sigs: &Sigs) -> TokenS
         return errs.into_compile_errors();
     };
     let (mut fns, mut items) = (TokenStream::new(), TokenStream::new());
-    let mut missing = Vec::new();
+    let mut missing = Missing::default();
+    let own = own_sigs(&block, &self_ty, known, sigs);
+    let vis = struct_vis(&self_ty, known);
     for m in methods(&block) {
         let Some(attr) = marker(m) else { continue };
         let mut errs = Errors::default();
@@ -96,7 +113,8 @@ pub fn methods_with(tokens: TokenStream, known: &Structs, sigs: &Sigs) -> TokenS
             continue;
         };
         let args = super::parse_args(attr, &mut errs);
-        let out = expand_method(&args, &f, errs, (known, sigs, &mut missing), &self_ty);
+        let owner = Owner::Method(&self_ty, vis.unwrap_or(&m.vis));
+        let out = expand_method(&args, &f, errs, (known, &own, &mut missing), owner);
         match out {
             Ok(g) => {
                 fns.extend(g.fns);
@@ -107,7 +125,7 @@ pub fn methods_with(tokens: TokenStream, known: &Structs, sigs: &Sigs) -> TokenS
     }
     if !missing.is_empty() {
         let (attr, known) = (TokenStream::new(), (known, sigs));
-        let job = Job::awaiting_sigs(Kind::Methods, attr, tokens, known, missing);
+        let job = Job::awaiting(Kind::Methods, attr, tokens, known, missing);
         return job.next();
     }
     let (impl_token, brace) = (block.impl_token, block.brace_token);
@@ -121,15 +139,53 @@ fn expand_method(
     args: &Args,
     f: &syn::ItemFn,
     mut errs: Errors,
-    (known, sigs, missing): (&Structs, &Sigs, &mut Vec<syn::Path>),
-    self_ty: &syn::Type,
+    (known, sigs, missing): (&Structs, &Sigs, &mut Missing),
+    owner: Owner,
 ) -> Result<items::Generated, TokenStream> {
     let policy = policy(args, &mut errs);
     let _float = FloatParam::set(crate::lower::float_param(&f.sig.generics));
     let lowered = lower_fn_with(f, &mut errs, Mode::Differentiable, known, sigs, missing);
     generated(f, lowered, errs, |l| {
-        items::generate(f, l, args.dump, policy, Owner::Method(self_ty))
+        items::generate(f, l, args.dump, policy, owner)
     })
+}
+
+/// `sigs` and the signatures of the block's own marked methods, by the
+/// paths its methods call them by (`Type::m`, which `self.m(..)` and
+/// `Self::m(..)` become): calls within the block need no annotation.
+fn own_sigs(block: &syn::ItemImpl, self_ty: &syn::Type, known: &Structs, sigs: &Sigs) -> Sigs {
+    let mut own = sigs.clone();
+    let syn::Type::Path(owner) = self_ty else {
+        return own;
+    };
+    for m in methods(block) {
+        if marker(m).is_none() {
+            continue;
+        }
+        let Some(f) = as_fn(self_ty, m, &mut Errors::default()) else {
+            continue;
+        };
+        let mut path = owner.path.clone();
+        path.segments.push(f.sig.ident.clone().into());
+        let sig = Sig {
+            kind: SigKind::Differentiable,
+            sig: f.sig,
+            structs: known.clone(),
+        };
+        own.insert(path, std::rc::Rc::new(sig));
+    }
+    own
+}
+
+/// The visibility of the block's type, if its layout is known: its
+/// methods' linearization types take it, since the `Method` impl that
+/// names one may not be more visible than it, and the type's tangent
+/// (which the linearization's `LinearMap` impl names) has it.
+fn struct_vis<'a>(self_ty: &syn::Type, known: &'a Structs) -> Option<&'a syn::Visibility> {
+    let syn::Type::Path(p) = self_ty else {
+        return None;
+    };
+    known.get(&p.path).map(|l| &l.item.vis)
 }
 
 /// The type an `impl` block is for, if `#[differentiable]` supports the

@@ -35,6 +35,7 @@ mod methods;
 
 pub use linear::{linear, linear_with};
 pub use methods::methods_with;
+pub(crate) use items::method_key;
 
 use darling::ast::NestedMeta;
 use darling::FromMeta;
@@ -46,7 +47,7 @@ use crate::check::{check, check_linear_b};
 use crate::codegen::{FloatParam, Names};
 use crate::ir::{Extern, Func, Program};
 use crate::layout::{struct_paths, Job, Kind, Structs};
-use crate::lower::{lower_fn_with, Errors, Lowered, Mode, Shape};
+use crate::lower::{lower_fn_with, Errors, Lowered, Missing, Mode, Shape};
 use crate::passes::{jvp::jvp, simplify::simplify, transpose::transpose, unzip};
 use crate::signature::{self, Sigs};
 
@@ -240,7 +241,7 @@ fn expand_fn(
 ) -> TokenStream {
     let policy = policy(args, &mut errs);
     let _float = FloatParam::set(crate::lower::float_param(&item_fn.sig.generics));
-    let mut missing = Vec::new();
+    let mut missing = Missing::default();
     let lowered = lower_fn_with(
         item_fn,
         &mut errs,
@@ -251,7 +252,7 @@ fn expand_fn(
     );
     if !missing.is_empty() {
         let item = quote!(#item_fn);
-        let job = Job::awaiting_sigs(Kind::Differentiable, attr, item, (structs, sigs), missing);
+        let job = Job::awaiting(Kind::Differentiable, attr, item, (structs, sigs), missing);
         let next = job.next();
         return quote!(#clean #next);
     }

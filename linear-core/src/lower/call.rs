@@ -27,8 +27,13 @@ use crate::signature::Kind;
 /// generation calls the callee's generated functions.
 #[derive(Clone, Debug)]
 pub struct CallSite {
-    /// The callee as written (`g`, `geometry::g`).
+    /// The callee as written (`g`, `geometry::g`, `Particle::energy` for
+    /// `p.energy(..)`).
     pub path: syn::Path,
+    /// The type the caller's generated code reaches the callee's through:
+    /// the function's alias `g` (see [`crate::signature`]), or a method's
+    /// linearization by its `Method` impl ([`method_type`]).
+    pub callee: syn::Type,
     /// Each argument, in order.
     pub args: Vec<CallArg>,
     /// The Rust shape of the result.
@@ -42,6 +47,32 @@ pub enum CallArg {
     Active(Shape, Span),
     /// A constant, held in this prelude variable, written at this span.
     Inactive(syn::Ident, Span),
+}
+
+/// `Type::name` for a path whose segment before the last names a type
+/// (starts with a capital: `Particle::energy`, `geo::Particle::new`): the
+/// type's path and the method's name.
+pub(super) fn method_path(path: &syn::Path) -> Option<(syn::Path, syn::Ident)> {
+    let mut owner = path.clone();
+    let name = owner.segments.pop()?.ident;
+    owner.segments.pop_punct();
+    let last = owner.segments.last()?;
+    let typed = last
+        .ident
+        .to_string()
+        .trim_start_matches("r#")
+        .starts_with(|c: char| c.is_ascii_uppercase());
+    (typed && last.ident != "Self").then_some((owner, name))
+}
+
+/// The linearization type of the method `name` of the type `owner`, by the
+/// `Method` impl its `#[differentiable] impl` block adds, spanned at the
+/// method's name so that rustc's message about a method that has none
+/// points there.
+pub(super) fn method_type(owner: &syn::Path, name: &syn::Ident) -> syn::Type {
+    let key = crate::expand::method_key(name);
+    let span = name.span();
+    syn::parse_quote_spanned!(span=> <#owner as ::linear_ad::__private::Method<#key>>::Linearization)
 }
 
 impl Lowerer<'_> {
@@ -73,18 +104,144 @@ impl Lowerer<'_> {
             self.errs.spanned(&path, "a differentiable function cannot call itself: Linear A has no recursion (its tape would contain itself); write the recursion as a loop");
             return self.placeholder();
         }
+        let callee = match method_path(&path) {
+            Some((owner, name)) => {
+                if !self.method_callable(&path, &owner, &name) {
+                    return self.placeholder();
+                }
+                method_type(&owner, &name)
+            }
+            None => syn::parse_quote!(#path),
+        };
+        let args = c.args.iter().map(|a| (a, None)).collect();
+        self.call(path, callee, args, ret, hint)
+    }
+
+    /// Records the struct that the annotation `ty` of a `let` names, if
+    /// its layout is unknown and the value is a call's result (which only
+    /// the annotation types, see [`super::Missing`]). Constant code
+    /// (`let c: Config = Config::new(3);`) has its call lowered as a
+    /// constant before this matters, so only calls with differentiable
+    /// arguments fetch; a struct without the derive is then reported by
+    /// rustc at the annotation.
+    pub(super) fn want_layout(&mut self, ty: &syn::Type, init: &syn::Expr) {
+        let syn::Type::Path(p) = ty else { return };
+        let call = matches!(init, syn::Expr::Call(_) | syn::Expr::MethodCall(_));
+        let named = p.qself.is_none()
+            && p.path.segments.last().is_some_and(|s| {
+                s.arguments.is_none()
+                    && s.ident.to_string().trim_start_matches("r#").starts_with(|c: char| c.is_ascii_uppercase())
+            });
+        if !call || !named || self.structs.get(&p.path).is_some() {
+            return;
+        }
+        if !self.calls_active(init) || self.missing_layouts.contains(&p.path) {
+            return;
+        }
+        self.missing_layouts.push(p.path.clone());
+    }
+
+    /// Whether the call `e` reads a differentiable value (by the
+    /// variables its arguments and receiver name).
+    fn calls_active(&self, e: &syn::Expr) -> bool {
+        struct Reads<'l, 'a> {
+            l: &'l Lowerer<'a>,
+            active: bool,
+        }
+        impl<'ast> syn::visit::Visit<'ast> for Reads<'_, '_> {
+            fn visit_expr_path(&mut self, p: &'ast syn::ExprPath) {
+                if let Some(id) = p.path.get_ident() {
+                    let b = self.l.lookup(&id.to_string());
+                    self.active |= matches!(b, Some(super::Binding::Active(..)));
+                }
+            }
+        }
+        let mut r = Reads {
+            l: self,
+            active: false,
+        };
+        syn::visit::Visit::visit_expr(&mut r, e);
+        r.active
+    }
+
+    /// `recv.name(args..)` where `recv` (already lowered to `val`) is a
+    /// struct `owner` names: a call of the method `owner::name`, the
+    /// receiver its first argument, as `Type::name(&recv, args..)` is.
+    pub(super) fn call_method(
+        &mut self,
+        m: &syn::ExprMethodCall,
+        (val, owner): (Val, &syn::Path),
+        ret: Option<Shape>,
+        hint: &str,
+    ) -> Val {
+        if m.turbofish.is_some() {
+            self.errs
+                .spanned(m, "calls with generic arguments are not supported");
+            return self.placeholder();
+        }
+        let mut path = owner.clone();
+        let mut name = m.method.clone();
+        name.set_span(m.method.span());
+        path.segments.push(name.clone().into());
+        if !self.method_callable(&path, owner, &name) {
+            return self.placeholder();
+        }
+        let callee = method_type(owner, &name);
+        let mut args = vec![(&*m.receiver, Some(val))];
+        args.extend(m.args.iter().map(|a| (a, None)));
+        self.call(path, callee, args, ret, hint)
+    }
+
+    /// Whether a `#[differentiable]` function may call the method `path`
+    /// (of `owner`): not from a `#[linear]` one, and not itself. Else the
+    /// error is reported.
+    fn method_callable(&mut self, path: &syn::Path, owner: &syn::Path, name: &syn::Ident) -> bool {
+        let shown = super::structs::show(path);
+        if self.mode == Mode::Linear {
+            self.errs.spanned(path, format!("`{shown}` is a method: a `#[linear]` function may call only `#[linear]` functions, and methods cannot be `#[linear]` yet"));
+            return false;
+        }
+        let own = self.param_types.get("self").is_some_and(|t| {
+            let t = match t {
+                syn::Type::Reference(r) => &*r.elem,
+                t => t,
+            };
+            matches!(t, syn::Type::Path(p) if crate::layout::key(&p.path) == crate::layout::key(owner))
+        });
+        if own && *name == self.fn_name {
+            self.errs.spanned(path, format!("the method `{shown}` cannot call itself: Linear A has no recursion (its tape would contain itself); write the recursion as a loop"));
+            return false;
+        }
+        true
+    }
+
+    /// A call of `callee` (the linearization type the caller's generated
+    /// code goes through) by `path`, with `args`, each lowered here unless
+    /// it comes lowered already (a method's receiver).
+    fn call(
+        &mut self,
+        path: syn::Path,
+        callee: syn::Type,
+        args_in: Vec<(&syn::Expr, Option<Val>)>,
+        ret: Option<Shape>,
+        hint: &str,
+    ) -> Val {
         let annotated = ret.is_some() && self.hint_annotated;
         let linear = self.mode == Mode::Linear;
         let f = self.float();
         let (mut args, mut vars, mut tys) = (Vec::new(), Vec::new(), Vec::new());
-        for a in &c.args {
+        for (a, lowered) in args_in {
             // `g(&s)`: a struct crosses as its value whichever way the
             // callee takes it; a constant keeps its `&`.
             let (inner, by_ref) = match a {
                 syn::Expr::Reference(r) if r.mutability.is_none() => (&*r.expr, true),
                 _ => (a, false),
             };
-            match self.expr(inner, hint) {
+            let val = match lowered {
+                Some(v) => v,
+                None => self.expr(inner, hint),
+            };
+            match val {
                 Val::Active(v, _) if self.poison.contains(&v) => return self.placeholder(),
                 Val::Active(v, ty) if self.not_passable(&v, &ty).is_some() => {
                     let msg = self.not_passable(&v, &ty).unwrap_or_default();
@@ -120,7 +277,12 @@ impl Lowerer<'_> {
         let from_sig = self.signature_result(&path, !annotated);
         let ret = ret.or(from_sig).unwrap_or(Shape::Float(f));
         let name = Var::new(&format!("call.{}", self.calls.len() + 1));
-        let site = CallSite { path, args, ret };
+        let site = CallSite {
+            path,
+            callee,
+            args,
+            ret,
+        };
         self.emit_call(name, site, vars, tys, hint)
     }
 

@@ -569,15 +569,30 @@ pub fn lower_fn(item: &syn::ItemFn, errs: &mut Errors) -> Option<Lowered> {
 
 /// Lowers `item` in the given mode.
 pub fn lower_fn_mode(item: &syn::ItemFn, errs: &mut Errors, mode: Mode) -> Option<Lowered> {
-    let mut missing = Vec::new();
     lower_fn_with(
         item,
         errs,
         mode,
         &Structs::default(),
         &Sigs::default(),
-        &mut missing,
+        &mut Missing::default(),
     )
+}
+
+/// What lowering found it needs and does not know yet: signatures of
+/// called functions, and layouts of structs that `let` annotations give
+/// call results (`let q: Particle = p.moved(dt);`), which the function's
+/// signature does not name. The expansion fetches them and lowers again.
+#[derive(Debug, Default)]
+pub struct Missing {
+    pub sigs: Vec<syn::Path>,
+    pub layouts: Vec<syn::Path>,
+}
+
+impl Missing {
+    pub fn is_empty(&self) -> bool {
+        self.sigs.is_empty() && self.layouts.is_empty()
+    }
 }
 
 /// Why a parameter of type `ty` cannot be differentiable, and what to do.
@@ -629,15 +644,16 @@ pub(crate) fn is_float_param(p: &syn::Path) -> bool {
 
 /// Lowers `item` in the given mode, knowing the layouts of the derived
 /// structs it names and the signatures `sigs` of functions it calls; the
-/// called paths whose signatures may be fetched and are not in `sigs` are
-/// pushed onto `missing`, errors or not (see [`crate::signature`]).
+/// called paths whose signatures may be fetched and are not in `sigs`, and
+/// the struct paths whose layouts annotations need, are pushed onto
+/// `missing`, errors or not (see [`crate::signature`]).
 pub fn lower_fn_with(
     item: &syn::ItemFn,
     errs: &mut Errors,
     mode: Mode,
     structs: &Structs,
     sigs: &Sigs,
-    missing: &mut Vec<syn::Path>,
+    missing: &mut Missing,
 ) -> Option<Lowered> {
     let sig = &item.sig;
     signature_checks(sig, errs);
@@ -652,7 +668,8 @@ pub fn lower_fn_with(
     l.structs = structs.with_nested();
     l.sigs = sigs.clone();
     let lowered = lower_body(&mut l, item, mode, ret);
-    missing.extend(std::mem::take(&mut l.missing_sigs));
+    missing.sigs.extend(std::mem::take(&mut l.missing_sigs));
+    missing.layouts.extend(std::mem::take(&mut l.missing_layouts));
     errs.linear = was_linear;
     lowered
 }
@@ -1089,6 +1106,9 @@ struct Lowerer<'a> {
     sigs: Sigs,
     /// Called paths whose signatures are not known and may be.
     missing_sigs: Vec<syn::Path>,
+    /// Struct paths of `let` annotations on call results whose layouts
+    /// are not known yet (see [`Missing`]).
+    missing_layouts: Vec<syn::Path>,
 }
 
 impl<'e> Lowerer<'e> {
@@ -1131,6 +1151,7 @@ impl<'e> Lowerer<'e> {
             struct_params: HashMap::default(),
             sigs: Sigs::default(),
             missing_sigs: Vec::new(),
+            missing_layouts: Vec::new(),
         }
     }
 }
@@ -1809,8 +1830,10 @@ impl Lowerer<'_> {
         };
         if let syn::Pat::Type(t) = &local.pat {
             // `Vec<T>` names the element type of an empty `Vec`.
-            self.ret_hint = Shape::from_type(&t.ty).or_else(|| Shape::from_param_type(&t.ty));
+            self.ret_hint = Shape::from_type_in(&t.ty, &self.structs)
+                .or_else(|| Shape::from_param_type(&t.ty));
             self.hint_annotated = true;
+            self.want_layout(&t.ty, &init.expr);
         }
         let mutable = match &local.pat {
             syn::Pat::Ident(i) => i.mutability.is_some(),
@@ -2140,7 +2163,7 @@ impl Lowerer<'_> {
                 "reductions in differentiable functions run over arrays or ranges: `a.iter().sum::<f64>()`, `a.iter().map(|v| ..).sum::<f64>()`, `a.iter().fold(init, |acc, v| ..)`, with `.copied()`, `.enumerate()`, `.zip(..)`, `.rev()`, or `(0..n).map(|i| ..).sum::<f64>()`",
             )
         } else {
-            return self.method_call(m, hint);
+            return self.method_call(m, ret_hint, hint);
         };
         match loop_form {
             Some(block) => self.expr(&block, hint),
@@ -2335,16 +2358,19 @@ impl Lowerer<'_> {
         self.select(base, k, ix.span())
     }
 
-    /// `recv.method(args..)`: an array's `len()`, a copy of an array only
-    /// read, or a primitive (`x.sin()`, `x.powi(n)`, ..).
-    fn method_call(&mut self, m: &syn::ExprMethodCall, hint: &str) -> Val {
+    /// `recv.method(args..)`: a struct's method (a call), an array's
+    /// `len()`, a copy of an array only read, or a primitive (`x.sin()`,
+    /// `x.powi(n)`, ..).
+    fn method_call(
+        &mut self,
+        m: &syn::ExprMethodCall,
+        ret_hint: Option<&Shape>,
+        hint: &str,
+    ) -> Val {
         let recv = self.expr(&m.receiver, hint);
         if let Some(st) = self.struct_of(&recv) {
-            self.errs.spanned(
-                &m.method,
-                format!("calling methods of `{}` from differentiable code is not supported yet: write the computation here, or move it into a `#[differentiable]` function of floats and call that", structs::show(&st.path)),
-            );
-            return self.placeholder();
+            let owner = st.path.clone();
+            return self.call_method(m, (recv, &owner), ret_hint.cloned(), hint);
         }
         if m.method == "len" && m.args.is_empty() {
             if let Some(n) = self.array_len(&recv) {
