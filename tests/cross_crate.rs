@@ -48,6 +48,14 @@ fn weight(b: &Body, g: f64) -> f64 {
     b.mass * g * b.pos[1] + b.pos[0] * b.pos[0] + linear_ad_callee::kinetic(b)
 }
 
+/// A dependency's methods: by method syntax and by path, one with a
+/// struct result typed by the `let`.
+#[differentiable]
+fn methods_of_a_dependency(b: &Body, g: f64) -> f64 {
+    let s: Body = b.shifted(g);
+    s.weight(g) * s.pos[0] + Body::weight(b, s.pos[1])
+}
+
 fn by_hand(x: f64, y: f64) -> f64 {
     let a = ((x - y) * (x - y) + 0.01).sqrt();
     let r = (x * x + y * y).sqrt();
@@ -135,6 +143,39 @@ fn a_dependency_s_struct_is_a_parameter() {
     let (_, dv) = weight_jvp(&b, g, &tangent, 0.25);
     let by_vjp = db.pos[0] + 0.5 * db.pos[1] - 2.0 * db.mass + 0.25 * dg;
     assert!((dv - by_vjp).abs() < 1e-12, "{dv} {by_vjp}");
+}
+
+#[test]
+fn a_dependency_s_methods_are_called() {
+    let plain = |m: f64, x: f64, y: f64, g: f64| m * g * (x + g) + m * (y - g);
+    let b = |v: &[f64]| Body {
+        pos: [v[1], v[2]],
+        mass: v[0],
+    };
+    let t = |v: &[f64]| linear_ad_callee::BodyTangent {
+        pos: [v[1], v[2]],
+        mass: v[0],
+    };
+    let x = [2.5, 0.4, -1.3, 0.7];
+    assert!((methods_of_a_dependency(&b(&x), x[3]) - plain(x[0], x[1], x[2], x[3])).abs() < 1e-12);
+    support::check(
+        &x,
+        1,
+        |v| vec![plain(v[0], v[1], v[2], v[3])],
+        |v, d| vec![methods_of_a_dependency_jvp(&b(v), v[3], &t(d), d[3]).1],
+        |v, w| {
+            let (_, (db, dg)) = methods_of_a_dependency_vjp(&b(v), v[3], w[0]);
+            vec![db.mass, db.pos[0], db.pos[1], dg]
+        },
+        |v, d, w| {
+            let (_, l) = methods_of_a_dependency_lin(&b(v), v[3]);
+            let (db, dg) = linear_ad::LinearMap::transpose(&l, w[0]);
+            (
+                vec![linear_ad::LinearMap::apply(&l, (t(d), d[3]))],
+                vec![db.mass, db.pos[0], db.pos[1], dg],
+            )
+        },
+    );
 }
 
 #[test]

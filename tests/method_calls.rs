@@ -54,7 +54,10 @@ impl Particle {
     #[differentiable]
     pub fn moved(&self, dt: f64) -> Particle {
         Particle {
-            pos: [self.pos[0] + dt * self.vel[0], self.pos[1] + dt * self.vel[1]],
+            pos: [
+                self.pos[0] + dt * self.vel[0],
+                self.pos[1] + dt * self.vel[1],
+            ],
             vel: self.vel,
             mass: self.mass,
         }
@@ -175,7 +178,8 @@ const B: [f64; 5] = [-0.6, 0.9, -0.35, 1.1, 0.6];
 fn methods_call_methods_of_their_block() {
     let p = particle(&A);
     let g = 9.81;
-    let by_hand = 0.5 * p.mass * (p.vel[0] * p.vel[0] + p.vel[1] * p.vel[1]) + p.mass * g * p.pos[1];
+    let by_hand =
+        0.5 * p.mass * (p.vel[0] * p.vel[0] + p.vel[1] * p.vel[1]) + p.mass * g * p.pos[1];
     assert!((p.energy(g) - by_hand).abs() < 1e-12);
     let x = [A.as_slice(), &[g]].concat();
     check(
@@ -202,11 +206,20 @@ fn methods_call_methods_of_their_block() {
     );
     // The gradient in the mass is |v|²/2 + g y, in the velocity m v.
     let (_, (dp, dg)) = p.energy_vjp(g, 1.0);
-    let want = [0.0, p.mass * g, p.mass * p.vel[0], p.mass * p.vel[1], by_hand / p.mass];
+    let want = [
+        0.0,
+        p.mass * g,
+        p.mass * p.vel[0],
+        p.mass * p.vel[1],
+        by_hand / p.mass,
+    ];
     assert_close(&flat(&dp), &want, 1e-12);
     assert!((dg - p.mass * p.pos[1]).abs() < 1e-12);
     for (f, v) in [
-        (Particle::speed2 as fn(&Particle) -> f64, (p.vel[0] * p.vel[0] + p.vel[1] * p.vel[1])),
+        (
+            Particle::speed2 as fn(&Particle) -> f64,
+            (p.vel[0] * p.vel[0] + p.vel[1] * p.vel[1]),
+        ),
         (Particle::kinetic, by_hand - p.mass * g * p.pos[1]),
     ] {
         assert!((f(&p) - v).abs() < 1e-12);
@@ -227,7 +240,13 @@ fn methods_call_methods_of_their_block() {
         &x,
         1,
         |a| vec![particle(a).potential_after(a[5], a[6])],
-        |a, d| vec![particle(a).potential_after_jvp(a[5], a[6], &tangent(d), d[5], d[6]).1],
+        |a, d| {
+            vec![
+                particle(a)
+                    .potential_after_jvp(a[5], a[6], &tangent(d), d[5], d[6])
+                    .1,
+            ]
+        },
         |a, w| {
             let (_, (dp, dt, dg)) = particle(a).potential_after_vjp(a[5], a[6], w[0]);
             [flat(&dp), vec![dt, dg]].concat()
@@ -251,11 +270,16 @@ fn free_functions_call_methods() {
     check(
         &x,
         1,
-        |v| vec![total_energy_by_hand(&particle(v), &particle(&v[5..]), v[10])],
+        |v| {
+            vec![total_energy_by_hand(
+                &particle(v),
+                &particle(&v[5..]),
+                v[10],
+            )]
+        },
         |v, d| {
             let (a, b) = (particle(v), particle(&v[5..]));
-            let (y, dy) =
-                total_energy_jvp(&a, &b, v[10], &tangent(d), &tangent(&d[5..]), d[10]);
+            let (y, dy) = total_energy_jvp(&a, &b, v[10], &tangent(d), &tangent(&d[5..]), d[10]);
             assert_eq!(y, total_energy(&a, &b, v[10]));
             vec![dy]
         },

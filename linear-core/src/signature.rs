@@ -59,6 +59,10 @@ pub enum Kind {
     /// parameters yet (arrays read by index, structs), or it is generic
     /// in its float type: no companions and no alias.
     Closed,
+    /// A method of a `#[differentiable] impl` block not marked
+    /// `#[differentiable]`: the block's other methods learn that they
+    /// cannot call it.
+    Unmarked,
 }
 
 impl Kind {
@@ -67,6 +71,7 @@ impl Kind {
             Kind::Differentiable => "differentiable",
             Kind::Linear => "linear",
             Kind::Closed => "closed",
+            Kind::Unmarked => "unmarked",
         }
     }
 }
@@ -96,7 +101,12 @@ impl ToTokens for Sig {
 impl Parse for Sig {
     fn parse(input: ParseStream) -> syn::Result<Self> {
         let id: syn::Ident = input.parse()?;
-        let kinds = [Kind::Differentiable, Kind::Linear, Kind::Closed];
+        let kinds = [
+            Kind::Differentiable,
+            Kind::Linear,
+            Kind::Closed,
+            Kind::Unmarked,
+        ];
         let Some(kind) = kinds.into_iter().find(|k| id == k.name()) else {
             return Err(syn::Error::new(id.span(), "unknown signature kind"));
         };
@@ -198,7 +208,7 @@ pub fn callee_items(
     let name = &f.sig.ident;
     let vis = &f.vis;
     let alias = match kind {
-        Kind::Closed => TokenStream::new(),
+        Kind::Closed | Kind::Unmarked => TokenStream::new(),
         Kind::Differentiable | Kind::Linear => quote! {
             #[doc(hidden)]
             #[allow(non_camel_case_types)]

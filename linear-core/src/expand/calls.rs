@@ -151,7 +151,21 @@ impl CallGen for Calls<'_> {
         // Every reference goes through the callee's linearization type,
         // under the alias that shares the function's name and path (see
         // `crate::signature`).
+        // The callee's functions spanned at its name in the call, so that
+        // rustc's errors about them (a method with no companions) point
+        // there rather than at whatever expansion resumed this one.
+        let span = site
+            .path
+            .segments
+            .last()
+            .map_or_else(Span::call_site, |s| s.ident.span());
         let ty = &site.callee;
+        let f = |name: &str| {
+            let name = syn::Ident::new(name, span);
+            quote_spanned!(span=> <#ty>::#name)
+        };
+        let (c_jvp, c_lin) = (f("__jvp"), f("__lin"));
+        let (c_apply, c_transpose) = (f("__apply"), f("__transpose"));
         let inactive = quote!(::linear_ad::__private::Inactive);
         // Tangent slots in the callee's parameter order: the IR passes the
         // active arguments only; each slot carries its argument's span, so a
@@ -195,15 +209,15 @@ impl CallGen for Calls<'_> {
                 if stage == "jvp" {
                     let slots = slots(lin, names)?;
                     let dr_ir = result_to_ir(quote!(#dr), &site.ret, names);
-                    quote!({ let (#r, #dr) = <#ty>::__jvp(#(#args,)* #(#slots,)*); (#r_ir, #dr_ir) })
+                    quote!({ let (#r, #dr) = #c_jvp(#(#args,)* #(#slots,)*); (#r_ir, #dr_ir) })
                 } else {
-                    quote!({ let (#r, #l) = <#ty>::__lin(#(#args,)*); (#r_ir, #l) })
+                    quote!({ let (#r, #l) = #c_lin(#(#args,)*); (#r_ir, #l) })
                 }
             }
             "jvp.lin" => {
                 let tape = nl.first()?;
                 let slots = slots(lin, names)?;
-                quote!({ let #r = <#ty>::__apply(&#tape, #(#slots,)*); #r_ir })
+                quote!({ let #r = #c_apply(&#tape, #(#slots,)*); #r_ir })
             }
             "jvp.lin.t" => {
                 let tape = nl.first()?;
@@ -228,7 +242,7 @@ impl CallGen for Calls<'_> {
                 } else {
                     quote!((#(#outs,)*))
                 };
-                quote!({ let (#(#pats,)*) = <#ty>::__transpose(&#tape, #ct_rust); #out })
+                quote!({ let (#(#pats,)*) = #c_transpose(&#tape, #ct_rust); #out })
             }
             _ => return None,
         })

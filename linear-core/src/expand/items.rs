@@ -618,7 +618,7 @@ impl<'a> Owner<'a> {
 pub(crate) fn method_key(name: &syn::Ident) -> TokenStream {
     let text = name.to_string();
     let text = text.trim_start_matches("r#");
-    quote!({ ::linear_ad::__private::method_key(#text) })
+    quote::quote_spanned!(name.span()=> { ::linear_ad::__private::method_key(#text) })
 }
 
 /// The name of a free function's linearization type.

@@ -150,25 +150,27 @@ fn expand_method(
     })
 }
 
-/// `sigs` and the signatures of the block's own marked methods, by the
-/// paths its methods call them by (`Type::m`, which `self.m(..)` and
-/// `Self::m(..)` become): calls within the block need no annotation.
+/// `sigs` and the signatures of the block's own methods, by the paths its
+/// methods call them by (`Type::m`, which `self.m(..)` and `Self::m(..)`
+/// become): calls within the block need no annotation, and a call of an
+/// unmarked one is reported as such.
 fn own_sigs(block: &syn::ItemImpl, self_ty: &syn::Type, known: &Structs, sigs: &Sigs) -> Sigs {
     let mut own = sigs.clone();
     let syn::Type::Path(owner) = self_ty else {
         return own;
     };
     for m in methods(block) {
-        if marker(m).is_none() {
-            continue;
-        }
+        let kind = match marker(m) {
+            Some(_) => SigKind::Differentiable,
+            None => SigKind::Unmarked,
+        };
         let Some(f) = as_fn(self_ty, m, &mut Errors::default()) else {
             continue;
         };
         let mut path = owner.path.clone();
         path.segments.push(f.sig.ident.clone().into());
         let sig = Sig {
-            kind: SigKind::Differentiable,
+            kind,
             sig: f.sig,
             structs: known.clone(),
         };

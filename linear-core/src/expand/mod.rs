@@ -33,9 +33,9 @@ mod items;
 mod linear;
 mod methods;
 
+pub(crate) use items::method_key;
 pub use linear::{linear, linear_with};
 pub use methods::methods_with;
-pub(crate) use items::method_key;
 
 use darling::ast::NestedMeta;
 use darling::FromMeta;

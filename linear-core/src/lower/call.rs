@@ -72,6 +72,10 @@ pub(super) fn method_path(path: &syn::Path) -> Option<(syn::Path, syn::Ident)> {
 pub(super) fn method_type(owner: &syn::Path, name: &syn::Ident) -> syn::Type {
     let key = crate::expand::method_key(name);
     let span = name.span();
+    let mut owner = owner.clone();
+    for s in owner.segments.iter_mut() {
+        s.ident.set_span(span);
+    }
     syn::parse_quote_spanned!(span=> <#owner as ::linear_ad::__private::Method<#key>>::Linearization)
 }
 
@@ -130,7 +134,10 @@ impl Lowerer<'_> {
         let named = p.qself.is_none()
             && p.path.segments.last().is_some_and(|s| {
                 s.arguments.is_none()
-                    && s.ident.to_string().trim_start_matches("r#").starts_with(|c: char| c.is_ascii_uppercase())
+                    && s.ident
+                        .to_string()
+                        .trim_start_matches("r#")
+                        .starts_with(|c: char| c.is_ascii_uppercase())
             });
         if !call || !named || self.structs.get(&p.path).is_some() {
             return;
@@ -179,9 +186,13 @@ impl Lowerer<'_> {
                 .spanned(m, "calls with generic arguments are not supported");
             return self.placeholder();
         }
+        // Spanned at the method's name: messages about the call point there,
+        // not at the receiver's type, which may be far away (`&self`).
         let mut path = owner.clone();
-        let mut name = m.method.clone();
-        name.set_span(m.method.span());
+        for s in path.segments.iter_mut() {
+            s.ident.set_span(m.method.span());
+        }
+        let name = m.method.clone();
         path.segments.push(name.clone().into());
         if !self.method_callable(&path, owner, &name) {
             return self.placeholder();
@@ -201,13 +212,15 @@ impl Lowerer<'_> {
             self.errs.spanned(path, format!("`{shown}` is a method: a `#[linear]` function may call only `#[linear]` functions, and methods cannot be `#[linear]` yet"));
             return false;
         }
-        let own = self.param_types.get("self").is_some_and(|t| {
-            let t = match t {
-                syn::Type::Reference(r) => &*r.elem,
-                t => t,
-            };
-            matches!(t, syn::Type::Path(p) if crate::layout::key(&p.path) == crate::layout::key(owner))
-        });
+        // A method's own receiver is its parameter `self` (see
+        // `expand::methods`).
+        let own = match self.lookup("self") {
+            Some(super::Binding::Active(v, ..)) => matches!(
+                self.shapes.get(v),
+                Some(Shape::Struct(st)) if crate::layout::key(&st.path) == crate::layout::key(owner)
+            ),
+            _ => false,
+        };
         if own && *name == self.fn_name {
             self.errs.spanned(path, format!("the method `{shown}` cannot call itself: Linear A has no recursion (its tape would contain itself); write the recursion as a loop"));
             return false;
@@ -275,15 +288,33 @@ impl Lowerer<'_> {
         // After the arguments: a problem with one of them is the more
         // precise message, and their own calls are numbered first.
         let from_sig = self.signature_result(&path, !annotated);
+        let assumed = ret.is_none() && from_sig.is_none();
         let ret = ret.or(from_sig).unwrap_or(Shape::Float(f));
         let name = Var::new(&format!("call.{}", self.calls.len() + 1));
         let site = CallSite {
-            path,
+            path: path.clone(),
             callee,
             args,
             ret,
         };
-        self.emit_call(name, site, vars, tys, hint)
+        let v = self.emit_call(name, site, vars, tys, hint);
+        if let (true, Val::Active(r, _)) = (assumed, &v) {
+            self.assumed.insert(r.clone(), path);
+        }
+        v
+    }
+
+    /// Why `v` is a float where the code uses it as something else, if it
+    /// is a call result taken to be one.
+    pub(super) fn assumed_float(&self, v: &Var) -> Option<String> {
+        let path = self.assumed.get(v)?;
+        let name = super::structs::show(path);
+        let whose = if method_path(path).is_some() {
+            "a method's signature is known only to the other methods of its `impl` block"
+        } else {
+            "its signature is not known here"
+        };
+        Some(format!("the result of `{name}` is taken to be a float, since {whose}: give the `let` its type (`let (a, b): (f64, f64) = ..`, `let q: Particle = ..`)"))
     }
 
     /// The extern `name` of a call site, and its application to `vars` (of
@@ -359,8 +390,15 @@ impl Lowerer<'_> {
         };
         let name = super::structs::show(path);
         match sig.kind {
-            Kind::Differentiable | Kind::Closed if self.mode == Mode::Linear => {
+            Kind::Differentiable | Kind::Closed | Kind::Unmarked if self.mode == Mode::Linear => {
                 self.errs.spanned(path, format!("`{name}` is `#[differentiable]`, not `#[linear]`: a `#[linear]` function may call only `#[linear]` functions (mark `{name}` `#[linear]` in the parameters it is linear in, if it is linear)"));
+                return None;
+            }
+            Kind::Unmarked => {
+                self.errs.spanned(
+                    path,
+                    format!("`{name}` is not marked `#[differentiable]`, so differentiable code cannot call it: mark it `#[differentiable]` in its `impl` block"),
+                );
                 return None;
             }
             Kind::Closed => {

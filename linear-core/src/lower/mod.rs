@@ -669,7 +669,9 @@ pub fn lower_fn_with(
     l.sigs = sigs.clone();
     let lowered = lower_body(&mut l, item, mode, ret);
     missing.sigs.extend(std::mem::take(&mut l.missing_sigs));
-    missing.layouts.extend(std::mem::take(&mut l.missing_layouts));
+    missing
+        .layouts
+        .extend(std::mem::take(&mut l.missing_layouts));
     errs.linear = was_linear;
     lowered
 }
@@ -1109,6 +1111,9 @@ struct Lowerer<'a> {
     /// Struct paths of `let` annotations on call results whose layouts
     /// are not known yet (see [`Missing`]).
     missing_layouts: Vec<syn::Path>,
+    /// Call results taken to be floats, for want of a signature or an
+    /// annotation, and the callee: an error that meets one says why.
+    assumed: HashMap<Var, syn::Path>,
 }
 
 impl<'e> Lowerer<'e> {
@@ -1152,6 +1157,7 @@ impl<'e> Lowerer<'e> {
             sigs: Sigs::default(),
             missing_sigs: Vec::new(),
             missing_layouts: Vec::new(),
+            assumed: HashMap::default(),
         }
     }
 }
@@ -1623,10 +1629,11 @@ impl Lowerer<'_> {
             return None;
         }
         let Ty::Tuple(ts) = ty else {
-            self.errs.push(
-                span,
-                format!("this value has type {ty}, not a tuple or array"),
-            );
+            let msg = match self.assumed_float(v) {
+                Some(why) => why,
+                None => format!("this value has type {ty}, not a tuple or array"),
+            };
+            self.errs.push(span, msg);
             return None;
         };
         if let Some(cs) = self.unpacked.get(v) {
@@ -1830,8 +1837,8 @@ impl Lowerer<'_> {
         };
         if let syn::Pat::Type(t) = &local.pat {
             // `Vec<T>` names the element type of an empty `Vec`.
-            self.ret_hint = Shape::from_type_in(&t.ty, &self.structs)
-                .or_else(|| Shape::from_param_type(&t.ty));
+            self.ret_hint =
+                Shape::from_type_in(&t.ty, &self.structs).or_else(|| Shape::from_param_type(&t.ty));
             self.hint_annotated = true;
             self.want_layout(&t.ty, &init.expr);
         }
@@ -2371,6 +2378,13 @@ impl Lowerer<'_> {
         if let Some(st) = self.struct_of(&recv) {
             let owner = st.path.clone();
             return self.call_method(m, (recv, &owner), ret_hint.cloned(), hint);
+        }
+        if let Some(why) = match &recv {
+            Val::Active(v, _) => self.assumed_float(v),
+            Val::Inactive(_) => None,
+        } {
+            self.errs.spanned(&m.method, why);
+            return self.placeholder();
         }
         if m.method == "len" && m.args.is_empty() {
             if let Some(n) = self.array_len(&recv) {

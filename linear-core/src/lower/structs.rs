@@ -170,7 +170,13 @@ impl Lowerer<'_> {
             return match &f.member {
                 syn::Member::Unnamed(idx) => self.select(base, idx.index as usize, f.span()),
                 syn::Member::Named(_) => {
-                    if !matches!(&base, Val::Active(v, _) if self.poison.contains(v)) {
+                    let assumed = match &base {
+                        Val::Active(v, _) => self.assumed_float(v),
+                        Val::Inactive(_) => None,
+                    };
+                    if let Some(why) = assumed {
+                        self.errs.spanned(&f.member, why);
+                    } else if !matches!(&base, Val::Active(v, _) if self.poison.contains(v)) {
                         self.errs.spanned(&f.member, "a named field of a value that is not a struct with `#[derive(Differentiable)]`: differentiable values are floats, tuples, arrays and derived structs");
                     }
                     self.placeholder()

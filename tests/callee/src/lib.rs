@@ -92,3 +92,21 @@ stamp!(thrice, 3.0);
 pub fn kinetic(b: &Body) -> f64 {
     0.5 * b.mass * (b.pos[0] * b.pos[0] + b.pos[1] * b.pos[1])
 }
+
+#[differentiable]
+impl Body {
+    /// The weight under gravity `g`, for methods called from another crate.
+    #[differentiable]
+    pub fn weight(&self, g: f64) -> f64 {
+        self.mass * g
+    }
+
+    /// The body moved by `d`: a struct result, typed by the caller's `let`.
+    #[differentiable]
+    pub fn shifted(&self, d: f64) -> Body {
+        Body {
+            pos: [self.pos[0] + d, self.pos[1] - d],
+            mass: self.mass,
+        }
+    }
+}
