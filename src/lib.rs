@@ -163,6 +163,32 @@
 //! assert_eq!(ds, SpringTangent { k: 0.125, rest: -50.0 });
 //! ```
 //!
+//! Differentiable code calls marked methods, by `s.energy(l)` or
+//! `Spring::energy(&s, l)`, from the same block (whose methods know each
+//! other's signatures), other blocks and free functions, in this crate or
+//! another. Outside the block a result that is not a float takes a `let`
+//! type (`let q: Spring = s.stiffer(2.0);`):
+//!
+//! ```
+//! # use linear_ad::{differentiable, Differentiable};
+//! # #[derive(Differentiable, Clone, Copy, Debug, PartialEq)]
+//! # pub struct Spring { pub k: f64, pub rest: f64 }
+//! # #[differentiable]
+//! # impl Spring {
+//! #     #[differentiable]
+//! #     pub fn energy(&self, l: f64) -> f64 { 0.5 * self.k * (l - self.rest) * (l - self.rest) }
+//! # }
+//! /// Two springs in series stretched to total length `l`, the joint at `x`.
+//! #[differentiable]
+//! fn chain(a: &Spring, b: &Spring, x: f64, l: f64) -> f64 {
+//!     a.energy(x) + Spring::energy(b, l - x)
+//! }
+//!
+//! let (a, b) = (Spring { k: 100.0, rest: 1.0 }, Spring { k: 50.0, rest: 1.0 });
+//! let (_, (_, _, dx, _)) = chain_vjp(&a, &b, 1.2, 2.5, 1.0);
+//! assert!((dx - (100.0 * 0.2 - 50.0 * 0.3)).abs() < 1e-12); // the net force at the joint
+//! ```
+//!
 //! ## Calling other functions
 //!
 //! A `#[differentiable]` function may call other `#[differentiable]` and

@@ -38,8 +38,10 @@
 //!
 //! What has no signature macro, so a call to it needs a `let` annotation
 //! when its result is not a float (see [`lookup`]): generic functions,
-//! methods and associated functions (a macro cannot
-//! live in an `impl` block), and functions named after a standard macro
+//! methods and associated functions (a macro cannot live in an `impl`
+//! block; callers name their linearizations through a trait instead, and
+//! the methods of one block know each other's signatures: see
+//! `expand::methods`), and functions named after a standard macro
 //! (`line`, `write`, ..., which the macro would shadow).
 
 use proc_macro2::TokenStream;

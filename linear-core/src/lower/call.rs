@@ -1,6 +1,7 @@
 //! Calls to other functions compiled separately (`#[differentiable]`
-//! calling `#[differentiable]` or `#[linear]`, `#[linear]` calling
-//! `#[linear]`): the IR sees an extern per call site (`call.N`), and the
+//! calling `#[differentiable]` functions and methods or `#[linear]`
+//! functions, `#[linear]` calling `#[linear]`): the IR sees an extern per
+//! call site (`call.N`), and the
 //! caller's generated code calls the callee's generated functions
 //! (`expand::calls`). Calls are never inlined, so generated code stays
 //! proportional to the source (Thm 8.1).
