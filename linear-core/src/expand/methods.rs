@@ -1,5 +1,8 @@
 //! `#[differentiable]` on an inherent `impl` block: derivatives of the
-//! methods marked `#[differentiable]` inside it.
+//! methods marked `#[differentiable]` inside it; on an impl of `Add`,
+//! `Sub`, `Mul`, `Div` or `Neg`, of its method, as the inherent method it
+//! amounts to (`operator_form`), which differentiable code calls for `a +
+//! b` on structs.
 //!
 //! An attribute on a method alone cannot work: it sees neither the type
 //! its `self` is (so not that struct's layout, see [`crate::layout`]) nor
@@ -57,6 +60,18 @@ pub(super) fn differentiable_impl(attr: TokenStream, block: syn::ItemImpl) -> To
         errs.spanned(&attr, "`#[differentiable]` on an `impl` block takes no arguments: put them on the methods (`#[differentiable(checkpoint = \"state\")] fn m(..)`)");
     }
     let clean = clean_block(&block);
+    // An operator impl is differentiated as the inherent method it
+    // amounts to (`impl Mul<f64> for V` as `V::mul_f64`).
+    let block = match &block.trait_ {
+        Some(_) => match operator_form(&block, &mut errs) {
+            Some(b) => b,
+            None => {
+                let e = errs.into_compile_errors();
+                return quote!(#clean #e);
+            }
+        },
+        None => block,
+    };
     let Some(self_ty) = owner_type(&block, &mut errs) else {
         let e = errs.into_compile_errors();
         return quote!(#clean #e);
@@ -190,11 +205,88 @@ fn struct_vis<'a>(self_ty: &syn::Type, known: &'a Structs) -> Option<&'a syn::Vi
     known.get(&p.path).map(|l| &l.item.vis)
 }
 
+/// The operators whose impls can be differentiable, by trait.
+const OPERATORS: [&str; 5] = ["Add", "Sub", "Mul", "Div", "Neg"];
+
+/// An operator impl (`impl Add for V`, `impl Mul<f64> for V`, `impl Neg
+/// for V`) as the inherent block of the one method it amounts to, which
+/// differentiable code calls for `a + b`, `v * k`, `-v` on structs: the
+/// trait's method, marked, public as the impl is, with `Self::Output`
+/// spelled out, and named after the operator and, for a float right-hand
+/// side, its type (`mul_f64`), so that `Mul<f64>` and `Mul<V>` for one
+/// type get distinct names (the caller names it the same way from the
+/// operand it has).
+fn operator_form(block: &syn::ItemImpl, errs: &mut Errors) -> Option<syn::ItemImpl> {
+    let (path, _) = block.trait_.as_ref()?;
+    let last = path.segments.last()?;
+    if !OPERATORS.iter().any(|o| last.ident == o) {
+        errs.spanned(path, "`#[differentiable]` applies to inherent `impl` blocks (`impl Type { .. }`) and to impls of the operators `Add`, `Sub`, `Mul`, `Div` and `Neg`, not to other trait impls: write the operation as a method or a free function");
+        return None;
+    }
+    let output = block.items.iter().find_map(|i| match i {
+        syn::ImplItem::Type(t) if t.ident == "Output" => Some(t.ty.clone()),
+        _ => None,
+    });
+    let rhs = match &last.arguments {
+        syn::PathArguments::AngleBracketed(a) => a.args.first().and_then(|g| match g {
+            syn::GenericArgument::Type(syn::Type::Path(t))
+                if t.path.is_ident("f64") || t.path.is_ident("f32") =>
+            {
+                t.path.get_ident().cloned()
+            }
+            _ => None,
+        }),
+        _ => None,
+    };
+    let mut out = block.clone();
+    out.trait_ = None;
+    out.items.retain(|i| matches!(i, syn::ImplItem::Fn(_)));
+    for item in out.items.iter_mut() {
+        let syn::ImplItem::Fn(m) = item else { continue };
+        if marker(m).is_none() {
+            m.attrs.push(syn::parse_quote!(#[differentiable]));
+        }
+        m.vis = syn::parse_quote!(pub);
+        if let Some(t) = &rhs {
+            m.sig.ident = quote::format_ident!("{}_{}", m.sig.ident, t, span = m.sig.ident.span());
+        }
+        if let Some(o) = &output {
+            SpellOutput(o).visit_signature_mut(&mut m.sig);
+        }
+    }
+    Some(out)
+}
+
+/// Replaces `Self::Output` by the impl's `Output` type.
+struct SpellOutput<'a>(&'a syn::Type);
+
+impl VisitMut for SpellOutput<'_> {
+    fn visit_type_mut(&mut self, t: &mut syn::Type) {
+        if let syn::Type::Path(p) = t {
+            let names: Vec<String> = p
+                .path
+                .segments
+                .iter()
+                .map(|s| s.ident.to_string())
+                .collect();
+            if p.qself.is_none() && names == ["Self", "Output"] {
+                *t = self.0.clone();
+                return;
+            }
+        }
+        syn::visit_mut::visit_type_mut(self, t);
+    }
+}
+
 /// The type an `impl` block is for, if `#[differentiable]` supports the
 /// block: inherent, not generic.
 fn owner_type(block: &syn::ItemImpl, errs: &mut Errors) -> Option<syn::Type> {
     if let Some((path, _)) = &block.trait_ {
-        errs.spanned(path, "`#[differentiable]` applies to inherent `impl` blocks (`impl Type { .. }`), not to trait impls: differentiable operators and trait methods are not supported yet; write the operation as a method or a free function");
+        // Operator impls arrive here as their inherent form.
+        errs.spanned(
+            path,
+            "`#[differentiable]` applies to inherent `impl` blocks and operator impls",
+        );
         return None;
     }
     if !block.generics.params.is_empty() {

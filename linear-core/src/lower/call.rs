@@ -232,7 +232,7 @@ impl Lowerer<'_> {
     /// A call of `callee` (the linearization type the caller's generated
     /// code goes through) by `path`, with `args`, each lowered here unless
     /// it comes lowered already (a method's receiver).
-    fn call(
+    pub(super) fn call(
         &mut self,
         path: syn::Path,
         callee: syn::Type,

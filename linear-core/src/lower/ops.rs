@@ -86,8 +86,54 @@ impl Lowerer<'_> {
         };
         let a = self.expr(&b.left, hint);
         let c = self.expr(&b.right, hint);
+        if let Some(st) = self.struct_of(&a) {
+            let name = match op {
+                Prim::Add => "add",
+                Prim::Sub => "sub",
+                Prim::Mul => "mul",
+                _ => "div",
+            };
+            return self.struct_operator(&st, name, b.op.span(), [(&*b.left, a), (&*b.right, c)]);
+        }
         let whole = b.to_token_stream();
         self.binary(op, a, c, b.left.span(), b.right.span(), &whole, hint)
+    }
+
+    /// `a op b` or `-a` on a struct `st`: a call of the method its
+    /// `#[differentiable]` operator impl amounts to (see
+    /// `expand::methods`), `mul_f64` for `v * k` with a float `k`. The
+    /// result is taken to be `st` by value, as `Output = Self` has it (an
+    /// impl with another `Output` is a type error at the operator).
+    fn struct_operator<const N: usize>(
+        &mut self,
+        st: &super::StructShape,
+        name: &str,
+        span: Span,
+        operands: [(&syn::Expr, Val); N],
+    ) -> Val {
+        let rhs_float = match operands.get(1) {
+            Some((_, Val::Active(_, Ty::Real(_)) | Val::Inactive(_))) => true,
+            Some((_, Val::Active(..))) | None => false,
+        };
+        let name = if rhs_float {
+            format!("{name}_{}", self.float().name())
+        } else {
+            name.to_string()
+        };
+        let mut owner = st.path.clone();
+        for s in owner.segments.iter_mut() {
+            s.ident.set_span(span);
+        }
+        let mut path = owner.clone();
+        path.segments.push(syn::Ident::new(&name, span).into());
+        let result = super::StructShape {
+            by_ref: false,
+            ..st.clone()
+        };
+        let ret = Shape::Struct(std::rc::Rc::new(result));
+        let callee = super::call::method_type(&owner, &syn::Ident::new(&name, span));
+        let args = operands.into_iter().map(|(e, v)| (e, Some(v))).collect();
+        self.call(path, callee, args, Some(ret), "op")
     }
 
     /// `-a`, `!a`.
@@ -101,6 +147,9 @@ impl Lowerer<'_> {
             },
             syn::UnOp::Neg(_) => {
                 let a = self.expr(&u.expr, hint);
+                if let Some(st) = self.struct_of(&a) {
+                    return self.struct_operator(&st, "neg", u.op.span(), [(&*u.expr, a)]);
+                }
                 if let Val::Active(x, Ty::Int) = &a {
                     let v = self.emit_nd(
                         hint,

@@ -6,16 +6,18 @@ pub struct Point {
     pub y: f64,
 }
 
+pub trait Energy {
+    fn energy(&self) -> f64;
+}
+
 #[differentiable]
-impl std::ops::Add for Point {
-    type Output = Point;
+impl Energy for Point {
     #[differentiable]
-    fn add(self, o: Point) -> Point {
-        Point { x: self.x + o.x, y: self.y + o.y }
+    fn energy(&self) -> f64 {
+        self.x * self.x + self.y * self.y
     }
 }
 
 fn main() {
-    let p = Point { x: 1.0, y: 2.0 };
-    let _ = p + p;
+    let _ = Point { x: 1.0, y: 2.0 }.energy();
 }
