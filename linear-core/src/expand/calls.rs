@@ -150,8 +150,8 @@ impl CallGen for Calls<'_> {
         let (site, stage) = self.site(func)?;
         // Every reference goes through the callee's linearization type,
         // under the alias that shares the function's name and path (see
-        // `crate::signature`).
-        // The callee's functions spanned at its name in the call, so that
+        // `crate::signature`), or a method's `Method` impl. The callee's
+        // functions spanned at its name in the call, so that
         // rustc's errors about them (a method with no companions) point
         // there rather than at whatever expansion resumed this one.
         let span = site
@@ -220,31 +220,43 @@ impl CallGen for Calls<'_> {
                 quote!({ let #r = #c_apply(&#tape, #(#slots,)*); #r_ir })
             }
             "jvp.lin.t" => {
-                let tape = nl.first()?;
-                let ct = lin.first()?;
-                let ct_rust = arg_from_ir(quote!(#ct), &site.ret, names);
-                let mut pats = Vec::new();
-                let mut outs = Vec::new();
-                for a in &site.args {
-                    match a {
-                        CallArg::Active(s, span) => {
-                            let c = names.temp("c");
-                            let t = s.rust();
-                            let got = quote_spanned!(*span=> <_ as ::linear_ad::__private::Tangent<#t>>::tangent(#c));
-                            outs.push(to_ir(got, s, names));
-                            pats.push(quote!(#c));
-                        }
-                        CallArg::Inactive(..) => pats.push(quote!(_)),
-                    }
-                }
-                let out = if outs.len() == 1 {
-                    outs[0].clone()
-                } else {
-                    quote!((#(#outs,)*))
-                };
-                quote!({ let (#(#pats,)*) = #c_transpose(&#tape, #ct_rust); #out })
+                let (tape, ct) = (nl.first()?, lin.first()?);
+                transpose_call(site, &c_transpose, (tape, ct), names)
             }
             _ => return None,
         })
     }
+}
+
+/// The call of a callee's `__transpose` (`c_transpose`) on its `tape` and
+/// the cotangent `ct` of its result: the cotangents of the active
+/// arguments, as IR values.
+fn transpose_call(
+    site: &CallSite,
+    c_transpose: &TokenStream,
+    (tape, ct): (&syn::Ident, &syn::Ident),
+    names: &mut Names,
+) -> TokenStream {
+    let ct_rust = arg_from_ir(quote!(#ct), &site.ret, names);
+    let mut pats = Vec::new();
+    let mut outs = Vec::new();
+    for a in &site.args {
+        match a {
+            CallArg::Active(s, span) => {
+                let c = names.temp("c");
+                let t = s.rust();
+                let got =
+                    quote_spanned!(*span=> <_ as ::linear_ad::__private::Tangent<#t>>::tangent(#c));
+                outs.push(to_ir(got, s, names));
+                pats.push(quote!(#c));
+            }
+            CallArg::Inactive(..) => pats.push(quote!(_)),
+        }
+    }
+    let out = if outs.len() == 1 {
+        outs[0].clone()
+    } else {
+        quote!((#(#outs,)*))
+    };
+    quote!({ let (#(#pats,)*) = #c_transpose(&#tape, #ct_rust); #out })
 }
