@@ -106,10 +106,12 @@ fn total_energy_by_hand(a: &Particle, b: &Particle, g: f64) -> f64 {
     e(a) + e(b)
 }
 
-/// Results that are not floats, from outside the block: typed by the `let`.
+/// Results that are not floats, from outside the block: typed by the `let`
+/// (through a `clone`, which is the value itself).
 #[differentiable]
+#[allow(clippy::clone_on_copy)]
 fn after_step(p: &Particle, dt: f64, g: f64) -> f64 {
-    let q: Particle = p.moved(dt);
+    let q: Particle = p.moved(dt).clone();
     let (px, py): (f64, f64) = q.momentum();
     q.potential(g) + px * py + p.weighed(dt)
 }

@@ -2374,8 +2374,17 @@ impl Lowerer<'_> {
         ret_hint: Option<&Shape>,
         hint: &str,
     ) -> Val {
+        let clone = m.method == "clone" && m.args.is_empty();
+        if clone {
+            // A copy has the type of what it copies.
+            self.ret_hint = ret_hint.cloned();
+        }
         let recv = self.expr(&m.receiver, hint);
         if let Some(st) = self.struct_of(&recv) {
+            // A struct is a value in the IR: its copy is itself.
+            if clone {
+                return recv;
+            }
             let owner = st.path.clone();
             return self.call_method(m, (recv, &owner), ret_hint.cloned(), hint);
         }
