@@ -169,6 +169,14 @@ fn has_macro(name: &syn::Ident) -> bool {
     !STD_MACROS.iter().any(|m| name == m)
 }
 
+/// Whether `id` reads as a type's name (starts with a capital, as Rust's
+/// naming conventions have it), not a module's or a function's.
+pub(crate) fn names_type(id: &syn::Ident) -> bool {
+    id.to_string()
+        .trim_start_matches("r#")
+        .starts_with(|c: char| c.is_ascii_uppercase())
+}
+
 /// Whether a call by `path` may reach a signature macro: a function by
 /// name or module path. A segment before the last that starts with a
 /// capital or is a primitive names a type (`Point::new`, `f64::max`),
@@ -177,13 +185,10 @@ pub fn lookup(path: &syn::Path) -> bool {
     let Some(last) = path.segments.last() else {
         return false;
     };
-    let typed = path.segments.iter().rev().skip(1).any(|s| {
-        s.ident
-            .to_string()
-            .trim_start_matches("r#")
-            .starts_with(|c: char| c.is_ascii_uppercase())
-            || crate::layout::NOT_STRUCTS.iter().any(|t| s.ident == t)
-    });
+    let typed =
+        path.segments.iter().rev().skip(1).any(|s| {
+            names_type(&s.ident) || crate::layout::NOT_STRUCTS.iter().any(|t| s.ident == t)
+        });
     let std = path
         .segments
         .first()

@@ -21,7 +21,7 @@ use syn::spanned::Spanned;
 
 use super::{float_literal, Lowerer, Mode, Shape, Val};
 use crate::ir::{Expr, Extern, Ty, Var};
-use crate::signature::Kind;
+use crate::signature::{names_type, Kind};
 
 /// A call to another `#[differentiable]` function, compiled separately: the
 /// IR sees an extern taking the call's differentiable arguments; code
@@ -58,25 +58,16 @@ pub(super) fn method_path(path: &syn::Path) -> Option<(syn::Path, syn::Ident)> {
     let name = owner.segments.pop()?.ident;
     owner.segments.pop_punct();
     let last = owner.segments.last()?;
-    let typed = last
-        .ident
-        .to_string()
-        .trim_start_matches("r#")
-        .starts_with(|c: char| c.is_ascii_uppercase());
-    (typed && last.ident != "Self").then_some((owner, name))
+    (names_type(&last.ident) && last.ident != "Self").then_some((owner, name))
 }
 
 /// The linearization type of the method `name` of the type `owner`, by the
 /// `Method` impl its `#[differentiable] impl` block adds, spanned at the
-/// method's name so that rustc's message about a method that has none
-/// points there.
-pub(super) fn method_type(owner: &syn::Path, name: &syn::Ident) -> syn::Type {
+/// method's name (as `owner` is, by [`Lowerer::call_method_of`]) so that
+/// rustc's message about a method that has none points there.
+fn method_type(owner: &syn::Path, name: &syn::Ident) -> syn::Type {
     let key = crate::expand::method_key(name);
     let span = name.span();
-    let mut owner = owner.clone();
-    for s in owner.segments.iter_mut() {
-        s.ident.set_span(span);
-    }
     syn::parse_quote_spanned!(span=> <#owner as ::linear_ad::__private::Method<#key>>::Linearization)
 }
 
@@ -109,17 +100,11 @@ impl Lowerer<'_> {
             self.errs.spanned(&path, "a differentiable function cannot call itself: Linear A has no recursion (its tape would contain itself); write the recursion as a loop");
             return self.placeholder();
         }
-        let callee = match method_path(&path) {
-            Some((owner, name)) => {
-                if !self.method_callable(&path, &owner, &name) {
-                    return self.placeholder();
-                }
-                method_type(&owner, &name)
-            }
-            None => syn::parse_quote!(#path),
-        };
         let args = c.args.iter().map(|a| (a, None)).collect();
-        self.call(path, callee, args, ret, hint)
+        match method_path(&path) {
+            Some((owner, name)) => self.call_method_of(&owner, &name, args, ret, hint),
+            None => self.call(path.clone(), syn::parse_quote!(#path), args, ret, hint),
+        }
     }
 
     /// Records the struct that the annotation `ty` of a `let` names, if
@@ -133,13 +118,10 @@ impl Lowerer<'_> {
         let syn::Type::Path(p) = ty else { return };
         let call = matches!(init, syn::Expr::Call(_) | syn::Expr::MethodCall(_));
         let named = p.qself.is_none()
-            && p.path.segments.last().is_some_and(|s| {
-                s.arguments.is_none()
-                    && s.ident
-                        .to_string()
-                        .trim_start_matches("r#")
-                        .starts_with(|c: char| c.is_ascii_uppercase())
-            });
+            && p.path
+                .segments
+                .last()
+                .is_some_and(|s| s.arguments.is_none() && names_type(&s.ident));
         if !call || !named || self.structs.get(&p.path).is_some() {
             return;
         }
@@ -187,20 +169,34 @@ impl Lowerer<'_> {
                 .spanned(m, "calls with generic arguments are not supported");
             return self.placeholder();
         }
-        // Spanned at the method's name: messages about the call point there,
-        // not at the receiver's type, which may be far away (`&self`).
-        let mut path = owner.clone();
-        for s in path.segments.iter_mut() {
-            s.ident.set_span(m.method.span());
-        }
-        let name = m.method.clone();
-        path.segments.push(name.clone().into());
-        if !self.method_callable(&path, owner, &name) {
-            return self.placeholder();
-        }
-        let callee = method_type(owner, &name);
         let mut args = vec![(&*m.receiver, Some(val))];
         args.extend(m.args.iter().map(|a| (a, None)));
+        self.call_method_of(owner, &m.method, args, ret, hint)
+    }
+
+    /// A call of the method `name` of the type `owner` with `args`, the
+    /// receiver (if any) first, once [`Self::method_callable`] allows it.
+    /// The path is spanned at the method's name: messages about the call
+    /// point there, not at the receiver's type, which may be far away
+    /// (`&self`).
+    pub(super) fn call_method_of(
+        &mut self,
+        owner: &syn::Path,
+        name: &syn::Ident,
+        args: Vec<(&syn::Expr, Option<Val>)>,
+        ret: Option<Shape>,
+        hint: &str,
+    ) -> Val {
+        let mut owner = owner.clone();
+        for s in owner.segments.iter_mut() {
+            s.ident.set_span(name.span());
+        }
+        let mut path = owner.clone();
+        path.segments.push(name.clone().into());
+        if !self.method_callable(&path, &owner, name) {
+            return self.placeholder();
+        }
+        let callee = method_type(&owner, name);
         self.call(path, callee, args, ret, hint)
     }
 

@@ -120,20 +120,14 @@ impl Lowerer<'_> {
         } else {
             name.to_string()
         };
-        let mut owner = st.path.clone();
-        for s in owner.segments.iter_mut() {
-            s.ident.set_span(span);
-        }
-        let mut path = owner.clone();
-        path.segments.push(syn::Ident::new(&name, span).into());
         let result = super::StructShape {
             by_ref: false,
             ..st.clone()
         };
         let ret = Shape::Struct(std::rc::Rc::new(result));
-        let callee = super::call::method_type(&owner, &syn::Ident::new(&name, span));
         let args = operands.into_iter().map(|(e, v)| (e, Some(v))).collect();
-        self.call(path, callee, args, Some(ret), "op")
+        let name = syn::Ident::new(&name, span);
+        self.call_method_of(&st.path, &name, args, Some(ret), "op")
     }
 
     /// `-a`, `!a`.
