@@ -1,7 +1,9 @@
-//! Two particles joined by a spring under gravity, as structs: the
-//! potential energy, a `&self` method of the system, has for gradient
-//! (from `potential_vjp`) minus the forces; gradient descent on it finds
-//! the rest position.
+//! Two particles joined by a spring under gravity, as structs with
+//! methods: the potential energy, a `&self` method of the system that
+//! calls the particles' own methods, has for gradient (from
+//! `potential_vjp`) minus the forces; gradient descent on it finds the rest
+//! position. A particle's `fixed` flag is a constant field: it crosses
+//! the calls with the particle and is read by the descent.
 //!
 //! `cargo run --example particles`
 
@@ -13,6 +15,23 @@ pub struct Particle {
     pub mass: f64,
     #[nondiff]
     pub fixed: bool,
+}
+
+#[differentiable]
+impl Particle {
+    /// Gravitational potential energy.
+    #[differentiable]
+    pub fn gravity(&self, g: f64) -> f64 {
+        self.mass * g * self.pos[1]
+    }
+
+    /// Distance to another particle.
+    #[differentiable]
+    pub fn distance(&self, other: &Particle) -> f64 {
+        let dx = other.pos[0] - self.pos[0];
+        let dy = other.pos[1] - self.pos[1];
+        (dx * dx + dy * dy).sqrt()
+    }
 }
 
 #[derive(Differentiable, Clone, Copy, Debug)]
@@ -29,11 +48,8 @@ impl System {
     #[differentiable]
     pub fn potential(&self) -> f64 {
         let g = 9.81;
-        let (a, b) = (self.a, self.b);
-        let dx = b.pos[0] - a.pos[0];
-        let dy = b.pos[1] - a.pos[1];
-        let stretch = (dx * dx + dy * dy).sqrt() - self.rest_length;
-        a.mass * g * a.pos[1] + b.mass * g * b.pos[1] + 0.5 * self.stiffness * stretch * stretch
+        let stretch = self.a.distance(&self.b) - self.rest_length;
+        self.a.gravity(g) + self.b.gravity(g) + 0.5 * self.stiffness * stretch * stretch
     }
 }
 

@@ -460,6 +460,26 @@ pub mod __private {
     #[derive(Clone, Copy, Debug)]
     pub struct Inactive;
 
+    /// A struct with constant fields, passed by a caller that borrows it
+    /// to a differentiable function that takes it by value: the callee
+    /// clones it. A trait, rather than a `Clone` bound in the callee, so
+    /// that rustc checks the bound at the call.
+    #[diagnostic::on_unimplemented(
+        message = "a differentiable function takes `{S}` by value, so differentiable code that calls it clones the struct",
+        label = "`{S}` is not `Clone`",
+        note = "derive `Clone` for `{S}`, or take it by reference (`&{S}`)"
+    )]
+    pub trait Origin<S> {
+        fn owned(self) -> S;
+    }
+
+    impl<S: Clone> Origin<S> for &S {
+        #[inline]
+        fn owned(self) -> S {
+            self.clone()
+        }
+    }
+
     /// Tangent spaces: values with a zero.
     pub trait Vector: Copy {
         fn zero() -> Self;

@@ -175,7 +175,7 @@ impl CallGen for Calls<'_> {
             let mut k = 0;
             for a in &site.args {
                 match a {
-                    CallArg::Active(s, span) => {
+                    CallArg::Active(s, span) | CallArg::Origin(s, _, span) => {
                         let v = vals.get(k)?;
                         let conv = from_ir(quote!(#v), s, names);
                         out.push(quote_spanned!(*span=> ::core::convert::identity(#conv)));
@@ -195,6 +195,9 @@ impl CallGen for Calls<'_> {
         Some(match stage.as_str() {
             "jvp" | "jvp.nl" => {
                 let mut args = Vec::new();
+                // The IR values of structs passed as their origins: equal
+                // to them (see `lower::structs`), so only marked used.
+                let mut unread = Vec::new();
                 let mut k = 0;
                 for a in &site.args {
                     match a {
@@ -203,15 +206,21 @@ impl CallGen for Calls<'_> {
                             args.push(from_ir(quote!(#v), s, names));
                             k += 1;
                         }
+                        CallArg::Origin(_, id, _) => {
+                            unread.push(nl.get(k)?);
+                            args.push(quote!(#id));
+                            k += 1;
+                        }
                         CallArg::Inactive(id, _) => args.push(quote!(#id)),
                     }
                 }
+                let unread = quote!(#(let _ = &#unread;)*);
                 if stage == "jvp" {
                     let slots = slots(lin, names)?;
                     let dr_ir = result_to_ir(quote!(#dr), &site.ret, names);
-                    quote!({ let (#r, #dr) = #c_jvp(#(#args,)* #(#slots,)*); (#r_ir, #dr_ir) })
+                    quote!({ #unread let (#r, #dr) = #c_jvp(#(#args,)* #(#slots,)*); (#r_ir, #dr_ir) })
                 } else {
-                    quote!({ let (#r, #l) = #c_lin(#(#args,)*); (#r_ir, #l) })
+                    quote!({ #unread let (#r, #l) = #c_lin(#(#args,)*); (#r_ir, #l) })
                 }
             }
             "jvp.lin" => {
@@ -242,7 +251,7 @@ fn transpose_call(
     let mut outs = Vec::new();
     for a in &site.args {
         match a {
-            CallArg::Active(s, span) => {
+            CallArg::Active(s, span) | CallArg::Origin(s, _, span) => {
                 let c = names.temp("c");
                 let t = s.rust();
                 let got =

@@ -6,8 +6,17 @@
 //! tangent and cotangent: that is how the caller holds it in the IR, and
 //! the caller may not be able to name the struct (it can reach the callee
 //! by a path whose module it does not import). The callee, which names
-//! it, rebuilds the struct (`FromFlat`); hence only structs without
-//! constant fields cross ([`crosses`]).
+//! it, rebuilds the struct (`FromFlat`).
+//!
+//! A struct with constant fields (in it or in a struct it nests) cannot
+//! be rebuilt from its flat value: it crosses as its *origin*, a borrow of
+//! the caller's parameter (or of a struct nested in one) that it is, as
+//! the caller's IR value is equal to it (see `lower::structs`). Its
+//! tangent and cotangent still cross flat (a tangent struct has no
+//! constant fields). A callee taking it by value needs an owned struct,
+//! which it clones from the borrow (`__private::Origin`, whose `Clone`
+//! bound rustc checks at the caller, so that a callee of a struct that is
+//! not `Clone` stays callable by reference).
 
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote};
@@ -25,6 +34,13 @@ enum Crossing {
         tangent: TokenStream,
         by_ref: bool,
     },
+    /// A struct with constant fields, as its origin (as `Flat` for the
+    /// tangent and cotangent).
+    Origin {
+        owned: TokenStream,
+        tangent: TokenStream,
+        by_ref: bool,
+    },
 }
 
 fn crossing(p: &Param) -> Crossing {
@@ -38,10 +54,19 @@ fn crossing(p: &Param) -> Crossing {
         }
         t => quote!(#t),
     };
-    Crossing::Flat {
-        owned,
-        tangent: st.tangent(),
-        by_ref: st.by_ref,
+    let (tangent, by_ref) = (st.tangent(), st.by_ref);
+    if st.has_constants() {
+        Crossing::Origin {
+            owned,
+            tangent,
+            by_ref,
+        }
+    } else {
+        Crossing::Flat {
+            owned,
+            tangent,
+            by_ref,
+        }
     }
 }
 
@@ -54,15 +79,26 @@ impl Crossing {
                 quote!(#t)
             }
             Crossing::Flat { owned, .. } => flat(owned),
+            Crossing::Origin {
+                owned,
+                by_ref: true,
+                ..
+            } => quote!(&#owned),
+            Crossing::Origin { owned, .. } => {
+                quote!(impl ::linear_ad::__private::Origin<#owned>)
+            }
         }
     }
 
     /// The statement rebuilding a struct parameter `a` from its flat value.
     fn rebuild(&self, a: &syn::Ident) -> Option<TokenStream> {
         match self {
-            Crossing::Plain => None,
+            Crossing::Plain | Crossing::Origin { by_ref: true, .. } => None,
             Crossing::Flat { owned, .. } => {
                 Some(quote!(let #a = <#owned as ::linear_ad::__private::FromFlat>::from_flat(#a);))
+            }
+            Crossing::Origin { owned, .. } => {
+                Some(quote!(let #a: #owned = ::linear_ad::__private::Origin::owned(#a);))
             }
         }
     }
@@ -71,14 +107,16 @@ impl Crossing {
     fn pass(&self, a: &syn::Ident) -> TokenStream {
         match self {
             Crossing::Flat { by_ref: true, .. } => quote!(&#a),
-            Crossing::Flat { .. } | Crossing::Plain => quote!(#a),
+            Crossing::Flat { .. } | Crossing::Origin { .. } | Crossing::Plain => quote!(#a),
         }
     }
 
     /// The type of a tangent slot; `constant` for a constant parameter.
     fn slot_ty(&self, p: &Param, constant: &TokenStream) -> TokenStream {
         let t = match (&p.active, self) {
-            (Some(_), Crossing::Flat { tangent, .. }) => flat(tangent),
+            (Some(_), Crossing::Flat { tangent, .. } | Crossing::Origin { tangent, .. }) => {
+                flat(tangent)
+            }
             (Some((s, _)), Crossing::Plain) => s.rust(),
             (None, _) => return constant.clone(),
         };
@@ -93,6 +131,9 @@ impl Crossing {
             Crossing::Plain => t,
             Crossing::Flat {
                 tangent, by_ref: r, ..
+            }
+            | Crossing::Origin {
+                tangent, by_ref: r, ..
             } => {
                 let amp = (by_ref && *r).then(|| quote!(&));
                 quote!(#amp <#tangent as ::linear_ad::__private::FromFlat>::from_flat(#t))
@@ -104,7 +145,11 @@ impl Crossing {
     /// differentiable) as it crosses back, and its type.
     fn cotangent(&self, p: &Param, c: Option<&syn::Ident>) -> (TokenStream, TokenStream) {
         match (&p.active, self, c) {
-            (Some(_), Crossing::Flat { tangent, .. }, Some(c)) => (
+            (
+                Some(_),
+                Crossing::Flat { tangent, .. } | Crossing::Origin { tangent, .. },
+                Some(c),
+            ) => (
                 quote!(::linear_ad::__private::ToFlat::flat(&#c)),
                 flat(tangent),
             ),
@@ -122,23 +167,11 @@ fn flat(t: &dyn quote::ToTokens) -> TokenStream {
     quote!(<#t as ::linear_ad::__private::ToFlat>::Flat)
 }
 
-/// Whether a call can pass a parameter of this shape: a struct only when
-/// the callee can rebuild it from its flat value (no constant fields, in
-/// it or in the structs it nests), and not inside a tuple or array.
+/// Whether a call can pass a parameter of this shape: any struct, but no
+/// struct inside a tuple or array.
 pub(super) fn crosses(s: &Shape) -> bool {
-    fn rebuildable(s: &Shape) -> bool {
-        match s {
-            Shape::Struct(st) => st
-                .fields
-                .iter()
-                .all(|(_, f)| f.as_ref().is_some_and(rebuildable)),
-            Shape::Float(_) | Shape::Tuple(_) | Shape::Array(..) | Shape::Slice(..) => {
-                !s.has_struct()
-            }
-        }
-    }
     match s {
-        Shape::Struct(_) => rebuildable(s),
+        Shape::Struct(_) => true,
         Shape::Float(_) | Shape::Tuple(_) | Shape::Array(..) | Shape::Slice(..) => !s.has_struct(),
     }
 }

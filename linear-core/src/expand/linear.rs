@@ -327,7 +327,8 @@ impl CallGen for LinearCalls<'_> {
         let (mut slots, mut pats, mut outs) = (Vec::new(), Vec::new(), Vec::new());
         for a in &site.args {
             match a {
-                CallArg::Active(s, span) => {
+                // A `#[linear]` function holds no structs, so no origins.
+                CallArg::Active(s, span) | CallArg::Origin(s, _, span) => {
                     slots.push(quote_spanned!(*span=> ::linear_ad::__private::LinSlot));
                     let c = names.temp("c");
                     // Through `Tangent`, so a coefficient position (already

@@ -46,6 +46,11 @@ pub enum CallArg {
     /// A differentiable argument: the next non-linear IR argument, of this
     /// Rust shape, written at this span.
     Active(Shape, Span),
+    /// A struct with constant fields: the next non-linear IR argument, of
+    /// this flat shape, whose value is that of the struct the prelude
+    /// variable borrows, which is passed instead (its tangent and
+    /// cotangent cross as flat values).
+    Origin(Shape, syn::Ident, Span),
     /// A constant, held in this prelude variable, written at this span.
     Inactive(syn::Ident, Span),
 }
@@ -259,12 +264,10 @@ impl Lowerer<'_> {
                     return self.placeholder();
                 }
                 Val::Active(v, ty) => {
-                    // A struct crosses as its flat value (`expand::companions`).
-                    let shape = match self.shape_of(&v) {
-                        s @ Shape::Struct(_) => super::flat_shape(&s),
-                        s => s,
+                    let Some(arg) = self.active_arg(&v, a) else {
+                        return self.placeholder();
                     };
-                    args.push(CallArg::Active(shape, a.span()));
+                    args.push(arg);
                     vars.push(v);
                     tys.push(ty);
                 }
@@ -275,7 +278,11 @@ impl Lowerer<'_> {
                     tys.push(Ty::Real(f));
                 }
                 Val::Inactive(tokens) => {
-                    let tokens = if by_ref { quote!(&#tokens) } else { tokens };
+                    let tokens = if by_ref {
+                        quote!(&#tokens)
+                    } else {
+                        super::unparen(tokens)
+                    };
                     let id = self.new_inactive_name("a");
                     self.prelude.push(quote!(let #id = #tokens;));
                     args.push(CallArg::Inactive(id, a.span()));
@@ -356,6 +363,32 @@ impl Lowerer<'_> {
         Val::Active(v, ret_ty)
     }
 
+    /// How the differentiable value `v`, written `a`, crosses a call: a
+    /// struct as its flat value, or, if it has constant fields, as its
+    /// origin, which a prelude variable borrows (see
+    /// `expand::companions`); else the error is reported.
+    fn active_arg(&mut self, v: &Var, a: &syn::Expr) -> Option<CallArg> {
+        let shape = self.shape_of(v);
+        let Shape::Struct(st) = &shape else {
+            return Some(CallArg::Active(shape, a.span()));
+        };
+        let flat = super::flat_shape(&shape);
+        if !st.has_constants() {
+            return Some(CallArg::Active(flat, a.span()));
+        }
+        let Some(origin) = self.borrow_origin(v) else {
+            let name = super::structs::show(&st.path);
+            self.errs.spanned(a, format!("`{name}` has constant fields, so a call takes it only as a parameter of this function or a struct nested in one, whose constant fields are known: this value was rebound by a loop or a branch; pass the parameter itself"));
+            return None;
+        };
+        // At the argument: rustc's message about it (a callee taking a
+        // struct that is not `Clone` by value) points there.
+        let mut id = self.new_inactive_name("s");
+        id.set_span(a.span().resolved_at(Span::mixed_site()));
+        self.prelude.push(quote!(let #id = #origin;));
+        Some(CallArg::Origin(flat, id, a.span()))
+    }
+
     /// Why the differentiable value `v` cannot be an argument of another
     /// differentiable function yet (the calling convention has no arrays
     /// or structs), if it cannot.
@@ -400,7 +433,7 @@ impl Lowerer<'_> {
             }
             Kind::Closed => {
                 let why = if sig.sig.generics.params.is_empty() {
-                    "its parameters take arrays read by index (`&[T]`, `&[T; N]`, `Vec<T>`) or structs with constant fields, which calls between differentiable functions cannot pass yet; compute it here, or pass the elements or fields it needs"
+                    "its parameters take arrays read by index (`&[T]`, `&[T; N]`, `Vec<T>`), which calls between differentiable functions cannot pass yet; compute it here, or pass the elements it needs"
                 } else {
                     "it is generic, and a caller's tape would have to name its float type; write a non-generic version for the caller's float type"
                 };

@@ -25,7 +25,7 @@ use rustc_hash::FxHashMap as HashMap;
 use syn::spanned::Spanned;
 use syn::visit::Visit;
 
-use super::{Binding, Lowerer, Val};
+use super::{Binding, Lowerer, Shape, Val};
 use crate::ir::{Arm, Binder, Cmp, Expr, Iter, Loop, Prim, Stmt, Ty, Var};
 
 /// The names a block assigns (`x = ..`, `x op= ..`), outside closures and
@@ -223,8 +223,21 @@ impl Lowerer<'_> {
             return value.then(|| self.placeholder());
         }
         let vty = value.then(|| self.value_type(&lowered));
+        // A struct value keeps its fields (Rust gives every arm one type),
+        // not its origin: which parameter it is depends on the branch.
+        let vshape = lowered.iter().find_map(|a| match &a.value {
+            Some((Val::Active(v, _), _)) => match self.shapes.get(v) {
+                Some(s @ Shape::Struct(_)) => Some(s.clone()),
+                _ => None,
+            },
+            _ => None,
+        });
         let (ir_arms, nondiff) = self.arm_bodies(lowered, vty.as_ref(), &state, span);
-        self.bind_case(cond, ir_arms, vty, &nondiff, &state)
+        let result = self.bind_case(cond, ir_arms, vty, &nondiff, &state);
+        if let (Some(Val::Active(r, _)), Some(shape)) = (&result, vshape) {
+            self.shapes.insert(r.clone(), shape);
+        }
+        result
     }
 
     /// Lowers each arm in the scope the case starts from.

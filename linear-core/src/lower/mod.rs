@@ -960,8 +960,8 @@ impl Lowerer<'_> {
             } else {
                 Val::Active(v.clone(), ty_ir)
             };
-            if matches!(shape, Shape::Struct(_)) {
-                self.struct_param(&v, &pat);
+            if let Shape::Struct(st) = &shape {
+                self.struct_param(&v, &pat, st.by_ref);
             }
             self.bind_pattern(&pat, value);
             strip_mut(&mut pat);
@@ -1101,9 +1101,12 @@ struct Lowerer<'a> {
     data_ok: bool,
     /// The layouts of the derived structs the function names.
     structs: Structs,
-    /// Struct parameters read by their own name, by IR variable: their
-    /// constant fields are read from them.
-    struct_params: HashMap<Var, syn::Ident>,
+    /// Struct values that are a parameter read by its own name or a field
+    /// of one (a struct nested in it), by IR variable: the Rust expression
+    /// the prelude reads their constant fields from, and a call passes in
+    /// their place (see [`structs`]), and whether that expression is a
+    /// reference already (a `&S` parameter).
+    origins: HashMap<Var, (TokenStream, bool)>,
     /// The signatures of the functions it calls, where known.
     sigs: Sigs,
     /// Called paths whose signatures are not known and may be.
@@ -1153,7 +1156,7 @@ impl<'e> Lowerer<'e> {
             data_arrays: HashMap::default(),
             data_ok: false,
             structs: Structs::default(),
-            struct_params: HashMap::default(),
+            origins: HashMap::default(),
             sigs: Sigs::default(),
             missing_sigs: Vec::new(),
             missing_layouts: Vec::new(),
@@ -1564,6 +1567,7 @@ impl Lowerer<'_> {
                 }
                 let id = self.new_inactive_name("c");
                 let rust_ty = ty_rust(ty);
+                let tokens = unparen(tokens);
                 self.prelude
                     .push(quote_spanned!(span=> let #id: #rust_ty = #tokens;));
                 let v = self.hoist_const("c", &id, ty.clone());
@@ -1700,6 +1704,7 @@ impl Lowerer<'_> {
                         {
                             self.inactive_types.insert(id.to_string(), t);
                         }
+                        let tokens = unparen(tokens);
                         self.prelude.push(quote!(let #id = #tokens;));
                         self.set(name, Binding::Inactive(id, i.mutability.is_some()));
                     }
@@ -1732,6 +1737,7 @@ impl Lowerer<'_> {
                 }
                 Val::Inactive(tokens) => {
                     let id = self.new_inactive_name("t");
+                    let tokens = unparen(tokens);
                     self.prelude.push(quote!(let #id = #tokens;));
                     for (k, e) in elems.iter().enumerate() {
                         let sel = if matches!(p, syn::Pat::Slice(_)) {
@@ -1951,6 +1957,7 @@ impl Lowerer<'_> {
                 }
                 Val::Inactive(tokens) => {
                     let nid = self.new_inactive_name(&name);
+                    let tokens = unparen(tokens);
                     self.prelude.push(quote!(let #nid = #tokens;));
                     self.set_existing(&name, Binding::Inactive(nid, true));
                 }
@@ -2692,5 +2699,15 @@ pub fn owned_array(t: &Ty) -> TokenStream {
             quote!(::linear_ad::__private::Vec<#e>)
         }
         other => ty_rust(other),
+    }
+}
+
+/// Constant code as a `let`'s value: without the parentheses it had as an
+/// operand (`x * (n as f64 + 0.5)`), which rustc's `unused_parens` lint,
+/// at the user's span, would call unnecessary there.
+fn unparen(tokens: TokenStream) -> TokenStream {
+    match syn::parse2::<syn::Expr>(tokens.clone()) {
+        Ok(syn::Expr::Paren(p)) => unparen(p.expr.to_token_stream()),
+        _ => tokens,
     }
 }

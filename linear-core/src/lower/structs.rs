@@ -11,8 +11,13 @@
 //!
 //! Constant fields (integers, `bool`s, `#[nondiff]`) are not in the tuple.
 //! They are read from the parameter itself, as Rust code in the prelude:
-//! `p.id` where `p` is a struct parameter is a constant. A struct with
-//! constant fields can therefore not be built in the body, nor returned.
+//! `p.id` where `p` is a struct parameter, or `p.a.id` where `p.a` is a
+//! struct nested in it, is a constant. Such a value's Rust expression is
+//! its *origin* (`Lowerer::origins`, following field reads and `let`s, not
+//! loops and branches that rebind it). A struct with constant fields can
+//! therefore not be built in the body, nor returned, nor written: every
+//! value of such a struct in the IR is its origin's value, so a call
+//! passes the origin itself to the callee (see `expand::companions`).
 
 use std::rc::Rc;
 
@@ -20,7 +25,7 @@ use proc_macro2::{Span, TokenStream};
 use quote::{quote, ToTokens};
 use syn::spanned::Spanned;
 
-use super::{Binding, Lowerer, Shape, Val};
+use super::{Lowerer, Shape, Val};
 use crate::ir::{Expr, Ty};
 use crate::layout::Structs;
 
@@ -87,6 +92,23 @@ impl StructShape {
         self.fields
             .iter()
             .filter_map(|(m, s)| s.as_ref().map(|s| (m, s)))
+    }
+
+    /// Whether the struct, or a struct nested in it, has constant fields,
+    /// which its flat value does not hold: such a struct crosses a call as
+    /// its origin, not its flat value.
+    pub fn has_constants(&self) -> bool {
+        fn nested(s: &Shape) -> bool {
+            match s {
+                Shape::Struct(st) => st.has_constants(),
+                Shape::Tuple(ss) => ss.iter().any(nested),
+                Shape::Array(e, _) | Shape::Slice(e, _) => nested(e),
+                Shape::Float(_) => false,
+            }
+        }
+        self.fields
+            .iter()
+            .any(|(_, s)| s.as_ref().is_none_or(nested))
     }
 
     /// The constant fields' names.
@@ -162,9 +184,6 @@ impl Lowerer<'_> {
     /// `base.member`: a field of a struct, a constant field read from a
     /// struct parameter, or a part of a tuple.
     pub(super) fn field_expr(&mut self, f: &syn::ExprField, hint: &str) -> Val {
-        if let Some(tokens) = self.constant_field(f) {
-            return Val::Inactive(tokens);
-        }
         let base = self.expr(&f.base, hint);
         let Some(st) = self.struct_of(&base) else {
             return match &f.member {
@@ -184,11 +203,17 @@ impl Lowerer<'_> {
             };
         };
         match st.position(&f.member) {
-            Ok((k, shape)) => self.select_field(base, k, shape, f.span()),
-            Err(true) => {
-                self.errs.spanned(&f.member, format!("the constant field `{}` can only be read from a parameter (`p.{0}`): the struct built here keeps its differentiable fields only", member_name(&f.member)));
-                self.placeholder()
-            }
+            Ok((k, shape)) => self.select_field(base, (k, &f.member), shape, f.span()),
+            Err(true) => match self.origin(&base) {
+                Some(o) => {
+                    let m = &f.member;
+                    Val::Inactive(quote!(#o.#m))
+                }
+                None => {
+                    self.errs.spanned(&f.member, format!("the constant field `{}` can only be read from a parameter (`p.{0}`) or a struct nested in one (`p.a.{0}`): this struct value was rebound by a loop or a branch, which keeps its differentiable fields only", member_name(&f.member)));
+                    self.placeholder()
+                }
+            },
             Err(false) => {
                 self.errs.spanned(
                     &f.member,
@@ -203,36 +228,19 @@ impl Lowerer<'_> {
         }
     }
 
-    /// `p.a.b` where `p` is a struct parameter and `b` a constant field:
-    /// the Rust expression reading it from the parameter.
-    fn constant_field(&self, f: &syn::ExprField) -> Option<TokenStream> {
-        let mut members = vec![&f.member];
-        let mut base = &*f.base;
-        while let syn::Expr::Field(inner) = base {
-            members.push(&inner.member);
-            base = &inner.base;
+    /// The Rust expression a struct value's constant fields are read
+    /// from, if it has one (see the module doc).
+    pub(super) fn origin(&self, v: &Val) -> Option<TokenStream> {
+        match v {
+            Val::Active(var, _) => self.origins.get(var).map(|o| o.0.clone()),
+            Val::Inactive(_) => None,
         }
-        let syn::Expr::Path(p) = base else {
-            return None;
-        };
-        let id = p.path.get_ident()?;
-        let Some(Binding::Active(var, _, _)) = self.lookup(&id.to_string()) else {
-            return None;
-        };
-        let param = self.struct_params.get(var)?;
-        let mut st = match self.shapes.get(var) {
-            Some(Shape::Struct(st)) => st.clone(),
-            _ => return None,
-        };
-        members.reverse();
-        let (last, path) = members.split_last()?;
-        for m in path {
-            match st.position(m) {
-                Ok((_, Shape::Struct(inner))) => st = inner.clone(),
-                _ => return None,
-            }
-        }
-        matches!(st.position(last), Err(true)).then(|| quote!(#param #(.#members)*))
+    }
+
+    /// A borrow of the struct value `v`'s origin, if it has one.
+    pub(super) fn borrow_origin(&self, v: &crate::ir::Var) -> Option<TokenStream> {
+        let (o, by_ref) = self.origins.get(v)?;
+        Some(if *by_ref { o.clone() } else { quote!(&#o) })
     }
 
     /// `S { a: e, b, ..base }`: the tuple of the fields' values.
@@ -335,30 +343,46 @@ impl Lowerer<'_> {
         for (m, sub) in fields {
             match st.position(&m) {
                 Ok((k, shape)) => {
-                    let c = self.select_field(v.clone(), k, shape, sub.span());
+                    let c = self.select_field(v.clone(), (k, &m), shape, sub.span());
                     self.bind_pattern(sub, c);
                 }
                 Err(true) if matches!(sub, syn::Pat::Wild(_)) => {}
-                Err(true) => self.errs.spanned(sub, format!("the constant field `{}` cannot be bound by a pattern yet: read it as `p.{0}` from the parameter", member_name(&m))),
+                Err(true) => match self.origin(&v) {
+                    Some(o) => self.bind_pattern(sub, Val::Inactive(quote!(#o.#m))),
+                    None => self.errs.spanned(sub, format!("the constant field `{}` can only be bound from a parameter or a struct nested in one: this struct value was rebound by a loop or a branch, which keeps its differentiable fields only", member_name(&m))),
+                },
                 Err(false) => self.errs.spanned(sub, format!("`{}` has no field `{}`", show(&st.path), member_name(&m))),
             }
         }
     }
 
     /// Records the struct parameter `v` bound by `pat`: when `pat` is a
-    /// plain name, constant fields are read from it in the prelude.
-    pub(super) fn struct_param(&mut self, v: &crate::ir::Var, pat: &syn::Pat) {
+    /// plain name, it is its own origin.
+    pub(super) fn struct_param(&mut self, v: &crate::ir::Var, pat: &syn::Pat, by_ref: bool) {
         if let syn::Pat::Ident(i) = pat {
-            self.struct_params.insert(v.clone(), i.ident.clone());
+            let id = &i.ident;
+            self.origins.insert(v.clone(), (quote!(#id), by_ref));
         }
     }
 
     /// Component `k` of the struct value `base`, a field of shape `shape`:
     /// a nested struct keeps its shape for the field reads that follow.
-    fn select_field(&mut self, base: Val, k: usize, shape: &Shape, span: Span) -> Val {
+    /// A nested struct read from a value with an origin has the field's
+    /// origin.
+    fn select_field(
+        &mut self,
+        base: Val,
+        (k, m): (usize, &syn::Member),
+        shape: &Shape,
+        span: Span,
+    ) -> Val {
+        let origin = self.origin(&base);
         let v = self.select(base, k, span);
         if let (Val::Active(var, _), Shape::Struct(_)) = (&v, shape) {
             self.shapes.insert(var.clone(), shape.clone());
+            if let Some(o) = origin {
+                self.origins.insert(var.clone(), (quote!(#o.#m), false));
+            }
         }
         v
     }

@@ -8,9 +8,12 @@ pub struct Point {
     pub id: usize,
 }
 
+// `p` is one parameter or the other: its constant fields are not known
+// where the call is made.
 #[differentiable]
-fn f(p: Point) -> f64 {
-    p.x + h(p)
+fn f(a: Point, b: Point, c: bool) -> f64 {
+    let p = if c { a } else { b };
+    p.x + h(p) * p.id as f64
 }
 
 #[differentiable]
