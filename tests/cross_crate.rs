@@ -8,7 +8,7 @@
 mod support;
 
 use linear_ad::differentiable;
-use linear_ad_callee::{body_at, nested, polar, powers, project, shear, soft_abs, Body};
+use linear_ad_callee::{body_at, nested, polar, powers, project, shear, soft_abs, Body, Pinned};
 
 #[differentiable]
 fn uses_a_dependency(x: f64, y: f64) -> f64 {
@@ -54,6 +54,12 @@ fn weight(b: &Body, g: f64) -> f64 {
 fn methods_of_a_dependency(b: &Body, g: f64) -> f64 {
     let s: Body = b.shifted(g);
     s.weight(g) * s.pos[0] + Body::weight(b, s.pos[1])
+}
+
+/// A dependency's struct with a constant field, passed to its method.
+#[differentiable]
+fn pulled(p: &Pinned, q: &Pinned, to: f64) -> f64 {
+    p.pull(to) * q.pos[1] + Pinned::pull(q, to)
 }
 
 fn by_hand(x: f64, y: f64) -> f64 {
@@ -185,5 +191,66 @@ fn stamped_copies_of_one_function_are_told_apart() {
         let got = stamped(x, y);
         assert!((got - want).abs() < 1e-12, "{got} {want}");
         support::check_xy((x, y), stamped, stamped_jvp, stamped_vjp, stamped_lin);
+    }
+}
+
+#[test]
+fn a_dependency_s_struct_with_a_constant_field_crosses_calls() {
+    let pull = |p: &Pinned, to: f64| {
+        if p.pinned {
+            0.0
+        } else {
+            (p.pos[0] - to) * (p.pos[0] - to) + p.pos[1] * p.pos[1]
+        }
+    };
+    for pins in [(false, false), (true, false), (false, true)] {
+        let pq = |v: &[f64]| {
+            (
+                Pinned {
+                    pos: [v[0], v[1]],
+                    pinned: pins.0,
+                },
+                Pinned {
+                    pos: [v[2], v[3]],
+                    pinned: pins.1,
+                },
+            )
+        };
+        let t = |v: &[f64]| {
+            (
+                linear_ad_callee::PinnedTangent { pos: [v[0], v[1]] },
+                linear_ad_callee::PinnedTangent { pos: [v[2], v[3]] },
+            )
+        };
+        let plain = |v: &[f64]| {
+            let (p, q) = pq(v);
+            vec![pull(&p, v[4]) * q.pos[1] + pull(&q, v[4])]
+        };
+        let x = [0.4, -1.1, 0.9, 1.6, 0.25];
+        let (p, q) = pq(&x);
+        assert!((pulled(&p, &q, x[4]) - plain(&x)[0]).abs() < 1e-12);
+        support::check(
+            &x,
+            1,
+            plain,
+            |v, d| {
+                let ((p, q), (dp, dq)) = (pq(v), t(d));
+                vec![pulled_jvp(&p, &q, v[4], &dp, &dq, d[4]).1]
+            },
+            |v, w| {
+                let (p, q) = pq(v);
+                let (_, (dp, dq, dt)) = pulled_vjp(&p, &q, v[4], w[0]);
+                vec![dp.pos[0], dp.pos[1], dq.pos[0], dq.pos[1], dt]
+            },
+            |v, d, w| {
+                let ((p, q), (tp, tq)) = (pq(v), t(d));
+                let (_, l) = pulled_lin(&p, &q, v[4]);
+                let (dp, dq, dt) = linear_ad::LinearMap::transpose(&l, w[0]);
+                (
+                    vec![linear_ad::LinearMap::apply(&l, (tp, tq, d[4]))],
+                    vec![dp.pos[0], dp.pos[1], dq.pos[0], dq.pos[1], dt],
+                )
+            },
+        );
     }
 }

@@ -665,9 +665,9 @@ pub(super) fn generate(
     let jvp_fn = jvp_item(item, l, &sig, out.jvp, &calls, &mut names);
     let (lin_items, lin_fn) = lin_items(item, l, &sig, &out, &map_name, &calls, &mut names)?;
     let vjp_fn = vjp_item(item, l, &sig, &out, &calls, &mut names);
-    // Other differentiable functions cannot pass arrays read by index or
-    // structs with constant fields yet: no companions to call. They can
-    // receive any result: a caller owns an array result as its own IR
+    // Other differentiable functions cannot pass arrays read by index,
+    // nor structs in tuples or arrays, yet: no companions to call. They
+    // can receive any result: a caller owns an array result as its own IR
     // array, and T gives it a cotangent buffer.
     let structs = !sig
         .active

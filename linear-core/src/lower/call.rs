@@ -376,10 +376,18 @@ impl Lowerer<'_> {
         if !st.has_constants() {
             return Some(CallArg::Active(flat, a.span()));
         }
-        let Some(origin) = self.borrow_origin(v) else {
-            let name = super::structs::show(&st.path);
-            self.errs.spanned(a, format!("`{name}` has constant fields, so a call takes it only as a parameter of this function or a struct nested in one, whose constant fields are known: this value was rebound by a loop or a branch; pass the parameter itself"));
-            return None;
+        let origin = match self.borrow_origin(v) {
+            Ok(o) => o,
+            Err(written) => {
+                let name = super::structs::show(&st.path);
+                let why = if written {
+                    "a field of this value was written since it was read from one; pass the parameter itself, and the new field values beside it"
+                } else {
+                    "this value was rebound by a loop or a branch; pass the parameter itself"
+                };
+                self.errs.spanned(a, format!("`{name}` has constant fields, so a call takes it only as a parameter of this function or a struct nested in one, as it is: {why}"));
+                return None;
+            }
         };
         // At the argument: rustc's message about it (a callee taking a
         // struct that is not `Clone` by value) points there.

@@ -845,12 +845,9 @@ fn struct_problem(t: &syn::Type, structs: &Structs) -> Option<String> {
 }
 
 /// Whether a struct in `s` has constant fields.
-fn has_constants(s: &Shape) -> bool {
+pub(super) fn has_constants(s: &Shape) -> bool {
     match s {
-        Shape::Struct(st) => st
-            .fields
-            .iter()
-            .any(|(_, f)| f.as_ref().is_none_or(has_constants)),
+        Shape::Struct(st) => st.has_constants(),
         Shape::Tuple(ss) => ss.iter().any(has_constants),
         Shape::Array(e, _) | Shape::Slice(e, _) => has_constants(e),
         Shape::Float(_) => false,
@@ -1104,9 +1101,8 @@ struct Lowerer<'a> {
     /// Struct values that are a parameter read by its own name or a field
     /// of one (a struct nested in it), by IR variable: the Rust expression
     /// the prelude reads their constant fields from, and a call passes in
-    /// their place (see [`structs`]), and whether that expression is a
-    /// reference already (a `&S` parameter).
-    origins: HashMap<Var, (TokenStream, bool)>,
+    /// their place (see [`structs`]).
+    origins: HashMap<Var, structs::Origin>,
     /// The signatures of the functions it calls, where known.
     sigs: Sigs,
     /// Called paths whose signatures are not known and may be.

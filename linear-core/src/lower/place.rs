@@ -1,14 +1,18 @@
-//! Lowering of writes to parts of tuples and of fixed-size arrays held by
-//! value: `t.0 = e`, `t.1.0 += e`, `u[2] *= e` (literal indices), with `t`
-//! and `u` local `let mut` variables.
+//! Lowering of writes to parts of tuples, structs and fixed-size arrays
+//! held by value: `t.0 = e`, `t.1.0 += e`, `u[2] *= e` (literal indices),
+//! `q.pos[0] += e`, with `t`, `u` and `q` local `let mut` variables.
 //!
 //! The IR's tuples are values, not places: a part write rebinds the whole
 //! variable to a new tuple holding the old parts and the new one
 //! (`unpack (a, b) = t in let t' = tup(e, b)`), which the later passes see
-//! as any other tuple. A loop or branch that writes a part carries the
-//! whole variable (see [`super::control::assigned`]). Generated Rust moves
-//! the parts, it copies no array: every part is a float or a tuple of
-//! them.
+//! as any other tuple. A struct is the tuple of its differentiable fields
+//! (see [`super::structs`]): a field write is the write of its component,
+//! and the new tuple keeps the struct's shape. Its constant fields cannot
+//! be written (the tuple does not hold them); the written struct still
+//! reads them from its origin, but is no longer equal to it, so it cannot
+//! cross a call. A loop or branch that writes a part carries the whole
+//! variable (see [`super::control::assigned`]). Generated Rust moves the
+//! parts, it copies no array: every part is a float or a tuple of them.
 
 use proc_macro2::Span;
 use quote::ToTokens;
@@ -22,7 +26,15 @@ use crate::ir::{Prim, Ty};
 struct Place<'e> {
     root: &'e syn::Expr,
     name: String,
-    path: Vec<(usize, Span)>,
+    path: Vec<(Part, Span)>,
+}
+
+/// One step of a place: a field (of a struct, or a tuple's `.k`) or an
+/// element at a literal index.
+#[derive(Clone)]
+enum Part {
+    Field(syn::Member),
+    Elem(usize),
 }
 
 /// Reads `e` as a part of a local variable, `None` if it is not one (a
@@ -33,15 +45,12 @@ fn place(e: &syn::Expr) -> Option<Place<'_>> {
     loop {
         match cur {
             syn::Expr::Field(f) => {
-                let syn::Member::Unnamed(idx) = &f.member else {
-                    return None;
-                };
-                path.push((idx.index as usize, f.member.span()));
+                path.push((Part::Field(f.member.clone()), f.member.span()));
                 cur = &f.base;
             }
             syn::Expr::Index(ix) => {
                 let k = super::int_literal(&ix.index)?;
-                path.push((usize::try_from(k).ok()?, ix.index.span()));
+                path.push((Part::Elem(usize::try_from(k).ok()?), ix.index.span()));
                 cur = &ix.expr;
             }
             syn::Expr::Paren(p) => cur = &p.expr,
@@ -115,15 +124,16 @@ impl Lowerer<'_> {
         true
     }
 
-    /// `base` with the part at `path` replaced by `value`: a new tuple.
+    /// `base` with the part at `path` replaced by `value`: a new tuple,
+    /// with `base`'s struct shape if it has one.
     fn replace_part(
         &mut self,
         base: Val,
-        path: &[(usize, Span)],
+        path: &[(Part, Span)],
         value: Val,
         span: Span,
     ) -> Option<Val> {
-        let ((k, k_span), rest) = path.split_first()?;
+        let ((part, k_span), rest) = path.split_first()?;
         let base = match base {
             Val::Active(v, t) => (v, t),
             Val::Inactive(tokens) => {
@@ -135,6 +145,7 @@ impl Lowerer<'_> {
             }
         };
         let shape = self.shape_of(&base.0);
+        let k = &self.part_index(&shape, part, *k_span)?;
         let parts = self.components(&base.0, &base.1, *k_span)?;
         let Some((old, old_ty)) = parts.get(*k).cloned() else {
             // No such field, or an index past the array: rustc's error on
@@ -145,6 +156,12 @@ impl Lowerer<'_> {
         let new = if rest.is_empty() {
             value
         } else {
+            // A nested struct's fields are named through its shape.
+            if let (Shape::Struct(st), Part::Field(m)) = (&shape, part) {
+                if let Ok((_, inner)) = st.position(m) {
+                    self.nested_field(&base.0, m, &old, inner);
+                }
+            }
             self.replace_part(Val::Active(old, old_ty.clone()), rest, value, span)?
         };
         let new = match new {
@@ -168,7 +185,38 @@ impl Lowerer<'_> {
                 (val, span, new_tokens(&i))
             })
             .collect();
-        Some(self.aggregate(vals, matches!(shape, Shape::Array(..)), "t"))
+        let new = self.aggregate(vals, matches!(shape, Shape::Array(..)), "t");
+        if let (Val::Active(v, _), Shape::Struct(_)) = (&new, &shape) {
+            self.shapes.insert(v.clone(), shape.clone());
+            self.written_struct(&base.0, v);
+        }
+        Some(new)
+    }
+
+    /// The component a part names in a value of this shape: a struct's
+    /// field by its position among the differentiable ones.
+    fn part_index(&mut self, shape: &Shape, part: &Part, span: Span) -> Option<usize> {
+        match (shape, part) {
+            (Shape::Struct(st), Part::Field(m)) => match st.position(m) {
+                Ok((k, _)) => Some(k),
+                Err(true) => {
+                    self.errs.push(span, "a constant field cannot be written in a differentiable function: the struct value here holds its differentiable fields only; compute the new value in a local");
+                    None
+                }
+                // rustc reports an unknown field on the original function.
+                Err(false) => {
+                    self.errs.rustc_reports();
+                    None
+                }
+            },
+            (_, Part::Field(syn::Member::Unnamed(i))) => Some(i.index as usize),
+            (_, Part::Elem(k)) => Some(*k),
+            // A named field of a value that is no struct: rustc's error.
+            (_, Part::Field(syn::Member::Named(_))) => {
+                self.errs.rustc_reports();
+                None
+            }
+        }
     }
 }
 

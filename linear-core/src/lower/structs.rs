@@ -29,6 +29,18 @@ use super::{Lowerer, Shape, Val};
 use crate::ir::{Expr, Ty};
 use crate::layout::Structs;
 
+/// Where a struct value's constant fields are read from (see the module
+/// doc).
+#[derive(Clone, Debug)]
+pub(super) struct Origin {
+    /// The parameter, or a struct nested in one (`p.a`).
+    expr: TokenStream,
+    /// Whether `expr` is a reference already (a `&S` parameter).
+    by_ref: bool,
+    /// Whether the value is equal to it (no field written since).
+    whole: bool,
+}
+
 /// The shape of a derived struct: each field's member and, for a
 /// differentiable field, its shape.
 #[derive(Clone, Debug, PartialEq)]
@@ -98,17 +110,9 @@ impl StructShape {
     /// which its flat value does not hold: such a struct crosses a call as
     /// its origin, not its flat value.
     pub fn has_constants(&self) -> bool {
-        fn nested(s: &Shape) -> bool {
-            match s {
-                Shape::Struct(st) => st.has_constants(),
-                Shape::Tuple(ss) => ss.iter().any(nested),
-                Shape::Array(e, _) | Shape::Slice(e, _) => nested(e),
-                Shape::Float(_) => false,
-            }
-        }
         self.fields
             .iter()
-            .any(|(_, s)| s.as_ref().is_none_or(nested))
+            .any(|(_, s)| s.as_ref().is_none_or(super::has_constants))
     }
 
     /// The constant fields' names.
@@ -134,7 +138,7 @@ impl StructShape {
 
     /// Where field `m` is: `Ok(k)` the `k`-th component of the tuple,
     /// `Err(true)` a constant field, `Err(false)` no field of the struct.
-    fn position(&self, m: &syn::Member) -> Result<(usize, &Shape), bool> {
+    pub(super) fn position(&self, m: &syn::Member) -> Result<(usize, &Shape), bool> {
         let mut k = 0;
         for (fm, s) in &self.fields {
             match s {
@@ -232,15 +236,30 @@ impl Lowerer<'_> {
     /// from, if it has one (see the module doc).
     pub(super) fn origin(&self, v: &Val) -> Option<TokenStream> {
         match v {
-            Val::Active(var, _) => self.origins.get(var).map(|o| o.0.clone()),
+            Val::Active(var, _) => self.origins.get(var).map(|o| o.expr.clone()),
             Val::Inactive(_) => None,
         }
     }
 
-    /// A borrow of the struct value `v`'s origin, if it has one.
-    pub(super) fn borrow_origin(&self, v: &crate::ir::Var) -> Option<TokenStream> {
-        let (o, by_ref) = self.origins.get(v)?;
-        Some(if *by_ref { o.clone() } else { quote!(&#o) })
+    /// A borrow of the struct value `v`'s origin, `Ok` if `v` is equal to
+    /// it, `Err(true)` if it has one but a field was written since.
+    pub(super) fn borrow_origin(&self, v: &crate::ir::Var) -> Result<TokenStream, bool> {
+        let o = self.origins.get(v).ok_or(false)?;
+        let e = &o.expr;
+        match (o.whole, o.by_ref) {
+            (false, _) => Err(true),
+            (true, true) => Ok(e.clone()),
+            (true, false) => Ok(quote!(&#e)),
+        }
+    }
+
+    /// `new` is the struct value `old` with a differentiable field
+    /// written: the same constant fields, no longer equal to the origin.
+    pub(super) fn written_struct(&mut self, old: &crate::ir::Var, new: &crate::ir::Var) {
+        if let Some(o) = self.origins.get(old).cloned() {
+            let o = Origin { whole: false, ..o };
+            self.origins.insert(new.clone(), o);
+        }
     }
 
     /// `S { a: e, b, ..base }`: the tuple of the fields' values.
@@ -361,7 +380,12 @@ impl Lowerer<'_> {
     pub(super) fn struct_param(&mut self, v: &crate::ir::Var, pat: &syn::Pat, by_ref: bool) {
         if let syn::Pat::Ident(i) = pat {
             let id = &i.ident;
-            self.origins.insert(v.clone(), (quote!(#id), by_ref));
+            let o = Origin {
+                expr: quote!(#id),
+                by_ref,
+                whole: true,
+            };
+            self.origins.insert(v.clone(), o);
         }
     }
 
@@ -376,15 +400,40 @@ impl Lowerer<'_> {
         shape: &Shape,
         span: Span,
     ) -> Val {
-        let origin = self.origin(&base);
+        let base_var = match &base {
+            Val::Active(v, _) => Some(v.clone()),
+            Val::Inactive(_) => None,
+        };
         let v = self.select(base, k, span);
-        if let (Val::Active(var, _), Shape::Struct(_)) = (&v, shape) {
-            self.shapes.insert(var.clone(), shape.clone());
-            if let Some(o) = origin {
-                self.origins.insert(var.clone(), (quote!(#o.#m), false));
-            }
+        if let (Some(b), Val::Active(var, _)) = (base_var, &v) {
+            self.nested_field(&b, m, var, shape);
         }
         v
+    }
+
+    /// Records that `var` is the field `m` (of shape `shape`) of the struct
+    /// value `base`: a nested struct keeps its shape for the field reads
+    /// that follow, and has the field's origin if `base` has one.
+    pub(super) fn nested_field(
+        &mut self,
+        base: &crate::ir::Var,
+        m: &syn::Member,
+        var: &crate::ir::Var,
+        shape: &Shape,
+    ) {
+        if !matches!(shape, Shape::Struct(_)) {
+            return;
+        }
+        self.shapes.insert(var.clone(), shape.clone());
+        if let Some(o) = self.origins.get(base).cloned() {
+            let expr = &o.expr;
+            let o = Origin {
+                expr: quote!(#expr.#m),
+                by_ref: false,
+                whole: o.whole,
+            };
+            self.origins.insert(var.clone(), o);
+        }
     }
 }
 

@@ -110,3 +110,25 @@ impl Body {
         }
     }
 }
+
+/// A struct with a constant field, whose methods are called from another
+/// crate: it crosses the call as the caller's parameter it is.
+#[derive(Differentiable, Clone, Copy, Debug, PartialEq)]
+pub struct Pinned {
+    pub pos: [f64; 2],
+    #[nondiff]
+    pub pinned: bool,
+}
+
+#[differentiable]
+impl Pinned {
+    /// The squared distance to `to`, none if pinned.
+    #[differentiable]
+    pub fn pull(&self, to: f64) -> f64 {
+        if self.pinned {
+            0.0
+        } else {
+            (self.pos[0] - to) * (self.pos[0] - to) + self.pos[1] * self.pos[1]
+        }
+    }
+}
