@@ -31,7 +31,7 @@ fn kinetic(b: &Body) -> f64 {
 fn kicked(b: &Body, dt: f64) -> f64 {
     let mut c = *b;
     c.vel[0] += dt * c.pos[1];
-    c.pos[0] = c.pos[0] + dt * c.vel[0];
+    c.pos[0] = c.pos[1] + dt * c.vel[0];
     c.mass *= 1.0 + dt;
     kinetic(&c) + c.pos[0] * b.pos[0]
 }
@@ -39,7 +39,7 @@ fn kicked(b: &Body, dt: f64) -> f64 {
 fn kicked_by_hand(b: &Body, dt: f64) -> f64 {
     let mut c = *b;
     c.vel[0] += dt * c.pos[1];
-    c.pos[0] += dt * c.vel[0];
+    c.pos[0] = c.pos[1] + dt * c.vel[0];
     c.mass *= 1.0 + dt;
     0.5 * c.mass * (c.vel[0] * c.vel[0] + c.vel[1] * c.vel[1]) + c.pos[0] * b.pos[0]
 }
