@@ -746,7 +746,10 @@ impl Lowerer<'_> {
         let Some((lo, hi, step, rev)) = self.range(&f.expr) else {
             return;
         };
-        let state = self.state_of(&assigned(&f.body), f.span());
+        let written = assigned(&f.body);
+        let views = self.views_before();
+        self.view_indexed_arrays((None, &f.body), &written);
+        let state = self.state_of(&written, f.span());
         let outer_unpacked = self.unpacked.clone();
         let index = Binder::new(self.fresh.var("i"), Ty::Int);
         self.types.insert(index.var.clone(), Ty::Int);
@@ -781,6 +784,9 @@ impl Lowerer<'_> {
             body,
         };
         self.finish_loop(&state, l);
+        if let Some(v) = views {
+            self.views = v;
+        }
     }
 
     pub(super) fn while_loop(&mut self, w: &syn::ExprWhile) {
@@ -798,7 +804,10 @@ impl Lowerer<'_> {
             );
             return;
         }
-        let state = self.state_of(&assigned(&w.body), w.span());
+        let written = assigned(&w.body);
+        let views = self.views_before();
+        self.view_indexed_arrays((Some(&w.cond), &w.body), &written);
+        let state = self.state_of(&written, w.span());
         let outer_unpacked = self.unpacked.clone();
         let carry = self.enter_loop(&state);
         let saved = std::mem::take(&mut self.out);
@@ -818,6 +827,9 @@ impl Lowerer<'_> {
             body,
         };
         self.finish_loop(&state, l);
+        if let Some(v) = views {
+            self.views = v;
+        }
     }
 }
 

@@ -44,6 +44,7 @@ mod methods;
 mod ops;
 mod place;
 mod structs;
+mod view;
 
 use crate::layout::Structs;
 use crate::signature::Sigs;
@@ -1045,6 +1046,9 @@ struct Lowerer<'a> {
     prelude: Vec<TokenStream>,
     float: Option<Float>,
     unpacked: HashMap<Var, Vec<Var>>,
+    /// Arrays held by value (IR tuples) indexed at run time: the local
+    /// array each is copied into (see [`view`]).
+    views: HashMap<Var, Var>,
     types: HashMap<Var, Ty>,
     next_const: usize,
     /// Placeholder variables standing for values that failed to lower.
@@ -1127,6 +1131,7 @@ impl<'e> Lowerer<'e> {
             prelude: Vec::new(),
             float: None,
             unpacked: HashMap::default(),
+            views: HashMap::default(),
             types: HashMap::default(),
             next_const: 0,
             poison: Default::default(),
@@ -2362,7 +2367,13 @@ impl Lowerer<'_> {
             _ => None,
         };
         let Some(k) = k else {
-            self.errs.spanned(&ix.index, "a fixed-size array held by value (`[f64; N]`) is indexed by integer literals; take it by reference (`&[f64; N]`) or as a slice (`&[f64]`) to index it with any integer, or index the array it came from (`a[i][j]`)");
+            if let Some(v) = self
+                .view_of(&base)
+                .and_then(|view| self.array_index(&view, ix))
+            {
+                return v;
+            }
+            self.errs.spanned(&ix.index, "a fixed-size array held by value (`[f64; N]`) is indexed by a run-time integer only where it is a variable or field holding floats that the loop indexing it does not write (it is copied before the loop); elsewhere index it by integer literals, take it by reference (`&[f64; N]`) or as a slice (`&[f64]`), or index the array it came from (`a[i][j]`)");
             return self.placeholder();
         };
         self.select(base, k, ix.span())
