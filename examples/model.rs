@@ -1,6 +1,6 @@
 //! A small model trained by gradient descent: a one-hidden-layer
 //! perceptron as a struct, its forward pass and its loss as `&self`
-//! methods, fitted to `sin` on [-3, 3].
+//! methods (the loss calls the forward pass), fitted to `sin` on [-3, 3].
 //!
 //! `loss_vjp` returns the loss and its gradient in the weights as an
 //! `MlpTangent` (the struct `#[derive(Differentiable)]` generates), which
@@ -15,9 +15,7 @@ use linear_ad::{differentiable, Differentiable};
 /// Hidden units.
 const H: usize = 4;
 
-/// The weights. Array fields are indexed by literals in differentiable
-/// code (a fixed-size array held by value is a tuple to the derivative
-/// passes), so the hidden layer is written out unit by unit.
+/// The weights.
 #[derive(Differentiable, Clone, Copy, Debug)]
 pub struct Mlp {
     pub w1: [f64; 4],
@@ -26,37 +24,26 @@ pub struct Mlp {
     pub b2: f64,
 }
 
-/// One hidden unit's contribution at `x`.
-#[differentiable]
-fn unit(w: f64, b: f64, v: f64, x: f64) -> f64 {
-    v * (w * x + b).tanh()
-}
-
 #[differentiable]
 impl Mlp {
-    /// The model's prediction at `x`.
+    /// The model's prediction at `x`: a loop over the hidden units, which
+    /// reads the weight arrays by index.
     #[differentiable]
     pub fn forward(&self, x: f64) -> f64 {
-        let (w, b, v) = (self.w1, self.b1, self.w2);
-        let h0: f64 = unit(w[0], b[0], v[0], x);
-        let h1: f64 = unit(w[1], b[1], v[1], x);
-        let h2: f64 = unit(w[2], b[2], v[2], x);
-        let h3: f64 = unit(w[3], b[3], v[3], x);
-        h0 + h1 + h2 + h3 + self.b2
+        let mut y = self.b2;
+        for j in 0..4 {
+            y += self.w2[j] * (self.w1[j] * x + self.b1[j]).tanh();
+        }
+        y
     }
 
-    /// The mean squared error over the data set.
+    /// The mean squared error over the data set, calling `forward` per
+    /// sample (its tape holds one `forward` tape per sample).
     #[differentiable]
     pub fn loss(&self, #[nondiff] xs: &[f64], #[nondiff] ys: &[f64]) -> f64 {
-        let (w, b, v) = (self.w1, self.b1, self.w2);
         let mut total = 0.0;
         for i in 0..xs.len() {
-            let x = xs[i];
-            let h0: f64 = unit(w[0], b[0], v[0], x);
-            let h1: f64 = unit(w[1], b[1], v[1], x);
-            let h2: f64 = unit(w[2], b[2], v[2], x);
-            let h3: f64 = unit(w[3], b[3], v[3], x);
-            let e = h0 + h1 + h2 + h3 + self.b2 - ys[i];
+            let e = self.forward(xs[i]) - ys[i];
             total += e * e;
         }
         total / xs.len() as f64
