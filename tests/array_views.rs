@@ -4,8 +4,9 @@
 //! straight-line code indexed by a constant parameter. Each array is
 //! copied once into a local array before the loop that reads it
 //! (`linear_core::lower::view`). Each function is checked against plain
-//! Rust, by central differences, the dot-product identity and agreement of
-//! its three modes.
+//! Rust written otherwise (where there is a shorter way to write it), by
+//! central differences of the function as written, the dot-product
+//! identity and agreement of its three modes.
 
 #![deny(warnings)]
 
@@ -39,28 +40,6 @@ pub struct Body {
 /// inside a branch and a `while` loop.
 #[differentiable]
 fn moments(b: &Body, k: f64) -> f64 {
-    let mut s = 0.0;
-    for i in 0..3 {
-        for j in 0..3 {
-            s += b.pos[i] * b.vel[j] * (i as f64 - j as f64);
-        }
-    }
-    if k > 0.0 {
-        for i in 0..3 {
-            s += k * b.vel[i] * b.vel[i];
-        }
-    } else {
-        s -= k * b.mass;
-    }
-    let mut n = 0;
-    while n < 3 && b.pos[n] < 10.0 {
-        s += b.mass * b.pos[n];
-        n += 1;
-    }
-    s
-}
-
-fn moments_by_hand(b: &Body, k: f64) -> f64 {
     let mut s = 0.0;
     for i in 0..3 {
         for j in 0..3 {
@@ -200,15 +179,10 @@ fn a_struct_s_array_fields_in_nested_loops_branches_and_while() {
     let flat = |t: &BodyTangent| [t.pos.as_slice(), &t.vel, &[t.mass]].concat();
     for k in [0.7, -0.4] {
         let x = [0.3, -1.2, 0.8, 2.45, 1.7, 0.1, 1.3, k];
-        assert_close(
-            &[moments(&body(&x), k)],
-            &[moments_by_hand(&body(&x), k)],
-            1e-12,
-        );
         check(
             &x,
             1,
-            |v| vec![moments_by_hand(&body(v), v[7])],
+            |v| vec![moments(&body(v), v[7])],
             |v, d| vec![moments_jvp(&body(v), v[7], &tangent(d), d[7]).1],
             |v, c| {
                 let (_, (db, dk)) = moments_vjp(&body(v), v[7], c[0]);
