@@ -441,7 +441,7 @@ impl Lowerer<'_> {
             }
             Kind::Closed => {
                 let why = if sig.sig.generics.params.is_empty() {
-                    "its parameters take arrays read by index (`&[T]`, `&[T; N]`, `Vec<T>`), which calls between differentiable functions cannot pass yet; compute it here, or pass the elements it needs"
+                    "its parameters take arrays read by index (`&[T]`, `&[T; N]`, `Vec<T>`) or tuples or arrays of structs, which calls between differentiable functions cannot pass yet; compute it here, or pass the elements it needs"
                 } else {
                     "it is generic, and a caller's tape would have to name its float type; write a non-generic version for the caller's float type"
                 };

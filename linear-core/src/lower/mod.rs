@@ -108,6 +108,16 @@ impl Errors {
     pub fn push_err(&mut self, e: syn::Error) {
         self.errors.push(e);
     }
+    /// Where the errors stand, to [`Errors::roll_back`] to after lowering
+    /// something speculatively.
+    fn mark(&self) -> (usize, bool) {
+        (self.errors.len(), self.silent)
+    }
+    /// Forgets the errors reported since `mark`.
+    fn roll_back(&mut self, (len, silent): (usize, bool)) {
+        self.errors.truncate(len);
+        self.silent = silent;
+    }
     pub fn is_empty(&self) -> bool {
         self.errors.is_empty() && !self.silent
     }
@@ -2372,6 +2382,10 @@ impl Lowerer<'_> {
                 .and_then(|view| self.array_index(&view, ix))
             {
                 return v;
+            }
+            // A value an error left without a type: reported already.
+            if self.is_poison(&base) {
+                return self.placeholder();
             }
             self.errs.spanned(&ix.index, "a fixed-size array held by value (`[f64; N]`) is indexed by a run-time integer only where it is a variable or field holding floats that the loop indexing it does not write (it is copied before the loop); elsewhere index it by integer literals, take it by reference (`&[f64; N]`) or as a slice (`&[f64]`), or index the array it came from (`a[i][j]`)");
             return self.placeholder();

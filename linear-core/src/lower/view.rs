@@ -62,7 +62,14 @@ impl Lowerer<'_> {
             ) {
                 continue;
             }
+            // Lowered here speculatively: a problem with it is reported
+            // where the body lowers it.
+            let mark = self.errs.mark();
             let v = self.expr(base, "v");
+            if self.errs.mark() != mark {
+                self.errs.roll_back(mark);
+                continue;
+            }
             if let Val::Active(var, _) = &v {
                 if !self.views.contains_key(var) {
                     self.make_view(var);
