@@ -27,19 +27,15 @@ use crate::lower::{Param, Shape};
 enum Crossing {
     /// As the parameter's own Rust types.
     Plain,
-    /// A struct, as flat values: `owned` is the struct type (by value),
-    /// `tangent` its tangent struct, `by_ref` whether `f` takes `&S`.
-    Flat {
+    /// A struct: `owned` is the struct type (by value), `tangent` its
+    /// tangent struct, `by_ref` whether `f` takes `&S`. Its tangent and
+    /// cotangent cross as flat values, and so does its value unless
+    /// `origin` (it has constant fields): then it crosses as its origin.
+    Struct {
         owned: TokenStream,
         tangent: TokenStream,
         by_ref: bool,
-    },
-    /// A struct with constant fields, as its origin (as `Flat` for the
-    /// tangent and cotangent).
-    Origin {
-        owned: TokenStream,
-        tangent: TokenStream,
-        by_ref: bool,
+        origin: bool,
     },
 }
 
@@ -54,19 +50,11 @@ fn crossing(p: &Param) -> Crossing {
         }
         t => quote!(#t),
     };
-    let (tangent, by_ref) = (st.tangent(), st.by_ref);
-    if st.has_constants() {
-        Crossing::Origin {
-            owned,
-            tangent,
-            by_ref,
-        }
-    } else {
-        Crossing::Flat {
-            owned,
-            tangent,
-            by_ref,
-        }
+    Crossing::Struct {
+        owned,
+        tangent: st.tangent(),
+        by_ref: st.by_ref,
+        origin: st.has_constants(),
     }
 }
 
@@ -78,13 +66,17 @@ impl Crossing {
                 let t = &p.ty;
                 quote!(#t)
             }
-            Crossing::Flat { owned, .. } => flat(owned),
-            Crossing::Origin {
+            Crossing::Struct {
+                owned,
+                origin: false,
+                ..
+            } => flat(owned),
+            Crossing::Struct {
                 owned,
                 by_ref: true,
                 ..
             } => quote!(&#owned),
-            Crossing::Origin { owned, .. } => {
+            Crossing::Struct { owned, .. } => {
                 quote!(impl ::linear_ad::__private::Origin<#owned>)
             }
         }
@@ -93,11 +85,15 @@ impl Crossing {
     /// The statement rebuilding a struct parameter `a` from its flat value.
     fn rebuild(&self, a: &syn::Ident) -> Option<TokenStream> {
         match self {
-            Crossing::Plain | Crossing::Origin { by_ref: true, .. } => None,
-            Crossing::Flat { owned, .. } => {
+            Crossing::Struct {
+                owned,
+                origin: false,
+                ..
+            } => {
                 Some(quote!(let #a = <#owned as ::linear_ad::__private::FromFlat>::from_flat(#a);))
             }
-            Crossing::Origin { owned, .. } => {
+            Crossing::Plain | Crossing::Struct { by_ref: true, .. } => None,
+            Crossing::Struct { owned, .. } => {
                 Some(quote!(let #a: #owned = ::linear_ad::__private::Origin::owned(#a);))
             }
         }
@@ -106,17 +102,19 @@ impl Crossing {
     /// The value as `f`'s own functions take it.
     fn pass(&self, a: &syn::Ident) -> TokenStream {
         match self {
-            Crossing::Flat { by_ref: true, .. } => quote!(&#a),
-            Crossing::Flat { .. } | Crossing::Origin { .. } | Crossing::Plain => quote!(#a),
+            Crossing::Struct {
+                by_ref: true,
+                origin: false,
+                ..
+            } => quote!(&#a),
+            Crossing::Struct { .. } | Crossing::Plain => quote!(#a),
         }
     }
 
     /// The type of a tangent slot; `constant` for a constant parameter.
     fn slot_ty(&self, p: &Param, constant: &TokenStream) -> TokenStream {
         let t = match (&p.active, self) {
-            (Some(_), Crossing::Flat { tangent, .. } | Crossing::Origin { tangent, .. }) => {
-                flat(tangent)
-            }
+            (Some(_), Crossing::Struct { tangent, .. }) => flat(tangent),
             (Some((s, _)), Crossing::Plain) => s.rust(),
             (None, _) => return constant.clone(),
         };
@@ -129,10 +127,7 @@ impl Crossing {
         let t = quote!(::linear_ad::__private::Tangent::tangent(#d));
         match self {
             Crossing::Plain => t,
-            Crossing::Flat {
-                tangent, by_ref: r, ..
-            }
-            | Crossing::Origin {
+            Crossing::Struct {
                 tangent, by_ref: r, ..
             } => {
                 let amp = (by_ref && *r).then(|| quote!(&));
@@ -145,11 +140,7 @@ impl Crossing {
     /// differentiable) as it crosses back, and its type.
     fn cotangent(&self, p: &Param, c: Option<&syn::Ident>) -> (TokenStream, TokenStream) {
         match (&p.active, self, c) {
-            (
-                Some(_),
-                Crossing::Flat { tangent, .. } | Crossing::Origin { tangent, .. },
-                Some(c),
-            ) => (
+            (Some(_), Crossing::Struct { tangent, .. }, Some(c)) => (
                 quote!(::linear_ad::__private::ToFlat::flat(&#c)),
                 flat(tangent),
             ),
