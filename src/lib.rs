@@ -357,7 +357,10 @@ mod structs;
 /// function generic in its float type (`fn f<T: Float>`) accept: `f32`
 /// and `f64`. The function itself keeps its own bounds; its `f_jvp`,
 /// `f_lin` and `f_vjp` add this one, for the zeros and buffers of the
-/// derivative code.
+/// derivative code. The impls `#[derive(Differentiable)]` gives a struct
+/// generic in its float type (`struct Point<T: Float>`) take it too: its
+/// (hidden) supertraits are what a tangent struct's fields of type `T`
+/// need (a vector space over `T`, and conversions to the IR's flat value).
 ///
 /// ```
 /// use linear_ad::{differentiable, num_traits::Float};
@@ -389,6 +392,9 @@ pub trait Real:
     + Send
     + Sync
     + 'static
+    + structs::Linear<Self>
+    + structs::Zero
+    + structs::FromFlat<Flat = Self>
 {
 }
 

@@ -258,15 +258,15 @@ thread_local! {
 
 /// The user's name for [`Float::Generic`] (the `T` of `fn f<T: Float>`)
 /// while one generic function is lowered and printed: lowering reads `T`
-/// as that type, code generation spells it `T`. A guard: the name is
-/// forgotten when it drops, so the next function the macro expands in
-/// this thread starts without one.
-pub struct FloatParam(());
+/// as that type, code generation spells it `T`. A guard: the name that
+/// was set before comes back when it drops, so the next function the
+/// macro expands in this thread starts without one, and a guard set
+/// within another's scope (a derive's, a method's) does not clear it.
+pub struct FloatParam(Option<syn::Ident>);
 
 impl FloatParam {
     pub fn set(name: Option<syn::Ident>) -> FloatParam {
-        FLOAT_PARAM.with(|p| *p.borrow_mut() = name);
-        FloatParam(())
+        FloatParam(FLOAT_PARAM.with(|p| std::mem::replace(&mut *p.borrow_mut(), name)))
     }
 
     /// The name, if a generic function is being expanded.
@@ -277,7 +277,8 @@ impl FloatParam {
 
 impl Drop for FloatParam {
     fn drop(&mut self) {
-        FLOAT_PARAM.with(|p| *p.borrow_mut() = None);
+        let before = self.0.take();
+        FLOAT_PARAM.with(|p| *p.borrow_mut() = before);
     }
 }
 

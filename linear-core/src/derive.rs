@@ -21,11 +21,12 @@
 //! know whether its tangent is `Copy`.
 
 use proc_macro2::{Span, TokenStream};
-use quote::{format_ident, quote, quote_spanned};
+use quote::{format_ident, quote, quote_spanned, ToTokens};
 use syn::spanned::Spanned;
 
+use crate::codegen::FloatParam;
 use crate::layout::{struct_paths, Job, Kind, Layout, Structs};
-use crate::lower::Errors;
+use crate::lower::{is_float_param, Errors};
 
 /// What a field of a derived struct is to differentiation.
 enum Field {
@@ -56,9 +57,12 @@ pub fn derive(item: TokenStream) -> TokenStream {
         errs.spanned(&input.ident, format!("`Differentiable` cannot be derived for {what}: its tangent would depend on the variant; derive it for structs"));
         return errs.into_compile_errors();
     };
-    if !input.generics.params.is_empty() {
-        errs.spanned(&input.generics, "`Differentiable` cannot be derived for a generic struct yet: write the struct for f64 or f32");
+    let float = crate::lower::float_param(&input.generics);
+    if !input.generics.params.is_empty() && float.is_none() {
+        errs.spanned(&input.generics, "`Differentiable` can be derived for a struct generic in its float type only: one type parameter bounded by `Float` (`struct Point<T: num_traits::Float>`); lifetimes, const parameters and other type parameters are not supported");
     }
+    // Within the struct, its float type parameter is a float.
+    let _float = FloatParam::set(float);
     if matches!(data.fields, syn::Fields::Unit) {
         errs.spanned(
             &input.ident,
@@ -84,16 +88,22 @@ fn is_nondiff(f: &syn::Field) -> bool {
 }
 
 /// The struct as its layout records it: no attributes but `#[nondiff]`
-/// and the fields' docs (the tangent's fields repeat them), no generics.
+/// and the fields' docs (the tangent's fields repeat them); its generics
+/// (a float type parameter, which a user of the layout substitutes).
 fn minimal(input: &syn::DeriveInput, data: &syn::DataStruct) -> syn::ItemStruct {
     let mut fields = data.fields.clone();
     for f in fields.iter_mut() {
         f.attrs
             .retain(|a| a.path().is_ident("nondiff") || a.path().is_ident("doc"));
     }
-    let (vis, ident) = (&input.vis, &input.ident);
-    let semi = matches!(fields, syn::Fields::Unnamed(_)).then(|| quote!(;));
-    syn::parse_quote!(#vis struct #ident #fields #semi)
+    let (vis, ident, generics) = (&input.vis, &input.ident, &input.generics);
+    let where_clause = &generics.where_clause;
+    match fields {
+        syn::Fields::Unnamed(_) => {
+            syn::parse_quote!(#vis struct #ident #generics #fields #where_clause;)
+        }
+        _ => syn::parse_quote!(#vis struct #ident #generics #where_clause #fields),
+    }
 }
 
 /// Reports a differentiable field's type that has no tangent.
@@ -104,7 +114,9 @@ fn check_field_type(t: &syn::Type, errs: &mut Errors) {
                 return;
             };
             let std = ["String", "Option", "Box", "HashMap", "Result", "char", "str"];
-            if std.iter().any(|n| last.ident == n) {
+            if is_float_param(&p.path) {
+                // The struct's float type.
+            } else if std.iter().any(|n| last.ident == n) {
                 errs.spanned(t, format!("a field of type `{}` has no tangent: mark it `#[nondiff]`", last.ident));
             } else if last.ident == "Vec" {
                 if let syn::PathArguments::AngleBracketed(a) = &last.arguments {
@@ -114,8 +126,17 @@ fn check_field_type(t: &syn::Type, errs: &mut Errors) {
                         }
                     }
                 }
+            } else if let syn::PathArguments::AngleBracketed(a) = &last.arguments {
+                // A struct generic in its float type, at this struct's
+                // float type or a concrete one (`Point<T>`, `Point<f64>`).
+                for arg in &a.args {
+                    match arg {
+                        syn::GenericArgument::Type(t) if is_float_type(t) => {}
+                        _ => errs.spanned(arg, "a struct field's type may be generic in a float type only (`Point<T>`, `Point<f64>`): write the concrete type, or mark the field `#[nondiff]`"),
+                    }
+                }
             } else if !last.arguments.is_none() {
-                errs.spanned(t, "a field of a generic type is not supported yet: write the concrete type, or mark the field `#[nondiff]`");
+                errs.spanned(t, "this field type has no tangent: use floats, fixed-size arrays, tuples, `Vec`s and derived structs, or mark the field `#[nondiff]`");
             }
         }
         syn::Type::Tuple(t) => t.elems.iter().for_each(|e| check_field_type(e, errs)),
@@ -126,10 +147,16 @@ fn check_field_type(t: &syn::Type, errs: &mut Errors) {
     }
 }
 
+/// Whether `t` is `f64`, `f32` or the struct's float type parameter.
+fn is_float_type(t: &syn::Type) -> bool {
+    matches!(t, syn::Type::Path(p) if p.qself.is_none()
+        && (p.path.is_ident("f64") || p.path.is_ident("f32") || is_float_param(&p.path)))
+}
+
 /// The tangent type of a differentiable field type.
 fn tangent_ty(t: &syn::Type) -> TokenStream {
     match t {
-        syn::Type::Path(p) if p.path.is_ident("f64") || p.path.is_ident("f32") => quote!(#t),
+        _ if is_float_type(t) => quote!(#t),
         syn::Type::Path(p) if p.path.segments.last().is_some_and(|s| s.ident == "Vec") => {
             let inner = vec_elem(p).map(tangent_ty).unwrap_or_else(|| quote!(#t));
             quote!(::std::vec::Vec<#inner>)
@@ -177,14 +204,16 @@ fn all_of(fields: &[(&syn::Field, Field)]) -> (bool, bool, bool) {
 /// [`Field::Active`]), knowing the layouts of the structs it names.
 fn classify(t: &syn::Type, known: &Structs) -> (bool, bool, bool) {
     match t {
-        syn::Type::Path(p) if p.path.is_ident("f64") || p.path.is_ident("f32") => {
-            (true, true, true)
-        }
+        _ if is_float_type(t) => (true, true, true),
         syn::Type::Path(p) if p.path.segments.last().is_some_and(|s| s.ident == "Vec") => {
             (false, false, false)
         }
         syn::Type::Path(p) => match known.get(&p.path) {
-            Some(l) => all_of(&fields_of(&l.item, &l.nested)),
+            Some(l) => {
+                // Its fields in its own float type parameter's name.
+                let _float = FloatParam::set(crate::lower::float_param(&l.item.generics));
+                all_of(&fields_of(&l.item, &l.nested))
+            }
             None => (false, false, false),
         },
         syn::Type::Tuple(tu) => tu
@@ -220,8 +249,8 @@ fn fields_of<'a>(item: &'a syn::ItemStruct, known: &Structs) -> Vec<(&'a syn::Fi
         .collect()
 }
 
-/// The struct's float type: that of its first float field, nested
-/// structs included; `f64` when none says.
+/// The struct's float type: its float type parameter, or that of its
+/// first float field, nested structs included; `f64` when none says.
 fn float_of(item: &syn::ItemStruct, known: &Structs) -> TokenStream {
     fn find(t: &syn::Type, known: &Structs) -> Option<TokenStream> {
         match t {
@@ -229,6 +258,8 @@ fn float_of(item: &syn::ItemStruct, known: &Structs) -> TokenStream {
             syn::Type::Path(p) if p.path.is_ident("f32") => Some(quote!(f32)),
             syn::Type::Path(p) => match p.path.segments.last() {
                 Some(s) if s.ident == "Vec" => vec_elem(p).and_then(|e| find(e, known)),
+                // A struct generic in its float type, at a concrete one.
+                Some(s) if !s.arguments.is_none() => vec_elem(p).and_then(|e| find(e, known)),
                 _ => {
                     let l = known.get(&p.path)?;
                     l.item.fields.iter().find_map(|f| find(&f.ty, &l.nested))
@@ -240,11 +271,52 @@ fn float_of(item: &syn::ItemStruct, known: &Structs) -> TokenStream {
             _ => None,
         }
     }
+    if let Some(t) = crate::lower::float_param(&item.generics) {
+        return quote!(#t);
+    }
     fields_of(item, known)
         .iter()
         .filter(|(_, k)| matches!(k, Field::Active { .. }))
         .find_map(|(f, _)| find(&f.ty, known))
         .unwrap_or_else(|| quote!(f64))
+}
+
+/// The generics of the impls for a struct and its tangent: none, or for
+/// a struct generic in its float type `T`, `impl<T> .. for Name<T> where
+/// T: (the user's bounds) + linear_ad::Real` (see `linear_ad::Real`).
+struct Impl {
+    /// `<T>` after `impl`.
+    params: TokenStream,
+    /// `<T>` after the type's name.
+    args: TokenStream,
+    where_clause: TokenStream,
+}
+
+impl Impl {
+    fn of(generics: &syn::Generics) -> Impl {
+        let mut g = generics.clone();
+        if let Some(t) = crate::lower::float_param(generics) {
+            g.make_where_clause()
+                .predicates
+                .push(syn::parse_quote!(#t: ::linear_ad::Real));
+        }
+        let (params, args, where_clause) = g.split_for_impl();
+        Impl {
+            params: params.to_token_stream(),
+            args: args.to_token_stream(),
+            where_clause: where_clause.to_token_stream(),
+        }
+    }
+
+    /// `impl<T> trait_ for ty<T> where ..`, before the braces.
+    fn header(&self, trait_: TokenStream, ty: &syn::Ident) -> TokenStream {
+        let Impl {
+            params,
+            args,
+            where_clause,
+        } = self;
+        quote!(impl #params #trait_ for #ty #args #where_clause)
+    }
 }
 
 /// The derive's output once the layouts of the structs the fields name
@@ -254,6 +326,7 @@ pub fn finish(item: TokenStream, known: &Structs) -> TokenStream {
         Ok(i) => i,
         Err(e) => return e.to_compile_error(),
     };
+    let _float = FloatParam::set(crate::lower::float_param(&item.generics));
     let fields = fields_of(&item, known);
     let active: Vec<(&syn::Field, syn::Member)> = fields
         .iter()
@@ -275,26 +348,33 @@ pub fn finish(item: TokenStream, known: &Structs) -> TokenStream {
     let name = &item.ident;
     let tan = format_ident!("{}Tangent", name);
     let float = float_of(&item, known);
-    let tangent = tangent_struct(&item, &active, &tangent_members, &tan, copy);
-    let ops = tangent_ops(&tan, &tangent_members, &float);
+    let imp = Impl::of(&item.generics);
+    let tangent = tangent_struct(&item, &active, &tangent_members, (&tan, &imp), copy);
+    let ops = tangent_ops((&tan, &imp), &tangent_members, &float);
     let layout = Layout {
         item: item.clone(),
         nested: known.clone(),
     };
     let layout_macro = layout_macro(&item, &layout);
     let conversions = if flat {
-        conversions(name, &tan, &active, &tangent_members, rebuild)
+        conversions((name, &tan, &imp), &active, &tangent_members, rebuild)
     } else {
         quote!()
     };
+    let differentiable = quote!(::linear_ad::Differentiable);
+    let (of_name, of_tan) = (
+        imp.header(differentiable.clone(), name),
+        imp.header(differentiable, &tan),
+    );
+    let args = &imp.args;
     quote! {
         #tangent
         #ops
-        impl ::linear_ad::Differentiable for #name {
-            type Tangent = #tan;
+        #of_name {
+            type Tangent = #tan #args;
         }
-        impl ::linear_ad::Differentiable for #tan {
-            type Tangent = #tan;
+        #of_tan {
+            type Tangent = Self;
         }
         #conversions
         #layout_macro
@@ -316,10 +396,13 @@ fn tangent_struct(
     item: &syn::ItemStruct,
     active: &[(&syn::Field, syn::Member)],
     members: &[syn::Member],
-    tan: &syn::Ident,
+    (tan, imp): (&syn::Ident, &Impl),
     copy: bool,
 ) -> TokenStream {
     let vis = &item.vis;
+    // Its fields name the tangents of generic structs, so it takes the
+    // impls' bound on the float type.
+    let (generics, where_clause) = (&imp.params, &imp.where_clause);
     let doc = format!("The tangent (and cotangent) of a [`{}`]: its differentiable fields, generated by `#[derive(Differentiable)]`.", item.ident);
     let copy = copy.then(|| quote!(Copy,));
     let fields = active.iter().map(|(f, _)| {
@@ -334,21 +417,23 @@ fn tangent_struct(
         .iter()
         .map(|m| quote!(#m: ::linear_ad::__private::Zero::zero()));
     let body = if matches!(item.fields, syn::Fields::Unnamed(_)) {
-        quote!((#(#fields,)*);)
+        quote!(#generics (#(#fields,)*) #where_clause;)
     } else {
-        quote!({ #(#fields,)* })
+        quote!(#generics #where_clause { #(#fields,)* })
     };
+    let default = imp.header(quote!(::core::default::Default), tan);
+    let zero = imp.header(quote!(::linear_ad::__private::Zero), tan);
     quote! {
         #[doc = #doc]
         #[derive(Clone, #copy Debug, PartialEq)]
         #vis struct #tan #body
-        impl ::core::default::Default for #tan {
+        #default {
             /// The zero tangent.
             fn default() -> Self {
-                #tan { #(#zeros,)* }
+                Self { #(#zeros,)* }
             }
         }
-        impl ::linear_ad::__private::Zero for #tan {
+        #zero {
             fn zero() -> Self {
                 ::core::default::Default::default()
             }
@@ -358,44 +443,56 @@ fn tangent_struct(
 
 /// `Add`, `Sub`, `Neg`, `Mul<F>` and `Linear<F>` on the tangent, field by
 /// field.
-fn tangent_ops(tan: &syn::Ident, m: &[syn::Member], float: &TokenStream) -> TokenStream {
+fn tangent_ops(
+    (tan, imp): (&syn::Ident, &Impl),
+    m: &[syn::Member],
+    float: &TokenStream,
+) -> TokenStream {
     let lin = quote!(::linear_ad::__private::Linear::<#float>);
+    let [linear, add, sub, neg, mul] = [
+        quote!(::linear_ad::__private::Linear<#float>),
+        quote!(::core::ops::Add),
+        quote!(::core::ops::Sub),
+        quote!(::core::ops::Neg),
+        quote!(::core::ops::Mul<#float>),
+    ]
+    .map(|t| imp.header(t, tan));
     quote! {
-        impl ::linear_ad::__private::Linear<#float> for #tan {
+        #linear {
             fn add(self, other: Self) -> Self {
-                #tan { #(#m: #lin::add(self.#m, other.#m),)* }
+                Self { #(#m: #lin::add(self.#m, other.#m),)* }
             }
             fn sub(self, other: Self) -> Self {
-                #tan { #(#m: #lin::sub(self.#m, other.#m),)* }
+                Self { #(#m: #lin::sub(self.#m, other.#m),)* }
             }
             fn neg(self) -> Self {
-                #tan { #(#m: #lin::neg(self.#m),)* }
+                Self { #(#m: #lin::neg(self.#m),)* }
             }
             fn scale(self, s: #float) -> Self {
-                #tan { #(#m: #lin::scale(self.#m, s),)* }
+                Self { #(#m: #lin::scale(self.#m, s),)* }
             }
         }
-        impl ::core::ops::Add for #tan {
-            type Output = #tan;
-            fn add(self, other: #tan) -> #tan {
+        #add {
+            type Output = Self;
+            fn add(self, other: Self) -> Self {
                 #lin::add(self, other)
             }
         }
-        impl ::core::ops::Sub for #tan {
-            type Output = #tan;
-            fn sub(self, other: #tan) -> #tan {
+        #sub {
+            type Output = Self;
+            fn sub(self, other: Self) -> Self {
                 #lin::sub(self, other)
             }
         }
-        impl ::core::ops::Neg for #tan {
-            type Output = #tan;
-            fn neg(self) -> #tan {
+        #neg {
+            type Output = Self;
+            fn neg(self) -> Self {
                 #lin::neg(self)
             }
         }
-        impl ::core::ops::Mul<#float> for #tan {
-            type Output = #tan;
-            fn mul(self, s: #float) -> #tan {
+        #mul {
+            type Output = Self;
+            fn mul(self, s: #float) -> Self {
                 #lin::scale(self, s)
             }
         }
@@ -405,8 +502,7 @@ fn tangent_ops(tan: &syn::Ident, m: &[syn::Member], float: &TokenStream) -> Toke
 /// `ToFlat` for the struct and its tangent; `FromFlat` for the tangent,
 /// and for the struct when it has no constant field (`rebuild`).
 fn conversions(
-    name: &syn::Ident,
-    tan: &syn::Ident,
+    (name, tan, imp): (&syn::Ident, &syn::Ident, &Impl),
     active: &[(&syn::Field, syn::Member)],
     tangent_members: &[syn::Member],
     rebuild: bool,
@@ -418,9 +514,10 @@ fn conversions(
     let ttys: Vec<TokenStream> = tys.iter().map(|t| tangent_ty(t)).collect();
     let flat = quote!(::linear_ad::__private::ToFlat);
     let from = quote!(::linear_ad::__private::FromFlat);
-    let to_flat = |ty: &dyn quote::ToTokens, tys: &[TokenStream], m: &[&syn::Member]| {
+    let to_flat = |ty: &syn::Ident, tys: &[TokenStream], m: &[&syn::Member]| {
+        let header = imp.header(flat.clone(), ty);
         quote! {
-            impl #flat for #ty {
+            #header {
                 type Flat = (#(<#tys as #flat>::Flat,)*);
                 #[inline]
                 fn flat(&self) -> Self::Flat {
@@ -429,12 +526,13 @@ fn conversions(
             }
         }
     };
-    let from_flat = |ty: &dyn quote::ToTokens, m: &[&syn::Member]| {
+    let from_flat = |ty: &syn::Ident, m: &[&syn::Member]| {
+        let header = imp.header(from.clone(), ty);
         quote! {
-            impl #from for #ty {
+            #header {
                 #[inline]
                 fn from_flat(flat: Self::Flat) -> Self {
-                    #ty { #(#m: #from::from_flat(flat.#idx),)* }
+                    Self { #(#m: #from::from_flat(flat.#idx),)* }
                 }
             }
         }

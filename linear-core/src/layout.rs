@@ -62,10 +62,21 @@ impl<T> Clone for ByPath<T> {
     }
 }
 
-/// A path's text without spaces: `physics :: Particle` is
-/// `physics::Particle`.
+/// A path's text without spaces or generic arguments: `physics ::
+/// Particle` is `physics::Particle`, and so is `physics::Particle<T>`
+/// (one layout serves every float type of a generic struct).
 pub(crate) fn key(p: &syn::Path) -> String {
-    p.to_token_stream().to_string().replace(' ', "")
+    bare(p).to_token_stream().to_string().replace(' ', "")
+}
+
+/// `p` without generic arguments: `geo::Point<f64>` is `geo::Point`, the
+/// path by which its layout macro is called.
+pub(crate) fn bare(p: &syn::Path) -> syn::Path {
+    let mut p = p.clone();
+    for s in p.segments.iter_mut() {
+        s.arguments = syn::PathArguments::None;
+    }
+    p
 }
 
 impl<T> ByPath<T> {
@@ -157,9 +168,11 @@ pub(crate) const NOT_STRUCTS: [&str; 24] = [
     "usize", "bool", "char", "str", "String", "Vec", "Option", "Box", "Self", "Result", "HashMap",
 ];
 
-/// The paths in `t` that may name derived structs: plain paths without
-/// generic arguments, other than the primitive and standard types above,
-/// inside references, tuples, arrays, slices and `Vec`.
+/// The paths in `t` that may name derived structs, with their generic
+/// arguments (`Point<T>`, a struct generic in its float type; its layout
+/// macro is called by the [`bare`] path): paths other than the primitive
+/// and standard types above and the float type parameter, inside
+/// references, tuples, arrays, slices and `Vec`; each struct once.
 pub fn struct_paths(t: &syn::Type, out: &mut Vec<syn::Path>) {
     match t {
         syn::Type::Path(p) if p.qself.is_none() => {
@@ -176,8 +189,19 @@ pub fn struct_paths(t: &syn::Type, out: &mut Vec<syn::Path>) {
                 }
                 return;
             }
-            let plain = p.path.segments.iter().all(|s| s.arguments.is_none());
-            if plain && !NOT_STRUCTS.iter().any(|n| last.ident == n) && !out.contains(&p.path) {
+            // Generic arguments on the last segment only: a struct generic
+            // in its float type.
+            let plain = p
+                .path
+                .segments
+                .iter()
+                .rev()
+                .skip(1)
+                .all(|s| s.arguments.is_none());
+            let skip = NOT_STRUCTS.iter().any(|n| last.ident == n)
+                || crate::lower::is_float_param(&p.path);
+            let k = key(&p.path);
+            if plain && !skip && !out.iter().any(|q| key(q) == k) {
                 out.push(p.path.clone());
             }
         }
@@ -320,7 +344,7 @@ impl Job {
         self.pending_sigs.retain(|p| self.sigs.get(p).is_none());
         // Spanned at the user's path, so that a struct without the derive,
         // or a function without the attribute, is reported there.
-        if let Some(first) = self.pending.first().cloned() {
+        if let Some(first) = self.pending.first().map(bare) {
             let bang = quote_spanned!(first.span()=> !);
             return quote!(#first #bang { @__linear_ad_layout #self });
         }

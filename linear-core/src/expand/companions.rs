@@ -168,7 +168,8 @@ pub(super) fn crosses(s: &Shape) -> bool {
 }
 
 /// The callee-side half of the calling convention between differentiable
-/// functions (and methods, whose `owner` is their type), as associated
+/// functions (and methods, whose `owner` is their type, generic in
+/// their block's float type with `generics` and `where_clause`), as associated
 /// functions of `f`'s linearization type, the one name a caller refers to: `__jvp`, `__lin`, `__apply` and `__transpose`
 /// take one tangent (or cotangent) slot per parameter, constant ones
 /// included, so a caller needs no knowledge of which of `f`'s parameters
@@ -179,7 +180,7 @@ pub(super) fn crosses(s: &Shape) -> bool {
 pub(super) fn companions(
     item: &syn::ItemFn,
     params: &[Param],
-    map_name: &syn::Ident,
+    (map_name, (generics, where_clause)): (&syn::Ident, (TokenStream, &TokenStream)),
     (ret_ty, ret_tan): (&TokenStream, &TokenStream),
     active: &[(usize, &Shape)],
     allow: &TokenStream,
@@ -240,7 +241,7 @@ pub(super) fn companions(
     quote! {
         #[doc(hidden)]
         #allow
-        impl #map_name {
+        impl #generics #map_name #generics #where_clause {
             #[inline]
             pub fn __jvp(#(#a: #tys,)* #(#d: #jvp_slots,)*) -> (#ret_ty, #ret_tan) {
                 #(let _ = #constants;)*

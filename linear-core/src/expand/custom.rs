@@ -74,7 +74,7 @@ pub(super) fn custom_derivative(
     let companions = companions(
         item,
         &params,
-        &map_name,
+        (&map_name, (quote!(), &quote!())),
         (&ret_ty, &ret_ty),
         &active,
         &allow,

@@ -255,7 +255,10 @@ impl<'a> Sig<'a> {
         let user_allows = item.attrs.iter().filter(|a| a.path().is_ident("allow"));
         Ok(Sig {
             owner,
-            float: FloatGenerics::of(&item.sig.generics),
+            float: FloatGenerics {
+                outer: matches!(owner, Owner::Method { generic: true, .. }),
+                ..FloatGenerics::of(&item.sig.generics)
+            },
             vis: &item.vis,
             map_vis: owner.map_vis().unwrap_or(&item.vis),
             active,
@@ -311,7 +314,7 @@ impl<'a> Sig<'a> {
             allow,
             ..
         } = self;
-        let (generics, where_clause) = (self.float.decl(None), &self.float.where_clause);
+        let (generics, where_clause) = (self.float.fn_decl(None), &self.float.where_clause);
         quote! {
             #[doc = #doc]
             #allow
@@ -352,7 +355,7 @@ impl<'a> Sig<'a> {
             allow,
             ..
         } = self;
-        let generics = self.float.decl(Some(input_lifetime()));
+        let generics = self.float.fn_decl(Some(input_lifetime()));
         let where_clause = &self.float.where_clause;
         quote! {
             #[doc = #doc]
@@ -430,6 +433,9 @@ struct FloatGenerics {
     /// inline or in the `where` clause, then the `where` clause's other
     /// predicates.
     where_clause: TokenStream,
+    /// Whether `T` is the parameter of the enclosing `impl` block (a
+    /// method's), which the generated functions must not declare again.
+    outer: bool,
 }
 
 impl FloatGenerics {
@@ -449,7 +455,21 @@ impl FloatGenerics {
         FloatGenerics {
             where_clause: quote!(where #t: #(#bounds +)* ::linear_ad::Real, #(#user)*),
             param: Some(t),
+            outer: false,
         }
+    }
+
+    /// [`FloatGenerics::decl`] for a generated function: without `T` if
+    /// the enclosing block declares it.
+    fn fn_decl(&self, lifetime: Option<syn::Lifetime>) -> TokenStream {
+        if self.outer {
+            let inner = FloatGenerics {
+                param: None,
+                ..self.clone()
+            };
+            return inner.decl(lifetime);
+        }
+        self.decl(lifetime)
     }
 
     /// `<'lt, T>`, for declarations and uses alike (the bounds are in the
@@ -542,15 +562,21 @@ impl quote::ToTokens for Generated {
 #[derive(Clone, Copy)]
 pub(super) enum Owner<'a> {
     Free,
-    /// A method of this type, declared with this visibility.
-    Method(&'a syn::Type, &'a syn::Visibility),
+    /// A method of `ty`, declared with visibility `vis`, in an `impl`
+    /// block generic in its float type when `generic` (whose generated
+    /// methods then use the block's `T` rather than declare their own).
+    Method {
+        ty: &'a syn::Type,
+        vis: &'a syn::Visibility,
+        generic: bool,
+    },
 }
 
 impl<'a> Owner<'a> {
     fn map_vis(&self) -> Option<&'a syn::Visibility> {
         match self {
             Owner::Free => None,
-            Owner::Method(_, vis) => Some(vis),
+            Owner::Method { vis, .. } => Some(vis),
         }
     }
 
@@ -559,19 +585,24 @@ impl<'a> Owner<'a> {
     fn callee_type(&self) -> Option<&'a syn::Type> {
         match self {
             Owner::Free => None,
-            Owner::Method(t, _) => Some(t),
+            Owner::Method { ty, .. } => Some(ty),
         }
     }
 
     /// For a method `f`, the impl of `Method` by which callers name its
     /// linearization type `map` (see `linear_ad::__private::Method`).
-    fn method_impl(&self, f: &syn::Ident, map: &syn::Ident) -> Option<TokenStream> {
+    fn method_impl(
+        &self,
+        f: &syn::Ident,
+        map: &syn::Ident,
+        (generics, where_clause): (TokenStream, &TokenStream),
+    ) -> Option<TokenStream> {
         let t = self.callee_type()?;
         let key = method_key(f);
         Some(quote! {
             #[doc(hidden)]
-            impl ::linear_ad::__private::Method<#key> for #t {
-                type Linearization = #map;
+            impl #generics ::linear_ad::__private::Method<#key> for #t #where_clause {
+                type Linearization = #map #generics;
             }
         })
     }
@@ -580,8 +611,8 @@ impl<'a> Owner<'a> {
     fn doc_path(&self, f: &syn::Ident, inside: bool) -> String {
         match self {
             Owner::Free => f.to_string(),
-            Owner::Method(..) if inside => format!("Self::{f}"),
-            Owner::Method(t, _) => format!("{}::{f}", quote!(#t)).replace(' ', ""),
+            Owner::Method { .. } if inside => format!("Self::{f}"),
+            Owner::Method { ty, .. } => format!("{}::{f}", quote!(#ty)).replace(' ', ""),
         }
     }
 
@@ -593,7 +624,7 @@ impl<'a> Owner<'a> {
             Owner::Free => String::new(),
             // Every segment: `impl a::P` and `impl b::P` in one module
             // get distinct linearizations.
-            Owner::Method(t, _) => match t {
+            Owner::Method { ty, .. } => match ty {
                 syn::Type::Path(p) => p
                     .path
                     .segments
@@ -673,19 +704,23 @@ pub(super) fn generate(
         .active
         .iter()
         .all(|(_, s)| super::companions::crosses(s));
-    // Nor generic functions: a caller's tape would have to name `T`.
-    let callable = sig.float.param.is_none() && sig.arrays().is_empty() && !structs;
+    // Nor generic functions: a caller's tape would have to name `T`. A
+    // method of a generic block is called through its receiver's type,
+    // which names it (`Point<T>`, `Point<f64>`).
+    let generic = sig.float.param.is_some() && !sig.float.outer;
+    let callable = !generic && sig.arrays().is_empty() && !structs;
     let companions = if callable {
+        let float = (sig.float.decl(None), &sig.float.where_clause);
         let c = companions(
             item,
             &l.params,
-            &map_name,
+            (&map_name, float.clone()),
             (&sig.ret_ty, &sig.ret_tan),
             &sig.active,
             &sig.allow,
             owner.callee_type(),
         );
-        let m = owner.method_impl(&item.sig.ident, &map_name);
+        let m = owner.method_impl(&item.sig.ident, &map_name, float);
         quote!(#c #m)
     } else {
         quote!()

@@ -83,7 +83,7 @@ pub(super) fn differentiable_impl(attr: TokenStream, block: syn::ItemImpl) -> To
             continue;
         }
         marked += 1;
-        if let Some(f) = as_fn(&self_ty, m, &mut errs) {
+        if let Some(f) = as_fn(&block, &self_ty, m, &mut errs) {
             pending.extend(fn_struct_paths(&f));
         }
     }
@@ -123,12 +123,16 @@ pub fn methods_with(tokens: TokenStream, known: &Structs, sigs: &Sigs) -> TokenS
     for m in methods(&block) {
         let Some(attr) = marker(m) else { continue };
         let mut errs = Errors::default();
-        let Some(f) = as_fn(&self_ty, m, &mut errs) else {
+        let Some(f) = as_fn(&block, &self_ty, m, &mut errs) else {
             items.extend(errs.into_compile_errors());
             continue;
         };
         let args = super::parse_args(attr, &mut errs);
-        let owner = Owner::Method(&self_ty, vis.unwrap_or(&m.vis));
+        let owner = Owner::Method {
+            ty: &self_ty,
+            vis: vis.unwrap_or(&m.vis),
+            generic: !block.generics.params.is_empty(),
+        };
         let out = expand_method(&args, &f, errs, (known, &own, &mut missing), owner);
         match out {
             Ok(g) => {
@@ -144,7 +148,8 @@ pub fn methods_with(tokens: TokenStream, known: &Structs, sigs: &Sigs) -> TokenS
         return job.next();
     }
     let (impl_token, brace) = (block.impl_token, block.brace_token);
-    let mut out = quote!(#impl_token #self_ty);
+    let (generics, where_clause) = (&block.generics, &block.generics.where_clause);
+    let mut out = quote!(#impl_token #generics #self_ty #where_clause);
     brace.surround(&mut out, |o| o.extend(fns));
     quote!(#out #items)
 }
@@ -179,7 +184,7 @@ fn own_sigs(block: &syn::ItemImpl, self_ty: &syn::Type, known: &Structs, sigs: &
             Some(_) => SigKind::Differentiable,
             None => SigKind::Unmarked,
         };
-        let Some(f) = as_fn(self_ty, m, &mut Errors::default()) else {
+        let Some(f) = as_fn(block, self_ty, m, &mut Errors::default()) else {
             continue;
         };
         let mut path = owner.path.clone();
@@ -279,7 +284,7 @@ impl VisitMut for SpellOutput<'_> {
 }
 
 /// The type an `impl` block is for, if `#[differentiable]` supports the
-/// block: inherent, not generic.
+/// block: inherent, generic in its float type at most.
 fn owner_type(block: &syn::ItemImpl, errs: &mut Errors) -> Option<syn::Type> {
     if let Some((path, _)) = &block.trait_ {
         // Operator impls arrive here as their inherent form.
@@ -289,8 +294,8 @@ fn owner_type(block: &syn::ItemImpl, errs: &mut Errors) -> Option<syn::Type> {
         );
         return None;
     }
-    if !block.generics.params.is_empty() {
-        errs.spanned(&block.generics, "`#[differentiable]` does not support generic `impl` blocks yet: implement it for the concrete type (`impl Particle { .. }`)");
+    if !block.generics.params.is_empty() && crate::lower::float_param(&block.generics).is_none() {
+        errs.spanned(&block.generics, "`#[differentiable]` supports `impl` blocks generic in their float type only: one type parameter bounded by `Float` (`impl<T: num_traits::Float> Point<T> { .. }`); lifetimes, const parameters and other type parameters are not supported");
         return None;
     }
     match &*block.self_ty {
@@ -349,9 +354,24 @@ fn clean_block(block: &syn::ItemImpl) -> syn::ItemImpl {
 /// Method `m` of `self_ty` as the free function it desugars to: the
 /// receiver a first parameter named `self`, `Self` spelled out. `None`,
 /// with an error, for a receiver that cannot be differentiated.
-fn as_fn(self_ty: &syn::Type, m: &syn::ImplItemFn, errs: &mut Errors) -> Option<syn::ItemFn> {
+fn as_fn(
+    block: &syn::ItemImpl,
+    self_ty: &syn::Type,
+    m: &syn::ImplItemFn,
+    errs: &mut Errors,
+) -> Option<syn::ItemFn> {
     let mut sig = m.sig.clone();
     let mut ok = true;
+    // A method of a block generic in its float type is a function
+    // generic in it (whose generated methods do not declare it again:
+    // `Owner::Method::generic`).
+    if !block.generics.params.is_empty() {
+        if !sig.generics.params.is_empty() {
+            errs.spanned(&sig.generics, "a method of an `impl` block generic in its float type cannot have generic parameters of its own: the block's float type is the method's");
+            ok = false;
+        }
+        sig.generics = block.generics.clone();
+    }
     for input in sig.inputs.iter_mut() {
         let syn::FnArg::Receiver(r) = input else {
             continue;
@@ -433,6 +453,10 @@ impl VisitMut for SpellSelf<'_> {
             let mut path = owner.path.clone();
             for s in path.segments.iter_mut() {
                 s.ident.set_span(span);
+                // `Point::<T>`, which parses in expressions too.
+                if let syn::PathArguments::AngleBracketed(a) = &mut s.arguments {
+                    a.colon2_token = Some(Default::default());
+                }
             }
             path.segments.extend(rest);
             *p = path;
@@ -459,7 +483,7 @@ mod tests {
         let block: syn::ItemImpl = syn::parse_str(src).unwrap();
         let ty = (*block.self_ty).clone();
         let m = methods(&block).next().unwrap();
-        let f = as_fn(&ty, m, &mut Errors::default()).unwrap();
+        let f = as_fn(&block, &ty, m, &mut Errors::default()).unwrap();
         f.into_token_stream().to_string()
     }
 
@@ -487,7 +511,7 @@ mod tests {
         let ty = (*block.self_ty).clone();
         let mut errs = Errors::default();
         let m = methods(&block).next().unwrap();
-        assert!(as_fn(&ty, m, &mut errs).is_none());
+        assert!(as_fn(&block, &ty, m, &mut errs).is_none());
         assert!(errs
             .into_compile_errors()
             .to_string()

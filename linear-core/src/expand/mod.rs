@@ -197,11 +197,19 @@ fn start_job(
 
 /// For each path a job will look up, a check that it names a type with
 /// the derive: a struct without it has no layout macro, which rustc
-/// reports, and this bound's message says what to do.
+/// reports, and this bound's message says what to do. A struct generic in
+/// its float type is checked at `f64` (the check is outside the function,
+/// where its `T` is not in scope).
 fn derive_checks(pending: &[syn::Path]) -> TokenStream {
     pending
         .iter()
         .map(|p| {
+            let mut p = p.clone();
+            if let Some(last) = p.segments.last_mut() {
+                if !last.arguments.is_none() {
+                    last.arguments = syn::PathArguments::AngleBracketed(syn::parse_quote!(<f64>));
+                }
+            }
             quote_spanned! {p.span()=>
                 const _: fn() = || {
                     fn is_differentiable<T: ::linear_ad::Differentiable>() {}
@@ -275,10 +283,12 @@ fn expand_fn(
 /// fail on structs of constant code that have no derive.
 fn fn_struct_paths(f: &syn::ItemFn) -> Vec<syn::Path> {
     let mut paths = Vec::new();
-    if !f.sig.generics.params.is_empty() {
+    let float = crate::lower::float_param(&f.sig.generics);
+    if !f.sig.generics.params.is_empty() && float.is_none() {
         // Refused by lowering; its type parameters are no structs.
         return paths;
     }
+    let _float = FloatParam::set(float);
     for input in &f.sig.inputs {
         if let syn::FnArg::Typed(pt) = input {
             let nondiff = pt.attrs.iter().any(|a| a.path().is_ident("nondiff"));

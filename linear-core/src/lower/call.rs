@@ -122,11 +122,8 @@ impl Lowerer<'_> {
     pub(super) fn want_layout(&mut self, ty: &syn::Type, init: &syn::Expr) {
         let syn::Type::Path(p) = ty else { return };
         let call = matches!(init, syn::Expr::Call(_) | syn::Expr::MethodCall(_));
-        let named = p.qself.is_none()
-            && p.path
-                .segments
-                .last()
-                .is_some_and(|s| s.arguments.is_none() && names_type(&s.ident));
+        let named =
+            p.qself.is_none() && p.path.segments.last().is_some_and(|s| names_type(&s.ident));
         if !call || !named || self.structs.get(&p.path).is_some() {
             return;
         }
@@ -192,7 +189,7 @@ impl Lowerer<'_> {
         ret: Option<Shape>,
         hint: &str,
     ) -> Val {
-        let mut owner = owner.clone();
+        let mut owner = super::structs::with_float_arg(owner, &self.structs);
         for s in owner.segments.iter_mut() {
             s.ident.set_span(name.span());
         }

@@ -24,6 +24,7 @@ use std::rc::Rc;
 use proc_macro2::{Span, TokenStream};
 use quote::{quote, ToTokens};
 use syn::spanned::Spanned;
+use syn::visit_mut::VisitMut;
 
 use super::{Lowerer, Shape, Val};
 use crate::ir::{Expr, Ty};
@@ -65,24 +66,26 @@ impl StructShape {
         let layout = structs
             .get(path)
             .ok_or_else(|| format!("`{}` is not a derived struct", show(path)))?;
+        let (path, at) = &at_float(path, &layout.item.generics);
         let mut fields = Vec::new();
         for (i, f) in layout.item.fields.iter().enumerate() {
+            let ty = &at(&f.ty);
             let member = match &f.ident {
                 Some(id) => syn::Member::Named(id.clone()),
                 None => syn::Member::Unnamed(syn::Index::from(i)),
             };
-            let constant = f.attrs.iter().any(|a| a.path().is_ident("nondiff"))
-                || super::is_constant_type(&f.ty);
+            let constant =
+                f.attrs.iter().any(|a| a.path().is_ident("nondiff")) || super::is_constant_type(ty);
             let shape = if constant {
                 None
             } else {
-                Some(Shape::from_type_in(&f.ty, &layout.nested).ok_or_else(|| {
+                Some(Shape::from_type_in(ty, &layout.nested).ok_or_else(|| {
                     format!(
                         "field `{}` of `{}` has type `{}`, which differentiable functions do not hold in a struct yet (floats, fixed-size arrays, tuples and derived structs){}",
                         member_name(&member),
                         show(path),
-                        super::show_type(&f.ty),
-                        if named_length(&f.ty) {
+                        super::show_type(ty),
+                        if named_length(ty) {
                             ": the macro reads array lengths from the source, so write the length as a literal (`[f64; 8]`), not a constant"
                         } else {
                             ""
@@ -149,6 +152,68 @@ impl StructShape {
             }
         }
         Err(false)
+    }
+}
+
+/// For a struct generic in its float type (`struct Point<F: Float>`), the
+/// path at a float type and its field types at it: `Point<T>` in a
+/// function generic in `T` reads the field `x: F` as `x: T`, `Point<f64>`
+/// as `x: f64`. A path without the argument (a struct literal `Point {
+/// .. }`) takes the function's float type parameter, or `f64`. For any
+/// other struct, the path and the field types as they are.
+#[allow(clippy::type_complexity)]
+fn at_float(
+    path: &syn::Path,
+    generics: &syn::Generics,
+) -> (syn::Path, Box<dyn Fn(&syn::Type) -> syn::Type>) {
+    let Some(param) = super::float_param(generics) else {
+        return (path.clone(), Box::new(|t: &syn::Type| t.clone()));
+    };
+    let given = path.segments.last().and_then(|s| match &s.arguments {
+        syn::PathArguments::AngleBracketed(a) => a.args.iter().find_map(|g| match g {
+            syn::GenericArgument::Type(t) => Some(t.clone()),
+            _ => None,
+        }),
+        _ => None,
+    });
+    let arg: syn::Type = given.unwrap_or_else(|| match crate::codegen::FloatParam::get() {
+        Some(t) => syn::parse_quote!(#t),
+        None => syn::parse_quote!(f64),
+    });
+    let mut at = crate::layout::bare(path);
+    if let Some(last) = at.segments.last_mut() {
+        last.arguments = syn::PathArguments::AngleBracketed(syn::parse_quote!(::<#arg>));
+    }
+    let subst = move |t: &syn::Type| {
+        let mut t = t.clone();
+        Subst(&param, &arg).visit_type_mut(&mut t);
+        t
+    };
+    (at, Box::new(subst))
+}
+
+/// `path` with its float type argument if it names a struct generic in
+/// its float type without one (`Point::m(..)` in a function generic in
+/// `T` calls `Point::<T>::m`): see [`at_float`].
+pub(super) fn with_float_arg(path: &syn::Path, structs: &Structs) -> syn::Path {
+    let bare = path.segments.last().is_some_and(|s| s.arguments.is_none());
+    match structs.get(path) {
+        Some(l) if bare && !l.item.generics.params.is_empty() => at_float(path, &l.item.generics).0,
+        _ => path.clone(),
+    }
+}
+
+/// Replaces a type parameter by a type.
+struct Subst<'a>(&'a syn::Ident, &'a syn::Type);
+
+impl syn::visit_mut::VisitMut for Subst<'_> {
+    fn visit_type_mut(&mut self, t: &mut syn::Type) {
+        match t {
+            syn::Type::Path(p) if p.qself.is_none() && p.path.is_ident(self.0) => {
+                *t = self.1.clone()
+            }
+            _ => syn::visit_mut::visit_type_mut(self, t),
+        }
     }
 }
 
