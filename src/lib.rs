@@ -233,6 +233,48 @@
 //!
 //! A function generic over `T: num_traits::Float` serves `f32` and `f64`
 //! with one body; see [`Real`] for what its generated functions require.
+//! So do structs generic in their float type, and `impl` blocks generic in
+//! it, whose methods differentiable code calls at any float type:
+//!
+//! ```
+//! use linear_ad::num_traits::Float;
+//! use linear_ad::{differentiable, Differentiable};
+//!
+//! #[derive(Differentiable, Clone, Copy, Debug, PartialEq)]
+//! pub struct V2<T: Float> {
+//!     pub x: T,
+//!     pub y: T,
+//! }
+//!
+//! #[differentiable]
+//! impl<T: Float> V2<T> {
+//!     #[differentiable]
+//!     pub fn dot(&self, o: &Self) -> T {
+//!         self.x * o.x + self.y * o.y
+//!     }
+//! }
+//!
+//! /// The squared length of `a - b`.
+//! #[differentiable]
+//! pub fn dist2<T: Float>(a: &V2<T>, b: &V2<T>) -> T {
+//!     let d = V2 { x: a.x - b.x, y: a.y - b.y };
+//!     d.dot(&d)
+//! }
+//!
+//! // `V2Tangent<T>` is generic too.
+//! let (d, (da, db)) = dist2_vjp(&V2 { x: 4.0, y: 1.0 }, &V2 { x: 1.0, y: -3.0 }, 1.0);
+//! assert_eq!((d, da), (25.0, V2Tangent { x: 6.0, y: 8.0 }));
+//! assert_eq!(db, V2Tangent { x: -6.0, y: -8.0 });
+//! let (d, (da, _)) = dist2_vjp(&V2 { x: 4.0f32, y: 1.0 }, &V2 { x: 1.0, y: -3.0 }, 1.0);
+//! assert_eq!((d, da), (25.0f32, V2Tangent { x: 6.0f32, y: 8.0 }));
+//! ```
+//!
+//! A struct literal without its argument (`V2 { .. }`) is at the
+//! function's float type parameter, or at `f64` in a function that has
+//! none; write `V2::<f32> { .. }` otherwise. A generic free function
+//! cannot be called from other differentiable code yet (its caller's tape
+//! would have to name the float type); a method of a generic block can, as
+//! above, since its receiver's type names it.
 //!
 //! ## Memory: checkpointing loops
 //!

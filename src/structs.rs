@@ -92,33 +92,33 @@ for_tuples!(tuple_flat);
 /// The zero of a tangent type: a derived tangent struct's `Default`
 /// (an empty `Vec` for a `Vec` field, whose length no type gives).
 pub trait Zero {
-    fn zero() -> Self;
+    fn __zero() -> Self;
 }
 
 impl Zero for f64 {
     #[inline]
-    fn zero() -> f64 {
+    fn __zero() -> f64 {
         0.0
     }
 }
 
 impl Zero for f32 {
     #[inline]
-    fn zero() -> f32 {
+    fn __zero() -> f32 {
         0.0
     }
 }
 
 impl<T: Zero, const N: usize> Zero for [T; N] {
     #[inline]
-    fn zero() -> Self {
-        ::core::array::from_fn(|_| T::zero())
+    fn __zero() -> Self {
+        ::core::array::from_fn(|_| T::__zero())
     }
 }
 
 impl<T> Zero for ::std::vec::Vec<T> {
     #[inline]
-    fn zero() -> Self {
+    fn __zero() -> Self {
         ::std::vec::Vec::new()
     }
 }
@@ -127,8 +127,8 @@ macro_rules! tuple_zero {
     ($($t:ident $i:tt),*) => {
         impl<$($t: Zero),*> Zero for ($($t,)*) {
             #[inline]
-            fn zero() -> Self {
-                ($($t::zero(),)*)
+            fn __zero() -> Self {
+                ($($t::__zero(),)*)
             }
         }
     };
@@ -140,29 +140,29 @@ for_tuples!(tuple_zero);
 /// field by field whatever its fields are (floats, arrays, tuples, `Vec`s,
 /// nested tangents).
 pub trait Linear<S>: Sized {
-    fn add(self, other: Self) -> Self;
-    fn sub(self, other: Self) -> Self;
-    fn neg(self) -> Self;
-    fn scale(self, s: S) -> Self;
+    fn __add(self, other: Self) -> Self;
+    fn __sub(self, other: Self) -> Self;
+    fn __neg(self) -> Self;
+    fn __scale(self, s: S) -> Self;
 }
 
 macro_rules! leaf_linear {
     ($($t:ty),*) => {$(
         impl Linear<$t> for $t {
             #[inline]
-            fn add(self, other: $t) -> $t {
+            fn __add(self, other: $t) -> $t {
                 self + other
             }
             #[inline]
-            fn sub(self, other: $t) -> $t {
+            fn __sub(self, other: $t) -> $t {
                 self - other
             }
             #[inline]
-            fn neg(self) -> $t {
+            fn __neg(self) -> $t {
                 -self
             }
             #[inline]
-            fn scale(self, s: $t) -> $t {
+            fn __scale(self, s: $t) -> $t {
                 self * s
             }
         }
@@ -172,42 +172,45 @@ leaf_linear!(f32, f64);
 
 impl<S: Copy, T: Linear<S>, const N: usize> Linear<S> for [T; N] {
     #[inline]
-    fn add(self, other: Self) -> Self {
+    fn __add(self, other: Self) -> Self {
         let mut b = other.into_iter();
         self.map(|a| match b.next() {
-            Some(b) => a.add(b),
+            Some(b) => a.__add(b),
             None => unreachable!("arrays of one type have one length"),
         })
     }
     #[inline]
-    fn sub(self, other: Self) -> Self {
-        self.add(other.neg())
+    fn __sub(self, other: Self) -> Self {
+        self.__add(other.__neg())
     }
     #[inline]
-    fn neg(self) -> Self {
-        self.map(T::neg)
+    fn __neg(self) -> Self {
+        self.map(T::__neg)
     }
     #[inline]
-    fn scale(self, s: S) -> Self {
-        self.map(|a| a.scale(s))
+    fn __scale(self, s: S) -> Self {
+        self.map(|a| a.__scale(s))
     }
 }
 
 impl<S: Copy, T: Linear<S>> Linear<S> for ::std::vec::Vec<T> {
     /// Panics when the lengths differ, as adding vectors of two spaces is
     /// a bug in the caller.
-    fn add(self, other: Self) -> Self {
+    fn __add(self, other: Self) -> Self {
         assert_eq!(self.len(), other.len(), "tangents of different lengths");
-        self.into_iter().zip(other).map(|(a, b)| a.add(b)).collect()
+        self.into_iter()
+            .zip(other)
+            .map(|(a, b)| a.__add(b))
+            .collect()
     }
-    fn sub(self, other: Self) -> Self {
-        self.add(other.neg())
+    fn __sub(self, other: Self) -> Self {
+        self.__add(other.__neg())
     }
-    fn neg(self) -> Self {
-        self.into_iter().map(T::neg).collect()
+    fn __neg(self) -> Self {
+        self.into_iter().map(T::__neg).collect()
     }
-    fn scale(self, s: S) -> Self {
-        self.into_iter().map(|a| a.scale(s)).collect()
+    fn __scale(self, s: S) -> Self {
+        self.into_iter().map(|a| a.__scale(s)).collect()
     }
 }
 
@@ -215,20 +218,20 @@ macro_rules! tuple_linear {
     ($($t:ident $i:tt),*) => {
         impl<S: Copy, $($t: Linear<S>),*> Linear<S> for ($($t,)*) {
             #[inline]
-            fn add(self, other: Self) -> Self {
-                ($(self.$i.add(other.$i),)*)
+            fn __add(self, other: Self) -> Self {
+                ($(self.$i.__add(other.$i),)*)
             }
             #[inline]
-            fn sub(self, other: Self) -> Self {
-                ($(self.$i.sub(other.$i),)*)
+            fn __sub(self, other: Self) -> Self {
+                ($(self.$i.__sub(other.$i),)*)
             }
             #[inline]
-            fn neg(self) -> Self {
-                ($(self.$i.neg(),)*)
+            fn __neg(self) -> Self {
+                ($(self.$i.__neg(),)*)
             }
             #[inline]
-            fn scale(self, s: S) -> Self {
-                ($(self.$i.scale(s),)*)
+            fn __scale(self, s: S) -> Self {
+                ($(self.$i.__scale(s),)*)
             }
         }
     };

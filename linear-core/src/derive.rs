@@ -415,7 +415,7 @@ fn tangent_struct(
     });
     let zeros = members
         .iter()
-        .map(|m| quote!(#m: ::linear_ad::__private::Zero::zero()));
+        .map(|m| quote!(#m: ::linear_ad::__private::Zero::__zero()));
     let body = if matches!(item.fields, syn::Fields::Unnamed(_)) {
         quote!(#generics (#(#fields,)*) #where_clause;)
     } else {
@@ -434,7 +434,7 @@ fn tangent_struct(
             }
         }
         #zero {
-            fn zero() -> Self {
+            fn __zero() -> Self {
                 ::core::default::Default::default()
             }
         }
@@ -459,41 +459,41 @@ fn tangent_ops(
     .map(|t| imp.header(t, tan));
     quote! {
         #linear {
-            fn add(self, other: Self) -> Self {
-                Self { #(#m: #lin::add(self.#m, other.#m),)* }
+            fn __add(self, other: Self) -> Self {
+                Self { #(#m: #lin::__add(self.#m, other.#m),)* }
             }
-            fn sub(self, other: Self) -> Self {
-                Self { #(#m: #lin::sub(self.#m, other.#m),)* }
+            fn __sub(self, other: Self) -> Self {
+                Self { #(#m: #lin::__sub(self.#m, other.#m),)* }
             }
-            fn neg(self) -> Self {
-                Self { #(#m: #lin::neg(self.#m),)* }
+            fn __neg(self) -> Self {
+                Self { #(#m: #lin::__neg(self.#m),)* }
             }
-            fn scale(self, s: #float) -> Self {
-                Self { #(#m: #lin::scale(self.#m, s),)* }
+            fn __scale(self, s: #float) -> Self {
+                Self { #(#m: #lin::__scale(self.#m, s),)* }
             }
         }
         #add {
             type Output = Self;
             fn add(self, other: Self) -> Self {
-                #lin::add(self, other)
+                #lin::__add(self, other)
             }
         }
         #sub {
             type Output = Self;
             fn sub(self, other: Self) -> Self {
-                #lin::sub(self, other)
+                #lin::__sub(self, other)
             }
         }
         #neg {
             type Output = Self;
             fn neg(self) -> Self {
-                #lin::neg(self)
+                #lin::__neg(self)
             }
         }
         #mul {
             type Output = Self;
             fn mul(self, s: #float) -> Self {
-                #lin::scale(self, s)
+                #lin::__scale(self, s)
             }
         }
     }

@@ -122,8 +122,13 @@ impl Lowerer<'_> {
     pub(super) fn want_layout(&mut self, ty: &syn::Type, init: &syn::Expr) {
         let syn::Type::Path(p) = ty else { return };
         let call = matches!(init, syn::Expr::Call(_) | syn::Expr::MethodCall(_));
-        let named =
-            p.qself.is_none() && p.path.segments.last().is_some_and(|s| names_type(&s.ident));
+        // With generic arguments: a struct generic in its float type
+        // (`V2<T>`), not a standard type (`Vec<f64>`).
+        let named = p.qself.is_none()
+            && p.path.segments.last().is_some_and(|s| {
+                let standard = crate::layout::NOT_STRUCTS.iter().any(|n| s.ident == n);
+                names_type(&s.ident) && (s.arguments.is_none() || !standard)
+            });
         if !call || !named || self.structs.get(&p.path).is_some() {
             return;
         }
@@ -189,7 +194,7 @@ impl Lowerer<'_> {
         ret: Option<Shape>,
         hint: &str,
     ) -> Val {
-        let mut owner = super::structs::with_float_arg(owner, &self.structs);
+        let mut owner = self.at_function_float(owner);
         for s in owner.segments.iter_mut() {
             s.ident.set_span(name.span());
         }

@@ -7,13 +7,14 @@
 //!   possibly negated) are literals of type `float`, which the passes
 //!   fold like any other;
 //! * `T::from(i).unwrap()` of an integer (a loop index) is the conversion
-//!   `float(i)`, as `i as f64` is `f64(i)`;
+//!   `float(i)`, as `i as f64` is `f64(i)`, and of a constant (an integer
+//!   field of a struct parameter) a constant;
 //! * `T::sin(x)` and `Float::sin(x)` are the primitive, as `f64::sin(x)`.
 //!
 //! Any other use of `T` in an expression is Rust code the generated
 //! functions run as written, where `T` is in scope with the user's bounds.
 
-use quote::ToTokens;
+use quote::{quote, ToTokens};
 
 use super::{is_float_param, Lowerer, Val};
 use crate::ir::{Expr, Float, Prim, Ty};
@@ -94,6 +95,12 @@ impl Lowerer<'_> {
                 Val::Active(r, Ty::Real(Float::Generic))
             }
             Val::Active(_, Ty::Real(Float::Generic)) => v,
+            // A constant (`T::from(p.n).unwrap()` of an integer field):
+            // Rust code like any other.
+            Val::Inactive(x) => {
+                let t = crate::codegen::float_ty(Float::Generic);
+                Val::Inactive(quote!(<#t as ::linear_ad::num_traits::NumCast>::from(#x).unwrap()))
+            }
             _ if self.is_poison(&v) => v,
             _ => {
                 self.errs.spanned(

@@ -969,7 +969,7 @@ impl Lowerer<'_> {
                 Val::Active(v.clone(), ty_ir)
             };
             if let Shape::Struct(st) = &shape {
-                self.struct_param(&v, &pat, st.by_ref);
+                self.struct_param(&v, &pat, st);
             }
             self.bind_pattern(&pat, value);
             strip_mut(&mut pat);
@@ -2131,6 +2131,22 @@ impl Lowerer<'_> {
     fn compare(&mut self, c: Cmp, a: Val, b: Val, sa: Span, sb: Span) -> Val {
         if self.is_poison(&a) || self.is_poison(&b) {
             return self.placeholder();
+        }
+        // Of two constants (`self.id == 0`, constant fields of an active
+        // struct): a constant, whatever their type.
+        if let (Val::Inactive(x), Val::Inactive(y)) = (&a, &b) {
+            let op = match c {
+                Cmp::Lt => quote!(<),
+                Cmp::Le => quote!(<=),
+                Cmp::Gt => quote!(>),
+                Cmp::Ge => quote!(>=),
+                Cmp::Eq => quote!(==),
+                Cmp::Ne => quote!(!=),
+            };
+            let group =
+                |t: &TokenStream| proc_macro2::Group::new(proc_macro2::Delimiter::None, t.clone());
+            let (x, y) = (group(x), group(y));
+            return Val::Inactive(quote!(#x #op #y));
         }
         let is = |v: &Val, t: &Ty| matches!(v, Val::Active(_, u) if u == t);
         let (x, y) = if is(&a, &Ty::Int) || is(&b, &Ty::Int) {

@@ -192,17 +192,6 @@ fn at_float(
     (at, Box::new(subst))
 }
 
-/// `path` with its float type argument if it names a struct generic in
-/// its float type without one (`Point::m(..)` in a function generic in
-/// `T` calls `Point::<T>::m`): see [`at_float`].
-pub(super) fn with_float_arg(path: &syn::Path, structs: &Structs) -> syn::Path {
-    let bare = path.segments.last().is_some_and(|s| s.arguments.is_none());
-    match structs.get(path) {
-        Some(l) if bare && !l.item.generics.params.is_empty() => at_float(path, &l.item.generics).0,
-        _ => path.clone(),
-    }
-}
-
 /// Replaces a type parameter by a type.
 struct Subst<'a>(&'a syn::Ident, &'a syn::Type);
 
@@ -329,7 +318,8 @@ impl Lowerer<'_> {
 
     /// `S { a: e, b, ..base }`: the tuple of the fields' values.
     pub(super) fn struct_expr(&mut self, e: &syn::ExprStruct, hint: &str) -> Val {
-        let st = match StructShape::resolve(&e.path, false, &self.structs) {
+        let path = self.at_function_float(&e.path);
+        let st = match StructShape::resolve(&path, false, &self.structs) {
             Ok(st) => Rc::new(st),
             Err(msg) => {
                 let msg = if self.structs.get(&e.path).is_some() {
@@ -390,6 +380,31 @@ impl Lowerer<'_> {
         Val::Active(v, ty)
     }
 
+    /// `path` naming a struct generic in its float type without its
+    /// argument, at the function's float type: its float type parameter
+    /// or, in a function that has none, the float type of its
+    /// differentiable parameters (`V2 { .. }` is `V2::<f32>` in a function
+    /// of `f32`s; `V2::m(..)` calls `V2::<f32>::m`).
+    pub(super) fn at_function_float(&self, path: &syn::Path) -> syn::Path {
+        let bare = path.segments.last().is_some_and(|s| s.arguments.is_none());
+        let generic = self
+            .structs
+            .get(path)
+            .is_some_and(|l| !l.item.generics.params.is_empty());
+        if !bare || !generic {
+            return path.clone();
+        }
+        let f = match crate::codegen::FloatParam::get() {
+            Some(t) => quote!(#t),
+            None => crate::codegen::float_ty(self.float()),
+        };
+        let mut path = path.clone();
+        if let Some(last) = path.segments.last_mut() {
+            last.arguments = syn::PathArguments::AngleBracketed(syn::parse_quote!(::<#f>));
+        }
+        path
+    }
+
     /// `let S { a, b: (x, y), .. } = v;` and `let S(a, b) = v;`.
     pub(super) fn bind_struct_pattern(&mut self, p: &syn::Pat, path: &syn::Path, v: Val) {
         let Some(st) = self.struct_of(&v) else {
@@ -442,11 +457,24 @@ impl Lowerer<'_> {
 
     /// Records the struct parameter `v` bound by `pat`: when `pat` is a
     /// plain name, it is its own origin.
-    pub(super) fn struct_param(&mut self, v: &crate::ir::Var, pat: &syn::Pat, by_ref: bool) {
+    ///
+    /// A struct with constant fields is borrowed first thing, in the
+    /// prelude (`let __o = &p;`), and its origin is that borrow: the
+    /// generated code rebinds `p` to its flat value, and a constant field
+    /// read in a branch or a loop is computed there, after the rebinding.
+    pub(super) fn struct_param(&mut self, v: &crate::ir::Var, pat: &syn::Pat, st: &StructShape) {
         if let syn::Pat::Ident(i) = pat {
             let id = &i.ident;
+            let (expr, by_ref) = if st.has_constants() {
+                let alias = self.new_inactive_name("o");
+                let borrow = if st.by_ref { quote!(#id) } else { quote!(&#id) };
+                self.prelude.push(quote!(let #alias = #borrow;));
+                (quote!(#alias), true)
+            } else {
+                (quote!(#id), st.by_ref)
+            };
             let o = Origin {
-                expr: quote!(#id),
+                expr,
                 by_ref,
                 whole: true,
             };
