@@ -224,8 +224,7 @@
 //! The same holds across crates for `pub` functions: the macro is exported
 //! with the function, so `use other::polar;` or `other::polar(x, y)` in a
 //! dependent crate needs no annotation either. A `let` annotation
-//! (`let (r, t): (f64, f64) = polar(x, y);`) is always accepted, and tells
-//! the caller not to look. A call to a function without either attribute
+//! (`let (r, t): (f64, f64) = polar(x, y);`) is always accepted. A call to a function without either attribute
 //! is reported at the call as ``cannot find macro `g` ``, with rustc's
 //! note that `g` is a function.
 //!
@@ -271,10 +270,9 @@
 //!
 //! A struct literal without its argument (`V2 { .. }`) is at the
 //! function's float type parameter, or at `f64` in a function that has
-//! none; write `V2::<f32> { .. }` otherwise. A generic free function
-//! cannot be called from other differentiable code yet (its caller's tape
-//! would have to name the float type); a method of a generic block can, as
-//! above, since its receiver's type names it.
+//! none; write `V2::<f32> { .. }` otherwise. Differentiable code calls a
+//! generic function at the float type of its arguments, and a method of a
+//! generic block at its receiver's.
 //!
 //! ## Memory: checkpointing loops
 //!

@@ -109,3 +109,59 @@ fn generic_callers() {
     assert_eq!(gradient(0.3f64, -1.2), bump_f64_vjp(0.3, -1.2, 1.0).1);
     assert_eq!(gradient(0.3f32, -1.2), bump_f32_vjp(0.3, -1.2, 1.0).1);
 }
+
+/// A generic callee of differentiable code: its tuple result needs no
+/// annotation (the signature is read at the call's float type).
+#[differentiable]
+pub fn polar<T: Float>(x: T, y: T) -> (T, T) {
+    ((x * x + y * y).sqrt(), y.atan2(x))
+}
+
+/// A generic caller: `polar` and `bump` at the caller's `T`.
+#[differentiable]
+fn spiral<T: Float>(x: T, y: T) -> T {
+    let (r, t) = polar(x, y);
+    r * t + bump(t, r)
+}
+
+/// Non-generic callers: the calls are at `f64` and at `f32`.
+#[differentiable]
+fn spiral_f64(x: f64, y: f64) -> f64 {
+    let (r, t) = polar(x, y);
+    r * t + bump(t, r)
+}
+
+#[differentiable]
+fn spiral_f32(x: f32, y: f32) -> f32 {
+    let (r, t) = polar(x, y);
+    r * t + bump(t, r)
+}
+
+fn spiral_by_hand(x: f64, y: f64) -> f64 {
+    let (r, t) = ((x * x + y * y).sqrt(), y.atan2(x));
+    r * t + bump_f64(t, r)
+}
+
+#[test]
+fn generic_callees_at_the_callers_float_type() {
+    for (x, y) in [(0.3, 1.2), (-1.7, 0.4)] {
+        assert_eq!(spiral(x, y), spiral_f64(x, y));
+        assert!((spiral(x, y) - spiral_by_hand(x, y)).abs() < 1e-12);
+        assert_eq!(spiral_vjp(x, y, 1.0), spiral_f64_vjp(x, y, 1.0));
+        assert_eq!(spiral_jvp(x, y, 0.4, -0.9), spiral_f64_jvp(x, y, 0.4, -0.9));
+        let (xf, yf) = (x as f32, y as f32);
+        assert_eq!(spiral(xf, yf), spiral_f32(xf, yf));
+        assert_eq!(spiral_vjp(xf, yf, 1.0), spiral_f32_vjp(xf, yf, 1.0));
+        let (_, l) = spiral_lin(xf, yf);
+        assert_eq!(l.transpose(1.0), spiral_f32_vjp(xf, yf, 1.0).1);
+        // Derivatives, by central differences in f64.
+        let h = 1e-6;
+        let (_, (dx, dy)) = spiral_vjp(x, y, 1.0);
+        let fd_x = (spiral_by_hand(x + h, y) - spiral_by_hand(x - h, y)) / (2.0 * h);
+        let fd_y = (spiral_by_hand(x, y + h) - spiral_by_hand(x, y - h)) / (2.0 * h);
+        assert!(
+            (dx - fd_x).abs() < 1e-7 && (dy - fd_y).abs() < 1e-7,
+            "{dx} {fd_x} {dy} {fd_y}"
+        );
+    }
+}

@@ -36,9 +36,14 @@
 //! function's is exported, so `dep::geo::project(x)` in another crate
 //! finds it by the same path.
 //!
+//! A callee generic in its float type (`fn cube<T: Float>`) has a generic
+//! alias (`type cube<T> = CubeLinearization<T>;`): a caller names it at
+//! the float type of the call's first float argument (or its own), and
+//! reads the signature's result type with `T` replaced by that type.
+//!
 //! What has no signature macro, so a call to it needs a `let` annotation
-//! when its result is not a float (see [`lookup`]): generic functions,
-//! methods and associated functions (a macro cannot live in an `impl`
+//! when its result is not a float (see [`lookup`]): methods and
+//! associated functions (a macro cannot live in an `impl`
 //! block; callers name their linearizations through a trait instead, and
 //! the methods of one block know each other's signatures: see
 //! `expand::methods`), and functions named after a standard macro
@@ -198,28 +203,24 @@ pub fn lookup(path: &syn::Path) -> bool {
 
 /// The callee side, emitted with `f`'s generated items: the signature
 /// macro and, unless `f` is [`Kind::Closed`], the type alias `f` for `f`'s
-/// linearization type `map`. A generic function is closed.
+/// linearization type `map` (generic as `f` is).
 pub fn callee_items(
     f: &syn::ItemFn,
     kind: Kind,
     structs: &Structs,
     map: &syn::Ident,
 ) -> TokenStream {
-    // A generic function's tape would have to be named with the caller's
-    // float type: callers learn only that they cannot call it yet.
-    let kind = if f.sig.generics.params.is_empty() {
-        kind
-    } else {
-        Kind::Closed
-    };
     let name = &f.sig.ident;
     let vis = &f.vis;
+    // A function generic in its float type `T`: the alias is generic too,
+    // and callers name it at their arguments' float type (`cube<f64>`).
+    let t = crate::lower::float_param(&f.sig.generics).map(|t| quote!(<#t>));
     let alias = match kind {
         Kind::Closed | Kind::Unmarked => TokenStream::new(),
         Kind::Differentiable | Kind::Linear => quote! {
             #[doc(hidden)]
             #[allow(non_camel_case_types)]
-            #vis type #name = #map;
+            #vis type #name #t = #map #t;
         },
     };
     if !has_macro(name) {

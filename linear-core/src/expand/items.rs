@@ -704,11 +704,10 @@ pub(super) fn generate(
         .active
         .iter()
         .all(|(_, s)| super::companions::crosses(s));
-    // Nor generic functions: a caller's tape would have to name `T`. A
-    // method of a generic block is called through its receiver's type,
-    // which names it (`Point<T>`, `Point<f64>`).
-    let generic = sig.float.param.is_some() && !sig.float.outer;
-    let callable = !generic && sig.arrays().is_empty() && !structs;
+    // A generic function's callers name its linearization at their
+    // arguments' float type (`cube<f64>`); a method of a generic block's
+    // name it through the receiver's type (`Point<T>`, `Point<f64>`).
+    let callable = sig.arrays().is_empty() && !structs;
     let companions = if callable {
         let float = (sig.float.decl(None), &sig.float.where_clause);
         let c = companions(

@@ -15,7 +15,7 @@
 //! caller's result type when it is the caller's value, else a float. A
 //! `let` annotation fetches nothing.
 
-use proc_macro2::Span;
+use proc_macro2::{Span, TokenStream};
 use quote::quote;
 use syn::spanned::Spanned;
 
@@ -64,6 +64,16 @@ pub(super) fn method_path(path: &syn::Path) -> Option<(syn::Path, syn::Ident)> {
     owner.segments.pop_punct();
     let last = owner.segments.last()?;
     (names_type(&last.ident) && last.ident != "Self").then_some((owner, name))
+}
+
+/// The linearization type of a function generic in its float type, at
+/// the float type `f`: its alias `path` with the argument (`cube<f64>`).
+fn at_float_arg(path: &syn::Path, f: &TokenStream) -> syn::Type {
+    let mut p = path.clone();
+    if let Some(last) = p.segments.last_mut() {
+        last.arguments = syn::PathArguments::AngleBracketed(syn::parse_quote!(<#f>));
+    }
+    syn::parse_quote!(#p)
 }
 
 /// The linearization type of the method `name` of the type `owner`, by the
@@ -243,7 +253,6 @@ impl Lowerer<'_> {
         ret: Option<Shape>,
         hint: &str,
     ) -> Val {
-        let annotated = ret.is_some() && self.hint_annotated;
         let linear = self.mode == Mode::Linear;
         let f = self.float();
         let (mut args, mut vars, mut tys) = (Vec::new(), Vec::new(), Vec::new());
@@ -293,7 +302,12 @@ impl Lowerer<'_> {
         }
         // After the arguments: a problem with one of them is the more
         // precise message, and their own calls are numbered first.
-        let from_sig = self.signature_result(&path, !annotated);
+        let at = self.callee_float(&path, &tys);
+        let callee = match &at {
+            Some((_, f)) => at_float_arg(&path, f),
+            None => callee,
+        };
+        let from_sig = self.signature_result(&path, at.as_ref());
         let assumed = ret.is_none() && from_sig.is_none();
         let ret = ret.or(from_sig).unwrap_or(Shape::Float(f));
         let name = Var::new(&format!("call.{}", self.calls.len() + 1));
@@ -415,15 +429,21 @@ impl Lowerer<'_> {
         )
     }
 
-    /// The result shape the callee's signature gives, if it is known and
-    /// says the call is possible (else the error is reported). Without a
-    /// signature, if it is `needed` (no `let` annotation gives the result's
-    /// shape) and the callee may have a signature macro, the path is
-    /// recorded as missing.
-    fn signature_result(&mut self, path: &syn::Path, needed: bool) -> Option<Shape> {
+    /// The result shape the callee's signature gives (at the float type
+    /// `at` of a generic callee), if it is known and says the call is
+    /// possible (else the error is reported). Without a signature, if the
+    /// callee may have a signature macro, the path is recorded as missing,
+    /// even where a `let` annotation gives the result's shape: the
+    /// signature also says whether the callee is generic, and so how its
+    /// linearization is named.
+    fn signature_result(
+        &mut self,
+        path: &syn::Path,
+        at: Option<&(syn::Ident, TokenStream)>,
+    ) -> Option<Shape> {
         let Some(sig) = self.sigs.get(path).cloned() else {
             let known = self.missing_sigs.iter().any(|p| p == path);
-            if needed && crate::signature::lookup(path) && !known {
+            if crate::signature::lookup(path) && !known {
                 self.missing_sigs.push(path.clone());
             }
             return None;
@@ -442,11 +462,7 @@ impl Lowerer<'_> {
                 return None;
             }
             Kind::Closed => {
-                let why = if sig.sig.generics.params.is_empty() {
-                    "its parameters take arrays read by index (`&[T]`, `&[T; N]`, `Vec<T>`) or tuples or arrays of structs, which calls between differentiable functions cannot pass yet; compute it here, or pass the elements it needs"
-                } else {
-                    "it is generic, and a caller's tape would have to name its float type; write a non-generic version for the caller's float type"
-                };
+                let why = "its parameters take arrays read by index (`&[T]`, `&[T; N]`, `Vec<T>`) or tuples or arrays of structs, which calls between differentiable functions cannot pass yet; compute it here, or pass the elements it needs";
                 self.errs.spanned(
                     path,
                     format!("`{name}` cannot be called from a differentiable function yet: {why}"),
@@ -455,9 +471,34 @@ impl Lowerer<'_> {
             }
             Kind::Differentiable | Kind::Linear => {}
         }
-        match &sig.sig.output {
-            syn::ReturnType::Type(_, t) => Shape::from_result_type(t, &sig.structs),
-            syn::ReturnType::Default => None,
+        match (&sig.sig.output, at) {
+            (syn::ReturnType::Type(_, t), Some((param, f))) => {
+                let t = super::structs::subst(t, param, &syn::parse_quote!(#f));
+                Shape::from_result_type(&t, &sig.structs)
+            }
+            (syn::ReturnType::Type(_, t), None) => Shape::from_result_type(t, &sig.structs),
+            (syn::ReturnType::Default, _) => None,
         }
+    }
+
+    /// For a call of a free function generic in its float type (by its
+    /// signature), that type parameter and the float type the call is at:
+    /// its first float argument's (of IR types `tys`), else the caller's.
+    fn callee_float(&self, path: &syn::Path, tys: &[Ty]) -> Option<(syn::Ident, TokenStream)> {
+        if method_path(path).is_some() {
+            // A method is named through its receiver's type.
+            return None;
+        }
+        let param = crate::lower::float_param(&self.sigs.get(path)?.sig.generics)?;
+        fn first(t: &Ty) -> Option<crate::ir::Float> {
+            match t {
+                Ty::Real(f) => Some(*f),
+                Ty::Tuple(ts) => ts.iter().find_map(first),
+                Ty::Array(e, _) => first(e),
+                Ty::Int | Ty::Bool | Ty::Sum(_) | Ty::List(..) | Ty::Tape(_) => None,
+            }
+        }
+        let f = tys.iter().find_map(first).unwrap_or(self.float());
+        Some((param, crate::codegen::float_ty(f)))
     }
 }

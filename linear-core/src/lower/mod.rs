@@ -1075,10 +1075,6 @@ struct Lowerer<'a> {
     /// The result shape expected of the call being lowered (from a `let`
     /// annotation or the function's return type).
     ret_hint: Option<Shape>,
-    /// Whether `ret_hint` was last set by a `let` annotation: a call with
-    /// an annotated result looks up no signature (a call into another
-    /// crate, which has none, is annotated).
-    hint_annotated: bool,
     fn_ret: Option<Shape>,
     externs: Vec<Extern>,
     calls: HashMap<Var, CallSite>,
@@ -1150,7 +1146,6 @@ impl<'e> Lowerer<'e> {
             tail: None,
             shapes: HashMap::default(),
             ret_hint: None,
-            hint_annotated: false,
             fn_ret: None,
             externs: Vec::new(),
             calls: HashMap::default(),
@@ -1778,7 +1773,6 @@ impl Lowerer<'_> {
                 syn::Stmt::Expr(syn::Expr::Return(r), _) if last && is_fn => match &r.expr {
                     Some(e) => {
                         self.ret_hint = self.fn_ret.clone();
-                        self.hint_annotated = false;
                         self.tail = Some(e.to_token_stream());
                         result = Some((self.expr(e, "r"), e.span()));
                         self.ret_hint = None;
@@ -1788,7 +1782,6 @@ impl Lowerer<'_> {
                 syn::Stmt::Expr(e, None) if last => {
                     if is_fn {
                         self.ret_hint = self.fn_ret.clone();
-                        self.hint_annotated = false;
                         self.tail = Some(e.to_token_stream());
                     }
                     result = Some((self.expr(e, "r"), e.span()));
@@ -1856,7 +1849,6 @@ impl Lowerer<'_> {
             // `Vec<T>` names the element type of an empty `Vec`.
             self.ret_hint =
                 Shape::from_type_in(&t.ty, &self.structs).or_else(|| Shape::from_param_type(&t.ty));
-            self.hint_annotated = true;
             self.want_layout(&t.ty, &init.expr);
         }
         let mutable = match &local.pat {

@@ -192,6 +192,13 @@ fn at_float(
     (at, Box::new(subst))
 }
 
+/// `t` with the type parameter `param` replaced by `arg`.
+pub(super) fn subst(t: &syn::Type, param: &syn::Ident, arg: &syn::Type) -> syn::Type {
+    let mut t = t.clone();
+    Subst(param, arg).visit_type_mut(&mut t);
+    t
+}
+
 /// Replaces a type parameter by a type.
 struct Subst<'a>(&'a syn::Ident, &'a syn::Type);
 
