@@ -16,6 +16,13 @@
 //! * the layout macro `Particle!`, which `#[differentiable]` functions
 //!   read the fields from.
 //!
+//! A struct generic in its float type (`struct V2<T: Float>`, one type
+//! parameter bounded by `Float`, as functions may be) keeps it: the
+//! tangent is `V2Tangent<T>`, and every impl is generic in `T` with the
+//! user's bounds plus `linear_ad::Real`. Its layout keeps the generics, so
+//! a function reads its fields at the float type it names
+//! (`lower::structs`).
+//!
 //! A struct whose fields name other structs first collects their layouts
 //! (a [`Job`] of kind [`Kind::Derive`]), to embed them in its own and to
 //! know whether its tangent is `Copy`.

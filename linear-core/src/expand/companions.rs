@@ -168,9 +168,10 @@ pub(super) fn crosses(s: &Shape) -> bool {
 }
 
 /// The callee-side half of the calling convention between differentiable
-/// functions (and methods, whose `owner` is their type, generic in
-/// their block's float type with `generics` and `where_clause`), as associated
-/// functions of `f`'s linearization type, the one name a caller refers to: `__jvp`, `__lin`, `__apply` and `__transpose`
+/// functions (and methods, whose `owner` is their type), as associated
+/// functions of `f`'s linearization type (generic in the float type as `f`
+/// is: `generics`, `where_clause`), the one name a caller refers to:
+/// `__jvp`, `__lin`, `__apply` and `__transpose`
 /// take one tangent (or cotangent) slot per parameter, constant ones
 /// included, so a caller needs no knowledge of which of `f`'s parameters
 /// are differentiable. A differentiable slot takes a tangent of its type or

@@ -612,6 +612,14 @@ impl<'a> Owner<'a> {
         match self {
             Owner::Free => f.to_string(),
             Owner::Method { .. } if inside => format!("Self::{f}"),
+            // Without generic arguments, which a doc link cannot hold.
+            Owner::Method {
+                ty: syn::Type::Path(p),
+                ..
+            } => {
+                let bare = crate::layout::bare(&p.path);
+                format!("{}::{f}", quote!(#bare)).replace(' ', "")
+            }
             Owner::Method { ty, .. } => format!("{}::{f}", quote!(#ty)).replace(' ', ""),
         }
     }

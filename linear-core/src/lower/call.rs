@@ -9,11 +9,13 @@
 //! The result's Rust shape comes from a `let` annotation, else from the
 //! callee's signature ([`crate::signature`]), which also says whether the
 //! call is possible (a `#[linear]` function calls only `#[linear]` ones;
-//! some functions cannot be called yet). A call without annotation whose
-//! signature is not known yet is recorded in `missing_sigs`, so the
-//! expansion can fetch it and lower again; until then its result takes the
-//! caller's result type when it is the caller's value, else a float. A
-//! `let` annotation fetches nothing.
+//! some functions cannot be called yet), and whether the callee is generic
+//! in its float type (its linearization is then named at the float type
+//! of the call's arguments, `cube<f64>`). A call whose signature is not
+//! known yet is recorded in `missing_sigs`, annotated or not, so the
+//! expansion can fetch it and lower again; until then its result takes
+//! the annotation, or the caller's result type when it is the caller's
+//! value, else a float.
 
 use proc_macro2::{Span, TokenStream};
 use quote::quote;
