@@ -79,6 +79,17 @@ pub(crate) fn bare(p: &syn::Path) -> syn::Path {
     p
 }
 
+/// `p` at the float type `arg`, a struct or function generic in its
+/// float type: its last segment with the one argument (`geo::Point::<T>`,
+/// turbofished so that it reads in expressions as in types).
+pub(crate) fn at_arg(p: &syn::Path, arg: &TokenStream) -> syn::Path {
+    let mut p = bare(p);
+    if let Some(last) = p.segments.last_mut() {
+        last.arguments = syn::PathArguments::AngleBracketed(syn::parse_quote!(::<#arg>));
+    }
+    p
+}
+
 impl<T> ByPath<T> {
     pub fn get(&self, p: &syn::Path) -> Option<&Rc<T>> {
         let k = key(p);

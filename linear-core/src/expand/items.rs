@@ -462,26 +462,18 @@ impl FloatGenerics {
     /// [`FloatGenerics::decl`] for a generated function: without `T` if
     /// the enclosing block declares it.
     fn fn_decl(&self, lifetime: Option<syn::Lifetime>) -> TokenStream {
-        if self.outer {
-            let inner = FloatGenerics {
-                param: None,
-                ..self.clone()
-            };
-            return inner.decl(lifetime);
-        }
-        self.decl(lifetime)
+        let param = if self.outer {
+            None
+        } else {
+            self.param.as_ref()
+        };
+        generics_of(lifetime, param)
     }
 
     /// `<'lt, T>`, for declarations and uses alike (the bounds are in the
     /// `where` clause); nothing if both are absent.
     fn decl(&self, lifetime: Option<syn::Lifetime>) -> TokenStream {
-        let t = self.param.iter().map(|t| quote!(#t));
-        let parts: Vec<TokenStream> = lifetime.map(|l| quote!(#l)).into_iter().chain(t).collect();
-        if parts.is_empty() {
-            quote!()
-        } else {
-            quote!(<#(#parts),*>)
-        }
+        generics_of(lifetime, self.param.as_ref())
     }
 
     /// The linearization's field that uses `T` whatever the tape holds,
@@ -492,6 +484,17 @@ impl FloatGenerics {
             quote!(__float: ::core::marker::PhantomData<#t>),
             quote!(__float: ::core::marker::PhantomData),
         ))
+    }
+}
+
+/// `<'lt, T>`, `<'lt>`, `<T>` or nothing.
+fn generics_of(lifetime: Option<syn::Lifetime>, param: Option<&syn::Ident>) -> TokenStream {
+    let t = param.map(|t| quote!(#t));
+    let parts: Vec<TokenStream> = lifetime.map(|l| quote!(#l)).into_iter().chain(t).collect();
+    if parts.is_empty() {
+        quote!()
+    } else {
+        quote!(<#(#parts),*>)
     }
 }
 

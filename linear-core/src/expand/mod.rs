@@ -204,12 +204,12 @@ fn derive_checks(pending: &[syn::Path]) -> TokenStream {
     pending
         .iter()
         .map(|p| {
-            let mut p = p.clone();
-            if let Some(last) = p.segments.last_mut() {
-                if !last.arguments.is_none() {
-                    last.arguments = syn::PathArguments::AngleBracketed(syn::parse_quote!(<f64>));
-                }
-            }
+            let generic = p.segments.last().is_some_and(|s| !s.arguments.is_none());
+            let p = if generic {
+                crate::layout::at_arg(p, &quote!(f64))
+            } else {
+                p.clone()
+            };
             quote_spanned! {p.span()=>
                 const _: fn() = || {
                     fn is_differentiable<T: ::linear_ad::Differentiable>() {}

@@ -71,10 +71,7 @@ pub(super) fn method_path(path: &syn::Path) -> Option<(syn::Path, syn::Ident)> {
 /// The linearization type of a function generic in its float type, at
 /// the float type `f`: its alias `path` with the argument (`cube<f64>`).
 fn at_float_arg(path: &syn::Path, f: &TokenStream) -> syn::Type {
-    let mut p = path.clone();
-    if let Some(last) = p.segments.last_mut() {
-        last.arguments = syn::PathArguments::AngleBracketed(syn::parse_quote!(<#f>));
-    }
+    let p = crate::layout::at_arg(path, f);
     syn::parse_quote!(#p)
 }
 

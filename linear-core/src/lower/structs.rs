@@ -180,16 +180,8 @@ fn at_float(
         Some(t) => syn::parse_quote!(#t),
         None => syn::parse_quote!(f64),
     });
-    let mut at = crate::layout::bare(path);
-    if let Some(last) = at.segments.last_mut() {
-        last.arguments = syn::PathArguments::AngleBracketed(syn::parse_quote!(::<#arg>));
-    }
-    let subst = move |t: &syn::Type| {
-        let mut t = t.clone();
-        Subst(&param, &arg).visit_type_mut(&mut t);
-        t
-    };
-    (at, Box::new(subst))
+    let at = crate::layout::at_arg(path, &quote!(#arg));
+    (at, Box::new(move |t: &syn::Type| subst(t, &param, &arg)))
 }
 
 /// `t` with the type parameter `param` replaced by `arg`.
@@ -405,11 +397,7 @@ impl Lowerer<'_> {
             Some(t) => quote!(#t),
             None => crate::codegen::float_ty(self.float()),
         };
-        let mut path = path.clone();
-        if let Some(last) = path.segments.last_mut() {
-            last.arguments = syn::PathArguments::AngleBracketed(syn::parse_quote!(::<#f>));
-        }
-        path
+        crate::layout::at_arg(path, &f)
     }
 
     /// `let S { a, b: (x, y), .. } = v;` and `let S(a, b) = v;`.
