@@ -131,6 +131,39 @@
 //! the `#[differentiable]` functions call to read its fields (a proc
 //! macro sees only its own item): a `use` of the struct brings it along.
 //!
+//! A `Vec` field is read in place, as a `&Vec<f64>` parameter is, from a
+//! struct the function borrows; the linearization borrows it too, and the
+//! cotangent's `Vec` is the one buffer reverse mode accumulates into:
+//!
+//! ```
+//! use linear_ad::{differentiable, Differentiable};
+//!
+//! #[derive(Differentiable, Clone, Debug)]
+//! pub struct Layer {
+//!     pub w: Vec<f64>,
+//!     pub bias: f64,
+//! }
+//!
+//! #[differentiable]
+//! impl Layer {
+//!     #[differentiable]
+//!     pub fn out(&self, x: &[f64]) -> f64 {
+//!         let mut z = self.bias;
+//!         for i in 0..self.w.len() {
+//!             z += self.w[i] * x[i];
+//!         }
+//!         z.tanh()
+//!     }
+//! }
+//!
+//! let layer = Layer { w: vec![0.5, -0.25], bias: 0.1 };
+//! let (y, (dl, dx)) = layer.out_vjp(&[1.0, 2.0], 1.0);
+//! let dz = 1.0 - y * y;
+//! assert_eq!(dl.w, vec![dz * 1.0, dz * 2.0]);
+//! assert_eq!(dl.bias, dz);
+//! assert_eq!(dx, vec![dz * 0.5, dz * -0.25]);
+//! ```
+//!
 //! ## Methods
 //!
 //! `#[differentiable]` on an inherent `impl` block differentiates the
@@ -498,7 +531,7 @@ pub trait LinearMap<In, Out> {
 /// know nothing of its callee's parameters. Not a public API.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::structs::{FromFlat, Linear, ToFlat, Zero};
+    pub use crate::structs::{ArrayField, FromFlat, FromParts, Linear, ToFlat, Zero};
     pub use linear_macros::__resume;
 
     /// Stands for the tangent of an argument that is constant at the call
@@ -659,7 +692,7 @@ pub mod __private {
     #[diagnostic::on_unimplemented(
         message = "differentiable code cannot call this method of `{Self}`",
         label = "not a method that differentiable code can call",
-        note = "a method called from differentiable code must be marked `#[differentiable]` inside a `#[differentiable] impl` block of its type, and take no array read by index (`&[f64]`, `Vec<f64>`) nor a struct with constant fields"
+        note = "a method called from differentiable code must be marked `#[differentiable]` inside a `#[differentiable] impl` block of its type, and take no array read by index (`&[f64]`, `Vec<f64>`), no struct with `Vec` fields, nor a struct with constant fields"
     )]
     pub trait Method<const NAME: u64> {
         type Linearization;

@@ -10,6 +10,10 @@
 //! the differentiable fields, so it converts both ways; a struct with
 //! constant fields converts only into its flat value (a function cannot
 //! rebuild its constants from a tangent).
+//!
+//! A `Vec` field is not part of the flat value either: a function reads it
+//! in place ([`ArrayField`]), and a tangent struct with `Vec` fields is
+//! rebuilt from its flat value and their buffers ([`FromParts`]).
 
 /// Reads the flat value of a struct (see the module doc) by copying its
 /// differentiable fields.
@@ -22,6 +26,23 @@ pub trait ToFlat {
 /// fields, and for every tangent struct.
 pub trait FromFlat: ToFlat {
     fn from_flat(flat: Self::Flat) -> Self;
+}
+
+/// A struct's `Vec` field, the `K`-th of its `Vec` fields in declaration
+/// order. A `Vec` is no part of the flat value: the IR holds it as an
+/// array of its own, read in place, so a function borrows it from the
+/// struct (and its tangent), and its cotangent is a buffer of its own.
+pub trait ArrayField<const K: usize> {
+    type Elem;
+    fn array(&self) -> &[Self::Elem];
+}
+
+/// Builds a tangent struct with `Vec` fields from its flat value and its
+/// `Vec` fields' cotangent buffers (`Arrays`, a tuple of `Vec`s in
+/// declaration order): what [`FromFlat`] is to a tangent without them.
+pub trait FromParts: ToFlat {
+    type Arrays;
+    fn from_parts(flat: Self::Flat, arrays: Self::Arrays) -> Self;
 }
 
 impl<T: ToFlat + ?Sized> ToFlat for &T {

@@ -12,7 +12,11 @@
 //!   struct's float type;
 //! * `impl linear_ad::Differentiable for Particle`;
 //! * the conversions to the flat tuple the IR sees (`ToFlat`, and
-//!   `FromFlat` where the struct has no constant field);
+//!   `FromFlat` where the struct has no constant field); a `Vec` field
+//!   of floats, tuples or rows is no part of it but an array of its own,
+//!   read through `ArrayField<K>` (the struct's and the tangent's), and
+//!   the tangent is rebuilt with its buffers (`FromParts`), not by
+//!   `FromFlat`;
 //! * the layout macro `Particle!`, which `#[differentiable]` functions
 //!   read the fields from.
 //!
@@ -47,6 +51,10 @@ enum Field {
         flat: bool,
         rebuild: bool,
     },
+    /// A `Vec` of floats, tuples or arrays of them: outside the flat
+    /// value, read in place through `ArrayField` (see `linear_ad`'s
+    /// `structs` module).
+    Array,
 }
 
 /// Expands `#[derive(Differentiable)] item`.
@@ -199,6 +207,7 @@ fn all_of(fields: &[(&syn::Field, Field)]) -> (bool, bool, bool) {
         .iter()
         .fold((true, true, true), |acc, (_, f)| match f {
             Field::Constant => (acc.0, acc.1, false),
+            Field::Array => (false, acc.1, acc.2),
             Field::Active {
                 copy,
                 flat,
@@ -219,7 +228,13 @@ fn classify(t: &syn::Type, known: &Structs) -> (bool, bool, bool) {
             Some(l) => {
                 // Its fields in its own float type parameter's name.
                 let _float = FloatParam::set(crate::lower::float_param(&l.item.generics));
-                all_of(&fields_of(&l.item, &l.nested))
+                let fields = fields_of(&l.item, &l.nested);
+                // A nested struct's `Vec` fields are no part of its flat
+                // value, and the enclosing struct has no place for them.
+                if fields.iter().any(|(_, f)| matches!(f, Field::Array)) {
+                    return (false, false, false);
+                }
+                all_of(&fields)
             }
             None => (false, false, false),
         },
@@ -243,6 +258,8 @@ fn fields_of<'a>(item: &'a syn::ItemStruct, known: &Structs) -> Vec<(&'a syn::Fi
         .map(|f| {
             let kind = if is_nondiff(f) || crate::lower::is_constant_type(&f.ty) {
                 Field::Constant
+            } else if is_array_field(&f.ty) {
+                Field::Array
             } else {
                 let (copy, flat, rebuild) = classify(&f.ty, known);
                 Field::Active {
@@ -254,6 +271,28 @@ fn fields_of<'a>(item: &'a syn::ItemStruct, known: &Structs) -> Vec<(&'a syn::Fi
             (f, kind)
         })
         .collect()
+}
+
+/// Whether `t` is a `Vec` a function reads in place: of floats, or of
+/// tuples or fixed-size arrays of them.
+fn is_array_field(t: &syn::Type) -> bool {
+    fn plain(t: &syn::Type) -> bool {
+        match t {
+            _ if is_float_type(t) => true,
+            syn::Type::Tuple(tu) => !tu.elems.is_empty() && tu.elems.iter().all(plain),
+            syn::Type::Array(a) => plain(&a.elem),
+            syn::Type::Paren(p) => plain(&p.elem),
+            _ => false,
+        }
+    }
+    match t {
+        syn::Type::Path(p) if p.qself.is_none() => {
+            p.path.segments.last().is_some_and(|s| s.ident == "Vec")
+                && vec_elem(p).is_some_and(plain)
+        }
+        syn::Type::Paren(p) => is_array_field(&p.elem),
+        _ => false,
+    }
 }
 
 /// The struct's float type: its float type parameter, or that of its
@@ -283,7 +322,7 @@ fn float_of(item: &syn::ItemStruct, known: &Structs) -> TokenStream {
     }
     fields_of(item, known)
         .iter()
-        .filter(|(_, k)| matches!(k, Field::Active { .. }))
+        .filter(|(_, k)| !matches!(k, Field::Constant))
         .find_map(|(f, _)| find(&f.ty, known))
         .unwrap_or_else(|| quote!(f64))
 }
@@ -338,8 +377,13 @@ pub fn finish(item: TokenStream, known: &Structs) -> TokenStream {
     let active: Vec<(&syn::Field, syn::Member)> = fields
         .iter()
         .enumerate()
-        .filter(|(_, (_, k))| matches!(k, Field::Active { .. }))
+        .filter(|(_, (_, k))| !matches!(k, Field::Constant))
         .map(|(i, (f, _))| (*f, member(f, i)))
+        .collect();
+    let is_array: Vec<bool> = fields
+        .iter()
+        .filter(|(_, k)| !matches!(k, Field::Constant))
+        .map(|(_, k)| matches!(k, Field::Array))
         .collect();
     // The tangent of a tuple struct numbers its fields anew, without the
     // constant ones.
@@ -364,7 +408,13 @@ pub fn finish(item: TokenStream, known: &Structs) -> TokenStream {
     };
     let layout_macro = layout_macro(&item, &layout);
     let conversions = if flat {
-        conversions((name, &tan, &imp), &active, &tangent_members, rebuild)
+        conversions(
+            (name, &tan, &imp),
+            &active,
+            &tangent_members,
+            &is_array,
+            rebuild,
+        )
     } else {
         quote!()
     };
@@ -507,39 +557,57 @@ fn tangent_ops(
 }
 
 /// `ToFlat` for the struct and its tangent; `FromFlat` for the tangent,
-/// and for the struct when it has no constant field (`rebuild`).
+/// and for the struct when it has no constant field (`rebuild`). With
+/// `Vec` fields (`is_array`, per active field), the flat value is that of
+/// the other fields; both types get an `ArrayField` per `Vec` field and
+/// the tangent `FromParts` instead of `FromFlat`.
 fn conversions(
     (name, tan, imp): (&syn::Ident, &syn::Ident, &Impl),
     active: &[(&syn::Field, syn::Member)],
     tangent_members: &[syn::Member],
+    is_array: &[bool],
     rebuild: bool,
 ) -> TokenStream {
-    let m: Vec<&syn::Member> = active.iter().map(|(_, m)| m).collect();
-    let tm: Vec<&syn::Member> = tangent_members.iter().collect();
-    let idx = (0..active.len()).map(syn::Index::from).collect::<Vec<_>>();
-    let tys: Vec<&syn::Type> = active.iter().map(|(f, _)| &f.ty).collect();
+    let pick = |array: bool| {
+        let (mut m, mut tm, mut tys) = (Vec::new(), Vec::new(), Vec::new());
+        for (((f, mem), tmem), a) in active.iter().zip(tangent_members).zip(is_array) {
+            if *a == array {
+                m.push(mem);
+                tm.push(tmem);
+                tys.push(&f.ty);
+            }
+        }
+        (m, tm, tys)
+    };
+    let (m, tm, tys) = pick(false);
+    let (am, atm, atys) = pick(true);
+    let idx = (0..m.len()).map(syn::Index::from).collect::<Vec<_>>();
     let ttys: Vec<TokenStream> = tys.iter().map(|t| tangent_ty(t)).collect();
     let flat = quote!(::linear_ad::__private::ToFlat);
     let from = quote!(::linear_ad::__private::FromFlat);
+    // A struct of `Vec` fields only has the empty flat value.
+    let unit = m.is_empty().then(|| quote!(#[allow(clippy::unused_unit)]));
     let to_flat = |ty: &syn::Ident, tys: &[TokenStream], m: &[&syn::Member]| {
         let header = imp.header(flat.clone(), ty);
         quote! {
             #header {
                 type Flat = (#(<#tys as #flat>::Flat,)*);
                 #[inline]
+                #unit
                 fn flat(&self) -> Self::Flat {
                     (#(#flat::flat(&self.#m),)*)
                 }
             }
         }
     };
+    let fields = |m: &[&syn::Member]| quote!(#(#m: #from::from_flat(flat.#idx),)*);
     let from_flat = |ty: &syn::Ident, m: &[&syn::Member]| {
-        let header = imp.header(from.clone(), ty);
+        let (header, fields) = (imp.header(from.clone(), ty), fields(m));
         quote! {
             #header {
                 #[inline]
                 fn from_flat(flat: Self::Flat) -> Self {
-                    Self { #(#m: #from::from_flat(flat.#idx),)* }
+                    Self { #fields }
                 }
             }
         }
@@ -547,9 +615,58 @@ fn conversions(
     let primal_tys: Vec<TokenStream> = tys.iter().map(|t| quote!(#t)).collect();
     let primal = to_flat(name, &primal_tys, &m);
     let tangent = to_flat(tan, &ttys, &tm);
-    let tangent_from = from_flat(tan, &tm);
-    let primal_from = rebuild.then(|| from_flat(name, &m));
-    quote!(#primal #tangent #tangent_from #primal_from)
+    if am.is_empty() {
+        let tangent_from = from_flat(tan, &tm);
+        let primal_from = rebuild.then(|| from_flat(name, &m));
+        return quote!(#primal #tangent #tangent_from #primal_from);
+    }
+    let array_field = |ty: &syn::Ident, k: usize, m: &syn::Member, elem: TokenStream| {
+        let header = imp.header(quote!(::linear_ad::__private::ArrayField<#k>), ty);
+        quote! {
+            #header {
+                type Elem = #elem;
+                #[inline]
+                fn array(&self) -> &[#elem] {
+                    &self.#m
+                }
+            }
+        }
+    };
+    let elem = |t: &syn::Type| match t {
+        syn::Type::Path(p) => vec_elem(p).map(|e| quote!(#e)),
+        syn::Type::Paren(p) => match &*p.elem {
+            syn::Type::Path(p) => vec_elem(p).map(|e| quote!(#e)),
+            _ => None,
+        },
+        _ => None,
+    };
+    let elems: Vec<TokenStream> = atys.iter().map(|t| elem(t).unwrap_or_default()).collect();
+    let arrays = (0..am.len()).flat_map(|k| {
+        [
+            array_field(name, k, am[k], elems[k].clone()),
+            array_field(tan, k, atm[k], elems[k].clone()),
+        ]
+    });
+    let (parts, aidx) = (
+        imp.header(quote!(::linear_ad::__private::FromParts), tan),
+        (0..am.len()).map(syn::Index::from),
+    );
+    let own = fields(&tm);
+    let flat_param = if m.is_empty() {
+        quote!(_)
+    } else {
+        quote!(flat)
+    };
+    quote! {
+        #primal #tangent #(#arrays)*
+        #parts {
+            type Arrays = (#(::linear_ad::__private::Vec<#elems>,)*);
+            #[inline]
+            fn from_parts(#flat_param: Self::Flat, arrays: Self::Arrays) -> Self {
+                Self { #own #(#atm: arrays.#aidx,)* }
+            }
+        }
+    }
 }
 
 /// The layout macro `Name!`, re-exported beside the struct so it resolves

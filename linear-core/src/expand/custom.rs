@@ -216,7 +216,12 @@ fn custom_signature(
             Some(s) if !nondiff => Some((s, Var::new(&format!("a{i}")))),
             _ => None,
         };
-        params.push(crate::lower::Param { pat, ty, active });
+        params.push(crate::lower::Param {
+            pat,
+            ty,
+            active,
+            arrays: Vec::new(),
+        });
     }
     if params.iter().all(|p| p.active.is_none()) && errs.is_empty() {
         errs.spanned(&sig.ident, "a differentiable function needs a differentiable parameter (a float, tuple or array not marked `#[nondiff]`)");

@@ -14,6 +14,7 @@ use quote::{format_ident, quote};
 
 use super::calls::Calls;
 use super::companions::companions;
+use super::pieces::{join, pieces, Piece};
 use super::{
     find, from_ir, pascal, pattern_idents, pipeline, primal_from_ir, result_to_ir, to_ir,
     wants_dump,
@@ -37,13 +38,16 @@ struct Sig<'a> {
     map_vis: &'a syn::Visibility,
     /// The differentiable parameters: position and shape.
     active: Vec<(usize, &'a Shape)>,
+    /// The IR parameters they are passed as (see `expand::pieces`).
+    pieces: Vec<Piece<'a>>,
     /// `f`'s parameters as the generated functions declare them.
     params: Vec<TokenStream>,
     /// `let _ = &p;` for constant parameters a body may not read.
     used_markers: Vec<TokenStream>,
     /// One tangent parameter per differentiable parameter (`f_jvp`).
     tangent_params: Vec<TokenStream>,
-    /// The differentiable parameters, and their tangents, as IR values.
+    /// The differentiable parameters, and their tangents, as IR values
+    /// (one per piece).
     primal_ir: Vec<TokenStream>,
     tangent_ir: Vec<TokenStream>,
     /// `R`, and `In` (the tangent of the differentiable parameters).
@@ -51,11 +55,11 @@ struct Sig<'a> {
     ret_ty: TokenStream,
     ret_tan: TokenStream,
     in_ty: TokenStream,
-    /// The differentiable parameters' IR variables, identifiers and shapes
-    /// (for the input arrays a tape holds).
-    inputs: Vec<(Var, syn::Ident, Shape)>,
+    /// The pieces' IR variables, Rust values and shapes (for the input
+    /// arrays a tape holds).
+    inputs: Vec<(Var, TokenStream, Shape)>,
     /// The same for the `#[nondiff]` data a tape may borrow.
-    data: Vec<(Var, syn::Ident, Shape)>,
+    data: Vec<(Var, TokenStream, Shape)>,
     /// `f`'s parameters with the input lifetime on the references to
     /// arrays, for an `f_lin` whose linearization borrows them.
     params_borrowed: Vec<TokenStream>,
@@ -64,9 +68,10 @@ struct Sig<'a> {
     allow: TokenStream,
     /// The inactive statements every primal computation runs first.
     prelude: &'a [TokenStream],
-    /// Per differentiable parameter: for an array of run-time length, its
-    /// identifier and its tangent's in `f_jvp`, whose lengths must agree.
-    runtime_arrays: Vec<Option<(syn::Ident, syn::Ident)>>,
+    /// Per piece that is an array of run-time length: its value and its
+    /// tangent's in `f_jvp`, whose lengths must agree, as messages name
+    /// them.
+    runtime_arrays: Vec<[(TokenStream, String); 2]>,
 }
 
 /// `f`'s parameter declarations with the input lifetime on the references
@@ -89,6 +94,13 @@ fn borrowing_params(
         .map(|((p, decl), id)| match (&p.active, &p.ty, id) {
             (Some((Shape::Slice(..), _)), syn::Type::Reference(r), Some(id))
                 if r.lifetime.is_none() =>
+            {
+                let r = borrowed(r);
+                quote!(#id: #r)
+            }
+            // A struct whose `Vec` fields the tape borrows.
+            (Some((Shape::Struct(_), _)), syn::Type::Reference(r), Some(id))
+                if r.lifetime.is_none() && !p.arrays.is_empty() =>
             {
                 let r = borrowed(r);
                 quote!(#id: #r)
@@ -135,16 +147,21 @@ fn tangent_idents(
 
 /// [`Sig::runtime_arrays`].
 fn runtime_arrays(
-    active: &[(usize, &Shape)],
+    pieces: &[Piece],
     primal_idents: &[Option<syn::Ident>],
     tangent_idents: &[syn::Ident],
-) -> Vec<Option<(syn::Ident, syn::Ident)>> {
-    active
+    active: &[(usize, &Shape)],
+) -> Vec<[(TokenStream, String); 2]> {
+    pieces
         .iter()
-        .zip(tangent_idents)
-        .map(|((i, s), t)| {
-            let runtime = s.runtime_array();
-            Some((primal_idents[*i].clone()?, t.clone())).filter(|_| runtime)
+        .filter(|p| p.shape.runtime_array())
+        .filter_map(|p| {
+            let id = primal_idents[active[p.param].0].as_ref()?;
+            let t = &tangent_idents[p.param];
+            Some([
+                (p.of(&quote!(#id), true), p.label(&id.to_string())),
+                (p.of(&quote!(#t), true), p.label(&t.to_string())),
+            ])
         })
         .collect()
 }
@@ -214,20 +231,24 @@ impl<'a> Sig<'a> {
                 quote!(#id: #t)
             })
             .collect();
-        let primal_ir = active
+        let pieces = pieces(l);
+        let primal_of = |p: &Piece| {
+            let id = primal_idents[active[p.param].0]
+                .as_ref()
+                .map(|id| quote!(#id))
+                .unwrap_or_default();
+            p.of(&id, true)
+        };
+        let primal_ir = pieces
             .iter()
-            .map(|(i, s)| {
-                let id = primal_idents[*i]
-                    .as_ref()
-                    .map(|id| quote!(#id))
-                    .unwrap_or_default();
-                to_ir(id, s, names)
-            })
+            .map(|p| to_ir(primal_of(p), &p.shape, names))
             .collect();
-        let tangent_ir = active
+        let tangent_ir = pieces
             .iter()
-            .zip(&tangent_idents)
-            .map(|((_, s), id)| to_ir(quote!(#id), s, names))
+            .map(|p| {
+                let id = &tangent_idents[p.param];
+                to_ir(p.of(&quote!(#id), true), &p.shape, names)
+            })
             .collect();
         let in_ty = if active.len() == 1 {
             active[0].1.owned()
@@ -235,22 +256,17 @@ impl<'a> Sig<'a> {
             let ts = active.iter().map(|(_, s)| s.owned());
             quote!((#(#ts,)*))
         };
-        let inputs = l
-            .params
+        let inputs = pieces
             .iter()
-            .zip(&primal_idents)
-            .filter_map(|(p, id)| {
-                let (shape, var) = p.active.as_ref()?;
-                Some((var.clone(), id.clone()?, shape.clone()))
-            })
+            .map(|p| (p.var.clone(), primal_of(p), p.shape.clone()))
             .collect();
         let data = l
             .params
             .iter()
             .filter_map(|p| data_param(l, &p.pat))
-            .map(|(v, id, s)| (v.clone(), id, s.clone()))
+            .map(|(v, id, s)| (v.clone(), quote!(#id), s.clone()))
             .collect();
-        let runtime_arrays = runtime_arrays(&active, &primal_idents, &tangent_idents);
+        let runtime_arrays = runtime_arrays(&pieces, &primal_idents, &tangent_idents, &active);
         let params_borrowed = borrowing_params(l, &params, &primal_idents);
         let user_allows = item.attrs.iter().filter(|a| a.path().is_ident("allow"));
         Ok(Sig {
@@ -262,6 +278,7 @@ impl<'a> Sig<'a> {
             vis: &item.vis,
             map_vis: owner.map_vis().unwrap_or(&item.vis),
             active,
+            pieces,
             params,
             used_markers,
             tangent_params,
@@ -283,13 +300,13 @@ impl<'a> Sig<'a> {
     fn tangent_length_checks(&self, fn_name: &str) -> Vec<TokenStream> {
         self.runtime_arrays
             .iter()
-            .flatten()
-            .map(|(p, t)| {
-                let t_name = t.to_string();
+            .map(|[(p, p_name), (t, t_name)]| {
                 length_check(
-                    &quote!(#t),
+                    t,
                     &quote!(#p.len()),
-                    &format!("`{fn_name}`: the tangent `{t_name}` must have the length of `{p}`"),
+                    &format!(
+                        "`{fn_name}`: the tangent `{t_name}` must have the length of `{p_name}`"
+                    ),
                 )
             })
             .collect()
@@ -334,7 +351,7 @@ impl<'a> Sig<'a> {
         self.inputs
             .iter()
             .filter(|(_, _, s)| matches!(s, Shape::Slice(..)))
-            .map(|(_, id, s)| (s, quote!(#id.len())))
+            .map(|(_, e, s)| (s, quote!(#e.len())))
             .collect()
     }
 
@@ -369,40 +386,61 @@ impl<'a> Sig<'a> {
         }
     }
 
-    /// Converts IR cotangents of the differentiable parameters (`value`, a
-    /// tuple of them if there are several) to `In`.
+    /// Converts IR cotangents of the differentiable parameters' pieces
+    /// (`value`, a tuple of them if there are several) to `In`.
     fn pack_cotangents(&self, names: &mut Names, value: TokenStream) -> TokenStream {
-        if let [(_, s)] = self.active.as_slice() {
-            return from_ir(value, s, names);
-        }
-        let parts: Vec<syn::Ident> = (0..self.active.len())
+        let parts: Vec<syn::Ident> = (0..self.pieces.len())
             .map(|k| format_ident!("__c{}", k, span = Span::mixed_site()))
             .collect();
-        let outs: Vec<TokenStream> = parts
+        let outs: Vec<TokenStream> = self
+            .active
             .iter()
-            .zip(&self.active)
-            .map(|(p, (_, s))| from_ir(quote!(#p), s, names))
+            .enumerate()
+            .map(|(k, (_, s))| {
+                let mine: Vec<TokenStream> = parts
+                    .iter()
+                    .zip(&self.pieces)
+                    .filter(|(_, p)| p.param == k)
+                    .map(|(c, _)| quote!(#c))
+                    .collect();
+                join(s, &mine, names)
+            })
             .collect();
-        quote!({ let (#(#parts,)*) = #value; (#(#outs,)*) })
+        let bind = match parts.as_slice() {
+            [c] => quote!(#c),
+            _ => quote!((#(#parts,)*)),
+        };
+        let out = match outs.as_slice() {
+            [o] => o.clone(),
+            _ => quote!((#(#outs,)*)),
+        };
+        quote!({ let #bind = #value; #out })
     }
 
     /// Binds an `In` tangent (`tangent`) as IR values: the arguments that
-    /// follow the tape in `apply`, and the statement that binds them.
+    /// follow the tape in `apply` (one per piece), and the statement that
+    /// binds them.
     fn unpack_tangents(
         &self,
         names: &mut Names,
         tangent: &syn::Ident,
     ) -> (TokenStream, Vec<TokenStream>) {
-        if let [(_, s)] = self.active.as_slice() {
-            return (quote!(), vec![to_ir(quote!(#tangent), s, names)]);
+        let convs = self
+            .pieces
+            .iter()
+            .map(|p| {
+                to_ir(
+                    p.of(&self.tangent_part(p.param, tangent), false),
+                    &p.shape,
+                    names,
+                )
+            })
+            .collect();
+        if self.active.len() == 1 {
+            return (quote!(), convs);
         }
         let parts: Vec<TokenStream> = (0..self.active.len())
             .map(|k| self.tangent_part(k, tangent))
-            .collect();
-        let convs = parts
-            .iter()
-            .zip(&self.active)
-            .map(|(p, (_, s))| to_ir(p.clone(), s, names))
             .collect();
         (quote!(let (#(#parts,)*) = #tangent;), convs)
     }
@@ -785,7 +823,7 @@ struct Tape {
     /// array read by index as the array itself, never its elements, so the
     /// linearization borrows it (`&'a [T]`), or owns a `Vec<T>` the
     /// function took by value (moved in, not copied).
-    inputs: Vec<Option<(syn::Ident, Shape)>>,
+    inputs: Vec<Option<(TokenStream, Shape)>>,
     /// One `usize` per array parameter of run-time length: the length of
     /// its cotangent buffer.
     lens: Vec<syn::Ident>,
@@ -800,7 +838,7 @@ impl Tape {
     fn new(
         forward: &Func,
         residual: &Func,
-        params: &[(Var, syn::Ident, Shape)],
+        params: &[(Var, TokenStream, Shape)],
     ) -> Result<Tape, String> {
         let tys = match forward.nl_rets.last() {
             Some(Ty::Tuple(ts)) => ts.clone(),
@@ -1021,23 +1059,18 @@ impl Lengths {
         let name = &l.func.name;
         let lin_name = format!("{name}_lin");
         let (mut len_inits, mut tangent_checks) = (Vec::new(), Vec::new());
-        let positions = sig
-            .active
-            .iter()
-            .enumerate()
-            .filter(|(_, (_, s))| matches!(s, Shape::Slice(..)));
-        for (k, ((s, len), (pos, (i, _)))) in sig.arrays().into_iter().zip(positions).enumerate() {
+        let pieces = sig.pieces.iter().filter(|p| p.is_array());
+        for (k, ((s, len), piece)) in sig.arrays().into_iter().zip(pieces).enumerate() {
             let field = format_ident!("__len{}", k);
             t_args.push((zero_buffer(s, quote!(self.#field)), Hold::Owned));
             if s.runtime_array() {
                 tape.lens.push(field.clone());
                 len_inits.push(quote!(#field: #len));
-                let msg = format!("`LinearMap::apply` of `{lin_name}`'s linearization: the tangent of parameter {} has the wrong length", i + 1);
-                tangent_checks.push(length_check(
-                    &sig.tangent_part(pos, tangent),
-                    &quote!(self.#field),
-                    &msg,
-                ));
+                let i = sig.active[piece.param].0 + 1;
+                let what = piece.describe(i);
+                let msg = format!("`LinearMap::apply` of `{lin_name}`'s linearization: the tangent of {what} has the wrong length");
+                let t = piece.of(&sig.tangent_part(piece.param, tangent), false);
+                tangent_checks.push(length_check(&t, &quote!(self.#field), &msg));
             }
         }
         // The cotangent of a result of run-time length has its length.

@@ -180,12 +180,13 @@ fn own_sigs(block: &syn::ItemImpl, self_ty: &syn::Type, known: &Structs, sigs: &
         return own;
     };
     for m in methods(block) {
-        let kind = match marker(m) {
-            Some(_) => SigKind::Differentiable,
-            None => SigKind::Unmarked,
-        };
         let Some(f) = as_fn(block, self_ty, m, &mut Errors::default()) else {
             continue;
+        };
+        let kind = match marker(m) {
+            Some(_) if takes_arrays(&f.sig, known) => SigKind::Closed,
+            Some(_) => SigKind::Differentiable,
+            None => SigKind::Unmarked,
         };
         let mut path = owner.path.clone();
         path.segments.push(f.sig.ident.clone().into());
@@ -197,6 +198,22 @@ fn own_sigs(block: &syn::ItemImpl, self_ty: &syn::Type, known: &Structs, sigs: &
         own.insert(path, std::rc::Rc::new(sig));
     }
     own
+}
+
+/// Whether a differentiable parameter of `sig` is an array read by index
+/// or a struct with `Vec` fields, which calls cannot pass yet (its
+/// generated code has no companions to call).
+fn takes_arrays(sig: &syn::Signature, known: &Structs) -> bool {
+    sig.inputs.iter().any(|input| match input {
+        syn::FnArg::Typed(pt) => {
+            let nondiff = pt.attrs.iter().any(|a| a.path().is_ident("nondiff"));
+            !nondiff
+                && !crate::lower::is_constant_type(&pt.ty)
+                && crate::lower::Shape::from_param_type_in(&pt.ty, known)
+                    .is_some_and(|s| s.has_slice())
+        }
+        syn::FnArg::Receiver(_) => false,
+    })
 }
 
 /// The visibility of the block's type, if its layout is known: its

@@ -32,6 +32,7 @@ mod custom;
 mod items;
 mod linear;
 mod methods;
+mod pieces;
 
 pub(crate) use items::method_key;
 pub use linear::{linear, linear_with};

@@ -461,7 +461,7 @@ impl Lowerer<'_> {
                 return None;
             }
             Kind::Closed => {
-                let why = "its parameters take arrays read by index (`&[T]`, `&[T; N]`, `Vec<T>`) or tuples or arrays of structs, which calls between differentiable functions cannot pass yet; compute it here, or pass the elements it needs";
+                let why = "its parameters take arrays read by index (`&[T]`, `&[T; N]`, `Vec<T>`), structs with `Vec` fields, or tuples or arrays of structs, which calls between differentiable functions cannot pass yet; compute it here, or pass the elements it needs";
                 self.errs.spanned(
                     path,
                     format!("`{name}` cannot be called from a differentiable function yet: {why}"),

@@ -287,7 +287,8 @@ impl Shape {
     /// Whether this is an array read by index (or holds one).
     pub fn has_slice(&self) -> bool {
         match self {
-            Shape::Float(_) | Shape::Struct(_) => false,
+            Shape::Float(_) => false,
+            Shape::Struct(st) => st.has_arrays(),
             Shape::Tuple(ss) => ss.iter().any(Shape::has_slice),
             Shape::Array(s, _) => s.has_slice(),
             Shape::Slice(..) => true,
@@ -308,7 +309,7 @@ impl Shape {
         match self {
             Shape::Float(f) => Some(*f),
             Shape::Tuple(s) => s.iter().find_map(Shape::float),
-            Shape::Struct(st) => st.active().find_map(|(_, s)| s.float()),
+            Shape::Struct(st) => st.active().chain(st.arrays()).find_map(|(_, s)| s.float()),
             Shape::Array(s, _) | Shape::Slice(s, _) => s.float(),
         }
     }
@@ -330,8 +331,11 @@ impl Shape {
                 } else if is_float_param(&p.path) {
                     Some(Shape::Float(Float::Generic))
                 } else {
+                    // A struct with `Vec` fields is a parameter only
+                    // ([`Shape::from_param_type_in`]).
                     StructShape::resolve(&p.path, false, structs)
                         .ok()
+                        .filter(|st| !st.has_arrays())
                         .map(|st| Shape::Struct(std::rc::Rc::new(st)))
                 }
             }
@@ -372,6 +376,11 @@ impl Shape {
     pub fn from_param_type_in(t: &syn::Type, structs: &Structs) -> Option<Shape> {
         if let Some(s) = Shape::from_type_in(t, structs) {
             return Some(s);
+        }
+        if let syn::Type::Path(p) = t {
+            if let Ok(st) = StructShape::resolve(&p.path, false, structs) {
+                return Some(Shape::Struct(std::rc::Rc::new(st)));
+            }
         }
         if let syn::Type::Reference(r) = t {
             if let (None, syn::Type::Path(p)) = (r.mutability, &*r.elem) {
@@ -521,6 +530,9 @@ pub struct Param {
     pub ty: syn::Type,
     /// `Some` for a differentiable parameter: its shape and IR variable.
     pub active: Option<(Shape, Var)>,
+    /// For a struct with `Vec` fields, the IR parameters that follow
+    /// `active`'s, one array per `Vec` field ([`StructShape::arrays`]).
+    pub arrays: Vec<Var>,
 }
 
 /// A lowered function and what code generation needs to rebuild its Rust
@@ -923,6 +935,7 @@ impl Lowerer<'_> {
                     pat,
                     ty,
                     active: None,
+                    arrays: Vec::new(),
                 });
                 continue;
             }
@@ -939,6 +952,15 @@ impl Lowerer<'_> {
                 self.bind_pattern(&pat, p);
                 continue;
             };
+            if let Shape::Struct(st) = &shape {
+                if st.has_arrays() && !st.by_ref {
+                    let name = structs::show(&st.path);
+                    self.errs.spanned(&ty, format!("a differentiable function takes a struct with `Vec` fields by reference only, since its linearization borrows the `Vec`s rather than copy them: take `&{name}` (`&self` for a receiver)"));
+                    let p = self.placeholder();
+                    self.bind_pattern(&pat, p);
+                    continue;
+                }
+            }
             if self.mode == Mode::Linear && shape.has_slice() {
                 self.errs.spanned(&ty, "arrays read by index are not supported in `#[linear]` functions yet: use fixed-size arrays (`[f64; N]`)");
                 // Poisoned: what reads it reports nothing more.
@@ -959,6 +981,10 @@ impl Lowerer<'_> {
             self.shapes.insert(v.clone(), shape.clone());
             nl_params.push(Binder::new(v.clone(), ty_ir.clone()));
             self.linear_params.push(v.clone());
+            let arrays = match &shape {
+                Shape::Struct(st) => self.array_params((&v, &hint), st, &mut nl_params),
+                _ => Vec::new(),
+            };
             // A `mut` array parameter is the function's own to write and
             // push: a local copy of the caller's array (Rust moved it in).
             let own = matches!(&pat, syn::Pat::Ident(i) if i.mutability.is_some())
@@ -977,9 +1003,39 @@ impl Lowerer<'_> {
                 pat,
                 ty,
                 active: Some((shape, v)),
+                arrays,
             });
         }
         (params, nl_params)
+    }
+
+    /// The IR parameters of the `Vec` fields of the struct parameter `v`,
+    /// after its own: each an array read in place, as a `&Vec<T>`
+    /// parameter is.
+    fn array_params(
+        &mut self,
+        (v, hint): (&Var, &str),
+        st: &StructShape,
+        nl_params: &mut Vec<Binder>,
+    ) -> Vec<Var> {
+        let mut vars = Vec::new();
+        for (m, s) in st.arrays() {
+            let name = match m {
+                syn::Member::Named(id) => format!("{hint}_{id}"),
+                syn::Member::Unnamed(i) => format!("{hint}_{}", i.index),
+            };
+            let a = self.fresh.named(&name);
+            let t = s.ty();
+            self.types.insert(a.clone(), t.clone());
+            self.shapes.insert(a.clone(), s.clone());
+            nl_params.push(Binder::new(a.clone(), t));
+            self.linear_params.push(a.clone());
+            vars.push(a);
+        }
+        if !vars.is_empty() {
+            self.arrays.insert(v.clone(), vars.clone());
+        }
+        vars
     }
 }
 
@@ -1113,6 +1169,9 @@ struct Lowerer<'a> {
     /// the prelude reads their constant fields from, and a call passes in
     /// their place (see [`structs`]).
     origins: HashMap<Var, structs::Origin>,
+    /// The IR arrays holding a struct value's `Vec` fields, in order: a
+    /// struct parameter's, and those of the values written from it.
+    arrays: HashMap<Var, Vec<Var>>,
     /// The signatures of the functions it calls, where known.
     sigs: Sigs,
     /// Called paths whose signatures are not known and may be.
@@ -1163,6 +1222,7 @@ impl<'e> Lowerer<'e> {
             data_ok: false,
             structs: Structs::default(),
             origins: HashMap::default(),
+            arrays: HashMap::default(),
             sigs: Sigs::default(),
             missing_sigs: Vec::new(),
             missing_layouts: Vec::new(),

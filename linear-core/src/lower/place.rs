@@ -158,7 +158,7 @@ impl Lowerer<'_> {
         } else {
             // A nested struct's fields are named through its shape.
             if let (Shape::Struct(st), Part::Field(m)) = (&shape, part) {
-                if let Ok((_, inner)) = st.position(m) {
+                if let super::structs::Place::Part(_, inner) = st.position(m) {
                     self.nested_field(&base.0, m, &old, inner);
                 }
             }
@@ -198,13 +198,17 @@ impl Lowerer<'_> {
     fn part_index(&mut self, shape: &Shape, part: &Part, span: Span) -> Option<usize> {
         match (shape, part) {
             (Shape::Struct(st), Part::Field(m)) => match st.position(m) {
-                Ok((k, _)) => Some(k),
-                Err(true) => {
+                super::structs::Place::Part(k, _) => Some(k),
+                super::structs::Place::Array(_) => {
+                    self.errs.push(span, "a `Vec` field of a struct cannot be written in a differentiable function yet: build the new values in a local `Vec` (`let mut v = vec![0.0; n];`)");
+                    None
+                }
+                super::structs::Place::Constant => {
                     self.errs.push(span, "a constant field cannot be written in a differentiable function: the struct value here holds its differentiable fields only; compute the new value in a local");
                     None
                 }
                 // rustc reports an unknown field on the original function.
-                Err(false) => {
+                super::structs::Place::Missing => {
                     self.errs.rustc_reports();
                     None
                 }

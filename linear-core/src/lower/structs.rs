@@ -9,6 +9,14 @@
 //! variable (`Lowerer::shapes`) to resolve field names, and carries it
 //! through the loops and branches that rebind a variable.
 //!
+//! `Vec` fields are not in the tuple either: the IR puts no array in a
+//! tuple (invariant 11 of [`crate::check`]). A struct parameter with `Vec`
+//! fields is its tuple then one IR array parameter per `Vec` field
+//! ([`StructShape::arrays`], `Lowerer::arrays`), which `p.xs` reads as it
+//! reads a `&Vec<f64>` parameter (code generation splits the struct into
+//! these pieces, `expand::pieces`). Such a struct is therefore a
+//! parameter by reference only, read and not written, built or returned.
+//!
 //! Constant fields (integers, `bool`s, `#[nondiff]`) are not in the tuple.
 //! They are read from the parameter itself, as Rust code in the prelude:
 //! `p.id` where `p` is a struct parameter, or `p.a.id` where `p.a` is a
@@ -78,18 +86,16 @@ impl StructShape {
                 f.attrs.iter().any(|a| a.path().is_ident("nondiff")) || super::is_constant_type(ty);
             let shape = if constant {
                 None
+            } else if let Some(s) = array_field(ty) {
+                Some(s)
             } else {
                 Some(Shape::from_type_in(ty, &layout.nested).ok_or_else(|| {
                     format!(
-                        "field `{}` of `{}` has type `{}`, which differentiable functions do not hold in a struct yet (floats, fixed-size arrays, tuples and derived structs){}",
+                        "field `{}` of `{}` has type `{}`, which differentiable functions do not hold in a struct yet (floats, fixed-size arrays, tuples, `Vec`s of them, and derived structs){}",
                         member_name(&member),
                         show(path),
                         super::show_type(ty),
-                        if named_length(ty) {
-                            ": the macro reads array lengths from the source, so write the length as a literal (`[f64; 8]`), not a constant"
-                        } else {
-                            ""
-                        }
+                        why_not_held(ty, &layout.nested)
                     )
                 })?)
             };
@@ -102,11 +108,28 @@ impl StructShape {
         })
     }
 
-    /// The differentiable fields, in order: the IR tuple's components.
+    /// The differentiable fields but the `Vec`s, in order: the IR tuple's
+    /// components.
     pub fn active(&self) -> impl Iterator<Item = (&syn::Member, &Shape)> {
-        self.fields
-            .iter()
-            .filter_map(|(m, s)| s.as_ref().map(|s| (m, s)))
+        self.fields.iter().filter_map(|(m, s)| match s {
+            Some(Shape::Slice(..)) | None => None,
+            Some(s) => Some((m, s)),
+        })
+    }
+
+    /// The `Vec` fields, in order: each is an IR array of its own, outside
+    /// the tuple (an array has no place in a tuple, invariant 11 of
+    /// [`crate::check`]).
+    pub fn arrays(&self) -> impl Iterator<Item = (&syn::Member, &Shape)> {
+        self.fields.iter().filter_map(|(m, s)| match s {
+            Some(s @ Shape::Slice(..)) => Some((m, s)),
+            _ => None,
+        })
+    }
+
+    /// Whether the struct has `Vec` fields.
+    pub fn has_arrays(&self) -> bool {
+        self.arrays().next().is_some()
     }
 
     /// Whether the struct, or a struct nested in it, has constant fields,
@@ -139,19 +162,59 @@ impl StructShape {
         Shape::Tuple(self.active().map(|(_, s)| flat(s)).collect())
     }
 
-    /// Where field `m` is: `Ok(k)` the `k`-th component of the tuple,
-    /// `Err(true)` a constant field, `Err(false)` no field of the struct.
-    pub(super) fn position(&self, m: &syn::Member) -> Result<(usize, &Shape), bool> {
-        let mut k = 0;
+    /// Where field `m` is.
+    pub(super) fn position(&self, m: &syn::Member) -> Place<'_> {
+        let (mut k, mut j) = (0, 0);
         for (fm, s) in &self.fields {
             match s {
-                Some(s) if fm == m => return Ok((k, s)),
+                Some(Shape::Slice(..)) if fm == m => return Place::Array(j),
+                Some(Shape::Slice(..)) => j += 1,
+                Some(s) if fm == m => return Place::Part(k, s),
                 Some(_) => k += 1,
-                None if fm == m => return Err(true),
+                None if fm == m => return Place::Constant,
                 None => {}
             }
         }
-        Err(false)
+        Place::Missing
+    }
+}
+
+/// Where a field of a struct value is (see [`StructShape::position`]).
+pub(super) enum Place<'a> {
+    /// Component `k` of the tuple, of this shape.
+    Part(usize, &'a Shape),
+    /// The `j`-th `Vec` field: an IR array of its own.
+    Array(usize),
+    /// A constant field.
+    Constant,
+    /// No field of the struct.
+    Missing,
+}
+
+/// The shape of a `Vec` field a function reads in place, as the array
+/// read by index of a `&Vec<T>` parameter.
+fn array_field(t: &syn::Type) -> Option<Shape> {
+    match Shape::from_param_type(t)? {
+        Shape::Slice(e, super::SliceKind::Vec) => Some(Shape::Slice(e, super::SliceKind::VecRef)),
+        _ => None,
+    }
+}
+
+/// Why a field of type `t` has no shape, for the message saying so.
+fn why_not_held(t: &syn::Type, structs: &Structs) -> &'static str {
+    if named_length(t) {
+        return ": the macro reads array lengths from the source, so write the length as a literal (`[f64; 8]`), not a constant";
+    }
+    let nested_arrays = match t {
+        syn::Type::Path(p) => {
+            StructShape::resolve(&p.path, false, structs).is_ok_and(|st| st.has_arrays())
+        }
+        _ => false,
+    };
+    if nested_arrays {
+        ": it has `Vec` fields, which a struct nested in another cannot have yet (move them to the outer struct)"
+    } else {
+        ""
     }
 }
 
@@ -260,8 +323,9 @@ impl Lowerer<'_> {
             };
         };
         match st.position(&f.member) {
-            Ok((k, shape)) => self.select_field(base, (k, &f.member), shape, f.span()),
-            Err(true) => match self.origin(&base) {
+            Place::Part(k, shape) => self.select_field(base, (k, &f.member), shape, f.span()),
+            Place::Array(j) => self.array_field(&base, j, &f.member),
+            Place::Constant => match self.origin(&base) {
                 Some(o) => {
                     let m = &f.member;
                     Val::Inactive(quote!(#o.#m))
@@ -271,7 +335,7 @@ impl Lowerer<'_> {
                     self.placeholder()
                 }
             },
-            Err(false) => {
+            Place::Missing => {
                 self.errs.spanned(
                     &f.member,
                     format!(
@@ -280,6 +344,26 @@ impl Lowerer<'_> {
                         member_name(&f.member)
                     ),
                 );
+                self.placeholder()
+            }
+        }
+    }
+
+    /// The `j`-th `Vec` field (`m`) of the struct value `base`: the IR
+    /// array it is, for a struct parameter or a copy of one whose other
+    /// fields were written ([`Lowerer::arrays`]).
+    fn array_field(&mut self, base: &Val, j: usize, m: &syn::Member) -> Val {
+        let found = match base {
+            Val::Active(v, _) => self.arrays.get(v).and_then(|a| a.get(j)).cloned(),
+            Val::Inactive(_) => None,
+        };
+        match found {
+            Some(a) => {
+                let ty = self.types[&a].clone();
+                Val::Active(a, ty)
+            }
+            None => {
+                self.errs.spanned(m, format!("the `Vec` field `{}` can only be read from a parameter (`p.{0}`): this struct value was rebound by a loop or a branch, which keeps its other fields only", member_name(m)));
                 self.placeholder()
             }
         }
@@ -309,6 +393,10 @@ impl Lowerer<'_> {
     /// `new` is the struct value `old` with a differentiable field
     /// written: the same constant fields, no longer equal to the origin.
     pub(super) fn written_struct(&mut self, old: &crate::ir::Var, new: &crate::ir::Var) {
+        // Its `Vec` fields are not written (see `Lowerer::part_index`).
+        if let Some(a) = self.arrays.get(old).cloned() {
+            self.arrays.insert(new.clone(), a);
+        }
         if let Some(o) = self.origins.get(old).cloned() {
             let o = Origin { whole: false, ..o };
             self.origins.insert(new.clone(), o);
@@ -330,6 +418,10 @@ impl Lowerer<'_> {
                 return self.placeholder();
             }
         };
+        if st.has_arrays() {
+            self.errs.spanned(&e.path, format!("`{}` has `Vec` fields, which a struct built in a differentiable function cannot hold yet: take it as a parameter (`&{0}`) and return the values computed from it", show(&st.path)));
+            return self.placeholder();
+        }
         let constants = st.constants();
         if !constants.is_empty() {
             self.errs.spanned(&e.path, format!("`{}` has constant fields ({}), which a struct built in a differentiable function cannot hold yet: build it outside, or mark no field `#[nondiff]`", show(&st.path), constants.join(", ")));
@@ -362,7 +454,7 @@ impl Lowerer<'_> {
             tys.push(ty);
         }
         for fv in &e.fields {
-            if st.position(&fv.member).is_err() {
+            if matches!(st.position(&fv.member), Place::Missing | Place::Constant) {
                 self.errs.spanned(
                     &fv.member,
                     format!(
@@ -436,16 +528,20 @@ impl Lowerer<'_> {
         };
         for (m, sub) in fields {
             match st.position(&m) {
-                Ok((k, shape)) => {
+                Place::Part(k, shape) => {
                     let c = self.select_field(v.clone(), (k, &m), shape, sub.span());
                     self.bind_pattern(sub, c);
                 }
-                Err(true) if matches!(sub, syn::Pat::Wild(_)) => {}
-                Err(true) => match self.origin(&v) {
+                Place::Array(j) => {
+                    let a = self.array_field(&v, j, &m);
+                    self.bind_pattern(sub, a);
+                }
+                Place::Constant if matches!(sub, syn::Pat::Wild(_)) => {}
+                Place::Constant => match self.origin(&v) {
                     Some(o) => self.bind_pattern(sub, Val::Inactive(quote!(#o.#m))),
                     None => self.errs.spanned(sub, format!("the constant field `{}` can only be bound from a parameter or a struct nested in one: this struct value was rebound by a loop or a branch, which keeps its differentiable fields only", member_name(&m))),
                 },
-                Err(false) => self.errs.spanned(sub, format!("`{}` has no field `{}`", show(&st.path), member_name(&m))),
+                Place::Missing => self.errs.spanned(sub, format!("`{}` has no field `{}`", show(&st.path), member_name(&m))),
             }
         }
     }

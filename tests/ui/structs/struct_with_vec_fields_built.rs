@@ -7,8 +7,12 @@ pub struct Cloud {
 }
 
 #[differentiable]
-fn total(c: &Cloud) -> f64 {
-    c.weight
+fn total(c: &Cloud, k: f64) -> f64 {
+    let d = Cloud {
+        points: vec![k; 3],
+        weight: c.weight,
+    };
+    d.weight
 }
 
 fn main() {}
