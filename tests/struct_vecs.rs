@@ -4,7 +4,9 @@
 //! struct of `Vec`s of rows and of pairs, iterated (`iter`,
 //! `enumerate`, `zip`) at `f64` and `f32`; a struct whose only field is
 //! a `Vec`, two of them in one function with a `Vec` result, a field
-//! destructured and a copy whose other field is written. Each is checked
+//! destructured and a copy whose other field is written; a struct
+//! nesting two layers generic in their float type and a `Vec` of pairs
+//! beside them, read through a destructured field. Each is checked
 //! by central differences, the dot-product identity, and agreement of
 //! `_jvp`, `_vjp` and `_lin`; the layer's gradient also against a hand
 //! derivation, and the tangent lengths `f_jvp` and `apply` check.
@@ -370,4 +372,123 @@ fn struct_vec_fields_destructured_and_read_after_a_write_of_another_field() {
             (t, parts(&g, &h, gk))
         },
     );
+}
+
+/// A layer generic in its float type, nested twice beside a `Vec` of
+/// pairs and a constant field.
+#[derive(Differentiable, Clone, Debug, PartialEq)]
+pub struct Dense<T: Float> {
+    pub w: Vec<T>,
+    pub b: T,
+}
+
+#[derive(Differentiable, Clone, Debug, PartialEq)]
+pub struct Mlp {
+    pub hidden: Dense<f64>,
+    pub out: Dense<f64>,
+    pub extra: Vec<(f64, f64)>,
+    #[nondiff]
+    pub n: usize,
+    pub scale: f64,
+}
+
+#[differentiable]
+impl Mlp {
+    /// Reads the nested layers' `Vec`s through a destructured field and
+    /// through `self.out`.
+    #[differentiable]
+    pub fn predict(&self, x: f64) -> f64 {
+        let Mlp { hidden, .. } = self;
+        let mut y = self.out.b;
+        for j in 0..self.n {
+            let z = (hidden.w[j] * x + hidden.b).tanh();
+            y += self.out.w[j] * z + self.extra[j].0 * self.extra[j].1;
+        }
+        y * self.scale
+    }
+}
+
+fn mlp(v: &[f64]) -> Mlp {
+    Mlp {
+        hidden: Dense {
+            w: v[0..2].to_vec(),
+            b: v[2],
+        },
+        out: Dense {
+            w: v[3..5].to_vec(),
+            b: v[5],
+        },
+        extra: vec![(v[6], v[7]), (v[8], v[9])],
+        n: 2,
+        scale: v[10],
+    }
+}
+
+fn mlp_tangent(v: &[f64]) -> MlpTangent {
+    let m = mlp(v);
+    MlpTangent {
+        hidden: DenseTangent {
+            w: m.hidden.w,
+            b: m.hidden.b,
+        },
+        out: DenseTangent {
+            w: m.out.w,
+            b: m.out.b,
+        },
+        extra: m.extra,
+        scale: m.scale,
+    }
+}
+
+fn mlp_flat(t: &MlpTangent) -> Vec<f64> {
+    let extra: Vec<f64> = t.extra.iter().flat_map(|(a, b)| [*a, *b]).collect();
+    [
+        &t.hidden.w[..],
+        &[t.hidden.b],
+        &t.out.w[..],
+        &[t.out.b],
+        &extra[..],
+        &[t.scale],
+    ]
+    .concat()
+}
+
+#[test]
+fn vec_fields_of_nested_structs() {
+    let v = [
+        0.5, -0.3, 0.1, 1.5, 2.0, -0.2, 1.0, 2.0, -0.5, 0.25, 0.7, 0.4,
+    ];
+    check(
+        &v,
+        1,
+        |v| vec![mlp(&v[..11]).predict(v[11])],
+        |v, d| {
+            vec![
+                mlp(&v[..11])
+                    .predict_jvp(v[11], &mlp_tangent(&d[..11]), d[11])
+                    .1,
+            ]
+        },
+        |v, w| {
+            let (_, (g, gx)) = mlp(&v[..11]).predict_vjp(v[11], w[0]);
+            [mlp_flat(&g), vec![gx]].concat()
+        },
+        |v, d, w| {
+            let m = mlp(&v[..11]);
+            let (_, lin) = m.predict_lin(v[11]);
+            let (g, gx) = lin.transpose(w[0]);
+            let t = lin.apply((mlp_tangent(&d[..11]), d[11]));
+            (vec![t], [mlp_flat(&g), vec![gx]].concat())
+        },
+    );
+    // By hand: the hidden layer's weight gradient.
+    let m = mlp(&v[..11]);
+    let x = v[11];
+    let (_, (g, _)) = m.predict_vjp(x, 1.0);
+    for j in 0..2 {
+        let t = (m.hidden.w[j] * x + m.hidden.b).tanh();
+        let want = m.scale * m.out.w[j] * (1.0 - t * t) * x;
+        assert!((g.hidden.w[j] - want).abs() < 1e-12);
+        assert!((g.out.w[j] - m.scale * t).abs() < 1e-12);
+    }
 }

@@ -14,7 +14,8 @@
 //! * the conversions to the flat tuple the IR sees (`ToFlat`, and
 //!   `FromFlat` where the struct has no constant field); a `Vec` field
 //!   of floats, tuples or rows is no part of it but an array of its own,
-//!   read through `ArrayField<K>` (the struct's and the tangent's), and
+//!   read through `ArrayField<K>` (the struct's and the tangent's; a
+//!   field of a struct type with `Vec` fields adds that struct's), and
 //!   the tangent is rebuilt with its buffers (`FromParts`), not by
 //!   `FromFlat`;
 //! * the layout macro `Particle!`, which `#[differentiable]` functions
@@ -55,6 +56,10 @@ enum Field {
     /// value, read in place through `ArrayField` (see `linear_ad`'s
     /// `structs` module).
     Array,
+    /// A struct with this many `Vec` fields (its own and its nested
+    /// structs'): its flat value is part of this one's, its `Vec`s are
+    /// this one's too.
+    Holder(usize),
 }
 
 /// Expands `#[derive(Differentiable)] item`.
@@ -207,7 +212,7 @@ fn all_of(fields: &[(&syn::Field, Field)]) -> (bool, bool, bool) {
         .iter()
         .fold((true, true, true), |acc, (_, f)| match f {
             Field::Constant => (acc.0, acc.1, false),
-            Field::Array => (false, acc.1, acc.2),
+            Field::Array | Field::Holder(_) => (false, acc.1, acc.2),
             Field::Active {
                 copy,
                 flat,
@@ -229,9 +234,12 @@ fn classify(t: &syn::Type, known: &Structs) -> (bool, bool, bool) {
                 // Its fields in its own float type parameter's name.
                 let _float = FloatParam::set(crate::lower::float_param(&l.item.generics));
                 let fields = fields_of(&l.item, &l.nested);
-                // A nested struct's `Vec` fields are no part of its flat
-                // value, and the enclosing struct has no place for them.
-                if fields.iter().any(|(_, f)| matches!(f, Field::Array)) {
+                // A struct with `Vec` fields has no place in a tuple or an
+                // array (a field of this type is a `Field::Holder`).
+                if fields
+                    .iter()
+                    .any(|(_, f)| matches!(f, Field::Array | Field::Holder(_)))
+                {
                     return (false, false, false);
                 }
                 all_of(&fields)
@@ -260,6 +268,8 @@ fn fields_of<'a>(item: &'a syn::ItemStruct, known: &Structs) -> Vec<(&'a syn::Fi
                 Field::Constant
             } else if is_array_field(&f.ty) {
                 Field::Array
+            } else if let Some(n) = arrays_in(&f.ty, known).filter(|n| *n > 0) {
+                Field::Holder(n)
             } else {
                 let (copy, flat, rebuild) = classify(&f.ty, known);
                 Field::Active {
@@ -271,6 +281,25 @@ fn fields_of<'a>(item: &'a syn::ItemStruct, known: &Structs) -> Vec<(&'a syn::Fi
             (f, kind)
         })
         .collect()
+}
+
+/// For a field type naming a derived struct, how many `Vec` fields it
+/// has, its nested structs' included.
+fn arrays_in(t: &syn::Type, known: &Structs) -> Option<usize> {
+    let syn::Type::Path(p) = t else {
+        return None;
+    };
+    let l = known.get(&p.path)?;
+    let _float = FloatParam::set(crate::lower::float_param(&l.item.generics));
+    let n = fields_of(&l.item, &l.nested)
+        .iter()
+        .map(|(_, f)| match f {
+            Field::Array => 1,
+            Field::Holder(n) => *n,
+            Field::Constant | Field::Active { .. } => 0,
+        })
+        .sum();
+    Some(n)
 }
 
 /// Whether `t` is a `Vec` a function reads in place: of floats, or of
@@ -380,10 +409,14 @@ pub fn finish(item: TokenStream, known: &Structs) -> TokenStream {
         .filter(|(_, (_, k))| !matches!(k, Field::Constant))
         .map(|(i, (f, _))| (*f, member(f, i)))
         .collect();
-    let is_array: Vec<bool> = fields
+    let arrays: Vec<Arrays> = fields
         .iter()
         .filter(|(_, k)| !matches!(k, Field::Constant))
-        .map(|(_, k)| matches!(k, Field::Array))
+        .map(|(_, k)| match k {
+            Field::Array => Arrays::Own,
+            Field::Holder(n) => Arrays::Nested(*n),
+            Field::Constant | Field::Active { .. } => Arrays::None,
+        })
         .collect();
     // The tangent of a tuple struct numbers its fields anew, without the
     // constant ones.
@@ -412,7 +445,7 @@ pub fn finish(item: TokenStream, known: &Structs) -> TokenStream {
             (name, &tan, &imp),
             &active,
             &tangent_members,
-            &is_array,
+            &arrays,
             rebuild,
         )
     } else {
@@ -556,35 +589,36 @@ fn tangent_ops(
     }
 }
 
+/// Which `Vec`s an active field holds.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Arrays {
+    /// None: the field is part of the flat value.
+    None,
+    /// It is one.
+    Own,
+    /// It is a struct with this many: its flat value is part of the flat
+    /// value, its `Vec`s are the enclosing struct's too.
+    Nested(usize),
+}
+
 /// `ToFlat` for the struct and its tangent; `FromFlat` for the tangent,
 /// and for the struct when it has no constant field (`rebuild`). With
-/// `Vec` fields (`is_array`, per active field), the flat value is that of
-/// the other fields; both types get an `ArrayField` per `Vec` field and
-/// the tangent `FromParts` instead of `FromFlat`.
+/// `Vec` fields (`arrays`, per active field), see [`array_conversions`].
 fn conversions(
     (name, tan, imp): (&syn::Ident, &syn::Ident, &Impl),
     active: &[(&syn::Field, syn::Member)],
     tangent_members: &[syn::Member],
-    is_array: &[bool],
+    arrays: &[Arrays],
     rebuild: bool,
 ) -> TokenStream {
-    let pick = |array: bool| {
-        let (mut m, mut tm, mut tys) = (Vec::new(), Vec::new(), Vec::new());
-        for (((f, mem), tmem), a) in active.iter().zip(tangent_members).zip(is_array) {
-            if *a == array {
-                m.push(mem);
-                tm.push(tmem);
-                tys.push(&f.ty);
-            }
-        }
-        (m, tm, tys)
-    };
-    let (m, tm, tys) = pick(false);
-    let (am, atm, atys) = pick(true);
-    let idx = (0..m.len()).map(syn::Index::from).collect::<Vec<_>>();
+    // The fields of the flat value.
+    let in_flat = |k: &usize| arrays[*k] != Arrays::Own;
+    let flat_fields: Vec<usize> = (0..active.len()).filter(in_flat).collect();
+    let m: Vec<&syn::Member> = flat_fields.iter().map(|k| &active[*k].1).collect();
+    let tm: Vec<&syn::Member> = flat_fields.iter().map(|k| &tangent_members[*k]).collect();
+    let tys: Vec<&syn::Type> = flat_fields.iter().map(|k| &active[*k].0.ty).collect();
     let ttys: Vec<TokenStream> = tys.iter().map(|t| tangent_ty(t)).collect();
     let flat = quote!(::linear_ad::__private::ToFlat);
-    let from = quote!(::linear_ad::__private::FromFlat);
     // A struct of `Vec` fields only has the empty flat value.
     let unit = m.is_empty().then(|| quote!(#[allow(clippy::unused_unit)]));
     let to_flat = |ty: &syn::Ident, tys: &[TokenStream], m: &[&syn::Member]| {
@@ -600,72 +634,127 @@ fn conversions(
             }
         }
     };
-    let fields = |m: &[&syn::Member]| quote!(#(#m: #from::from_flat(flat.#idx),)*);
-    let from_flat = |ty: &syn::Ident, m: &[&syn::Member]| {
-        let (header, fields) = (imp.header(from.clone(), ty), fields(m));
-        quote! {
-            #header {
-                #[inline]
-                fn from_flat(flat: Self::Flat) -> Self {
-                    Self { #fields }
-                }
-            }
-        }
-    };
     let primal_tys: Vec<TokenStream> = tys.iter().map(|t| quote!(#t)).collect();
     let primal = to_flat(name, &primal_tys, &m);
     let tangent = to_flat(tan, &ttys, &tm);
-    if am.is_empty() {
+    if arrays.iter().all(|a| *a == Arrays::None) {
+        let from = quote!(::linear_ad::__private::FromFlat);
+        let idx = (0..m.len()).map(syn::Index::from).collect::<Vec<_>>();
+        let from_flat = |ty: &syn::Ident, m: &[&syn::Member]| {
+            let header = imp.header(from.clone(), ty);
+            quote! {
+                #header {
+                    #[inline]
+                    fn from_flat(flat: Self::Flat) -> Self {
+                        Self { #(#m: #from::from_flat(flat.#idx),)* }
+                    }
+                }
+            }
+        };
         let tangent_from = from_flat(tan, &tm);
         let primal_from = rebuild.then(|| from_flat(name, &m));
         return quote!(#primal #tangent #tangent_from #primal_from);
     }
-    let array_field = |ty: &syn::Ident, k: usize, m: &syn::Member, elem: TokenStream| {
-        let header = imp.header(quote!(::linear_ad::__private::ArrayField<#k>), ty);
-        quote! {
-            #header {
-                type Elem = #elem;
-                #[inline]
-                fn array(&self) -> &[#elem] {
-                    &self.#m
+    let parts = array_conversions((name, tan, imp), active, tangent_members, arrays);
+    quote!(#primal #tangent #parts)
+}
+
+/// For a struct with `Vec` fields (its own, `Arrays::Own`, or a nested
+/// struct's, `Arrays::Nested`): `ArrayField<K>` for the struct and its
+/// tangent, the `K`-th `Vec` depth first in declaration order (a nested
+/// struct's read through its own `ArrayField`), and `FromParts` for the
+/// tangent, which hands each nested struct its share of the `Vec`s.
+fn array_conversions(
+    (name, tan, imp): (&syn::Ident, &syn::Ident, &Impl),
+    active: &[(&syn::Field, syn::Member)],
+    tangent_members: &[syn::Member],
+    arrays: &[Arrays],
+) -> TokenStream {
+    let private = quote!(::linear_ad::__private);
+    let (mut impls, mut elems, mut inits) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut k, mut flat_index) = (0usize, 0usize);
+    for (((f, m), tm), a) in active.iter().zip(tangent_members).zip(arrays) {
+        let (ty, tty) = (&f.ty, tangent_ty(&f.ty));
+        match a {
+            Arrays::None => {
+                let i = syn::Index::from(flat_index);
+                inits.push(quote!(#tm: #private::FromFlat::from_flat(flat.#i)));
+                flat_index += 1;
+            }
+            Arrays::Own => {
+                let (e, i) = (vec_elem_of(ty), syn::Index::from(k));
+                inits.push(quote!(#tm: arrays.#i));
+                impls.push(array_field(imp, (name, k, &e), quote!(&self.#m)));
+                impls.push(array_field(imp, (tan, k, &e), quote!(&self.#tm)));
+                elems.push(e);
+                k += 1;
+            }
+            Arrays::Nested(n) => {
+                let (i, mine) = (
+                    syn::Index::from(flat_index),
+                    (k..k + n).map(syn::Index::from),
+                );
+                inits.push(
+                    quote!(#tm: #private::FromParts::from_parts(flat.#i, (#(arrays.#mine,)*))),
+                );
+                flat_index += 1;
+                for j in 0..*n {
+                    let (e, te) = (
+                        quote!(<#ty as #private::ArrayField<#j>>::Elem),
+                        quote!(<#tty as #private::ArrayField<#j>>::Elem),
+                    );
+                    let read =
+                        |own: &syn::Member| quote!(#private::ArrayField::<#j>::array(&self.#own));
+                    impls.push(array_field(imp, (name, k, &e), read(m)));
+                    impls.push(array_field(imp, (tan, k, &te), read(tm)));
+                    elems.push(te);
+                    k += 1;
                 }
             }
         }
-    };
-    let elem = |t: &syn::Type| match t {
-        syn::Type::Path(p) => vec_elem(p).map(|e| quote!(#e)),
-        syn::Type::Paren(p) => match &*p.elem {
-            syn::Type::Path(p) => vec_elem(p).map(|e| quote!(#e)),
-            _ => None,
-        },
-        _ => None,
-    };
-    let elems: Vec<TokenStream> = atys.iter().map(|t| elem(t).unwrap_or_default()).collect();
-    let arrays = (0..am.len()).flat_map(|k| {
-        [
-            array_field(name, k, am[k], elems[k].clone()),
-            array_field(tan, k, atm[k], elems[k].clone()),
-        ]
-    });
-    let (parts, aidx) = (
-        imp.header(quote!(::linear_ad::__private::FromParts), tan),
-        (0..am.len()).map(syn::Index::from),
-    );
-    let own = fields(&tm);
-    let flat_param = if m.is_empty() {
+    }
+    let header = imp.header(quote!(#private::FromParts), tan);
+    let flat_param = if flat_index == 0 {
         quote!(_)
     } else {
         quote!(flat)
     };
     quote! {
-        #primal #tangent #(#arrays)*
-        #parts {
-            type Arrays = (#(::linear_ad::__private::Vec<#elems>,)*);
+        #(#impls)*
+        #header {
+            type Arrays = (#(#private::Vec<#elems>,)*);
             #[inline]
             fn from_parts(#flat_param: Self::Flat, arrays: Self::Arrays) -> Self {
-                Self { #own #(#atm: arrays.#aidx,)* }
+                Self { #(#inits,)* }
             }
         }
+    }
+}
+
+/// `ArrayField<K>` for `ty`, whose `K`-th `Vec` of `elem`s `read` borrows.
+fn array_field(
+    imp: &Impl,
+    (ty, k, elem): (&syn::Ident, usize, &TokenStream),
+    read: TokenStream,
+) -> TokenStream {
+    let header = imp.header(quote!(::linear_ad::__private::ArrayField<#k>), ty);
+    quote! {
+        #header {
+            type Elem = #elem;
+            #[inline]
+            fn array(&self) -> &[#elem] {
+                #read
+            }
+        }
+    }
+}
+
+/// The element type of a `Vec<E>` field.
+fn vec_elem_of(t: &syn::Type) -> TokenStream {
+    match t {
+        syn::Type::Path(p) => vec_elem(p).map(|e| quote!(#e)).unwrap_or_default(),
+        syn::Type::Paren(p) => vec_elem_of(&p.elem),
+        _ => TokenStream::new(),
     }
 }
 

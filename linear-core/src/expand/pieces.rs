@@ -105,10 +105,10 @@ pub(super) fn pieces(l: &Lowered) -> Vec<Piece<'_>> {
             shape: shape.clone(),
             var,
         });
-        for (j, ((m, s), a)) in st.arrays().zip(&p.arrays).enumerate() {
+        for (j, ((path, s), a)) in st.arrays().into_iter().zip(&p.arrays).enumerate() {
             out.push(Piece {
                 param: k,
-                part: Part::Array(j, quote!(#m).to_string()),
+                part: Part::Array(j, path),
                 shape: s.clone(),
                 var: a,
             });
@@ -134,6 +134,7 @@ pub(super) fn join(shape: &Shape, parts: &[TokenStream], names: &mut Names) -> T
             );
             let arrays = st
                 .arrays()
+                .into_iter()
                 .zip(arrays)
                 .map(|((_, s), a)| from_ir(a.clone(), s, names));
             let t = st.tangent();

@@ -309,7 +309,11 @@ impl Shape {
         match self {
             Shape::Float(f) => Some(*f),
             Shape::Tuple(s) => s.iter().find_map(Shape::float),
-            Shape::Struct(st) => st.active().chain(st.arrays()).find_map(|(_, s)| s.float()),
+            Shape::Struct(st) => st
+                .active()
+                .map(|(_, s)| s)
+                .chain(st.arrays().into_iter().map(|(_, s)| s))
+                .find_map(Shape::float),
             Shape::Array(s, _) | Shape::Slice(s, _) => s.float(),
         }
     }
@@ -1019,11 +1023,8 @@ impl Lowerer<'_> {
         nl_params: &mut Vec<Binder>,
     ) -> Vec<Var> {
         let mut vars = Vec::new();
-        for (m, s) in st.arrays() {
-            let name = match m {
-                syn::Member::Named(id) => format!("{hint}_{id}"),
-                syn::Member::Unnamed(i) => format!("{hint}_{}", i.index),
-            };
+        for (path, s) in st.arrays() {
+            let name = format!("{hint}_{}", path.replace('.', "_"));
             let a = self.fresh.named(&name);
             let t = s.ty();
             self.types.insert(a.clone(), t.clone());

@@ -11,9 +11,10 @@
 //!
 //! `Vec` fields are not in the tuple either: the IR puts no array in a
 //! tuple (invariant 11 of [`crate::check`]). A struct parameter with `Vec`
-//! fields is its tuple then one IR array parameter per `Vec` field
-//! ([`StructShape::arrays`], `Lowerer::arrays`), which `p.xs` reads as it
-//! reads a `&Vec<f64>` parameter (code generation splits the struct into
+//! fields (its own or its nested structs') is its tuple then one IR array
+//! parameter per `Vec` field, depth first ([`StructShape::arrays`],
+//! `Lowerer::arrays`, a nested struct's share of them following its field
+//! reads), which `p.xs` reads as it reads a `&Vec<f64>` parameter (code generation splits the struct into
 //! these pieces, `expand::pieces`). Such a struct is therefore a
 //! parameter by reference only, read and not written, built or returned.
 //!
@@ -88,6 +89,8 @@ impl StructShape {
                 None
             } else if let Some(s) = array_field(ty) {
                 Some(s)
+            } else if let Some(st) = nested_with_arrays(ty, &layout.nested) {
+                Some(Shape::Struct(Rc::new(st)))
             } else {
                 Some(Shape::from_type_in(ty, &layout.nested).ok_or_else(|| {
                     format!(
@@ -117,19 +120,46 @@ impl StructShape {
         })
     }
 
-    /// The `Vec` fields, in order: each is an IR array of its own, outside
-    /// the tuple (an array has no place in a tuple, invariant 11 of
-    /// [`crate::check`]).
-    pub fn arrays(&self) -> impl Iterator<Item = (&syn::Member, &Shape)> {
-        self.fields.iter().filter_map(|(m, s)| match s {
-            Some(s @ Shape::Slice(..)) => Some((m, s)),
-            _ => None,
-        })
+    /// The `Vec` fields, those of nested structs included, depth first in
+    /// declaration order, each with its path from the struct (`w`,
+    /// `l1.w`): each is an IR array of its own, outside the tuple (an
+    /// array has no place in a tuple, invariant 11 of [`crate::check`]).
+    pub fn arrays(&self) -> Vec<(String, &Shape)> {
+        let mut out = Vec::new();
+        for (m, s) in &self.fields {
+            match s {
+                Some(s @ Shape::Slice(..)) => out.push((member_name(m), s)),
+                Some(Shape::Struct(st)) => out.extend(
+                    st.arrays()
+                        .into_iter()
+                        .map(|(p, s)| (format!("{}.{p}", member_name(m)), s)),
+                ),
+                _ => {}
+            }
+        }
+        out
     }
 
-    /// Whether the struct has `Vec` fields.
+    /// Whether the struct, or a struct nested in it, has `Vec` fields.
     pub fn has_arrays(&self) -> bool {
-        self.arrays().next().is_some()
+        !self.arrays().is_empty()
+    }
+
+    /// Where the `Vec` fields of field `m` start among
+    /// [`StructShape::arrays`].
+    pub(super) fn array_offset(&self, m: &syn::Member) -> usize {
+        let mut j = 0;
+        for (fm, s) in &self.fields {
+            if fm == m {
+                break;
+            }
+            match s {
+                Some(Shape::Slice(..)) => j += 1,
+                Some(Shape::Struct(st)) => j += st.arrays().len(),
+                _ => {}
+            }
+        }
+        j
     }
 
     /// Whether the struct, or a struct nested in it, has constant fields,
@@ -164,11 +194,11 @@ impl StructShape {
 
     /// Where field `m` is.
     pub(super) fn position(&self, m: &syn::Member) -> Place<'_> {
-        let (mut k, mut j) = (0, 0);
+        let mut k = 0;
         for (fm, s) in &self.fields {
             match s {
-                Some(Shape::Slice(..)) if fm == m => return Place::Array(j),
-                Some(Shape::Slice(..)) => j += 1,
+                Some(Shape::Slice(..)) if fm == m => return Place::Array(self.array_offset(m)),
+                Some(Shape::Slice(..)) => {}
                 Some(s) if fm == m => return Place::Part(k, s),
                 Some(_) => k += 1,
                 None if fm == m => return Place::Constant,
@@ -200,21 +230,40 @@ fn array_field(t: &syn::Type) -> Option<Shape> {
     }
 }
 
+/// A field's struct type with `Vec` fields: a struct may nest it as a
+/// field (not in a tuple or an array, which would hold arrays).
+fn nested_with_arrays(t: &syn::Type, structs: &Structs) -> Option<StructShape> {
+    let syn::Type::Path(p) = t else {
+        return None;
+    };
+    StructShape::resolve(&p.path, false, structs)
+        .ok()
+        .filter(StructShape::has_arrays)
+}
+
 /// Why a field of type `t` has no shape, for the message saying so.
 fn why_not_held(t: &syn::Type, structs: &Structs) -> &'static str {
     if named_length(t) {
         return ": the macro reads array lengths from the source, so write the length as a literal (`[f64; 8]`), not a constant";
     }
-    let nested_arrays = match t {
-        syn::Type::Path(p) => {
-            StructShape::resolve(&p.path, false, structs).is_ok_and(|st| st.has_arrays())
-        }
-        _ => false,
-    };
-    if nested_arrays {
-        ": it has `Vec` fields, which a struct nested in another cannot have yet (move them to the outer struct)"
+    if holds_struct_with_arrays(t, structs) {
+        ": a struct with `Vec` fields may be a field itself, but not in a tuple or an array"
     } else {
         ""
+    }
+}
+
+/// Whether a tuple or array type holds a struct with `Vec` fields.
+fn holds_struct_with_arrays(t: &syn::Type, structs: &Structs) -> bool {
+    match t {
+        syn::Type::Path(_) => nested_with_arrays(t, structs).is_some(),
+        syn::Type::Tuple(tu) => tu
+            .elems
+            .iter()
+            .any(|e| holds_struct_with_arrays(e, structs)),
+        syn::Type::Array(a) => holds_struct_with_arrays(&a.elem, structs),
+        syn::Type::Paren(p) => holds_struct_with_arrays(&p.elem, structs),
+        _ => false,
     }
 }
 
@@ -605,10 +654,20 @@ impl Lowerer<'_> {
         var: &crate::ir::Var,
         shape: &Shape,
     ) {
-        if !matches!(shape, Shape::Struct(_)) {
+        let Shape::Struct(inner) = shape else {
             return;
-        }
+        };
         self.shapes.insert(var.clone(), shape.clone());
+        // A nested struct's `Vec` fields are its share of the base's.
+        if let (Some(all), Some(Shape::Struct(outer))) =
+            (self.arrays.get(base), self.shapes.get(base))
+        {
+            let from = outer.array_offset(m);
+            let mine = all[from..from + inner.arrays().len()].to_vec();
+            if !mine.is_empty() {
+                self.arrays.insert(var.clone(), mine);
+            }
+        }
         if let Some(o) = self.origins.get(base).cloned() {
             let expr = &o.expr;
             let o = Origin {

@@ -7,13 +7,13 @@ pub struct Cloud {
 
 #[derive(Differentiable)]
 pub struct Scene {
-    pub cloud: Cloud,
+    pub clouds: (Cloud, Cloud),
     pub light: f64,
 }
 
 #[differentiable]
 fn total(s: &Scene) -> f64 {
-    s.light * s.cloud.points[0]
+    s.light * s.clouds.0.points[0]
 }
 
 fn main() {}
