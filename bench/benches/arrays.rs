@@ -1,5 +1,6 @@
 //! Arrays: `f_vjp` against the hand-written adjoint for n = 10, 10³, 10⁵
-//! and 10⁶, on the same inputs, in one run; every gradient is checked
+//! and 10⁶, on the same inputs, in one run (mat-vec also with the matrix
+//! in a struct's `Vec` field); every gradient is checked
 //! against the hand-written one before it is timed, and the tape bytes of
 //! `f_lin` are printed (the hand-written adjoints keep none: they read the
 //! input again). `cargo bench -p linear-ad-bench --bench arrays`.
@@ -114,6 +115,25 @@ fn matvec_bench(c: &mut Criterion) {
         same(&av, &ga, "mat-vec cotangent of the matrix");
         same(&xv, &gx, "mat-vec cotangent of the vector");
         tape("matvec", n, matvec_lin(&a, &x).1.tape_bytes());
+        let mat = Matrix {
+            a: a.clone(),
+            cols: m,
+        };
+        let (ys, (ms, xs)) = matvec_struct_vjp(&mat, &x, w.clone());
+        same(&ys, &y, "mat-vec value, matrix in a struct");
+        same(&ms.a, &ga, "mat-vec cotangent of the struct's matrix");
+        same(
+            &xs,
+            &gx,
+            "mat-vec cotangent of the vector, matrix in a struct",
+        );
+        g.bench_with_input(
+            BenchmarkId::new("vjp_struct", n),
+            &(&mat, &x, &w),
+            |b, (mat, x, w)| {
+                b.iter(|| matvec_struct_vjp(black_box(mat), black_box(x), black_box(*w).clone()))
+            },
+        );
         let data = (a, x, w);
         g.bench_with_input(BenchmarkId::new("hand", n), &data, |b, (a, x, w)| {
             b.iter(|| matvec_hand(black_box(a), black_box(x), black_box(w)))

@@ -2,7 +2,7 @@
 //! slice, and its adjoint written by hand the way one would: the reverse
 //! sweep reads the input again and writes `grad[i] += ..`, keeping no tape.
 
-use linear_ad::differentiable;
+use linear_ad::{differentiable, Differentiable};
 
 /// The chained Rosenbrock function over a slice.
 #[differentiable]
@@ -50,6 +50,28 @@ pub fn matvec(a: &[f64], x: &[f64]) -> Vec<f64> {
     for i in 0..n {
         for j in 0..m {
             y[i] += a[i * m + j] * x[j];
+        }
+    }
+    y
+}
+
+/// The matrix of [`matvec`] as a struct with a `Vec` field (issue 10):
+/// the same loops, reading `m.a` in place.
+#[derive(Differentiable, Clone, Debug)]
+pub struct Matrix {
+    pub a: Vec<f64>,
+    #[nondiff]
+    pub cols: usize,
+}
+
+/// [`matvec`] with the matrix in a struct.
+#[differentiable]
+pub fn matvec_struct(m: &Matrix, x: &[f64]) -> Vec<f64> {
+    let n = m.a.len() / m.cols;
+    let mut y = vec![0.0; n];
+    for i in 0..n {
+        for j in 0..m.cols {
+            y[i] += m.a[i * m.cols + j] * x[j];
         }
     }
     y

@@ -881,6 +881,17 @@ pub(super) fn has_constants(s: &Shape) -> bool {
     }
 }
 
+/// Whether `e` is a name or a chain of field reads of one (`p.a.n`).
+fn name_or_field(e: &syn::Expr) -> bool {
+    match e {
+        syn::Expr::Path(p) => p.qself.is_none() && p.path.get_ident().is_some(),
+        syn::Expr::Field(f) => name_or_field(&f.base),
+        syn::Expr::Paren(p) => name_or_field(&p.expr),
+        syn::Expr::Group(g) => name_or_field(&g.expr),
+        _ => false,
+    }
+}
+
 /// Whether `s` binds `v`.
 fn binds(s: &Stmt, v: &Var) -> bool {
     match s {
@@ -1612,11 +1623,13 @@ impl Lowerer<'_> {
                 }
                 let parsed = syn::parse2::<syn::Expr>(tokens.clone());
                 // A float that cannot panic, or a name (a parameter, a
-                // prelude local): an index offset read in a loop is then
-                // loop-invariant, saved once rather than per iteration.
+                // prelude local) or a field of one (a struct parameter's
+                // constant field, `p.cols`): an index offset read in a loop
+                // is then loop-invariant, saved once rather than per
+                // iteration, and the index recomputed from it.
                 let hoistable = match (ty, &parsed) {
                     (Ty::Real(_), Ok(e)) => inactive::cannot_panic(e),
-                    (Ty::Int | Ty::Bool, Ok(syn::Expr::Path(p))) => p.path.get_ident().is_some(),
+                    (Ty::Int | Ty::Bool, Ok(e)) => name_or_field(e),
                     _ => false,
                 };
                 if self.depth > 0 && !hoistable {
