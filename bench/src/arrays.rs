@@ -66,6 +66,8 @@ pub struct Matrix {
 
 /// [`matvec`] with the matrix in a struct.
 #[differentiable]
+// The loops of `matvec`, written alike.
+#[allow(clippy::needless_range_loop)]
 pub fn matvec_struct(m: &Matrix, x: &[f64]) -> Vec<f64> {
     let n = m.a.len() / m.cols;
     let mut y = vec![0.0; n];

@@ -174,8 +174,39 @@ Gradients over slices against adjoints written by hand (`bench/src/arrays.rs`, `
         }
     }
     out.push_str("\n![time against n](bench/arrays.svg)\n\n");
+    struct_matvec(out);
     let _ = std::fs::write(root().join("bench/arrays.svg"), arrays_svg());
     array_crates(out);
+}
+
+/// The mat-vec with its matrix in a struct's `Vec` field, beside the
+/// slice version and the hand-written adjoint, in the same run.
+fn struct_matvec(out: &mut String) {
+    if median("arrays_matvec", "vjp_struct/10").is_none() {
+        return;
+    }
+    out.push_str("### A `Vec` field of a struct
+
+The mat-vec again, with the matrix in a struct's `Vec` field and its column count a constant field (`matvec_struct(m: &Matrix, x: &[f64])`): the struct is split into its flat value and one array per `Vec` field, which the linearization borrows as it borrows a slice, so the generated code is the slice version's.
+
+| n | hand-written | `f_vjp`, slices | `f_vjp`, struct | struct ÷ slices | struct ÷ hand-written |
+| ---: | ---: | ---: | ---: | ---: | ---: |
+");
+    for n in ARRAY_SIZES {
+        let hand = median("arrays_matvec", &format!("hand/{n}"));
+        let vjp = median("arrays_matvec", &format!("vjp/{n}"));
+        let st = median("arrays_matvec", &format!("vjp_struct/{n}"));
+        let _ = writeln!(
+            out,
+            "| {n} | {} | {} | {} | {} | {} |",
+            hand.map_or("–".into(), fmt_ns),
+            vjp.map_or("–".into(), fmt_ns),
+            st.map_or("–".into(), fmt_ns),
+            ratio(st, vjp),
+            ratio(st, hand),
+        );
+    }
+    out.push('\n');
 }
 
 const CRATES: [&str; 3] = ["num_dual", "echidna", "reverse"];
