@@ -92,15 +92,10 @@ fn borrowing_params(
         .zip(params)
         .zip(primal_idents)
         .map(|((p, decl), id)| match (&p.active, &p.ty, id) {
-            (Some((Shape::Slice(..), _)), syn::Type::Reference(r), Some(id))
-                if r.lifetime.is_none() =>
-            {
-                let r = borrowed(r);
-                quote!(#id: #r)
-            }
-            // A struct whose `Vec` fields the tape borrows.
-            (Some((Shape::Struct(_), _)), syn::Type::Reference(r), Some(id))
-                if r.lifetime.is_none() && !p.arrays.is_empty() =>
+            // An array, or a struct whose `Vec` fields the tape borrows.
+            (Some((s, _)), syn::Type::Reference(r), Some(id))
+                if r.lifetime.is_none()
+                    && (matches!(s, Shape::Slice(..)) || !p.arrays.is_empty()) =>
             {
                 let r = borrowed(r);
                 quote!(#id: #r)

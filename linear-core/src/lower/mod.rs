@@ -967,17 +967,8 @@ impl Lowerer<'_> {
                 self.bind_pattern(&pat, p);
                 continue;
             };
-            if let Shape::Struct(st) = &shape {
-                if st.has_arrays() && !st.by_ref {
-                    let name = structs::show(&st.path);
-                    self.errs.spanned(&ty, format!("a differentiable function takes a struct with `Vec` fields by reference only, since its linearization borrows the `Vec`s rather than copy them: take `&{name}` (`&self` for a receiver)"));
-                    let p = self.placeholder();
-                    self.bind_pattern(&pat, p);
-                    continue;
-                }
-            }
-            if self.mode == Mode::Linear && shape.has_slice() {
-                self.errs.spanned(&ty, "arrays read by index are not supported in `#[linear]` functions yet: use fixed-size arrays (`[f64; N]`)");
+            if let Some(msg) = self.param_problem(&shape) {
+                self.errs.spanned(&ty, msg);
                 // Poisoned: what reads it reports nothing more.
                 let p = self.placeholder();
                 self.bind_pattern(&pat, p);
@@ -1022,6 +1013,18 @@ impl Lowerer<'_> {
             });
         }
         (params, nl_params)
+    }
+
+    /// Why a parameter of this shape cannot be differentiated here, if it
+    /// cannot.
+    fn param_problem(&self, shape: &Shape) -> Option<String> {
+        if let Shape::Struct(st) = shape {
+            if st.has_arrays() && !st.by_ref {
+                let name = structs::show(&st.path);
+                return Some(format!("a differentiable function takes a struct with `Vec` fields by reference only, since its linearization borrows the `Vec`s rather than copy them: take `&{name}` (`&self` for a receiver)"));
+            }
+        }
+        (self.mode == Mode::Linear && shape.has_slice()).then(|| "arrays read by index are not supported in `#[linear]` functions yet: use fixed-size arrays (`[f64; N]`)".to_string())
     }
 
     /// The IR parameters of the `Vec` fields of the struct parameter `v`,
