@@ -14,9 +14,10 @@
 //! fields (its own or its nested structs') is its tuple then one IR array
 //! parameter per `Vec` field, depth first ([`StructShape::arrays`],
 //! `Lowerer::arrays`, a nested struct's share of them following its field
-//! reads), which `p.xs` reads as it reads a `&Vec<f64>` parameter (code generation splits the struct into
-//! these pieces, `expand::pieces`). Such a struct is therefore a
-//! parameter by reference only, read and not written, built or returned.
+//! reads), which `p.xs` reads as it reads a `&Vec<f64>` parameter (code
+//! generation splits the struct into these pieces, `expand::pieces`). Such
+//! a struct is therefore a parameter by reference only, read and not
+//! written, built or returned.
 //!
 //! Constant fields (integers, `bool`s, `#[nondiff]`) are not in the tuple.
 //! They are read from the parameter itself, as Rust code in the prelude:
