@@ -85,15 +85,6 @@ pub(super) fn pieces(l: &Lowered) -> Vec<Piece<'_>> {
         .iter()
         .filter_map(|p| Some((p.active.as_ref()?, p)));
     for (k, ((shape, var), p)) in active.enumerate() {
-        let Shape::Struct(st) = shape else {
-            out.push(Piece {
-                param: k,
-                part: Part::Whole,
-                shape: shape.clone(),
-                var,
-            });
-            continue;
-        };
         let part = if p.arrays.is_empty() {
             Part::Whole
         } else {
@@ -105,6 +96,9 @@ pub(super) fn pieces(l: &Lowered) -> Vec<Piece<'_>> {
             shape: shape.clone(),
             var,
         });
+        let Shape::Struct(st) = shape else {
+            continue;
+        };
         for (j, ((path, s), a)) in st.arrays().into_iter().zip(&p.arrays).enumerate() {
             out.push(Piece {
                 param: k,
