@@ -1050,15 +1050,15 @@ fn gen_loop(l: &Loop, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
             .map(|_| names.temp("fin"))
             .collect();
     let (fin_nl, fin_lin) = fin.split_at(l.nl.len());
-    let loop_out = results(fin_nl.iter().chain(&cols).chain(fin_lin).collect());
-    let mutable = if l.nl.is_empty() && l.lin.is_empty() {
-        quote!()
-    } else {
-        quote!(mut)
-    };
+    let outs: Vec<&syn::Ident> = fin_nl.iter().chain(&cols).chain(fin_lin).collect();
+    // A loop with no result ends its block with the unpacking (a trailing
+    // `()` would be linted as unneeded).
+    let loop_out = if outs.is_empty() { quote!() } else { results(outs) };
+    // Mutable even when the loop carries nothing: each step still
+    // assigns the (empty) state.
     quote!({
         #[allow(unused_mut)]
-        let #mutable #st = (#(#inits,)*);
+        let mut #st = (#(#inits,)*);
         #looped
         let (#(#fin,)*) = #st;
         #loop_out
@@ -1167,7 +1167,12 @@ fn gen_prim(prim: Prim, a: &[syn::Ident], names: &Names, args: &[Var]) -> TokenS
             quote!({ let #r = #x % #y; if #r < #zero { #r + #y.abs() } else { #r } })
         }
         Prim::INeg => quote!(-#x),
-        Prim::Not => quote!(!#x),
+        Prim::IBit(b) => {
+            let y = &a[1];
+            let op: TokenStream = b.symbol().parse().unwrap_or_default();
+            quote!(#x #op #y)
+        }
+        Prim::INot | Prim::Not => quote!(!#x),
         Prim::ToReal(Float::F64) => quote!((#x as f64)),
         Prim::ToReal(Float::F32) => quote!((#x as f32)),
         Prim::ToReal(Float::Generic) => to_generic(quote!(#x)),

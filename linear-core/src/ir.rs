@@ -227,6 +227,45 @@ pub enum Cmp {
     Ne,
 }
 
+/// A bitwise operator on two integers (shifts by a non-negative amount
+/// below the bit width).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Bit {
+    And,
+    Or,
+    Xor,
+    Shl,
+    Shr,
+}
+
+impl Bit {
+    pub const ALL: [Bit; 5] = [Bit::And, Bit::Or, Bit::Xor, Bit::Shl, Bit::Shr];
+
+    /// The Rust operator.
+    pub fn symbol(self) -> &'static str {
+        match self {
+            Bit::And => "&",
+            Bit::Or => "|",
+            Bit::Xor => "^",
+            Bit::Shl => "<<",
+            Bit::Shr => ">>",
+        }
+    }
+
+    /// `x op y` on the interpreter's `i64`s; `None` for a shift amount
+    /// outside `0..64`, where Rust panics in debug builds.
+    pub fn apply(self, x: i64, y: i64) -> Option<i64> {
+        let amount = || u32::try_from(y).ok().filter(|a| *a < 64);
+        Some(match self {
+            Bit::And => x & y,
+            Bit::Or => x | y,
+            Bit::Xor => x ^ y,
+            Bit::Shl => x << amount()?,
+            Bit::Shr => x >> amount()?,
+        })
+    }
+}
+
 impl Cmp {
     pub const ALL: [Cmp; 6] = [Cmp::Lt, Cmp::Le, Cmp::Gt, Cmp::Ge, Cmp::Eq, Cmp::Ne];
 
@@ -337,6 +376,10 @@ pub enum Prim {
     IDiv,
     IRem,
     INeg,
+    /// Bitwise operators on integers (`&`, `|`, `^`, `<<`, `>>`, and `!`
+    /// as `inot`), as i64 in the interpreter.
+    IBit(Bit),
+    INot,
     /// A comparison, giving a bool.
     Cmp(Cmp),
     And,
@@ -401,13 +444,19 @@ impl Prim {
 
     /// The primitives on integers and booleans, comparisons and
     /// conversions, and `powin` (reals with an integer operand).
-    pub const DISCRETE: [Prim; 18] = [
+    pub const DISCRETE: [Prim; 24] = [
         Prim::IAdd,
         Prim::ISub,
         Prim::IMul,
         Prim::IDiv,
         Prim::IRem,
         Prim::INeg,
+        Prim::IBit(Bit::And),
+        Prim::IBit(Bit::Or),
+        Prim::IBit(Bit::Xor),
+        Prim::IBit(Bit::Shl),
+        Prim::IBit(Bit::Shr),
+        Prim::INot,
         Prim::Cmp(Cmp::Lt),
         Prim::Cmp(Cmp::Le),
         Prim::Cmp(Cmp::Gt),
@@ -425,9 +474,14 @@ impl Prim {
     /// The kinds of the operands and of the result.
     pub fn kinds(self) -> (Kind, Kind) {
         match self {
-            Prim::IAdd | Prim::ISub | Prim::IMul | Prim::IDiv | Prim::IRem | Prim::INeg => {
-                (Kind::Int, Kind::Int)
-            }
+            Prim::IAdd
+            | Prim::ISub
+            | Prim::IMul
+            | Prim::IDiv
+            | Prim::IRem
+            | Prim::INeg
+            | Prim::IBit(_)
+            | Prim::INot => (Kind::Int, Kind::Int),
             Prim::Cmp(_) => (Kind::Ordered, Kind::Bool),
             Prim::And | Prim::Or | Prim::Not => (Kind::Bool, Kind::Bool),
             Prim::ToReal(f) => (Kind::Int, Kind::RealOf(f)),
@@ -523,12 +577,14 @@ impl Prim {
             | Prim::IMul
             | Prim::IDiv
             | Prim::IRem
+            | Prim::IBit(_)
             | Prim::Cmp(_)
             | Prim::And
             | Prim::Or
             | Prim::PowiN => 2,
             Prim::Neg
             | Prim::INeg
+            | Prim::INot
             | Prim::Not
             | Prim::ToReal(_)
             | Prim::ToInt
@@ -617,6 +673,12 @@ impl Prim {
             Prim::IDiv => "idiv",
             Prim::IRem => "irem",
             Prim::INeg => "ineg",
+            Prim::IBit(Bit::And) => "iand",
+            Prim::IBit(Bit::Or) => "ior",
+            Prim::IBit(Bit::Xor) => "ixor",
+            Prim::IBit(Bit::Shl) => "ishl",
+            Prim::IBit(Bit::Shr) => "ishr",
+            Prim::INot => "inot",
             Prim::Cmp(Cmp::Lt) => "lt",
             Prim::Cmp(Cmp::Le) => "leq",
             Prim::Cmp(Cmp::Gt) => "gt",
@@ -661,6 +723,8 @@ impl Prim {
             (Prim::IDiv, [I(x), I(y)]) => I(x.checked_div(*y)?),
             (Prim::IRem, [I(x), I(y)]) => I(x.checked_rem(*y)?),
             (Prim::INeg, [I(x)]) => I(x.wrapping_neg()),
+            (Prim::IBit(b), [I(x), I(y)]) => I(b.apply(*x, *y)?),
+            (Prim::INot, [I(x)]) => I(!x),
             (Prim::Cmp(c), [R(x), R(y)]) => B(c.holds(x, y)),
             (Prim::Cmp(c), [I(x), I(y)]) => B(c.holds(x, y)),
             (Prim::And, [B(x), B(y)]) => B(*x && *y),
@@ -745,6 +809,8 @@ impl Prim {
             | Prim::IDiv
             | Prim::IRem
             | Prim::INeg
+            | Prim::IBit(_)
+            | Prim::INot
             | Prim::Cmp(_)
             | Prim::And
             | Prim::Or

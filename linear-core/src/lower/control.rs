@@ -45,6 +45,11 @@ pub(super) fn assigned(node: &impl ToTokens) -> Vec<String> {
                     | syn::BinOp::MulAssign(_)
                     | syn::BinOp::DivAssign(_)
                     | syn::BinOp::RemAssign(_)
+                    | syn::BinOp::BitAndAssign(_)
+                    | syn::BinOp::BitOrAssign(_)
+                    | syn::BinOp::BitXorAssign(_)
+                    | syn::BinOp::ShlAssign(_)
+                    | syn::BinOp::ShrAssign(_)
             ) {
                 self.target(&b.left);
             }

@@ -298,7 +298,9 @@ impl Lowerer<'_> {
     /// `e` (inactive: it reads no value with a derivative) evaluated in
     /// place, reading the IR variables it mentions through placeholders.
     pub(super) fn opaque(&mut self, e: &syn::Expr, ty: Ty) -> Var {
-        let (code, args) = self.placeholders(e.to_token_stream());
+        // The code becomes a block's value, where parentheses around it
+        // would be linted as unused.
+        let (code, args) = self.placeholders(super::unparen(e.to_token_stream()));
         self.opaque_code(code, args, ty)
     }
 

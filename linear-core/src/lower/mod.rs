@@ -31,7 +31,7 @@ use quote::{quote, quote_spanned, ToTokens};
 use syn::spanned::Spanned;
 use syn::visit_mut::VisitMut;
 
-use crate::ir::{Binder, Cmp, Expr, Extern, Float, Func, Prim, Stmt, Ty, Var};
+use crate::ir::{Binder, Bit, Cmp, Expr, Extern, Float, Func, Prim, Stmt, Ty, Var};
 use crate::visit::Fresh;
 
 mod array;
@@ -1393,6 +1393,8 @@ impl Lowerer<'_> {
                     Prim::Add => quote!(+),
                     Prim::Sub => quote!(-),
                     Prim::Mul => quote!(*),
+                    Prim::IRem => quote!(%),
+                    Prim::IBit(b) => b.symbol().parse().unwrap_or_default(),
                     _ => quote!(/),
                 };
                 Val::Inactive(quote!((#x #o #y)))
@@ -2000,6 +2002,11 @@ impl Lowerer<'_> {
                     syn::BinOp::MulAssign(_) => Some(Prim::Mul),
                     syn::BinOp::DivAssign(_) => Some(Prim::Div),
                     syn::BinOp::RemAssign(_) => Some(Prim::IRem),
+                    syn::BinOp::BitAndAssign(_) => Some(Prim::IBit(Bit::And)),
+                    syn::BinOp::BitOrAssign(_) => Some(Prim::IBit(Bit::Or)),
+                    syn::BinOp::BitXorAssign(_) => Some(Prim::IBit(Bit::Xor)),
+                    syn::BinOp::ShlAssign(_) => Some(Prim::IBit(Bit::Shl)),
+                    syn::BinOp::ShrAssign(_) => Some(Prim::IBit(Bit::Shr)),
                     _ => None,
                 };
                 match op {
@@ -2164,11 +2171,21 @@ impl Lowerer<'_> {
                 Prim::Sub => quote!(-),
                 Prim::Mul => quote!(*),
                 Prim::IRem => quote!(%),
+                Prim::IBit(b) => b.symbol().parse().unwrap_or_default(),
                 _ => quote!(/),
             };
             return Val::Inactive(quote!((#x #o #y)));
         }
         let is_int = |v: &Val| matches!(v, Val::Active(_, Ty::Int));
+        if let Prim::IBit(bit) = op {
+            if !is_int(&a) && !is_int(&b) {
+                self.errs.push(
+                    sa,
+                    format!("`{}` applies to integers, and this operand is a differentiable real or a tuple: bitwise operators have no derivative", bit.symbol()),
+                );
+                return self.placeholder();
+            }
+        }
         if is_int(&a) || is_int(&b) {
             let x = self.materialize(a, &Ty::Int, sa);
             let y = self.materialize(b, &Ty::Int, sb);
@@ -2177,6 +2194,7 @@ impl Lowerer<'_> {
                 Prim::Sub => Prim::ISub,
                 Prim::Mul => Prim::IMul,
                 Prim::Div => Prim::IDiv,
+                Prim::IBit(b) => Prim::IBit(b),
                 _ => Prim::IRem,
             };
             let v = self.emit_nd(
@@ -2811,7 +2829,7 @@ pub fn owned_array(t: &Ty) -> TokenStream {
 /// Constant code as a `let`'s value: without the parentheses it had as an
 /// operand (`x * (n as f64 + 0.5)`), which rustc's `unused_parens` lint,
 /// at the user's span, would call unnecessary there.
-fn unparen(tokens: TokenStream) -> TokenStream {
+pub(super) fn unparen(tokens: TokenStream) -> TokenStream {
     match syn::parse2::<syn::Expr>(tokens.clone()) {
         Ok(syn::Expr::Paren(p)) => unparen(p.expr.to_token_stream()),
         _ => tokens,

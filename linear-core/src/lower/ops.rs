@@ -10,7 +10,7 @@ use quote::{quote, ToTokens};
 use syn::spanned::Spanned;
 
 use super::{describe, inactive, Lowerer, Mode, Shape, Val};
-use crate::ir::{Cmp, Expr, Prim, Ty};
+use crate::ir::{Bit, Cmp, Expr, Prim, Ty};
 
 /// The compound assignment of `op` (`+=` for `add`), for messages.
 pub(super) fn assign_symbol(op: Prim) -> proc_macro2::TokenStream {
@@ -19,6 +19,7 @@ pub(super) fn assign_symbol(op: Prim) -> proc_macro2::TokenStream {
         Prim::Sub => quote!(-=),
         Prim::Mul => quote!(*=),
         Prim::IRem => quote!(%=),
+        Prim::IBit(b) => format!("{}=", b.symbol()).parse().unwrap_or_default(),
         _ => quote!(/=),
     }
 }
@@ -32,6 +33,11 @@ impl Lowerer<'_> {
             syn::BinOp::Mul(_) => Prim::Mul,
             syn::BinOp::Div(_) => Prim::Div,
             syn::BinOp::Rem(_) if self.mode == Mode::Differentiable => Prim::IRem,
+            syn::BinOp::BitAnd(_) if self.mode == Mode::Differentiable => Prim::IBit(Bit::And),
+            syn::BinOp::BitOr(_) if self.mode == Mode::Differentiable => Prim::IBit(Bit::Or),
+            syn::BinOp::BitXor(_) if self.mode == Mode::Differentiable => Prim::IBit(Bit::Xor),
+            syn::BinOp::Shl(_) if self.mode == Mode::Differentiable => Prim::IBit(Bit::Shl),
+            syn::BinOp::Shr(_) if self.mode == Mode::Differentiable => Prim::IBit(Bit::Shr),
             syn::BinOp::And(_) if self.mode == Mode::Differentiable => {
                 return self.logical(b, true)
             }
@@ -160,17 +166,16 @@ impl Lowerer<'_> {
             }
             syn::UnOp::Not(_) if self.mode == Mode::Differentiable => {
                 let a = self.expr(&u.expr, hint);
-                let x = self.materialize(a, &Ty::Bool, u.expr.span());
+                // `!` is logical on a bool and bitwise on an integer.
+                let (prim, ty) = match &a {
+                    Val::Active(_, Ty::Int) => (Prim::INot, Ty::Int),
+                    _ => (Prim::Not, Ty::Bool),
+                };
+                let x = self.materialize(a, &ty, u.expr.span());
+                let args = vec![x];
                 Val::Active(
-                    self.emit_nd(
-                        hint,
-                        Ty::Bool,
-                        Expr::Prim {
-                            prim: Prim::Not,
-                            args: vec![x],
-                        },
-                    ),
-                    Ty::Bool,
+                    self.emit_nd(hint, ty.clone(), Expr::Prim { prim, args }),
+                    ty,
                 )
             }
             // An element bound by an iteration is a value already: `*v`

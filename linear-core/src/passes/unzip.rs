@@ -79,7 +79,7 @@
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use super::PassError;
-use crate::ir::{Arm, Binder, Expr, Extern, Func, Iter, Loop, Prim, Program, Stmt, Ty, Var};
+use crate::ir::{Arm, Binder, Bit, Expr, Extern, Func, Iter, Loop, Prim, Program, Stmt, Ty, Var};
 use crate::visit::{derived_name, free_vars, stmt_free_vars, use_counts};
 
 /// Which non-linear intermediates the forward pass saves on the tape.
@@ -1259,7 +1259,12 @@ fn indexes(v: &Var, lin: &Expr, slice: &[Stmt]) -> bool {
         {
             let arithmetic = matches!(
                 prim,
-                Prim::IAdd | Prim::ISub | Prim::IMul | Prim::IDiv | Prim::IRem
+                Prim::IAdd
+                    | Prim::ISub
+                    | Prim::IMul
+                    | Prim::IDiv
+                    | Prim::IRem
+                    | Prim::IBit(Bit::And | Bit::Or | Bit::Xor)
             );
             if arithmetic && nl.iter().any(|b| index.contains(&b.var)) {
                 index.extend(args.iter().cloned());

@@ -5,7 +5,7 @@
 use std::collections::{HashMap, HashSet};
 
 use linear_core::eval::Value;
-use linear_core::ir::{Arm, Cmp, Iter, Loop, Scalar};
+use linear_core::ir::{Arm, Bit, Cmp, Iter, Loop, Scalar};
 use linear_core::{Binder, Expr, Float, Func, Prim, Program, Stmt, Ty, Var};
 
 /// splitmix64: small, seedable, good enough for test programs.
@@ -383,6 +383,8 @@ impl<'a> FnGen<'a> {
             | Prim::IDiv
             | Prim::IRem
             | Prim::INeg
+            | Prim::IBit(_)
+            | Prim::INot
             | Prim::Cmp(_)
             | Prim::And
             | Prim::Or
@@ -749,6 +751,7 @@ impl<'a> FnGen<'a> {
                 d,
             );
             self.used.insert(s.clone());
+            let s = self.bitwise(out, s, d);
             self.bind(
                 out,
                 F,
@@ -759,6 +762,44 @@ impl<'a> FnGen<'a> {
                 d,
             );
         }
+    }
+
+    /// Sometimes `s op k` for a bitwise `op` and a small `k` (a valid
+    /// shift amount), then sometimes `inot` of it; else `s` itself.
+    fn bitwise(&mut self, out: &mut Vec<Stmt>, s: Var, d: usize) -> Var {
+        if !self.rng.chance(0.5) {
+            return s;
+        }
+        let bit = Bit::ALL[self.rng.below(Bit::ALL.len())];
+        let amount = 1 + self.rng.below(3) as i64;
+        let k = self.bind(out, Ty::Int, Expr::Int(amount), d);
+        self.used.insert(k.clone());
+        let args = vec![s, k];
+        let t = self.bind(
+            out,
+            Ty::Int,
+            Expr::Prim {
+                prim: Prim::IBit(bit),
+                args,
+            },
+            d,
+        );
+        self.used.insert(t.clone());
+        if !self.rng.chance(0.3) {
+            return t;
+        }
+        let args = vec![t];
+        let u = self.bind(
+            out,
+            Ty::Int,
+            Expr::Prim {
+                prim: Prim::INot,
+                args,
+            },
+            d,
+        );
+        self.used.insert(u.clone());
+        u
     }
 
     /// `let (r..) = case (x < y) { true => .. | false => .. }`.
@@ -1514,6 +1555,8 @@ fn dual_prim(p: Prim, a: &[(f64, f64)]) -> (f64, f64) {
         | Prim::IDiv
         | Prim::IRem
         | Prim::INeg
+        | Prim::IBit(_)
+        | Prim::INot
         | Prim::Cmp(_)
         | Prim::And
         | Prim::Or

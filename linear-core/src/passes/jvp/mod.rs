@@ -1287,6 +1287,8 @@ fn jvp_prim(b: &mut Builder, prim: Prim, args: &[Var], ds: &[Var]) -> (Var, Var)
         | Prim::IDiv
         | Prim::IRem
         | Prim::INeg
+        | Prim::IBit(_)
+        | Prim::INot
         | Prim::Cmp(_)
         | Prim::And
         | Prim::Or
@@ -1430,6 +1432,8 @@ fn slope(b: &mut Builder, prim: Prim, x: &Var, z: &Var) -> Option<Var> {
         | Prim::IDiv
         | Prim::IRem
         | Prim::INeg
+        | Prim::IBit(_)
+        | Prim::INot
         | Prim::Cmp(_)
         | Prim::And
         | Prim::Or

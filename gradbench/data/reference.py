@@ -1,0 +1,208 @@
+"""Writes the test inputs of the GradBench evals and their expected outputs.
+
+The expected outputs come from JAX (float64, `jax.grad`), with each
+function written here again from its eval's README, vectorised where that
+is natural: an implementation and an AD system independent of linear-ad's.
+`cargo test -p linear-ad-gradbench` compares the tool's answers with them.
+
+Run from the repository root (needs `pip install "jax[cpu]"`):
+
+    python3 gradbench/data/reference.py
+
+Inputs are random with fixed seeds, drawn as GradBench's evals draw them
+(uniform on [0, 1) unless noted), at sizes small enough for a test.
+"""
+
+import json
+import math
+from pathlib import Path
+
+import jax
+
+jax.config.update("jax_enable_x64", True)
+import jax.numpy as jnp
+import numpy as np
+from jax.scipy.special import gammaln
+
+OUT = Path(__file__).parent
+
+
+def lse(x):
+    a = jnp.max(x)
+    return a + jnp.log(jnp.sum(jnp.exp(x - a)))
+
+
+def llsq(x, n):
+    i = jnp.arange(n)
+    t = -1.0 + i * 2.0 / (n - 1)
+    s = jnp.sign(t)
+    powers = t[:, None] ** jnp.arange(x.shape[0])[None, :]
+    r = s - powers @ x
+    return 0.5 * jnp.sum(r * r)
+
+
+def det_by_minors(a):
+    """Laplace expansion along the first row, recursively."""
+    ell = a.shape[0]
+    if ell == 1:
+        return a[0, 0]
+    total = 0.0
+    for j in range(ell):
+        minor = jnp.delete(jnp.delete(a, 0, axis=0), j, axis=1)
+        total = total + (-1) ** j * a[0, j] * det_by_minors(minor)
+    return total
+
+
+def ode(x, s):
+    n = x.shape[0]
+    h = 2.0 / s
+
+    def f(y):
+        return jnp.concatenate([x[:1], x[1:] * y[:-1]])
+
+    y = jnp.zeros(n)
+    for _ in range(s):
+        k1 = f(y)
+        k2 = f(y + h * k1 / 2)
+        k3 = f(y + h * k2 / 2)
+        k4 = f(y + h * k3)
+        y = y + h * (k1 + 2 * k2 + 2 * k3 + k4) / 6
+    return y
+
+
+def gmm(alpha, means, icf, x, gamma, m):
+    n, d = x.shape
+    k = alpha.shape[0]
+    q = icf[:, :d]
+    qdiag = jnp.exp(q)
+    sum_q = jnp.sum(q, axis=1)
+    # Strictly lower triangle, filled column by column.
+    rows, cols = [], []
+    for j in range(d):
+        for r in range(j + 1, d):
+            rows.append(r)
+            cols.append(j)
+    L = jnp.zeros((k, d, d)).at[:, rows, cols].set(icf[:, d:])
+    Q = L + jax.vmap(jnp.diag)(qdiag)
+    centred = x[:, None, :] - means[None, :, :]  # n k d
+    qx = jnp.einsum("kab,nkb->nka", Q, centred)
+    terms = alpha[None, :] + sum_q[None, :] - 0.5 * jnp.sum(qx * qx, axis=2)
+    likelihood = jnp.sum(jax.scipy.special.logsumexp(terms, axis=1))
+    lse_alpha = jax.scipy.special.logsumexp(alpha)
+    frob = jnp.sum(qdiag**2, axis=1) + jnp.sum(icf[:, d:] ** 2, axis=1)
+    prior = jnp.sum(0.5 * gamma * gamma * frob - m * sum_q)
+    p = d + m + 1
+    log_gamma_d = 0.25 * d * (d - 1) * math.log(math.pi) + sum(
+        gammaln(0.5 * p + 0.5 * (1 - j)) for j in range(1, d + 1)
+    )
+    c = p * d * (math.log(gamma) - 0.5 * math.log(2)) - log_gamma_d
+    constant = -n * d * 0.5 * math.log(2 * math.pi)
+    return constant + likelihood - n * lse_alpha + prior - k * c
+
+
+def runs(inp):
+    return inp | {"min_runs": 1, "min_seconds": 0}
+
+
+def floats(a):
+    return np.asarray(a, dtype=np.float64).tolist()
+
+
+def cases_lse(rng):
+    out = []
+    for n, lo, hi in [(1, 0, 1), (50, 0, 1), (200, -100, 100)]:
+        x = rng.uniform(lo, hi, n)
+        inp = runs({"x": floats(x)})
+        xj = jnp.array(x)
+        out.append(("primal", inp, float(lse(xj))))
+        out.append(("gradient", inp, floats(jax.grad(lse)(xj))))
+    return out
+
+
+def cases_llsq(rng):
+    out = []
+    for n, m in [(2, 1), (17, 4), (64, 8)]:
+        x = rng.random(m)
+        inp = runs({"x": floats(x), "n": n})
+        xj = jnp.array(x)
+        out.append(("primal", inp, float(llsq(xj, n))))
+        out.append(("gradient", inp, floats(jax.grad(llsq)(xj, n))))
+    return out
+
+
+def cases_det(rng):
+    out = []
+    for ell in [1, 2, 4, 5]:
+        a = rng.random(ell * ell)
+        inp = runs({"A": floats(a), "ell": ell})
+        f = lambda v: det_by_minors(v.reshape(ell, ell))
+        aj = jnp.array(a)
+        out.append(("primal", inp, float(f(aj))))
+        out.append(("gradient", inp, floats(jax.grad(f)(aj))))
+    return out
+
+
+def cases_ode(rng):
+    out = []
+    for n, s in [(1, 1), (5, 3), (12, 10)]:
+        x = rng.random(n)
+        inp = runs({"x": floats(x), "s": s})
+        xj = jnp.array(x)
+        out.append(("primal", inp, floats(ode(xj, s))))
+        out.append(("gradient", inp, floats(jax.grad(lambda v: ode(v, s)[-1])(xj))))
+    return out
+
+
+def cases_gmm(rng):
+    out = []
+    for d, k, n, m in [(2, 3, 5, 0), (3, 4, 10, 2)]:
+        # As ADBench's generator: weights and means ~ N(0, 1) and U[0, 1),
+        # icf ~ N(0, 1) scaled down, points U[0, 1); γ = 1.
+        alpha = rng.normal(size=k)
+        means = rng.random((k, d))
+        icf = 0.5 * rng.normal(size=(k, d + d * (d - 1) // 2))
+        x = rng.random((n, d))
+        gamma = 1.0
+        inp = runs(
+            {
+                "d": d,
+                "k": k,
+                "n": n,
+                "alpha": floats(alpha),
+                "means": floats(means),
+                "icf": floats(icf),
+                "x": floats(x),
+                "gamma": gamma,
+                "m": m,
+            }
+        )
+        args = [jnp.array(v) for v in (alpha, means, icf)]
+        obj = lambda a, mu, q: gmm(a, mu, q, jnp.array(x), gamma, m)
+        grads = jax.grad(obj, argnums=(0, 1, 2))(*args)
+        flat = np.concatenate([np.asarray(g).ravel() for g in grads])
+        out.append(("objective", inp, float(obj(*args))))
+        out.append(("jacobian", inp, floats(flat)))
+    return out
+
+
+def main():
+    evals = {
+        "lse": cases_lse,
+        "llsq": cases_llsq,
+        "det": cases_det,
+        "ode": cases_ode,
+        "gmm": cases_gmm,
+    }
+    for seed, (name, make) in enumerate(sorted(evals.items())):
+        rng = np.random.default_rng(31337 + seed)
+        cases = [
+            {"function": f, "input": inp, "expected": exp}
+            for f, inp, exp in make(rng)
+        ]
+        path = OUT / f"{name}.json"
+        path.write_text(json.dumps(cases, indent=1) + "\n")
+        print(f"{path}: {len(cases)} cases")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,161 @@
+//! Times every eval's primal and derivative at GradBench's workload sizes
+//! that fit a small machine, and prints the Markdown table of
+//! BENCHMARKS.md: medians of the tool's own `"evaluate"` timings (the
+//! same code path GradBench times), their ratio per workload, and the
+//! geometric mean of the ratios per eval, which is the figure GradBench's
+//! summary compares.
+//!
+//! `cargo run --release -p linear-ad-gradbench --bin report [-- SECONDS]`
+//! (`SECONDS`, default 1, is each function's `min_seconds`).
+//!
+//! Inputs are drawn as the evals draw them (uniform on [0, 1), GMM as
+//! ADBench's generator), from a fixed seed; the ratios do not depend on
+//! the values.
+
+use linear_ad_gradbench::evals;
+use serde_json::{json, Value};
+
+/// SplitMix64: a fixed, dependency-free stream of uniform numbers.
+struct Rng(u64);
+
+impl Rng {
+    fn uniform(&mut self) -> f64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
+    }
+    fn vec(&mut self, n: usize) -> Vec<f64> {
+        (0..n).map(|_| self.uniform()).collect()
+    }
+    fn rows(&mut self, n: usize, d: usize, scale: f64, shift: f64) -> Vec<Vec<f64>> {
+        (0..n)
+            .map(|_| self.vec(d).iter().map(|v| scale * v + shift).collect())
+            .collect()
+    }
+}
+
+/// One workload: its eval, description, input, and the primal's and the
+/// derivative's function names.
+struct Workload {
+    module: &'static str,
+    what: String,
+    input: Value,
+    functions: [&'static str; 2],
+}
+
+fn workloads(rng: &mut Rng) -> Vec<Workload> {
+    let mut w = Vec::new();
+    let pg = ["primal", "gradient"];
+    for n in [10_000, 160_000, 1_280_000] {
+        let x: Vec<f64> = rng.vec(n);
+        w.push(Workload {
+            module: "lse",
+            what: format!("n={n}"),
+            input: json!({"x": x}),
+            functions: pg,
+        });
+    }
+    for n in [1024, 4096, 16392] {
+        let x = rng.vec(128);
+        w.push(Workload {
+            module: "llsq",
+            what: format!("n={n},m=128"),
+            input: json!({"x": x, "n": n}),
+            functions: pg,
+        });
+    }
+    for ell in [7, 8, 9] {
+        let a = rng.vec(ell * ell);
+        w.push(Workload {
+            module: "det",
+            what: format!("ell={ell}"),
+            input: json!({"A": a, "ell": ell}),
+            functions: pg,
+        });
+    }
+    for (n, s) in [(1000, 10), (10_000, 10), (1000, 100)] {
+        let x = rng.vec(n);
+        w.push(Workload {
+            module: "ode",
+            what: format!("n={n},s={s}"),
+            input: json!({"x": x, "s": s}),
+            functions: pg,
+        });
+    }
+    for (d, k) in [(2, 5), (10, 25), (20, 50)] {
+        let n = 1000;
+        let width = d * (d + 1) / 2;
+        let input = json!({
+            "d": d, "k": k, "n": n,
+            "alpha": rng.vec(k).iter().map(|v| 2.0 * v - 1.0).collect::<Vec<_>>(),
+            "means": rng.rows(k, d, 1.0, 0.0),
+            "icf": rng.rows(k, width, 1.0, -0.5),
+            "x": rng.rows(n, d, 1.0, 0.0),
+            "gamma": 1.0, "m": 0,
+        });
+        w.push(Workload {
+            module: "gmm",
+            what: format!("d={d},k={k},n={n}"),
+            input,
+            functions: ["objective", "jacobian"],
+        });
+    }
+    w
+}
+
+/// The median of one function's timings, in seconds.
+fn median_seconds(module: &str, function: &str, input: &Value, seconds: f64) -> f64 {
+    let mut input = input.clone();
+    input["min_runs"] = json!(3);
+    input["min_seconds"] = json!(seconds);
+    let (_, timings) = evals::evaluate(module, function, input)
+        .unwrap_or_else(|e| panic!("{module}::{function}: {e}"));
+    let mut ns: Vec<u64> = timings.iter().map(|t| t.nanoseconds).collect();
+    ns.sort_unstable();
+    ns[ns.len() / 2] as f64 * 1e-9
+}
+
+fn show(s: f64) -> String {
+    if s >= 1.0 {
+        format!("{s:.2} s")
+    } else if s >= 1e-3 {
+        format!("{:.2} ms", s * 1e3)
+    } else {
+        format!("{:.1} µs", s * 1e6)
+    }
+}
+
+fn main() {
+    let seconds: f64 = std::env::args()
+        .nth(1)
+        .map_or(1.0, |s| s.parse().expect("SECONDS"));
+    let mut rng = Rng(31337);
+    println!("| eval | workload | primal | derivative | ratio |");
+    println!("|---|---|---:|---:|---:|");
+    let mut by_eval: Vec<(&str, Vec<f64>)> = Vec::new();
+    for w in workloads(&mut rng) {
+        let p = median_seconds(w.module, w.functions[0], &w.input, seconds);
+        let d = median_seconds(w.module, w.functions[1], &w.input, seconds);
+        println!(
+            "| {} | {} | {} | {} | {:.2} |",
+            w.module,
+            w.what,
+            show(p),
+            show(d),
+            d / p
+        );
+        match by_eval.iter_mut().find(|(m, _)| *m == w.module) {
+            Some((_, r)) => r.push(d / p),
+            None => by_eval.push((w.module, vec![d / p])),
+        }
+    }
+    println!();
+    println!("| eval | geometric mean of the ratios |");
+    println!("|---|---:|");
+    for (m, r) in by_eval {
+        let g = (r.iter().map(|x| x.ln()).sum::<f64>() / r.len() as f64).exp();
+        println!("| {m} | {g:.2} |");
+    }
+}

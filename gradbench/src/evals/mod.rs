@@ -1,0 +1,71 @@
+//! One module per GradBench eval, each with the eval's functions written
+//! as plain Rust under `#[differentiable]`, and [`evaluate`], the
+//! dispatch from a message's `module` and `function`.
+//!
+//! Each eval module has an `Input` type that decodes the eval's input
+//! (the README's TypeScript interface, with the [`Runs`] fields), checks
+//! what the computation assumes (matching sizes), and an `evaluate`
+//! function that runs the requested function through [`measure`].
+
+pub mod det;
+pub mod gmm;
+pub mod hello;
+pub mod llsq;
+pub mod lse;
+pub mod ode;
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::protocol::{measure, Runs, Timing};
+
+/// The modules this tool implements, sorted, as GradBench's `evals.txt`
+/// lists them.
+pub const MODULES: &[&str] = &["det", "gmm", "hello", "llsq", "lse", "ode"];
+
+/// What an evaluation gives: the output as JSON, and one timing per run.
+pub type Evaluated = Result<(Value, Vec<Timing>), String>;
+
+/// Runs `function` of `module` on `input`.
+pub fn evaluate(module: &str, function: &str, input: Value) -> Evaluated {
+    match module {
+        "det" => det::evaluate(function, input),
+        "gmm" => gmm::evaluate(function, input),
+        "hello" => hello::evaluate(function, input),
+        "llsq" => llsq::evaluate(function, input),
+        "lse" => lse::evaluate(function, input),
+        "ode" => ode::evaluate(function, input),
+        _ => Err(format!(
+            "linear-ad has no implementation of the module `{module}`"
+        )),
+    }
+}
+
+/// An input that knows how often to run and whether its sizes agree.
+pub(crate) trait Input: DeserializeOwned {
+    fn runs(&self) -> Runs;
+    /// Why the computation cannot run on this input, if it cannot.
+    fn problem(&self) -> Option<String> {
+        None
+    }
+}
+
+/// Decodes `input`, checks it, and times `f` on it; only `f` is timed.
+pub(crate) fn run<I: Input, O: Serialize>(input: Value, f: impl Fn(&I) -> O) -> Evaluated {
+    let input: I = serde_json::from_value(input).map_err(|e| format!("bad input: {e}"))?;
+    if let Some(problem) = input.problem() {
+        return Err(format!("bad input: {problem}"));
+    }
+    let (output, timings) = measure(input.runs(), || f(&input));
+    let output = serde_json::to_value(output).map_err(|e| format!("bad output: {e}"))?;
+    Ok((output, timings))
+}
+
+/// The error for a function the module does not have.
+pub(crate) fn unknown(module: &str, function: &str, known: &[&str]) -> Evaluated {
+    Err(format!(
+        "the module `{module}` has no function `{function}` (it has: {})",
+        known.join(", ")
+    ))
+}
