@@ -1053,7 +1053,11 @@ fn gen_loop(l: &Loop, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
     let outs: Vec<&syn::Ident> = fin_nl.iter().chain(&cols).chain(fin_lin).collect();
     // A loop with no result ends its block with the unpacking (a trailing
     // `()` would be linted as unneeded).
-    let loop_out = if outs.is_empty() { quote!() } else { results(outs) };
+    let loop_out = if outs.is_empty() {
+        quote!()
+    } else {
+        results(outs)
+    };
     // Mutable even when the loop carries nothing: each step still
     // assigns the (empty) state.
     quote!({

@@ -730,6 +730,9 @@ fn main() {
             let _ = writeln!(out, "### Build time\n\nThe benchmark workloads (6 functions, including the 100-input Rosenbrock sum of 300 statements and the BA residual) as a crate, `cargo build` (dev profile) after its dependencies are built, measured by `bench/build_time.sh`:\n\n| crate | build |\n| --- | ---: |\n| with `#[differentiable]` | {:.2} s |\n| the same functions without the attribute | {:.2} s |\n", with / 1e3, without / 1e3);
         }
     }
+    if let Ok(gradbench) = std::fs::read_to_string(root().join("gradbench/results.md")) {
+        let _ = writeln!(out, "## GradBench\n\nThe GradBench tool's evals (`gradbench/`), timed by the tool itself as GradBench times it (its `evaluate` timings, medians), at GradBench's workload sizes that fit this machine; written by `cargo run --release -p linear-ad-gradbench --bin report`. The ratio is derivative ÷ primal time.\n\n{gradbench}");
+    }
     out.push_str("## Reproduce\n\n```sh\ncargo bench -p linear-ad-bench            # about 5 minutes on 2 cores\nbash bench/build_time.sh                   # the build-time comparison, 20 seconds\ncargo run -p linear-ad-bench --bin report  # rewrites BENCHMARKS.md and bench/macro_cost.svg\n```\n");
 
     let _ = std::fs::write(root().join("BENCHMARKS.md"), out);
