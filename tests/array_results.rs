@@ -72,6 +72,23 @@ fn damped(x: &[f64], k: f64) -> Vec<f64> {
     w
 }
 
+/// A copy of constant data (`#[nondiff]`, as a recurrent network's
+/// initial state) that differentiable values are written into, read
+/// before and after the writes; `clone()` of a constant `Vec` alike.
+#[differentiable]
+#[allow(clippy::ptr_arg)]
+fn relaxed(x: &[f64], #[nondiff] start: &[f64], #[nondiff] weights: &Vec<f64>) -> f64 {
+    let mut s = start.to_vec();
+    let mut w = weights.clone();
+    for t in 0..3 {
+        for i in 0..s.len() {
+            s[i] = 0.5 * s[i] + x[i] * (s[i] + t as f64).sin();
+        }
+        w[t % 2] += s[t];
+    }
+    s.iter().sum::<f64>() * w[0] + w[1]
+}
+
 /// `let mut c = u;` of an inline array is a copy (`[f64; N]` is `Copy`):
 /// `u` keeps its elements.
 #[differentiable]
@@ -270,6 +287,20 @@ fn arrays_of_the_wrong_length_are_named() {
         m.contains("the cotangent must have the length of `matvec`'s result"),
         "{m}"
     );
+}
+
+#[test]
+fn copies_of_constant_arrays() {
+    let (start, c) = ([0.5, -0.25, 1.0], vec![1.5, -0.5]);
+    let (x, dx) = ([0.3, -0.7, 1.1], [0.2, 0.5, -0.3]);
+    let (y, dy) = relaxed_jvp(&x, &start, &c, &dx);
+    assert_eq!(y, relaxed(&x, &start, &c));
+    let f = |q: &[f64]| vec![relaxed(q, &start, &c)];
+    assert_close(&[dy], &fd_along(f, &x, &dx), 1e-6);
+    let (_, gx) = relaxed_vjp(&x, &start, &c, 1.0);
+    assert!(close(dy, dot(&gx, &dx), 1e-12));
+    // The constants are read, not changed.
+    assert_eq!((start, c), ([0.5, -0.25, 1.0], vec![1.5, -0.5]));
 }
 
 #[test]

@@ -100,6 +100,51 @@ def gmm(alpha, means, icf, x, gamma, m):
     return constant + likelihood - n * lse_alpha + prior - k * c
 
 
+def lstm(main, extra, state, seq):
+    """ADBench's LSTM loss, rows of `main` per layer: weights, biases."""
+    l = main.shape[0] // 2
+    b = extra.shape[1]
+    sig = jax.nn.sigmoid
+    hidden = [state[2 * j] for j in range(l)]
+    cell = [state[2 * j + 1] for j in range(l)]
+    total = 0.0
+    for t in range(seq.shape[0] - 1):
+        x = seq[t] * extra[0]
+        for j in range(l):
+            w, bias = main[2 * j].reshape(4, b), main[2 * j + 1].reshape(4, b)
+            forget = sig(x * w[0] + bias[0])
+            ingate = sig(hidden[j] * w[1] + bias[1])
+            outgate = sig(x * w[2] + bias[2])
+            change = jnp.tanh(hidden[j] * w[3] + bias[3])
+            cell[j] = cell[j] * forget + ingate * change
+            hidden[j] = outgate * jnp.tanh(cell[j])
+            x = hidden[j]
+        y = x * extra[1] + extra[2]
+        lse = jnp.log(jnp.sum(jnp.exp(y)) + 2.0)
+        total = total + jnp.sum(seq[t + 1] * (y - lse))
+    return -total / ((seq.shape[0] - 1) * b)
+
+
+def rodrigues(rot, pt, zero):
+    """The rotation, with the branch ADBench takes at angle 0 (`zero`)."""
+    if zero:
+        return pt + jnp.cross(rot, pt)
+    theta = jnp.sqrt(jnp.sum(rot**2))
+    w = rot / theta
+    tmp = jnp.dot(w, pt) * (1.0 - jnp.cos(theta))
+    return pt * jnp.cos(theta) + jnp.cross(w, pt) * jnp.sin(theta) + w * tmp
+
+
+def reproj(v, feat, zero):
+    """One observation's residual of (cam, X, w) stacked as 15 numbers."""
+    cam, x, w = v[:11], v[11:14], v[14]
+    q = rodrigues(cam[:3], x - cam[3:6], zero)
+    proj = q[:2] / q[2]
+    rsq = jnp.sum(proj**2)
+    proj = proj * (1.0 + cam[9] * rsq + cam[10] * rsq * rsq)
+    return w * (proj * cam[6] + cam[7:9] - feat)
+
+
 def runs(inp):
     return inp | {"min_runs": 1, "min_seconds": 0}
 
@@ -185,15 +230,93 @@ def cases_gmm(rng):
     return out
 
 
+def cases_lstm(rng):
+    out = []
+    for l, c, b in [(1, 2, 1), (2, 5, 3), (3, 12, 7)]:
+        # As ADBench's generator: parameters and state U[0, 1), the
+        # sequence the bits of characters.
+        main = rng.random((2 * l, 4 * b))
+        extra = rng.random((3, b))
+        state = rng.random((2 * l, b))
+        seq = rng.integers(0, 2, (c, b)).astype(np.float64)
+        inp = runs(
+            {
+                "main_params": floats(main),
+                "extra_params": floats(extra),
+                "state": floats(state),
+                "sequence": floats(seq),
+            }
+        )
+        obj = lambda m, e: lstm(m, e, jnp.array(state), jnp.array(seq))
+        args = [jnp.array(main), jnp.array(extra)]
+        grads = jax.grad(obj, argnums=(0, 1))(*args)
+        flat = np.concatenate([np.asarray(g).ravel() for g in grads])
+        out.append(("objective", inp, float(obj(*args))))
+        out.append(("jacobian", inp, floats(flat)))
+    return out
+
+
+def cases_ba(rng):
+    out = []
+    for n, m, p, rot_zero in [(2, 3, 10, False), (1, 1, 12, True), (3, 5, 20, False)]:
+        # The camera and point U[0, 1), the point moved in front of the
+        # camera; focal length in [100, 500).
+        cam = rng.random(11)
+        cam[6] = 100 + 400 * rng.random()
+        if rot_zero:
+            cam[:3] = 0.0
+        x = rng.random(3) + np.array([0.0, 0.0, 5.0])
+        w = rng.random()
+        feat = rng.random(2)
+        inp = runs(
+            {"n": n, "m": m, "p": p, "cam": floats(cam), "x": floats(x),
+             "w": w, "feat": floats(feat)}
+        )
+        v = jnp.array(np.concatenate([cam, x, [w]]))
+        err = reproj(v, jnp.array(feat), rot_zero)
+        objective = {
+            "reproj_error": {"elements": floats(err), "repeated": p},
+            "w_err": {"element": 1.0 - w * w, "repeated": p},
+        }
+        # Every observation sees the same camera and point, so every
+        # block is this one; the columns are where the README puts them.
+        block = np.asarray(jax.jacfwd(lambda u: reproj(u, jnp.array(feat), rot_zero))(v))
+        rows, cols, vals = [0], [], []
+        for i in range(p):
+            c, pt = i % n, i % m
+            for r in range(2):
+                cols += [11 * c + k for k in range(11)]
+                cols += [11 * n + 3 * pt + k for k in range(3)]
+                cols += [11 * n + 3 * m + i]
+                vals += list(block[r])
+                rows.append(len(cols))
+        for i in range(p):
+            cols.append(11 * n + 3 * m + i)
+            vals.append(-2.0 * w)
+            rows.append(len(cols))
+        short = lambda a: list(a[:30]) + [a[-1]]
+        jacobian = {
+            "rows": short(rows),
+            "cols": short(cols),
+            "vals": floats(short(vals)),
+        }
+        out.append(("objective", inp, objective))
+        out.append(("jacobian", inp, jacobian))
+    return out
+
+
 def main():
+    # A fixed seed per eval, so that adding one leaves the others' data be.
     evals = {
-        "lse": cases_lse,
-        "llsq": cases_llsq,
-        "det": cases_det,
-        "ode": cases_ode,
-        "gmm": cases_gmm,
+        "det": (0, cases_det),
+        "gmm": (1, cases_gmm),
+        "llsq": (2, cases_llsq),
+        "lse": (3, cases_lse),
+        "ode": (4, cases_ode),
+        "lstm": (5, cases_lstm),
+        "ba": (6, cases_ba),
     }
-    for seed, (name, make) in enumerate(sorted(evals.items())):
+    for name, (seed, make) in evals.items():
         rng = np.random.default_rng(31337 + seed)
         cases = [
             {"function": f, "input": inp, "expected": exp}

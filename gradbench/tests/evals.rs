@@ -30,25 +30,53 @@ fn check(module: &str) {
         let what = format!("{module}::{} on {}", c["function"], c["input"]);
         assert_eq!(r["success"], true, "{what}: {r}");
         assert_eq!(support::runs(r), 1, "{what}");
-        let (got, want) = (numbers(&r["output"]), numbers(&c["expected"]));
-        assert_eq!(got.len(), want.len(), "{what}: output length");
-        let scale = want.iter().fold(1e-300_f64, |m, w| m.max(w.abs()));
-        for (j, (g, w)) in got.iter().zip(&want).enumerate() {
+        let (got, want) = (leaves(&r["output"]), leaves(&c["expected"]));
+        let paths = |v: &[Leaf]| v.iter().map(|l| l.0.clone()).collect::<Vec<_>>();
+        assert_eq!(paths(&got), paths(&want), "{what}: output shape");
+        let scale = want
+            .iter()
+            .filter(|l| !l.2)
+            .fold(1e-300_f64, |m, l| m.max(l.1.abs()));
+        for ((path, g, _), (_, w, integer)) in got.iter().zip(&want) {
+            // Sizes and indices exactly, numbers to the tolerance.
+            if *integer {
+                assert_eq!(g, w, "{what}: {path}");
+                continue;
+            }
             assert!(
                 (g - w).abs() <= 1e-8 * scale,
-                "{what}: element {j} is {g}, expected {w}"
+                "{what}: {path} is {g}, expected {w}"
             );
         }
     }
 }
 
-/// A number or an array of numbers, as a vector.
-fn numbers(v: &Value) -> Vec<f64> {
-    match v {
-        Value::Number(n) => vec![n.as_f64().unwrap()],
-        Value::Array(xs) => xs.iter().map(|x| x.as_f64().expect("a number")).collect(),
-        other => panic!("not a number or an array of numbers: {other}"),
+/// A number in a JSON value: its path (`.vals[3]`), value, and whether
+/// it is written as an integer.
+type Leaf = (String, f64, bool);
+
+/// The numbers of a JSON value, objects' keys in order: equal paths mean
+/// equal shapes.
+fn leaves(v: &Value) -> Vec<Leaf> {
+    fn walk(v: &Value, path: String, out: &mut Vec<Leaf>) {
+        match v {
+            Value::Number(n) => out.push((path, n.as_f64().unwrap(), !n.is_f64())),
+            Value::Array(xs) => {
+                for (i, x) in xs.iter().enumerate() {
+                    walk(x, format!("{path}[{i}]"), out);
+                }
+            }
+            Value::Object(fields) => {
+                for (k, x) in fields {
+                    walk(x, format!("{path}.{k}"), out);
+                }
+            }
+            other => panic!("{path}: not a number, array or object: {other}"),
+        }
     }
+    let mut out = Vec::new();
+    walk(v, String::new(), &mut out);
+    out
 }
 
 #[test]
@@ -74,4 +102,14 @@ fn ode_matches_jax() {
 #[test]
 fn gmm_matches_jax() {
     check("gmm");
+}
+
+#[test]
+fn ba_matches_jax() {
+    check("ba");
+}
+
+#[test]
+fn lstm_matches_jax() {
+    check("lstm");
 }

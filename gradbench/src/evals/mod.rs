@@ -7,11 +7,13 @@
 //! what the computation assumes (matching sizes), and an `evaluate`
 //! function that runs the requested function through [`measure`].
 
+pub mod ba;
 pub mod det;
 pub mod gmm;
 pub mod hello;
 pub mod llsq;
 pub mod lse;
+pub mod lstm;
 pub mod ode;
 
 use serde::de::DeserializeOwned;
@@ -22,7 +24,7 @@ use crate::protocol::{measure, Runs, Timing};
 
 /// The modules this tool implements, sorted, as GradBench's `evals.txt`
 /// lists them.
-pub const MODULES: &[&str] = &["det", "gmm", "hello", "llsq", "lse", "ode"];
+pub const MODULES: &[&str] = &["ba", "det", "gmm", "hello", "llsq", "lse", "lstm", "ode"];
 
 /// What an evaluation gives: the output as JSON, and one timing per run.
 pub type Evaluated = Result<(Value, Vec<Timing>), String>;
@@ -30,11 +32,13 @@ pub type Evaluated = Result<(Value, Vec<Timing>), String>;
 /// Runs `function` of `module` on `input`.
 pub fn evaluate(module: &str, function: &str, input: Value) -> Evaluated {
     match module {
+        "ba" => ba::evaluate(function, input),
         "det" => det::evaluate(function, input),
         "gmm" => gmm::evaluate(function, input),
         "hello" => hello::evaluate(function, input),
         "llsq" => llsq::evaluate(function, input),
         "lse" => lse::evaluate(function, input),
+        "lstm" => lstm::evaluate(function, input),
         "ode" => ode::evaluate(function, input),
         _ => Err(format!(
             "linear-ad has no implementation of the module `{module}`"

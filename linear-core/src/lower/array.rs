@@ -33,7 +33,10 @@
 //! * Local arrays: `let mut y = vec![v; n]` or `[v; N]` (literal `N`) of
 //!   floats or tuples of floats is `fill(n, v)`; `y[i] = e` and
 //!   `y[i] op= e` rebind `y` to `set(y, i, ..)`, written in place, and a
-//!   loop writing `y` carries it as state, as a branch does.
+//!   loop writing `y` carries it as state, as a branch does. A copy to
+//!   write into (`let mut y = x.to_vec();`, `x.clone()`) is a local array
+//!   filled by a loop, whether `x` has a derivative or is constant data
+//!   ([`Lowerer::array_copy`], `constant_copy`).
 //! * Growing arrays: `Vec::new()` and `Vec::with_capacity(n)` are
 //!   `fill(0, 0)` (of the annotated element type, else the function's
 //!   float), `y.push(e)` rebinds `y` to `push(y, e)`, pushed in place. A
@@ -613,6 +616,9 @@ impl Lowerer<'_> {
             if is_collect(m) {
                 return Some(self.expr(e, "c"));
             }
+            if let Some(v) = self.constant_copy(m) {
+                return Some(v);
+            }
         }
         let (val, len, size) = fill_parts(e)?;
         if let Some((row_val, m)) = fill_parts(&val).and_then(|(v, _, m)| Some((v, m?))) {
@@ -878,6 +884,63 @@ impl Lowerer<'_> {
         };
         self.scopes.pop();
         copy
+    }
+
+    /// `let mut y = x.to_vec();` (or `x.clone()`) of an array of floats
+    /// without a derivative (a `#[nondiff]` parameter, a field of one):
+    /// a local array starting from constants, lowered as the Rust it
+    /// means, `let mut y = vec![0.0; x.len()]; for i in 0..x.len() { y[i]
+    /// = x[i]; }`, so that writes of differentiable values into it follow
+    /// the rules of local arrays. `None` when `x` is not such an array.
+    fn constant_copy(&mut self, m: &syn::ExprMethodCall) -> Option<Val> {
+        if !(m.method == "to_vec" || m.method == "clone") || !m.args.is_empty() {
+            return None;
+        }
+        // Read twice below: only a place, never a computation.
+        let place = matches!(&*m.receiver, syn::Expr::Path(_) | syn::Expr::Field(_));
+        let recv = &m.receiver;
+        let elem = self.infer(&syn::parse_quote!(#recv[0]))?;
+        if !place || !matches!(elem, Ty::Real(_)) || !self.is_constant(recv) {
+            return None;
+        }
+        let (to, i) = (
+            format_ident!("__linear_ad_copy_to"),
+            format_ident!("__linear_ad_copy_i"),
+        );
+        let code = quote! {{
+            let mut #to = vec![0.0; #recv.len()];
+            for #i in 0..#recv.len() {
+                #to[#i] = #recv[#i];
+            }
+        }};
+        self.scopes.push(Default::default());
+        if let Ok(block) = syn::parse2::<syn::Block>(code) {
+            for s in &block.stmts {
+                self.stmt(s);
+            }
+        }
+        let copy = match self.lookup(&to.to_string()) {
+            Some(super::Binding::Active(v, t, _)) => Val::Active(v.clone(), t.clone()),
+            _ => self.placeholder(),
+        };
+        self.scopes.pop();
+        Some(copy)
+    }
+
+    /// Whether the place `e` (a name, or fields of one) is rooted in a
+    /// binding without a derivative: a `#[nondiff]` or integer parameter,
+    /// or a prelude value.
+    fn is_constant(&self, e: &syn::Expr) -> bool {
+        match e {
+            syn::Expr::Field(f) => self.is_constant(&f.base),
+            syn::Expr::Path(p) => p.path.get_ident().is_some_and(|id| {
+                matches!(
+                    self.lookup(&id.to_string()),
+                    Some(super::Binding::Param | super::Binding::Inactive(..))
+                )
+            }),
+            _ => false,
+        }
     }
 
     /// `a[i] = e;` or `a[i] op= e;` on a local array `a` (see
