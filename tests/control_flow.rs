@@ -41,6 +41,51 @@ fn if_else_chains_follow_the_branch_taken() {
     }
 }
 
+/// A branch whose arms are a constant array (`[1.0, 0.0, 0.0]`, `[0.0;
+/// 3]`) and a computed one, as a rotation that is the identity below a
+/// small angle; `is_empty()` of an array choosing a branch.
+#[differentiable]
+pub fn turned(a: f64, x: &[f64]) -> f64 {
+    let row = if a.abs() < 1e-4 {
+        [1.0, 0.0, 0.0]
+    } else if a > 10.0 {
+        [0.0; 3]
+    } else {
+        [a.cos(), -a.sin(), 0.0]
+    };
+    if x.is_empty() {
+        row[0] + row[1]
+    } else {
+        row[0] * x[0] + row[1] * x[x.len() - 1]
+    }
+}
+
+#[test]
+fn constant_arrays_in_branches_and_emptiness() {
+    let x = [0.5, 2.0];
+    for a in [0.0_f64, 5e-5, 0.7, 11.0] {
+        for xs in [&x[..], &[]] {
+            // The row the branch picks, and ∂/∂a of it.
+            let (row, drow) = match a {
+                a if a < 1e-4 => ([1.0, 0.0], [0.0, 0.0]),
+                a if a > 10.0 => ([0.0, 0.0], [0.0, 0.0]),
+                a => ([a.cos(), -a.sin()], [-a.sin(), -a.cos()]),
+            };
+            let (da, gx) = match xs {
+                [] => (drow[0] + drow[1], vec![]),
+                _ => (drow[0] * xs[0] + drow[1] * xs[1], row.to_vec()),
+            };
+            let zero = vec![0.0; xs.len()];
+            let (v, d) = turned_jvp(a, xs, 1.0, &zero);
+            assert_eq!(v, turned(a, xs));
+            assert!(close(d, da, 1e-12), "a = {a}, {xs:?}: {d}, expected {da}");
+            let (_, (ga, g)) = turned_vjp(a, xs, 1.0);
+            assert!(close(ga, da, 1e-12), "a = {a}, {xs:?}: {ga}");
+            assert_eq!(g, gx, "a = {a}, {xs:?}");
+        }
+    }
+}
+
 #[differentiable]
 pub fn horner(x: f64, #[nondiff] c: &[f64]) -> f64 {
     let mut s = 0.0;

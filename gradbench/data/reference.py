@@ -145,6 +145,71 @@ def reproj(v, feat, zero):
     return w * (proj * cam[6] + cam[7:9] - feat)
 
 
+def hand(theta, us, model, corr, points):
+    """ADBench's skinned hand, posed, before the global transform, as
+    GradBench's C++ reference computes it."""
+    parents, base_rel, inv_abs, base_pos, weights, tris, mirrored = model
+    bones = len(parents)
+    pose = jnp.zeros((bones + 3, 3))  # column c of the reference is row c
+    pose = pose.at[0].set(theta[0:3]).at[1].set(1.0).at[2].set(theta[3:6])
+    for f in range(5):
+        t, c = 6 + 4 * f, 5 + 4 * f
+        pose = pose.at[c, 0].set(theta[t]).at[c, 1].set(theta[t + 1])
+        pose = pose.at[c + 1, 0].set(theta[t + 2]).at[c + 2, 0].set(theta[t + 3])
+
+    def euler(xzy):
+        tx, ty, tz = xzy[0], xzy[2], xzy[1]
+        one, zero = jnp.ones(()), jnp.zeros(())
+        rx = jnp.array([[one, zero, zero], [zero, jnp.cos(tx), -jnp.sin(tx)],
+                        [zero, jnp.sin(tx), jnp.cos(tx)]])
+        ry = jnp.array([[jnp.cos(ty), zero, jnp.sin(ty)], [zero, one, zero],
+                        [-jnp.sin(ty), zero, jnp.cos(ty)]])
+        rz = jnp.array([[jnp.cos(tz), -jnp.sin(tz), zero],
+                        [jnp.sin(tz), jnp.cos(tz), zero], [zero, zero, one]])
+        return rz @ ry @ rx
+
+    absolutes = []
+    for b in range(bones):
+        tr = jnp.eye(4).at[:3, :3].set(euler(pose[b + 3]))
+        rel = base_rel[b] @ tr
+        absolutes.append(rel if parents[b] == -1 else absolutes[parents[b]] @ rel)
+    positions = jnp.zeros((3, base_pos.shape[0]))
+    for b in range(bones):
+        moved = (absolutes[b] @ inv_abs[b]) @ base_pos.T
+        positions = positions + moved[:3] * weights[:, b][None, :]
+    if mirrored:
+        positions = positions.at[0].multiply(-1.0)
+    return positions, pose
+
+
+def hand_objective(theta, us, model, corr, points, small_angle):
+    """The residuals; `small_angle` is the branch the reference takes on
+    the global rotation (decided on the concrete input)."""
+    positions, pose = hand(theta, us, model, corr, points)
+    aa = pose[0]
+    norm = jnp.sqrt(jnp.sum(aa**2))
+    if small_angle:
+        r = jnp.eye(3)
+    else:
+        x, y, z = aa / norm
+        s, c = jnp.sin(norm), jnp.cos(norm)
+        r = jnp.array([
+            [x * x + (1 - x * x) * c, x * y * (1 - c) - z * s, x * z * (1 - c) + y * s],
+            [x * y * (1 - c) + z * s, y * y + (1 - y * y) * c, y * z * (1 - c) - x * s],
+            [x * z * (1 - c) - y * s, z * y * (1 - c) + x * s, z * z + (1 - z * z) * c],
+        ])
+    world = r @ positions + pose[2][:, None]
+    tris = model[5]
+    if us.shape[0] == 0:
+        verts = world[:, corr]
+    else:
+        t = tris[corr]
+        u0, u1 = us[:, 0], us[:, 1]
+        verts = (u0[None, :] * world[:, t[:, 0]] + u1[None, :] * world[:, t[:, 1]]
+                 + (1.0 - u0 - u1)[None, :] * world[:, t[:, 2]])
+    return (points.T - verts).T.ravel()
+
+
 def runs(inp):
     return inp | {"min_runs": 1, "min_seconds": 0}
 
@@ -305,6 +370,72 @@ def cases_ba(rng):
     return out
 
 
+def cases_ht(rng):
+    out = []
+    bones = 22
+    for nv, ntri, n, complicated, mirrored, small in [
+        (30, 0, 10, False, False, False),
+        (24, 16, 8, True, False, False),
+        (20, 12, 6, True, True, True),
+    ]:
+        parents = [-1] + [int(rng.integers(0, b)) for b in range(1, bones)]
+
+        def transform():
+            # A rotation (QR of a random matrix) and a translation.
+            q, _ = np.linalg.qr(rng.normal(size=(3, 3)))
+            m = np.eye(4)
+            m[:3, :3], m[:3, 3] = q, rng.normal(size=3)
+            return m
+
+        base_rel = np.array([transform() for _ in range(bones)])
+        inv_abs = np.array([transform() for _ in range(bones)])
+        base_pos = np.ones((nv, 4))
+        base_pos[:, :3] = rng.normal(size=(nv, 3))
+        weights = rng.random((nv, bones)) * (rng.random((nv, bones)) < 0.2)
+        weights[:, 0] += 0.1
+        weights /= weights.sum(axis=1, keepdims=True)
+        tris = rng.integers(0, nv, (max(ntri, 1), 3))
+        corr = rng.integers(0, ntri if complicated else nv, n)
+        points = rng.normal(size=(n, 3))
+        theta = 0.5 * rng.normal(size=26)
+        if small:
+            theta[0:3] = 1e-5
+        us = rng.random((n, 2)) * 0.5 if complicated else np.zeros((0, 2))
+        model_in = {
+            "bone_count": bones,
+            "bone_names": [f"bone{b}" for b in range(bones)],
+            "parents": parents,
+            "base_relatives": floats(base_rel),
+            "inverse_base_absolutes": floats(inv_abs),
+            "base_positions": floats(base_pos),
+            "weights": floats(weights),
+            "triangles": tris.tolist(),
+            "is_mirrored": mirrored,
+        }
+        inp = runs(
+            {
+                "theta": floats(theta),
+                "data": {"model": model_in, "correspondences": corr.tolist(),
+                         "points": floats(points)},
+                "us": floats(us) if complicated else [],
+            }
+        )
+        model = (parents, jnp.array(base_rel), jnp.array(inv_abs),
+                 jnp.array(base_pos), jnp.array(weights), tris, mirrored)
+        f = lambda t, u: hand_objective(t, u, model, corr, jnp.array(points), small)
+        tj, uj = jnp.array(theta), jnp.array(us)
+        jt = np.asarray(jax.jacfwd(f, argnums=0)(tj, uj))
+        columns = [jt]
+        if complicated:
+            ju = np.asarray(jax.jacfwd(f, argnums=1)(tj, uj)).reshape(3 * n, n, 2)
+            # Residual row 3i + k depends on point i's pair only.
+            block = np.array([ju[r, r // 3] for r in range(3 * n)])
+            columns = [block, jt]
+        out.append(("objective", inp, floats(f(tj, uj))))
+        out.append(("jacobian", inp, floats(np.concatenate(columns, axis=1))))
+    return out
+
+
 def main():
     # A fixed seed per eval, so that adding one leaves the others' data be.
     evals = {
@@ -315,6 +446,7 @@ def main():
         "ode": (4, cases_ode),
         "lstm": (5, cases_lstm),
         "ba": (6, cases_ba),
+        "ht": (7, cases_ht),
     }
     for name, (seed, make) in evals.items():
         rng = np.random.default_rng(31337 + seed)

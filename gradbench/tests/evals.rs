@@ -110,6 +110,11 @@ fn ba_matches_jax() {
 }
 
 #[test]
+fn ht_matches_jax() {
+    check("ht");
+}
+
+#[test]
 fn lstm_matches_jax() {
     check("lstm");
 }

@@ -120,6 +120,17 @@ fn workloads(rng: &mut Rng) -> Vec<Workload> {
             functions: ["objective", "jacobian"],
         });
     }
+    for (n, complicated) in [(100, false), (192, false), (100, true), (192, true)] {
+        w.push(Workload {
+            module: "ht",
+            what: format!(
+                "{},n={n}",
+                if complicated { "complicated" } else { "simple" }
+            ),
+            input: hand(rng, n, complicated),
+            functions: ["objective", "jacobian"],
+        });
+    }
     for (l, c) in [(2, 1024), (4, 1024), (2, 4096), (4, 4096)] {
         // 14 bits per character, as ADBench's data.
         let b = 14;
@@ -138,6 +149,68 @@ fn workloads(rng: &mut Rng) -> Vec<Workload> {
         });
     }
     w
+}
+
+/// A hand-tracking input of ADBench's small model's sizes (22 bones, 544
+/// vertices, 1084 triangles) with `n` points: a synthetic skeleton (each
+/// bone's parent before it), transforms of random entries, each vertex
+/// weighted on a few bones.
+fn hand(rng: &mut Rng, n: usize, complicated: bool) -> Value {
+    let (bones, nv, ntri) = (22, 544, 1084);
+    let mut index = |k: usize| (rng.uniform() * k as f64) as usize;
+    let parents: Vec<i64> = (0..bones)
+        .map(|b| if b == 0 { -1 } else { index(b) as i64 })
+        .collect();
+    let triangles: Vec<Vec<usize>> = (0..ntri)
+        .map(|_| vec![index(nv), index(nv), index(nv)])
+        .collect();
+    let correspondences: Vec<usize> = (0..n)
+        .map(|_| index(if complicated { ntri } else { nv }))
+        .collect();
+    let transform = |rng: &mut Rng| {
+        let mut m = rng.rows(4, 4, 1.0, -0.5);
+        m[3] = vec![0.0, 0.0, 0.0, 1.0];
+        m
+    };
+    let base_relatives: Vec<_> = (0..bones).map(|_| transform(rng)).collect();
+    let inverse_base_absolutes: Vec<_> = (0..bones).map(|_| transform(rng)).collect();
+    let base_positions: Vec<Vec<f64>> = (0..nv)
+        .map(|_| {
+            let mut p = rng.vec(3);
+            p.push(1.0);
+            p
+        })
+        .collect();
+    let weights: Vec<Vec<f64>> = (0..nv)
+        .map(|_| {
+            let w: Vec<f64> = rng
+                .vec(bones)
+                .iter()
+                .map(|v| if *v < 0.15 { *v } else { 0.0 })
+                .collect();
+            let s: f64 = w.iter().sum::<f64>() + 1e-3;
+            w.iter().map(|v| v / s).collect()
+        })
+        .collect();
+    json!({
+        "theta": rng.vec(26),
+        "data": {
+            "model": {
+                "bone_count": bones,
+                "bone_names": (0..bones).map(|b| format!("bone{b}")).collect::<Vec<_>>(),
+                "parents": parents,
+                "base_relatives": base_relatives,
+                "inverse_base_absolutes": inverse_base_absolutes,
+                "base_positions": base_positions,
+                "weights": weights,
+                "triangles": triangles,
+                "is_mirrored": false,
+            },
+            "correspondences": correspondences,
+            "points": rng.rows(n, 3, 1.0, 0.0),
+        },
+        "us": if complicated { rng.rows(n, 2, 0.5, 0.0) } else { vec![] },
+    })
 }
 
 /// The median of one function's timings, in seconds.
@@ -172,6 +245,7 @@ const BEST: &[(&str, &str)] = &[
     ("ode", "2.1 (JAX; Enzyme 2.5)"),
     ("gmm", "2.4 (manual; JAX 3.0, Enzyme 7.6)"),
     ("ba", "7.7 (manual; Enzyme 9.7)"),
+    ("ht", "7.7 (manual; Enzyme 47.5)"),
     ("lstm", "2.1 (CoDiPack; Enzyme 2.8)"),
 ];
 

@@ -11,6 +11,7 @@ pub mod ba;
 pub mod det;
 pub mod gmm;
 pub mod hello;
+pub mod ht;
 pub mod llsq;
 pub mod lse;
 pub mod lstm;
@@ -24,7 +25,9 @@ use crate::protocol::{measure, Runs, Timing};
 
 /// The modules this tool implements, sorted, as GradBench's `evals.txt`
 /// lists them.
-pub const MODULES: &[&str] = &["ba", "det", "gmm", "hello", "llsq", "lse", "lstm", "ode"];
+pub const MODULES: &[&str] = &[
+    "ba", "det", "gmm", "hello", "ht", "llsq", "lse", "lstm", "ode",
+];
 
 /// What an evaluation gives: the output as JSON, and one timing per run.
 pub type Evaluated = Result<(Value, Vec<Timing>), String>;
@@ -36,6 +39,7 @@ pub fn evaluate(module: &str, function: &str, input: Value) -> Evaluated {
         "det" => det::evaluate(function, input),
         "gmm" => gmm::evaluate(function, input),
         "hello" => hello::evaluate(function, input),
+        "ht" => ht::evaluate(function, input),
         "llsq" => llsq::evaluate(function, input),
         "lse" => lse::evaluate(function, input),
         "lstm" => lstm::evaluate(function, input),

@@ -882,6 +882,31 @@ pub(super) fn has_constants(s: &Shape) -> bool {
 }
 
 /// Whether `e` is a name or a chain of field reads of one (`p.a.n`).
+/// A constant array literal (`[1.0, 0.0, 0.0]`, `[0.0; 3]`) where the IR
+/// holds the array by value, as a tuple (a branch arm beside a computed
+/// array): the tuple of its elements, which is what the generated code
+/// binds. Anything else is left as it is.
+fn array_as_tuple(tokens: TokenStream, ty: &Ty) -> TokenStream {
+    let Ty::Tuple(ts) = ty else { return tokens };
+    let elems: Vec<syn::Expr> = match syn::parse2::<syn::Expr>(tokens.clone()) {
+        Ok(syn::Expr::Array(a)) => a.elems.into_iter().collect(),
+        Ok(syn::Expr::Repeat(r)) => match &*r.len {
+            syn::Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Int(n),
+                ..
+            }) if n.base10_parse::<usize>().ok() == Some(ts.len()) => {
+                vec![(*r.expr).clone(); ts.len()]
+            }
+            _ => return tokens,
+        },
+        _ => return tokens,
+    };
+    if elems.len() != ts.len() {
+        return tokens;
+    }
+    quote!((#(#elems,)*))
+}
+
 fn name_or_field(e: &syn::Expr) -> bool {
     match e {
         syn::Expr::Path(p) => p.qself.is_none() && p.path.get_ident().is_some(),
@@ -1604,6 +1629,7 @@ impl Lowerer<'_> {
                 var
             }
             Val::Inactive(tokens) => {
+                let tokens = array_as_tuple(tokens, ty);
                 if let (Ty::Real(f), Some(x)) = (ty, float_literal(&tokens)) {
                     return self.emit_nd(
                         "k",
@@ -2529,6 +2555,21 @@ impl Lowerer<'_> {
         if m.method == "len" && m.args.is_empty() {
             if let Some(n) = self.array_len(&recv) {
                 return n;
+            }
+        }
+        if m.method == "is_empty" && m.args.is_empty() {
+            if let Some(Val::Active(n, _)) = self.array_len(&recv) {
+                let zero = self.emit_nd("k", Ty::Int, Expr::Int(0));
+                let prim = Prim::Cmp(Cmp::Eq);
+                let empty = self.emit_nd(
+                    "e",
+                    Ty::Bool,
+                    Expr::Prim {
+                        prim,
+                        args: vec![n, zero],
+                    },
+                );
+                return Val::Active(empty, Ty::Bool);
             }
         }
         // Arrays are values in the IR: a copy only read is the
