@@ -731,7 +731,7 @@ fn main() {
         }
     }
     if let Ok(gradbench) = std::fs::read_to_string(root().join("gradbench/results.md")) {
-        let _ = writeln!(out, "## GradBench\n\nThe GradBench tool's evals (`gradbench/`), timed by the tool itself as GradBench times it (its `evaluate` timings, medians), at GradBench's workload sizes that fit this machine; written by `cargo run --release -p linear-ad-gradbench --bin report`. The ratio is derivative ÷ primal time.\n\n{gradbench}");
+        let _ = writeln!(out, "## GradBench\n\nThe GradBench tool's evals (`gradbench/`), timed by the tool itself as GradBench times it (its `evaluate` timings, medians), at GradBench's workload sizes that fit this machine; written by `cargo run --release -p linear-ad-gradbench --bin report`. The ratio is derivative ÷ primal time. GradBench's figures come from its own machines and harness; a ratio divides by each tool's own primal, so the comparison is indicative. `ht` runs on a synthetic model of ADBench's small model's sizes, `ba` repeats one camera, point and feature as its data files do.\n\n{gradbench}");
     }
     out.push_str("## Reproduce\n\n```sh\ncargo bench -p linear-ad-bench            # about 5 minutes on 2 cores\nbash bench/build_time.sh                   # the build-time comparison, 20 seconds\ncargo run -p linear-ad-bench --bin report  # rewrites BENCHMARKS.md and bench/macro_cost.svg\n```\n");
 
