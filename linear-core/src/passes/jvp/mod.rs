@@ -21,7 +21,10 @@
 //! * JData: an array of reals bound to a Rust constant (`#[nondiff]` data)
 //!   has no tangent at all: it is kept out of Σ like other arrays, and
 //!   its reads have zero tangents. A zero array would cost O(n) to make
-//!   and to read for nothing.
+//!   and to read for nothing. Its reads are constants like literals: a
+//!   loop body reading one bound outside makes its zero tangent inside
+//!   rather than carrying it, so the simplifier removes the products with
+//!   it, and U saves nothing for them.
 //! * JDrop: `drop(J(e))`.
 //! * JPrim for every [`Prim`]: the primal result is bound first and the
 //!   partial derivatives are computed from it where that saves work
@@ -542,7 +545,14 @@ impl Jvp<'_> {
                     if !lin.is_empty() {
                         return Err(self.err("J applies to non-linear bindings only"));
                     }
-                    if is_constant(rhs) {
+                    // A read of data (a `#[nondiff]` array) is as constant
+                    // as a literal: a loop reading it from outside makes a
+                    // zero tangent inside, instead of carrying one, so no
+                    // product with it survives to put its partner on the
+                    // tape.
+                    let data_read =
+                        matches!(rhs, Expr::Index { arr, .. } if self.data.contains(arr));
+                    if is_constant(rhs) || data_read {
                         self.constant.extend(nl.iter().map(|b| b.var.clone()));
                     }
                     // Types first: the right-hand side's nested blocks may
