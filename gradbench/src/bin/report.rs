@@ -89,6 +89,12 @@ fn workloads(rng: &mut Rng) -> Vec<Workload> {
             functions: pg,
         });
     }
+    adbench(rng, &mut w);
+    w
+}
+
+/// The workloads of the evals from ADBench: `gmm`, `ba`, `ht`, `lstm`.
+fn adbench(rng: &mut Rng, w: &mut Vec<Workload>) {
     for (d, k) in [(2, 5), (10, 25), (20, 50)] {
         let n = 1000;
         let width = d * (d + 1) / 2;
@@ -148,7 +154,6 @@ fn workloads(rng: &mut Rng) -> Vec<Workload> {
             functions: ["objective", "jacobian"],
         });
     }
-    w
 }
 
 /// A hand-tracking input of ADBench's small model's sizes (22 bones, 544

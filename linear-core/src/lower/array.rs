@@ -868,11 +868,25 @@ impl Lowerer<'_> {
                 #to[#i] = #from[#i];
             }
         }};
-        self.scopes.push(Default::default());
-        self.set(
+        let from = (
             from.to_string(),
             super::Binding::Active(src, ty.clone(), false),
         );
+        self.lowered_copy(code, &to, Some(from))
+    }
+
+    /// Lowers `code`, a block that builds the array `to`, in a scope of its
+    /// own (holding `bound`, if any), and gives `to`'s value.
+    fn lowered_copy(
+        &mut self,
+        code: TokenStream,
+        to: &proc_macro2::Ident,
+        bound: Option<(String, super::Binding)>,
+    ) -> Val {
+        self.scopes.push(Default::default());
+        if let Some((name, binding)) = bound {
+            self.set(name, binding);
+        }
         if let Ok(block) = syn::parse2::<syn::Block>(code) {
             for s in &block.stmts {
                 self.stmt(s);
@@ -913,18 +927,7 @@ impl Lowerer<'_> {
                 #to[#i] = #recv[#i];
             }
         }};
-        self.scopes.push(Default::default());
-        if let Ok(block) = syn::parse2::<syn::Block>(code) {
-            for s in &block.stmts {
-                self.stmt(s);
-            }
-        }
-        let copy = match self.lookup(&to.to_string()) {
-            Some(super::Binding::Active(v, t, _)) => Val::Active(v.clone(), t.clone()),
-            _ => self.placeholder(),
-        };
-        self.scopes.pop();
-        Some(copy)
+        Some(self.lowered_copy(code, &to, None))
     }
 
     /// Whether the place `e` (a name, or fields of one) is rooted in a
