@@ -881,7 +881,6 @@ pub(super) fn has_constants(s: &Shape) -> bool {
     }
 }
 
-/// Whether `e` is a name or a chain of field reads of one (`p.a.n`).
 /// A constant array literal (`[1.0, 0.0, 0.0]`, `[0.0; 3]`) where the IR
 /// holds the array by value, as a tuple (a branch arm beside a computed
 /// array): the tuple of its elements, which is what the generated code
@@ -907,6 +906,7 @@ fn array_as_tuple(tokens: TokenStream, ty: &Ty) -> TokenStream {
     quote!((#(#elems,)*))
 }
 
+/// Whether `e` is a name or a chain of field reads of one (`p.a.n`).
 fn name_or_field(e: &syn::Expr) -> bool {
     match e {
         syn::Expr::Path(p) => p.qself.is_none() && p.path.get_ident().is_some(),
