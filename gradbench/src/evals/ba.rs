@@ -26,7 +26,6 @@ use serde::{Deserialize, Serialize, Serializer};
 use serde_json::json;
 
 use super::{run, unknown, Evaluated, Input};
-use crate::protocol::Runs;
 
 /// Camera parameters per camera.
 const CAM: usize = 11;
@@ -208,7 +207,6 @@ impl Serialize for SparseMat {
 #[serde(try_from = "Wire")]
 pub struct BaInput {
     pub problem: Problem,
-    pub runs: Runs,
 }
 
 #[derive(Deserialize)]
@@ -220,8 +218,6 @@ struct Wire {
     x: Vec<f64>,
     w: f64,
     feat: Vec<f64>,
-    #[serde(flatten)]
-    runs: Runs,
 }
 
 impl TryFrom<Wire> for BaInput {
@@ -243,18 +239,11 @@ impl TryFrom<Wire> for BaInput {
             feats: w.feat.repeat(w.p),
             obs: (0..w.p).map(|i| (i % w.n, i % w.m)).collect(),
         };
-        Ok(BaInput {
-            problem,
-            runs: w.runs,
-        })
+        Ok(BaInput { problem })
     }
 }
 
-impl Input for BaInput {
-    fn runs(&self) -> Runs {
-        self.runs
-    }
-}
+impl Input for BaInput {}
 
 pub fn evaluate(function: &str, input: serde_json::Value) -> Evaluated {
     match function {

@@ -17,7 +17,6 @@ use linear_ad::differentiable;
 use serde::Deserialize;
 
 use super::{run, unknown, Evaluated, Input};
-use crate::protocol::Runs;
 
 /// det(A), for `a` holding A (ℓ×ℓ, ℓ ≤ 16) in row-major order.
 #[differentiable]
@@ -99,14 +98,9 @@ pub struct DetInput {
     #[serde(rename = "A")]
     pub a: Vec<f64>,
     pub ell: usize,
-    #[serde(flatten)]
-    pub runs: Runs,
 }
 
 impl Input for DetInput {
-    fn runs(&self) -> Runs {
-        self.runs
-    }
     fn problem(&self) -> Option<String> {
         if self.ell == 0 || self.ell > 16 {
             Some(format!(

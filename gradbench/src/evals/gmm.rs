@@ -24,7 +24,6 @@ use linear_ad::differentiable;
 use serde::{Deserialize, Deserializer};
 
 use super::{run, unknown, Evaluated, Input};
-use crate::protocol::Runs;
 
 /// The objective; `means` is k×d, `icf` k×(d + d(d-1)/2) and `x` n×d, all
 /// flat and row-major.
@@ -155,8 +154,6 @@ pub struct GmmInput {
     pub x: Vec<f64>,
     pub gamma: f64,
     pub m: usize,
-    #[serde(flatten)]
-    pub runs: Runs,
 }
 
 /// An array of rows, concatenated; the sizes are checked against `d`,
@@ -167,9 +164,6 @@ fn rows<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<f64>, D::Error> {
 }
 
 impl Input for GmmInput {
-    fn runs(&self) -> Runs {
-        self.runs
-    }
     fn problem(&self) -> Option<String> {
         let width = self.d * (self.d + 1) / 2;
         let sizes = [

@@ -32,7 +32,6 @@ use linear_ad::{differentiable, LinearMap};
 use serde::Deserialize;
 
 use super::{run, unknown, Evaluated, Input};
-use crate::protocol::Runs;
 
 /// The pose parameters.
 const THETA: usize = 26;
@@ -284,7 +283,6 @@ pub struct HtInput {
     pub model: Model,
     pub correspondences: Vec<usize>,
     pub points: Vec<f64>,
-    pub runs: Runs,
 }
 
 #[derive(Deserialize)]
@@ -293,8 +291,6 @@ struct Wire {
     data: WireData,
     #[serde(default)]
     us: Vec<Vec<f64>>,
-    #[serde(flatten)]
-    runs: Runs,
 }
 
 #[derive(Deserialize)]
@@ -381,15 +377,11 @@ impl TryFrom<Wire> for HtInput {
             model,
             correspondences: w.data.correspondences,
             points: flat("points", &w.data.points, 3)?,
-            runs: w.runs,
         })
     }
 }
 
 impl Input for HtInput {
-    fn runs(&self) -> Runs {
-        self.runs
-    }
     fn problem(&self) -> Option<String> {
         (self.points.len() != 3 * self.correspondences.len())
             .then(|| "`points` must have one row per correspondence".into())

@@ -13,7 +13,6 @@ use linear_ad::differentiable;
 use serde::Deserialize;
 
 use super::{run, unknown, Evaluated, Input};
-use crate::protocol::Runs;
 
 /// y(x) over `n` points.
 #[differentiable]
@@ -49,14 +48,9 @@ pub fn gradient(x: &[f64], n: usize) -> Vec<f64> {
 pub struct LlsqInput {
     pub x: Vec<f64>,
     pub n: usize,
-    #[serde(flatten)]
-    pub runs: Runs,
 }
 
 impl Input for LlsqInput {
-    fn runs(&self) -> Runs {
-        self.runs
-    }
     fn problem(&self) -> Option<String> {
         (self.n < 2).then(|| format!("`n` is {}, and the points need n ≥ 2", self.n))
     }

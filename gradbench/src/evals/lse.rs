@@ -10,7 +10,6 @@ use linear_ad::differentiable;
 use serde::Deserialize;
 
 use super::{run, unknown, Evaluated, Input};
-use crate::protocol::Runs;
 
 /// LSE(x), for a non-empty `x`.
 #[differentiable]
@@ -34,14 +33,9 @@ pub fn gradient(x: &[f64]) -> Vec<f64> {
 #[derive(Deserialize)]
 pub struct LseInput {
     pub x: Vec<f64>,
-    #[serde(flatten)]
-    pub runs: Runs,
 }
 
 impl Input for LseInput {
-    fn runs(&self) -> Runs {
-        self.runs
-    }
     fn problem(&self) -> Option<String> {
         self.x.is_empty().then(|| "`x` is empty".into())
     }

@@ -21,7 +21,6 @@ use linear_ad::differentiable;
 use serde::Deserialize;
 
 use super::{run, unknown, Evaluated, Input};
-use crate::protocol::Runs;
 
 /// The loss; `main` is 2l×4b, `extra` 3×b, `state` 2l×b and `sequence`
 /// c×b, all flat and row-major.
@@ -104,7 +103,6 @@ pub struct LstmInput {
     pub l: usize,
     pub c: usize,
     pub b: usize,
-    pub runs: Runs,
 }
 
 /// The input as it comes.
@@ -114,8 +112,6 @@ struct Wire {
     extra_params: Vec<Vec<f64>>,
     state: Vec<Vec<f64>>,
     sequence: Vec<Vec<f64>>,
-    #[serde(flatten)]
-    runs: Runs,
 }
 
 impl TryFrom<Wire> for LstmInput {
@@ -145,15 +141,11 @@ impl TryFrom<Wire> for LstmInput {
             l,
             c,
             b,
-            runs: w.runs,
         })
     }
 }
 
 impl Input for LstmInput {
-    fn runs(&self) -> Runs {
-        self.runs
-    }
     fn problem(&self) -> Option<String> {
         if self.l == 0 || self.b == 0 {
             Some(

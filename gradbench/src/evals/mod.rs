@@ -18,7 +18,7 @@ pub mod lstm;
 pub mod ode;
 
 use serde::de::DeserializeOwned;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::protocol::{measure, Runs, Timing};
@@ -50,22 +50,29 @@ pub fn evaluate(module: &str, function: &str, input: Value) -> Evaluated {
     }
 }
 
-/// An input that knows how often to run and whether its sizes agree.
+/// An eval's input, which knows whether its sizes agree.
 pub(crate) trait Input: DeserializeOwned {
-    fn runs(&self) -> Runs;
     /// Why the computation cannot run on this input, if it cannot.
     fn problem(&self) -> Option<String> {
         None
     }
 }
 
-/// Decodes `input`, checks it, and times `f` on it; only `f` is timed.
+/// Decodes `input`, checks it, and times `f` on it; only `f` is timed. How
+/// often to run is read from the same object (`min_runs`, `min_seconds`,
+/// which the eval's own fields ignore); an input that is not an object
+/// (`hello`'s number) runs once.
 pub(crate) fn run<I: Input, O: Serialize>(input: Value, f: impl Fn(&I) -> O) -> Evaluated {
-    let input: I = serde_json::from_value(input).map_err(|e| format!("bad input: {e}"))?;
+    let bad = |e: serde_json::Error| format!("bad input: {e}");
+    let runs = match input {
+        Value::Object(_) => Runs::deserialize(&input).map_err(bad)?,
+        _ => Runs::default(),
+    };
+    let input: I = serde_json::from_value(input).map_err(bad)?;
     if let Some(problem) = input.problem() {
         return Err(format!("bad input: {problem}"));
     }
-    let (output, timings) = measure(input.runs(), || f(&input));
+    let (output, timings) = measure(runs, || f(&input));
     let output = serde_json::to_value(output).map_err(|e| format!("bad output: {e}"))?;
     Ok((output, timings))
 }

@@ -14,7 +14,6 @@ use linear_ad::differentiable;
 use serde::Deserialize;
 
 use super::{run, unknown, Evaluated, Input};
-use crate::protocol::Runs;
 
 /// y(2) after `s` Runge-Kutta steps.
 #[differentiable]
@@ -75,14 +74,9 @@ pub fn gradient(x: &[f64], s: usize) -> Vec<f64> {
 pub struct OdeInput {
     pub x: Vec<f64>,
     pub s: usize,
-    #[serde(flatten)]
-    pub runs: Runs,
 }
 
 impl Input for OdeInput {
-    fn runs(&self) -> Runs {
-        self.runs
-    }
     fn problem(&self) -> Option<String> {
         if self.x.is_empty() {
             Some("`x` is empty".into())
