@@ -13,7 +13,7 @@
 //!
 //! The protocol in brief (see [`protocol`] for the types):
 //! - `start`, `analysis` and any unknown kind: the response is the `id`.
-//! - `define`: `success` is whether [`evals::MODULES`] has the module.
+//! - `define`: `success` is whether [`evals::modules`] has the module.
 //! - `evaluate`: the function is run at least `min_runs` times and until
 //!   the runs add up to `min_seconds`; the response has the last run's
 //!   `output` and one `"evaluate"` timing per run, measured around the

@@ -132,7 +132,7 @@ pub fn respond(line: &str) -> Response {
 
 fn define(id: Value, message: Value) -> Response {
     match serde_json::from_value::<Define>(message) {
-        Ok(d) if evals::MODULES.contains(&d.module.as_str()) => Response {
+        Ok(d) if evals::modules().any(|m| m == d.module) => Response {
             id,
             success: Some(true),
             ..Response::default()

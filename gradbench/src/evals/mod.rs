@@ -23,28 +23,36 @@ use serde_json::Value;
 
 use crate::protocol::{measure, Runs, Timing};
 
-/// The modules this tool implements, sorted, as GradBench's `evals.txt`
-/// lists them.
-pub const MODULES: &[&str] = &[
-    "ba", "det", "gmm", "hello", "ht", "llsq", "lse", "lstm", "ode",
-];
-
 /// What an evaluation gives: the output as JSON, and one timing per run.
 pub type Evaluated = Result<(Value, Vec<Timing>), String>;
 
+/// A module's dispatch: its function of this name on this input.
+type Eval = fn(&str, Value) -> Evaluated;
+
+/// The modules this tool implements, sorted as GradBench's `evals.txt`
+/// lists them, each with its dispatch.
+const EVALS: &[(&str, Eval)] = &[
+    ("ba", ba::evaluate),
+    ("det", det::evaluate),
+    ("gmm", gmm::evaluate),
+    ("hello", hello::evaluate),
+    ("ht", ht::evaluate),
+    ("llsq", llsq::evaluate),
+    ("lse", lse::evaluate),
+    ("lstm", lstm::evaluate),
+    ("ode", ode::evaluate),
+];
+
+/// The names of the modules this tool implements, sorted.
+pub fn modules() -> impl Iterator<Item = &'static str> {
+    EVALS.iter().map(|(name, _)| *name)
+}
+
 /// Runs `function` of `module` on `input`.
 pub fn evaluate(module: &str, function: &str, input: Value) -> Evaluated {
-    match module {
-        "ba" => ba::evaluate(function, input),
-        "det" => det::evaluate(function, input),
-        "gmm" => gmm::evaluate(function, input),
-        "hello" => hello::evaluate(function, input),
-        "ht" => ht::evaluate(function, input),
-        "llsq" => llsq::evaluate(function, input),
-        "lse" => lse::evaluate(function, input),
-        "lstm" => lstm::evaluate(function, input),
-        "ode" => ode::evaluate(function, input),
-        _ => Err(format!(
+    match EVALS.iter().find(|(name, _)| *name == module) {
+        Some((_, eval)) => eval(function, input),
+        None => Err(format!(
             "linear-ad has no implementation of the module `{module}`"
         )),
     }
