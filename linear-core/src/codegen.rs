@@ -1108,6 +1108,12 @@ fn replay_driver(
     (setup, quote!(#count), looped)
 }
 
+/// `x op y` for an operator's symbol (`<=`, `<<`).
+fn infix(symbol: &str, x: &syn::Ident, y: &syn::Ident) -> TokenStream {
+    let op: TokenStream = symbol.parse().unwrap_or_default();
+    quote!(#x #op #y)
+}
+
 fn gen_prim(prim: Prim, a: &[syn::Ident], names: &Names, args: &[Var]) -> TokenStream {
     let x = &a[0];
     let float = names
@@ -1159,11 +1165,7 @@ fn gen_prim(prim: Prim, a: &[syn::Ident], names: &Names, args: &[Var]) -> TokenS
             };
             quote!(#x #op #y)
         }
-        Prim::Cmp(c) => {
-            let y = &a[1];
-            let op: TokenStream = c.symbol().parse().unwrap_or_default();
-            quote!(#x #op #y)
-        }
+        Prim::Cmp(c) => infix(c.symbol(), x, &a[1]),
         Prim::RemEuclid if float == Float::Generic => {
             // `num_traits::Float` has no `rem_euclid`: std's definition.
             let (y, zero) = (&a[1], float_lit(0.0, float));
@@ -1171,11 +1173,7 @@ fn gen_prim(prim: Prim, a: &[syn::Ident], names: &Names, args: &[Var]) -> TokenS
             quote!({ let #r = #x % #y; if #r < #zero { #r + #y.abs() } else { #r } })
         }
         Prim::INeg => quote!(-#x),
-        Prim::IBit(b) => {
-            let y = &a[1];
-            let op: TokenStream = b.symbol().parse().unwrap_or_default();
-            quote!(#x #op #y)
-        }
+        Prim::IBit(b) => infix(b.symbol(), x, &a[1]),
         Prim::INot | Prim::Not => quote!(!#x),
         Prim::ToReal(Float::F64) => quote!((#x as f64)),
         Prim::ToReal(Float::F32) => quote!((#x as f32)),
