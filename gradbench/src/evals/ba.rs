@@ -85,7 +85,11 @@ pub fn w_error(w: f64) -> f64 {
     1.0 - w * w
 }
 
-/// The problem with every camera, point, weight and feature spelled out.
+/// The problem with every camera, point, weight and feature spelled out;
+/// decoded from the eval's input, which gives one of each and how often
+/// they repeat.
+#[derive(Deserialize)]
+#[serde(try_from = "Wire")]
 pub struct Problem {
     pub n: usize,
     pub m: usize,
@@ -202,13 +206,7 @@ impl Serialize for SparseMat {
     }
 }
 
-/// The eval's input: one of each, and how often they repeat.
-#[derive(Deserialize)]
-#[serde(try_from = "Wire")]
-pub struct BaInput {
-    pub problem: Problem,
-}
-
+/// The input as it comes.
 #[derive(Deserialize)]
 struct Wire {
     n: usize,
@@ -220,7 +218,7 @@ struct Wire {
     feat: Vec<f64>,
 }
 
-impl TryFrom<Wire> for BaInput {
+impl TryFrom<Wire> for Problem {
     type Error = String;
     fn try_from(w: Wire) -> Result<Self, String> {
         if w.cam.len() != CAM || w.x.len() != 3 || w.feat.len() != 2 {
@@ -229,7 +227,7 @@ impl TryFrom<Wire> for BaInput {
         if w.n == 0 || w.m == 0 || w.p == 0 {
             return Err("`n`, `m` and `p` must be positive".into());
         }
-        let problem = Problem {
+        Ok(Problem {
             n: w.n,
             m: w.m,
             p: w.p,
@@ -238,17 +236,16 @@ impl TryFrom<Wire> for BaInput {
             w: vec![w.w; w.p],
             feats: w.feat.repeat(w.p),
             obs: (0..w.p).map(|i| (i % w.n, i % w.m)).collect(),
-        };
-        Ok(BaInput { problem })
+        })
     }
 }
 
-impl Input for BaInput {}
+impl Input for Problem {}
 
 pub fn evaluate(function: &str, input: serde_json::Value) -> Evaluated {
     match function {
-        "objective" => run(input, |i: &BaInput| objective(&i.problem)),
-        "jacobian" => run(input, |i: &BaInput| jacobian(&i.problem)),
+        "objective" => run(input, objective),
+        "jacobian" => run(input, jacobian),
         _ => unknown("ba", function, &["objective", "jacobian"]),
     }
 }
