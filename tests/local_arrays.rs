@@ -7,7 +7,7 @@
 //! differences and forward against reverse mode, in debug and release
 //! builds alike.
 
-use linear_ad::differentiable;
+use linear_ad::{differentiable, TapeSize};
 
 /// A dense matrix-vector product into a local buffer, then a weighted sum
 /// of its squares: `sum_i w_i (A x)_i^2`, A row-major.
@@ -73,6 +73,26 @@ fn squares_until(x: &[f64], stop: f64) -> f64 {
         y[i] = x[i] * x[i];
     }
     y.iter().sum::<f64>()
+}
+
+/// A recurrence over a local array, then a product over every other
+/// element from the last: the first loop's reverse pass needs `y[i - 1]`
+/// per iteration (a value of the array it overwrites), the second the
+/// running product and the sine's cosine; both read `x` again at an
+/// index computed from the loop's.
+#[differentiable]
+fn recurrence_then_product(x: &[f64]) -> f64 {
+    let n = x.len();
+    let mut y = vec![0.0; n];
+    y[0] = x[0];
+    for i in 1..n {
+        y[i] = 0.5 * x[i] * y[i - 1] + x[i];
+    }
+    let mut p = 1.0;
+    for i in (1..n).step_by(2).rev() {
+        p *= (x[i - 1] + y[i]).sin();
+    }
+    p
 }
 
 const H: f64 = 1e-6;
@@ -155,4 +175,26 @@ fn a_loop_left_early_writes_only_what_it_reached() {
     assert_close(&g, &fd(|x| squares_until(x, 3.0), &x));
     assert_eq!(g, vec![1.0, 3.0, 0.0, 0.0]);
     assert_eq!(gs, 0.0);
+}
+
+#[test]
+fn a_loop_index_is_not_saved_per_iteration() {
+    let x: Vec<f64> = (0..9).map(|i| 0.3 + 0.1 * (i as f64).cos()).collect();
+    let (v, g) = recurrence_then_product_vjp(&x, 1.0);
+    assert_eq!(v, recurrence_then_product(&x));
+    assert_close(&g, &fd(recurrence_then_product, &x));
+    let dx: Vec<f64> = (0..9).map(|i| (i as f64 * 0.7).sin()).collect();
+    let (_, dv) = recurrence_then_product_jvp(&x, &dx);
+    let want: f64 = g.iter().zip(&dx).map(|(a, b)| a * b).sum();
+    assert!(close(dv, want, 1e-12), "{dv} vs {want}");
+    // 100 more elements: 100 more iterations of the recurrence, which
+    // save `0.5 * x[i]` and `y[i - 1]` (16 bytes), and 50 more of the
+    // product, which save the product, the sine and its cosine (24
+    // bytes). Their indices (`i` and `i - 1`, another 16 bytes each) come
+    // from the range again in the reverse pass.
+    let bytes = |n: usize| {
+        let x: Vec<f64> = (0..n).map(|i| 0.3 + 0.1 * (i as f64).cos()).collect();
+        recurrence_then_product_lin(&x).1.tape_bytes()
+    };
+    assert_eq!(bytes(201) - bytes(101), 100 * 16 + 50 * 24);
 }

@@ -37,6 +37,8 @@
 //!    integer (a declared trip count, `range(lo, hi; n)`, depends on
 //!    values: the interpreter checks it); a list loop's element has the
 //!    list's element type, whatever the list's declared length; a
+//!    zipped loop is both (that the list has one element per index
+//!    depends on values: the interpreter checks it); a
 //!    `while` condition returns one bool and reads no linear variable; a
 //!    replay starts from a value of its state's type, counts with an int,
 //!    keeps at least one snapshot, and its `next`, which sees the state
@@ -877,25 +879,19 @@ impl Checker<'_> {
                 hi,
                 step,
                 ..
+            } => self.range(index, [lo, hi].into_iter().chain(step))?,
+            Iter::Each { elem, list, .. } => self.list(elem, list)?,
+            Iter::Zip {
+                index,
+                lo,
+                hi,
+                step,
+                elem,
+                list,
+                ..
             } => {
-                for v in [lo, hi].into_iter().chain(step) {
-                    let t = self.use_var(v, false)?;
-                    if t != Ty::Int {
-                        return Err(format!("loop bound or step `{v}` has type {t}, not int"));
-                    }
-                }
-                if index.ty != Ty::Int {
-                    return Err(format!("loop index `{}` must have type int", index.var));
-                }
-            }
-            Iter::Each { elem, list, .. } => {
-                let t = self.use_var(list, false)?;
-                if !matches!(&t, Ty::List(e, _) if **e == elem.ty) {
-                    return Err(format!(
-                        "loop over `{list}: {t}` binds `{}: {}`",
-                        elem.var, elem.ty
-                    ));
-                }
+                self.range(index, [lo, hi].into_iter().chain(step))?;
+                self.list(elem, list)?;
             }
             Iter::While { .. } => {}
             Iter::Replay {
@@ -924,6 +920,32 @@ impl Checker<'_> {
         Ok(())
     }
 
+    /// A range header: int bounds and step, an int index.
+    fn range<'v>(&mut self, index: &Binder, bounds: impl Iterator<Item = &'v Var>) -> Res<()> {
+        for v in bounds {
+            let t = self.use_var(v, false)?;
+            if t != Ty::Int {
+                return Err(format!("loop bound or step `{v}` has type {t}, not int"));
+            }
+        }
+        if index.ty != Ty::Int {
+            return Err(format!("loop index `{}` must have type int", index.var));
+        }
+        Ok(())
+    }
+
+    /// A list header: the element binder has the list's element type.
+    fn list(&mut self, elem: &Binder, list: &Var) -> Res<()> {
+        let t = self.use_var(list, false)?;
+        if !matches!(&t, Ty::List(e, _) if **e == elem.ty) {
+            return Err(format!(
+                "loop over `{list}: {t}` binds `{}: {}`",
+                elem.var, elem.ty
+            ));
+        }
+        Ok(())
+    }
+
     /// Invariant 8.
     fn loop_(&mut self, l: &Loop) -> Res<(Vec<Ty>, Vec<Ty>)> {
         let mut scope = Vec::new();
@@ -943,7 +965,7 @@ impl Checker<'_> {
         }
         let outer = self.linear_uses();
         self.loops += 1;
-        if let Some(b) = l.iter.binder() {
+        for b in l.iter.binders() {
             self.bind(b, false)?;
             scope.push((b.var.clone(), false));
         }

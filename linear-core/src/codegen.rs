@@ -894,10 +894,9 @@ fn match_sum(
     }
 }
 
-/// The iterator a range or list loop runs over, and the statement binding
-/// its index or element from `item` (`while` loops have neither). A list
-/// held by reference is iterated by reference; its `Copy` elements are
-/// copied out.
+/// The iterator a range, list or zipped loop runs over, and the statements
+/// binding its index or element (or both) from `item` (`while` loops have
+/// neither).
 fn loop_header(iter: &Iter, item: &syn::Ident, names: &mut Names) -> (TokenStream, TokenStream) {
     match iter {
         Iter::Range {
@@ -908,38 +907,31 @@ fn loop_header(iter: &Iter, item: &syn::Ident, names: &mut Names) -> (TokenStrea
             rev,
             ..
         } => {
-            let (lo, hi) = (names.ident(lo), names.ident(hi));
-            let mut range = quote!((#lo..#hi));
-            if let Some(s) = step {
-                let s = names.ident(s);
-                range = quote!(#range.step_by(#s));
-            }
-            if *rev {
-                range = quote!(#range.rev());
-            }
+            let range = range_iter((lo, hi, step.as_ref()), *rev, names);
             let i = names.ident(&index.var);
             (range, quote!(let #i = #item;))
         }
-        Iter::Each { elem, list, rev } => {
-            let whole = names.hold(list);
-            let lid = names.ident(list);
-            let e = names.ident(&elem.var);
-            let h = Names::part_hold(&elem.ty, whole);
-            names.holds.insert(elem.var.clone(), h);
-            let mut src = if whole == Hold::Owned {
-                quote!(#lid.into_iter())
-            } else {
-                quote!(#lid.iter())
-            };
-            if *rev {
-                src = quote!(#src.rev());
-            }
-            let bind = if whole != Hold::Owned && h == Hold::Owned {
-                quote!(let #e = *#item;)
-            } else {
-                quote!(let #e = #item;)
-            };
-            (src, bind)
+        Iter::Each { elem, list, rev } => list_iter(elem, list, *rev, item, names),
+        Iter::Zip {
+            index,
+            lo,
+            hi,
+            step,
+            desc,
+            elem,
+            list,
+            rev,
+        } => {
+            // Both reversed, then zipped: the same pairs as the reversed
+            // zip, without asking the range for its length.
+            let range = range_iter((lo, hi, step.as_ref()), *desc != *rev, names);
+            let each = names.temp("elem");
+            let (src, bind) = list_iter(elem, list, *rev, &each, names);
+            let i = names.ident(&index.var);
+            (
+                quote!(#range.zip(#src)),
+                quote!(let (#i, #each) = #item; #bind),
+            )
         }
         Iter::While { .. } => (quote!(), quote!()),
         Iter::Replay { state, .. } => {
@@ -947,6 +939,55 @@ fn loop_header(iter: &Iter, item: &syn::Ident, names: &mut Names) -> (TokenStrea
             (quote!(), quote!(let #s = #item;))
         }
     }
+}
+
+/// The iterator over a range's indices.
+fn range_iter(
+    (lo, hi, step): (&Var, &Var, Option<&Var>),
+    rev: bool,
+    names: &mut Names,
+) -> TokenStream {
+    let (lo, hi) = (names.ident(lo), names.ident(hi));
+    let mut range = quote!((#lo..#hi));
+    if let Some(s) = step {
+        let s = names.ident(s);
+        range = quote!(#range.step_by(#s));
+    }
+    if rev {
+        range = quote!(#range.rev());
+    }
+    range
+}
+
+/// The iterator over a list's elements, and the statement binding `elem`
+/// from `item`. A list held by reference is iterated by reference; its
+/// `Copy` elements are copied out.
+fn list_iter(
+    elem: &Binder,
+    list: &Var,
+    rev: bool,
+    item: &syn::Ident,
+    names: &mut Names,
+) -> (TokenStream, TokenStream) {
+    let whole = names.hold(list);
+    let lid = names.ident(list);
+    let e = names.ident(&elem.var);
+    let h = Names::part_hold(&elem.ty, whole);
+    names.holds.insert(elem.var.clone(), h);
+    let mut src = if whole == Hold::Owned {
+        quote!(#lid.into_iter())
+    } else {
+        quote!(#lid.iter())
+    };
+    if rev {
+        src = quote!(#src.rev());
+    }
+    let bind = if whole != Hold::Owned && h == Hold::Owned {
+        quote!(let #e = *#item;)
+    } else {
+        quote!(let #e = #item;)
+    };
+    (src, bind)
 }
 
 /// A `while` loop over the state `st`, bound to `state` for the
@@ -1018,7 +1059,7 @@ fn gen_loop(l: &Loop, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
             let each = quote!(#bind_item #unpack_state #step);
             replay_driver(&l.iter, &it, &item, each, names, calls)
         }
-        Iter::Range { .. } | Iter::Each { .. } => {
+        Iter::Range { .. } | Iter::Each { .. } | Iter::Zip { .. } => {
             let looped = quote! {
                 for #item in #it {
                     #bind_item

@@ -553,31 +553,46 @@ impl Machine<'_> {
                 trip,
                 ..
             } => {
-                let (lo, hi) = (int(env, lo)?, int(env, hi)?);
-                let step = step.as_ref().map_or(Ok(1), |s| int(env, s))?;
-                if step <= 0 {
-                    return Err(EvalError(format!("loop step {step} is not positive")));
-                }
-                let n = if hi > lo { (hi - lo - 1) / step + 1 } else { 0 };
-                if n > MAX_ITERATIONS {
-                    return Err(EvalError(format!("loop of {n} iterations")));
-                }
-                if trip.is_some_and(|t| t != n as u64) {
-                    return Err(EvalError(format!(
-                        "loop declared with {} iterations runs {n}",
-                        trip.unwrap_or(0)
-                    )));
-                }
-                let mut v: Vec<Value> = (0..n).map(|k| Value::Int(lo + k * step)).collect();
+                let mut v = Self::range(env, (lo, hi, step.as_ref()), *trip)?;
                 if *rev {
                     v.reverse();
                 }
                 v
             }
             Iter::Each { list, rev, .. } => {
-                let Value::List(mut v) = Self::get(env, list)? else {
-                    return Err(EvalError(format!("`{list}` is not a list")));
-                };
+                let mut v = Self::list(env, list)?;
+                if *rev {
+                    v.reverse();
+                }
+                v
+            }
+            Iter::Zip {
+                lo,
+                hi,
+                step,
+                desc,
+                list,
+                rev,
+                ..
+            } => {
+                let mut range = Self::range(env, (lo, hi, step.as_ref()), None)?;
+                if *desc {
+                    range.reverse();
+                }
+                let list = Self::list(env, list)?;
+                if list.len() != range.len() {
+                    return Err(EvalError(format!(
+                        "a zipped loop over {} indices reads a list of {}",
+                        range.len(),
+                        list.len()
+                    )));
+                }
+                // One value per iteration, the pair (index, element).
+                let mut v: Vec<Value> = range
+                    .into_iter()
+                    .zip(list)
+                    .map(|(i, e)| Value::Tuple(vec![i, e]))
+                    .collect();
                 if *rev {
                     v.reverse();
                 }
@@ -617,6 +632,41 @@ impl Machine<'_> {
         }))
     }
 
+    /// The indices of a range, in order; `trip` is its declared length.
+    fn range(
+        env: &Env,
+        (lo, hi, step): (&Var, &Var, Option<&Var>),
+        trip: Option<u64>,
+    ) -> Result<Vec<Value>, EvalError> {
+        let int = |v: &Var| match Self::get(env, v)? {
+            Value::Int(n) => Ok(n),
+            _ => Err(EvalError(format!("`{v}` is not an integer"))),
+        };
+        let (lo, hi) = (int(lo)?, int(hi)?);
+        let step = step.map_or(Ok(1), int)?;
+        if step <= 0 {
+            return Err(EvalError(format!("loop step {step} is not positive")));
+        }
+        let n = if hi > lo { (hi - lo - 1) / step + 1 } else { 0 };
+        if n > MAX_ITERATIONS {
+            return Err(EvalError(format!("loop of {n} iterations")));
+        }
+        if trip.is_some_and(|t| t != n as u64) {
+            return Err(EvalError(format!(
+                "loop declared with {} iterations runs {n}",
+                trip.unwrap_or(0)
+            )));
+        }
+        Ok((0..n).map(|k| Value::Int(lo + k * step)).collect())
+    }
+
+    fn list(env: &Env, list: &Var) -> Result<Vec<Value>, EvalError> {
+        match Self::get(env, list)? {
+            Value::List(v) => Ok(v),
+            _ => Err(EvalError(format!("`{list}` is not a list"))),
+        }
+    }
+
     fn loop_(&mut self, l: &Loop, env: &mut Env) -> Result<(Vec<Value>, Vec<Value>), EvalError> {
         let mut nl: Vec<Value> =
             l.nl.iter()
@@ -637,8 +687,16 @@ impl Machine<'_> {
             match (&items, &l.iter) {
                 (Some(items), _) => {
                     let Some(item) = items.get(k) else { break };
-                    if let Some(b) = l.iter.binder() {
-                        env.insert(b.var.clone(), item.clone());
+                    match (l.iter.binders().as_slice(), item) {
+                        ([], _) => {}
+                        ([b], item) => {
+                            env.insert(b.var.clone(), item.clone());
+                        }
+                        ([i, e], Value::Tuple(pair)) if pair.len() == 2 => {
+                            env.insert(i.var.clone(), pair[0].clone());
+                            env.insert(e.var.clone(), pair[1].clone());
+                        }
+                        _ => return Err(EvalError("a zipped loop's item is a pair".into())),
                     }
                 }
                 (None, Iter::While { cond }) => {

@@ -1000,6 +1000,22 @@ pub enum Iter {
     },
     /// `elem` over the elements of a list, in reverse order if `rev`.
     Each { elem: Binder, list: Var, rev: bool },
+    /// `index` over a range, as [`Iter::Range`] (descending if `desc`), in
+    /// step with `elem` over a list of one element per index: the list's
+    /// k-th element goes with the range's k-th index in the range's
+    /// order; the pairs are visited in reverse order if `rev`. U makes the
+    /// residual of a range loop one, so that a per-iteration record need
+    /// not hold the index: it comes from the range again.
+    Zip {
+        index: Binder,
+        lo: Var,
+        hi: Var,
+        step: Option<Var>,
+        desc: bool,
+        elem: Binder,
+        list: Var,
+        rev: bool,
+    },
     /// As long as `cond` (a non-linear expression of the carried
     /// non-linear state and outer non-linear variables, returning a bool)
     /// holds.
@@ -1032,18 +1048,28 @@ impl Iter {
                 v
             }
             Iter::Each { list, .. } => vec![list.clone()],
+            Iter::Zip {
+                lo, hi, step, list, ..
+            } => {
+                let mut v = vec![lo.clone(), hi.clone()];
+                v.extend(step.iter().cloned());
+                v.push(list.clone());
+                v
+            }
             Iter::While { .. } => vec![],
             Iter::Replay { init, count, .. } => vec![init.clone(), count.clone()],
         }
     }
 
-    /// The variable the header binds for the body, if any.
-    pub fn binder(&self) -> Option<&Binder> {
+    /// The variables the header binds for the body: none, one, or a
+    /// zipped loop's index and element.
+    pub fn binders(&self) -> Vec<&Binder> {
         match self {
-            Iter::Range { index, .. } => Some(index),
-            Iter::Each { elem, .. } => Some(elem),
-            Iter::While { .. } => None,
-            Iter::Replay { state, .. } => Some(state),
+            Iter::Range { index, .. } => vec![index],
+            Iter::Each { elem, .. } => vec![elem],
+            Iter::Zip { index, elem, .. } => vec![index, elem],
+            Iter::While { .. } => vec![],
+            Iter::Replay { state, .. } => vec![state],
         }
     }
 
@@ -1054,7 +1080,7 @@ impl Iter {
         match self {
             Iter::While { cond } => Some(cond),
             Iter::Replay { next, .. } => Some(next),
-            Iter::Range { .. } | Iter::Each { .. } => None,
+            Iter::Range { .. } | Iter::Each { .. } | Iter::Zip { .. } => None,
         }
     }
 
@@ -1063,7 +1089,7 @@ impl Iter {
         match self {
             Iter::While { cond } => Some(cond),
             Iter::Replay { next, .. } => Some(next),
-            Iter::Range { .. } | Iter::Each { .. } => None,
+            Iter::Range { .. } | Iter::Each { .. } | Iter::Zip { .. } => None,
         }
     }
 
@@ -1087,6 +1113,25 @@ impl Iter {
                 trip: *trip,
             },
             Iter::Each { elem, list, rev } => Iter::Each {
+                elem: elem.clone(),
+                list: var(list),
+                rev: *rev,
+            },
+            Iter::Zip {
+                index,
+                lo,
+                hi,
+                step,
+                desc,
+                elem,
+                list,
+                rev,
+            } => Iter::Zip {
+                index: index.clone(),
+                lo: var(lo),
+                hi: var(hi),
+                step: step.as_ref().map(&var),
+                desc: *desc,
                 elem: elem.clone(),
                 list: var(list),
                 rev: *rev,
@@ -1127,6 +1172,13 @@ impl Iter {
                 list: list.clone(),
                 rev: !rev,
             }),
+            Iter::Zip { .. } => {
+                let mut it = self.clone();
+                if let Iter::Zip { rev, .. } = &mut it {
+                    *rev = !*rev;
+                }
+                Some(it)
+            }
             Iter::While { .. } => None,
             Iter::Replay { .. } => {
                 let mut it = self.clone();
@@ -1146,7 +1198,7 @@ impl Loop {
         let mut nl: Vec<Ty> = self.nl.iter().map(|(b, _)| b.ty.clone()).collect();
         let trip = match &self.iter {
             Iter::Range { trip, .. } => *trip,
-            Iter::Each { .. } | Iter::While { .. } | Iter::Replay { .. } => None,
+            Iter::Each { .. } | Iter::Zip { .. } | Iter::While { .. } | Iter::Replay { .. } => None,
         };
         nl.extend(
             self.collect

@@ -706,13 +706,32 @@ impl Parser {
                     None
                 };
                 self.expect(")")?;
-                Iter::Range {
-                    index: b,
-                    lo,
-                    hi,
-                    step,
-                    rev: rev(self),
-                    trip,
+                let desc = rev(self);
+                if self.is_kw("zip") && trip.is_none() {
+                    self.next();
+                    let var = self.ident()?;
+                    self.expect(":")?;
+                    let ty = self.ty()?;
+                    self.expect_kw("in")?;
+                    Iter::Zip {
+                        index: b,
+                        lo,
+                        hi,
+                        step,
+                        desc,
+                        elem: Binder { var, ty },
+                        list: self.ident()?,
+                        rev: rev(self),
+                    }
+                } else {
+                    Iter::Range {
+                        index: b,
+                        lo,
+                        hi,
+                        step,
+                        rev: desc,
+                        trip,
+                    }
                 }
             }
         } else if self.is_kw("replay") {

@@ -140,7 +140,7 @@ pub fn for_each_binder(e: &Expr, f: &mut impl FnMut(&Binder, bool)) {
             }
         }
         Expr::Loop(l) => {
-            if let Some(b) = l.iter.binder() {
+            for b in l.iter.binders() {
                 f(b, false);
             }
             l.nl.iter().for_each(|(b, _)| f(b, false));
@@ -478,6 +478,7 @@ pub fn expr_size(e: &Expr) -> usize {
             let header = match &l.iter {
                 Iter::Range { step, .. } => 3 + usize::from(step.is_some()),
                 Iter::Each { .. } => 2,
+                Iter::Zip { step, .. } => 5 + usize::from(step.is_some()),
                 Iter::While { cond } => expr_size(cond),
                 Iter::Replay { next, .. } => 4 + expr_size(next),
             };
@@ -746,6 +747,21 @@ pub fn rename_all(e: &mut Expr, map: &HashMap<Var, Var>) {
                 Iter::Each { elem, list, .. } => {
                     rename_binder(elem, map);
                     rename_var(list, map);
+                }
+                Iter::Zip {
+                    index,
+                    lo,
+                    hi,
+                    step,
+                    elem,
+                    list,
+                    ..
+                } => {
+                    rename_binder(index, map);
+                    rename_binder(elem, map);
+                    for v in [lo, hi, list].into_iter().chain(step) {
+                        rename_var(v, map);
+                    }
                 }
                 Iter::While { cond } => rename_all(cond, map),
                 Iter::Replay {

@@ -425,6 +425,25 @@ fn loop_(out: &mut String, l: &Loop, depth: usize) {
             out.push(')');
             rev(out, *r);
         }
+        Iter::Zip {
+            index,
+            lo,
+            hi,
+            step,
+            desc,
+            elem,
+            list,
+            rev: r,
+        } => {
+            let _ = write!(out, "for {}: {} in range({lo}, {hi}", index.var, index.ty);
+            if let Some(s) = step {
+                let _ = write!(out, ", {s}");
+            }
+            out.push(')');
+            rev(out, *desc);
+            let _ = write!(out, " zip {}: {} in {list}", elem.var, elem.ty);
+            rev(out, *r);
+        }
         Iter::Each { elem, list, rev: r } => {
             let _ = write!(out, "each {}: {} in {list}", elem.var, elem.ty);
             rev(out, *r);

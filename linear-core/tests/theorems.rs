@@ -77,6 +77,10 @@ struct Stats {
     /// Programs whose residual runs a loop over its range again, with no
     /// per-iteration record (it reads the arrays again).
     reread_loops: u64,
+    /// Programs whose residual zips a range with per-iteration records
+    /// (the index off the record), and those zipping a descending range.
+    zipped_loops: u64,
+    zipped_descending: u64,
     /// Per-iteration records the default policy (`Adjoint`) left out.
     reread_records_saved: u64,
     with_while_loop: u64,
@@ -407,11 +411,16 @@ fn one_program(seed: u64, size_: usize, st: &RefCell<Stats>) -> Result<(), TestC
     s.with_branch_write += u64::from(written_in_an_arm(&text));
     s.with_push += u64::from(text.contains("= push("));
     s.with_data += u64::from(reads_data(&text));
-    s.reread_loops += u64::from(
+    let residual_loops = |pred: &dyn Fn(&str) -> bool| {
         u.funcs
             .iter()
-            .any(|f| f.name.as_str().ends_with(".lin") && f.to_string().contains("loop for")),
-    );
+            .any(|f| f.name.as_str().ends_with(".lin") && f.to_string().lines().any(pred))
+    };
+    s.reread_loops += u64::from(residual_loops(&|l| {
+        l.contains("loop for") && !l.contains(" zip ")
+    }));
+    s.zipped_loops += u64::from(residual_loops(&|l| l.contains(" zip ")));
+    s.zipped_descending += u64::from(residual_loops(&|l| l.contains(") rev zip ")));
     s.with_array_loop += u64::from(
         text.lines()
             .any(|l| l.starts_with("    ") && l.contains("= index(")),
@@ -611,8 +620,8 @@ fn theorems_hold_on_random_programs() {
         s.with_case, s.with_range_loop, s.with_while_loop, s.with_nesting
     );
     println!(
-        "arrays: {} programs read an array, {} inside a loop or an arm; {} residuals loop over a range again with no per-iteration record (SaveAll); the default policy left out {} per-iteration records; {} programs write a local array in place, {} overwrite an element read before, {} write one in an arm of a case, {} grow one by `push`, {} read data (no tangent)",
-        s.with_array, s.with_array_loop, s.reread_loops, s.reread_records_saved, s.with_local_array, s.with_overwrite, s.with_branch_write, s.with_push, s.with_data
+        "arrays: {} programs read an array, {} inside a loop or an arm; {} residuals loop over a range again with no per-iteration record, {} zip the range with records that leave out the index ({} of a descending range) (SaveAll); the default policy left out {} per-iteration records; {} programs write a local array in place, {} overwrite an element read before, {} write one in an arm of a case, {} grow one by `push`, {} read data (no tangent)",
+        s.with_array, s.with_array_loop, s.reread_loops, s.zipped_loops, s.zipped_descending, s.reread_records_saved, s.with_local_array, s.with_overwrite, s.with_branch_write, s.with_push, s.with_data
     );
     println!(
         "Thm 8.1 size constants measured: |J(P)| <= {:.2}|P|, |U(J)| <= {:.2}|J|, |T(U)| <= {:.2}|U|, |L(J)| <= {:.2}|J|",
@@ -667,6 +676,8 @@ fn theorems_hold_on_random_programs() {
         s.with_array > quarter
             && s.with_array_loop > quarter / 2
             && s.reread_loops > 0
+            && s.zipped_loops > s.cases / 100
+            && s.zipped_descending > 0
             && s.reread_records_saved > 0
             && s.with_local_array > s.cases / 20
             && s.with_overwrite > 0

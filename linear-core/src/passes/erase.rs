@@ -480,7 +480,7 @@ impl Erase<'_, '_> {
     /// then the collected values, so the formerly linear state moves
     /// between them).
     fn loop_(&mut self, l: &Loop) -> Result<Loop, PassError> {
-        if let Some(b) = l.iter.binder() {
+        for b in l.iter.binders() {
             self.types.insert(b.var.clone(), b.ty.clone());
         }
         for (b, _) in l.nl.iter().chain(&l.lin) {

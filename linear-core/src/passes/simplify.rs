@@ -468,7 +468,7 @@ impl Simp<'_> {
                 let inits = self.values(&inits, &mut pre);
                 let lin = l.lin.iter().map(|(b, _)| b.clone()).zip(inits).collect();
                 let mut bound: Vec<&Var> = l.nl.iter().map(|(b, _)| &b.var).collect();
-                bound.extend(l.iter.binder().map(|b| &b.var));
+                bound.extend(l.iter.binders().into_iter().map(|b| &b.var));
                 let body = self.scoped(&l.body, &bound);
                 Expr::block(
                     pre,

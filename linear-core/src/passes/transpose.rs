@@ -893,7 +893,7 @@ fn fix_expr(e: &mut Expr, used: &HashSet<Var>, dropper: &impl Fn(&Var) -> Stmt) 
             fix_expr(&mut l.body, used, dropper);
             let unused: Vec<Var> = l
                 .iter
-                .binder()
+                .binders()
                 .into_iter()
                 .chain(l.nl.iter().map(|(b, _)| b))
                 .filter(|b| !used.contains(&b.var))

@@ -41,6 +41,10 @@
 //!   carrying the linear state, unpacking each element and running `ė_b'`.
 //!   Loop-invariant residuals (bound before the loop) are not per
 //!   iteration: they are free in the residual loop, and saved once.
+//!   The residual of a range loop whose record would hold the index (or
+//!   integers computed from it, `i - 1`) to index arrays zips the range
+//!   with the records instead ([`Iter::Zip`]) and computes those integers
+//!   again: the record holds reals only ([`index_off_the_record`]).
 //!
 //! Checkpointing (section 6.1): ULet stays correct if a non-linear binding
 //! is recomputed in the residual instead of saved. [`Checkpoint`] chooses,
@@ -783,7 +787,12 @@ impl Unzip<'_> {
         if let Some(e) = super::unreplay(l, &mut self.fresh, &mut self.types) {
             return self.expr(&e);
         }
-        let mut bound: Vec<Var> = l.iter.binder().map(|b| b.var.clone()).into_iter().collect();
+        let mut bound: Vec<Var> = l
+            .iter
+            .binders()
+            .into_iter()
+            .map(|b| b.var.clone())
+            .collect();
         bound.extend(l.nl.iter().map(|(b, _)| b.var.clone()));
         let mut sp = self.expr(&l.body)?;
         rematerialize(&mut sp, &self.inputs);
@@ -798,7 +807,7 @@ impl Unzip<'_> {
         }
         let mut recompute = Vec::new();
         self.loop_index = match &l.iter {
-            Iter::Range { index, .. } => Some(index.var.clone()),
+            Iter::Range { index, .. } | Iter::Zip { index, .. } => Some(index.var.clone()),
             Iter::Each { .. } | Iter::While { .. } | Iter::Replay { .. } => None,
         };
         let choice = match self.policy {
@@ -819,6 +828,7 @@ impl Unzip<'_> {
         if counted_by_index(l, &saved, &sp.lin, &recompute) {
             return self.reread_loop(l, sp, recompute);
         }
+        let zipped = index_off_the_record(l, &sp.ctx, &sp.lin, &mut saved, &mut recompute);
         let mut ctx = sp.ctx;
         let mut ret = self.results(&mut ctx, sp.nl)?;
         let (t, elem_ty) = self.tuple(&mut ctx, &saved);
@@ -828,14 +838,38 @@ impl Unzip<'_> {
         let fwd = forward_loop(l, l.nl.clone(), collect, ctx, ret);
         let res = self.fresh_binders("s", fwd.result_types().0);
         let tapes = res[res.len() - 1].var.clone();
-        let elem = self.fresh.var("t");
+        let elem = Binder::new(self.fresh.var("t"), elem_ty);
         let lin = without_recomputed(&recompute, sp.lin, &self.inputs);
-        let residual = Loop {
-            iter: Iter::Each {
-                elem: Binder::new(elem.clone(), elem_ty),
+        let iter = match (zipped, &l.iter) {
+            (
+                true,
+                Iter::Range {
+                    index,
+                    lo,
+                    hi,
+                    step,
+                    rev,
+                    ..
+                },
+            ) => Iter::Zip {
+                index: index.clone(),
+                lo: lo.clone(),
+                hi: hi.clone(),
+                step: step.clone(),
+                desc: *rev,
+                elem: elem.clone(),
                 list: tapes,
                 rev: false,
             },
+            _ => Iter::Each {
+                elem: elem.clone(),
+                list: tapes,
+                rev: false,
+            },
+        };
+        let elem = elem.var;
+        let residual = Loop {
+            iter,
             nl: vec![],
             lin: l.lin.clone(),
             collect: vec![],
@@ -1012,7 +1046,10 @@ impl Unzip<'_> {
         bound: &[Var],
         snapshots: u32,
     ) -> Result<Option<Split>, PassError> {
-        if matches!(l.iter, Iter::Each { .. } | Iter::Replay { .. }) {
+        if matches!(
+            l.iter,
+            Iter::Each { .. } | Iter::Zip { .. } | Iter::Replay { .. }
+        ) {
             return Ok(None);
         }
         let mut ctx = sp.ctx.clone();
@@ -1142,7 +1179,7 @@ fn replay_state(
     bound: &[Var],
     inputs: &HashSet<Var>,
 ) -> Option<Vec<usize>> {
-    let mut header: Vec<&Var> = l.iter.binder().map(|b| &b.var).into_iter().collect();
+    let mut header: Vec<&Var> = l.iter.binders().into_iter().map(|b| &b.var).collect();
     header.extend(l.nl.iter().map(|(b, _)| &b.var));
     let mut inner: Vec<Var> = bound.to_vec();
     top_binders(ctx, &mut inner);
@@ -1174,7 +1211,7 @@ fn replay_state(
         }
         k += 1;
     }
-    if l.iter.binder().is_some_and(|b| needed.contains(&b.var)) {
+    if l.iter.binders().iter().any(|b| needed.contains(&b.var)) {
         return None;
     }
     let state: Vec<usize> = (0..l.nl.len())
@@ -1208,6 +1245,84 @@ fn forward_loop(
             },
         ),
     }
+}
+
+/// A range loop's record without its index, nor the integers computed
+/// from it (`i - 1`), where the residual indexes arrays with them (so
+/// they are `usize`s, and the range's bounds a tape can hold): the
+/// residual then zips the range with the records ([`Iter::Zip`]) and
+/// computes those integers again, before `recompute`. Integer arithmetic
+/// costs next to nothing; a saved index is 8 bytes written and read per
+/// iteration, often most of the record (`(i, i - 1, y[i - 1])`). Returns
+/// whether it applies, having updated `saved` and `recompute`.
+fn index_off_the_record(
+    l: &Loop,
+    ctx: &[Stmt],
+    lin: &Expr,
+    saved: &mut Vec<Binder>,
+    recompute: &mut Vec<Stmt>,
+) -> bool {
+    let Iter::Range { index, .. } = &l.iter else {
+        return false;
+    };
+    // The integers of the iteration computed from the index, literals and
+    // values from outside the body alone, and the statements computing
+    // them, in order.
+    let mut inner: Vec<Var> = l.nl.iter().map(|(b, _)| b.var.clone()).collect();
+    top_binders(ctx, &mut inner);
+    let mut derived: HashSet<Var> = [index.var.clone()].into_iter().collect();
+    let mut slice: Vec<Stmt> = Vec::new();
+    for st in ctx {
+        let Stmt::Let { nl, lin: l2, rhs } = st else {
+            continue;
+        };
+        let [b] = nl.as_slice() else { continue };
+        let operand = |v: &Var| derived.contains(v) || !inner.contains(v);
+        let computed = match rhs {
+            Expr::Int(_) => true,
+            Expr::Prim { prim, args } => {
+                matches!(
+                    prim,
+                    Prim::IAdd | Prim::ISub | Prim::IMul | Prim::IDiv | Prim::IRem
+                ) && args.iter().all(operand)
+            }
+            _ => false,
+        };
+        if computed && l2.is_empty() && b.ty == Ty::Int {
+            derived.insert(b.var.clone());
+            slice.push(st.clone());
+        }
+    }
+    let off: Vec<Var> = saved
+        .iter()
+        .filter(|b| derived.contains(&b.var))
+        .map(|b| b.var.clone())
+        .collect();
+    let all: Vec<Stmt> = slice.iter().chain(recompute.iter()).cloned().collect();
+    if off.is_empty() || !indexes(&index.var, lin, &all) {
+        return false;
+    }
+    // Only the statements those integers need, and none that `recompute`
+    // has already (it copies the same forward statements, same names).
+    let (needed, _) = backward_slice(
+        &slice,
+        &Expr::Ret {
+            nl: off.clone(),
+            lin: vec![],
+        },
+        &HashSet::default(),
+    );
+    let mut bound = Vec::new();
+    top_binders(&needed, &mut bound);
+    recompute.retain(|st| {
+        let mut again = false;
+        crate::visit::stmt_binds(st, &mut |v, _| again |= bound.contains(v));
+        !again
+    });
+    saved.retain(|b| !off.contains(&b.var));
+    let rest = std::mem::take(recompute);
+    *recompute = needed.into_iter().chain(rest).collect();
+    true
 }
 
 /// Whether `b` is the index of the loop being unzipped.

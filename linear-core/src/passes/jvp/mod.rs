@@ -718,7 +718,7 @@ impl Jvp<'_> {
         }
         for b in l
             .iter
-            .binder()
+            .binders()
             .into_iter()
             .chain(l.nl.iter().map(|(b, _)| b))
         {
@@ -744,7 +744,7 @@ impl Jvp<'_> {
         out: &mut Vec<Stmt>,
     ) -> Result<(Vec<Var>, Vec<(Var, Var)>), PassError> {
         let mut bound: Vec<&Var> = l.nl.iter().map(|(b, _)| &b.var).collect();
-        bound.extend(l.iter.binder().map(|b| &b.var));
+        bound.extend(l.iter.binders().into_iter().map(|b| &b.var));
         let invariant: Vec<Var> = nl_vars(free_vars(&l.body), &bound)
             .into_iter()
             .filter(|v| self.in_sigma(v))
@@ -819,10 +819,12 @@ impl Jvp<'_> {
                 stmts.push(drop_stmt(d));
             }
         }
-        if let Some(b) = l.iter.binder().filter(|b| body_fv.contains(&b.var)) {
-            let (z, st) = self.zero_let(&format!("d{}", base(&b.var)), b.ty.tangent());
-            stmts.push(st);
-            local.insert(b.var.clone(), z);
+        for b in l.iter.binders() {
+            if body_fv.contains(&b.var) {
+                let (z, st) = self.zero_let(&format!("d{}", base(&b.var)), b.ty.tangent());
+                stmts.push(st);
+                local.insert(b.var.clone(), z);
+            }
         }
         let mut next_inv = Vec::new();
         for (v, d0) in invariant {
