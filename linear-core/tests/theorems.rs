@@ -81,6 +81,9 @@ struct Stats {
     /// (the index off the record), and those zipping a descending range.
     zipped_loops: u64,
     zipped_descending: u64,
+    /// Programs where the default policy carried a loop-invariant value
+    /// out of its loop instead of saving it per iteration.
+    hoisted_invariants: u64,
     /// Per-iteration records the default policy (`Adjoint`) left out.
     reread_records_saved: u64,
     with_while_loop: u64,
@@ -253,11 +256,13 @@ fn one_program(seed: u64, size_: usize, st: &RefCell<Stats>) -> Result<(), TestC
     let names = (fnl.as_str(), flin.as_str(), k);
     // Loops saving their state and recomputing: the same derivative, bit
     // for bit (the same arithmetic runs), from a tape no larger.
-    let (tape3, tb3) = recomputed(&j, Checkpoint::LoopState, names, (&x, &dx, &ct_args), &jo)?;
+    let (tape3, tb3, _) = recomputed(&j, Checkpoint::LoopState, names, (&x, &dx, &ct_args), &jo)?;
     // Reductions over arrays recomputed from their index (the macro's
     // default): the same derivative and transpose, bit for bit, with no
     // more per-iteration records.
-    let (tape5, tb5) = recomputed(&j, Checkpoint::Adjoint, names, (&x, &dx, &ct_args), &jo)?;
+    let (tape5, tb5, hoisted) =
+        recomputed(&j, Checkpoint::Adjoint, names, (&x, &dx, &ct_args), &jo)?;
+    st.borrow_mut().hoisted_invariants += u64::from(hoisted);
     prop_assert_eq!(&tb5.lin, &tb3.lin, "re-reading loops changed the transpose");
     let (r5, r0) = (records(&tape5), records(&tape));
     prop_assert!(r5 <= r0, "re-reading loops kept more per-iteration records");
@@ -460,9 +465,15 @@ fn recomputed(
     (fnl, flin, k): (&str, &str, usize),
     (x, dx, ct_args): (&[Value], &[Value], &[Value]),
     jo: &linear_core::eval::Outcome,
-) -> Result<(Value, linear_core::eval::Outcome), TestCaseError> {
+) -> Result<(Value, linear_core::eval::Outcome, bool), TestCaseError> {
     let consts = data_consts();
     let u = unzip(j, policy).map_err(|e| fail(e.to_string()))?;
+    // A value the same in every iteration, carried out of its loop
+    // (U's `h` state) instead of saved per iteration.
+    let hoisted = u
+        .funcs
+        .iter()
+        .any(|f| f.name.as_str() == fnl && f.to_string().contains(" h."));
     check_linear_b(&u).map_err(|e| fail(format!("U ({policy:?}) not Linear B: {e}\n{u}")))?;
     let fwd = run(&u, fnl, x, &[], &consts).map_err(|e| fail(e.0))?;
     let tape = fwd.nl[k].clone();
@@ -479,7 +490,7 @@ fn recomputed(
         &consts,
     )
     .map_err(|e| fail(e.0))?;
-    Ok((tape, tb))
+    Ok((tape, tb, hoisted))
 }
 
 /// Binomial checkpointing: loops keep their initial state and count, and
@@ -620,8 +631,8 @@ fn theorems_hold_on_random_programs() {
         s.with_case, s.with_range_loop, s.with_while_loop, s.with_nesting
     );
     println!(
-        "arrays: {} programs read an array, {} inside a loop or an arm; {} residuals loop over a range again with no per-iteration record, {} zip the range with records that leave out the index ({} of a descending range) (SaveAll); the default policy left out {} per-iteration records; {} programs write a local array in place, {} overwrite an element read before, {} write one in an arm of a case, {} grow one by `push`, {} read data (no tangent)",
-        s.with_array, s.with_array_loop, s.reread_loops, s.zipped_loops, s.zipped_descending, s.reread_records_saved, s.with_local_array, s.with_overwrite, s.with_branch_write, s.with_push, s.with_data
+        "arrays: {} programs read an array, {} inside a loop or an arm; {} residuals loop over a range again with no per-iteration record, {} zip the range with records that leave out the index ({} of a descending range) (SaveAll); the default policy left out {} per-iteration records and carried a loop-invariant value out of its loop in {} programs; {} programs write a local array in place, {} overwrite an element read before, {} write one in an arm of a case, {} grow one by `push`, {} read data (no tangent)",
+        s.with_array, s.with_array_loop, s.reread_loops, s.zipped_loops, s.zipped_descending, s.reread_records_saved, s.hoisted_invariants, s.with_local_array, s.with_overwrite, s.with_branch_write, s.with_push, s.with_data
     );
     println!(
         "Thm 8.1 size constants measured: |J(P)| <= {:.2}|P|, |U(J)| <= {:.2}|J|, |T(U)| <= {:.2}|U|, |L(J)| <= {:.2}|J|",
@@ -678,6 +689,7 @@ fn theorems_hold_on_random_programs() {
             && s.reread_loops > 0
             && s.zipped_loops > s.cases / 100
             && s.zipped_descending > 0
+            && s.hoisted_invariants > 0
             && s.reread_records_saved > 0
             && s.with_local_array > s.cases / 20
             && s.with_overwrite > 0

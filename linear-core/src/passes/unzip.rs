@@ -45,6 +45,11 @@
 //!   integers computed from it, `i - 1`) to index arrays zips the range
 //!   with the records instead ([`Iter::Zip`]) and computes those integers
 //!   again: the record holds reals only ([`index_off_the_record`]).
+//!   Under the recomputing policies, a value the record would hold that
+//!   is the same in every iteration (`c[j]` read in a loop over `l`) is
+//!   carried out of the loop as state instead and saved once, by the
+//!   enclosing rule ([`invariant_saved`]); a range loop left with nothing
+//!   to record keeps no list at all.
 //!
 //! Checkpointing (section 6.1): ULet stays correct if a non-linear binding
 //! is recomputed in the residual instead of saved. [`Checkpoint`] chooses,
@@ -829,73 +834,196 @@ impl Unzip<'_> {
             return self.reread_loop(l, sp, recompute);
         }
         let zipped = index_off_the_record(l, &sp.ctx, &sp.lin, &mut saved, &mut recompute);
+        // The paper's rule (work preserved exactly) saves per iteration.
+        let invariant = match self.policy {
+            Checkpoint::SaveAll | Checkpoint::RecomputeCheap => vec![],
+            Checkpoint::LoopState | Checkpoint::Binomial { .. } | Checkpoint::Adjoint => {
+                invariant_saved(l, &sp.ctx, &mut saved)
+            }
+        };
+        self.recording_loop(l, sp, (saved, recompute, invariant), zipped)
+    }
+
+    /// ULoop's forward loop, collecting `saved` per iteration and carrying
+    /// the `invariant` values out, and its residual: a loop over the
+    /// records (zipped with the range if `zipped`), or over the range
+    /// alone where nothing is left to record. Each invariant value is
+    /// carried as non-linear state from a placeholder, which only a loop
+    /// running no iteration returns (and its residual, running none
+    /// either, never reads).
+    fn recording_loop(
+        &mut self,
+        l: &Loop,
+        sp: Split,
+        (saved, recompute, invariant): (Vec<Binder>, Vec<Stmt>, Vec<Binder>),
+        zipped: bool,
+    ) -> Result<Split, PassError> {
+        let record = match &l.iter {
+            Iter::Range { index, .. } => {
+                !saved.is_empty() || !indexes(&index.var, &sp.lin, &recompute)
+            }
+            Iter::Each { .. } | Iter::Zip { .. } | Iter::While { .. } | Iter::Replay { .. } => true,
+        };
         let mut ctx = sp.ctx;
         let mut ret = self.results(&mut ctx, sp.nl)?;
-        let (t, elem_ty) = self.tuple(&mut ctx, &saved);
-        ret.push(t);
-        let mut collect = l.collect.clone();
-        collect.push(elem_ty.clone());
-        let fwd = forward_loop(l, l.nl.clone(), collect, ctx, ret);
-        let res = self.fresh_binders("s", fwd.result_types().0);
-        let tapes = res[res.len() - 1].var.clone();
-        let elem = Binder::new(self.fresh.var("t"), elem_ty);
-        let lin = without_recomputed(&recompute, sp.lin, &self.inputs);
-        let iter = match (zipped, &l.iter) {
-            (
-                true,
-                Iter::Range {
-                    index,
-                    lo,
-                    hi,
-                    step,
-                    rev,
-                    ..
+        let (k, h) = (l.nl.len(), invariant.len());
+        let mut pre = Vec::new();
+        let mut state = l.nl.clone();
+        for (n, b) in invariant.iter().enumerate() {
+            let placeholder = match &b.ty {
+                Ty::Real(float) => Expr::Lit {
+                    value: 0.0,
+                    float: *float,
                 },
-            ) => Iter::Zip {
-                index: index.clone(),
-                lo: lo.clone(),
-                hi: hi.clone(),
-                step: step.clone(),
-                desc: *rev,
-                elem: elem.clone(),
-                list: tapes,
-                rev: false,
-            },
-            _ => Iter::Each {
-                elem: elem.clone(),
-                list: tapes,
-                rev: false,
-            },
+                _ => Expr::Bool(false),
+            };
+            let init = self.bind(&mut pre, "h", b.ty.clone(), placeholder);
+            let carried = Binder::new(self.fresh.var("h"), b.ty.clone());
+            ctx.insert(0, drop_stmt(&carried.var));
+            state.push((carried, init));
+            ret.insert(k + n, b.var.clone());
+        }
+        let mut collect = l.collect.clone();
+        let elem_ty = if record {
+            let (t, elem_ty) = self.tuple(&mut ctx, &saved);
+            ret.push(t);
+            collect.push(elem_ty.clone());
+            Some(elem_ty)
+        } else {
+            None
         };
-        let elem = elem.var;
+        let fwd = forward_loop(l, state, collect, ctx, ret);
+        let res = self.fresh_binders("s", fwd.result_types().0);
+        let mut head = Vec::new();
+        let iter = match elem_ty {
+            Some(elem_ty) => {
+                let elem = Binder::new(self.fresh.var("t"), elem_ty);
+                head.push(Stmt::Unpack {
+                    vars: saved,
+                    tuple: elem.var.clone(),
+                });
+                record_iter(&l.iter, zipped, elem, res[res.len() - 1].var.clone())
+            }
+            None => l.iter.clone(),
+        };
+        for (b, last) in invariant.into_iter().zip(&res[k..k + h]) {
+            head.push(Stmt::Let {
+                nl: vec![b],
+                lin: vec![],
+                rhs: Expr::Ret {
+                    nl: vec![last.var.clone()],
+                    lin: vec![],
+                },
+            });
+        }
+        let lin = without_recomputed(&recompute, sp.lin, &self.inputs);
+        head.extend(recompute);
         let residual = Loop {
             iter,
             nl: vec![],
             lin: l.lin.clone(),
             collect: vec![],
-            body: Expr::block(
-                std::iter::once(Stmt::Unpack {
-                    vars: saved,
-                    tuple: elem,
-                })
-                .chain(recompute)
-                .collect(),
-                lin,
-            ),
+            body: Expr::block(head, lin),
         };
+        pre.push(Stmt::Let {
+            nl: res.clone(),
+            lin: vec![],
+            rhs: Expr::Loop(Box::new(fwd)),
+        });
+        let results = res[..k]
+            .iter()
+            .chain(&res[k + h..res.len() - usize::from(record)]);
         Ok(Split {
-            ctx: vec![Stmt::Let {
-                nl: res.clone(),
-                lin: vec![],
-                rhs: Expr::Loop(Box::new(fwd)),
-            }],
+            ctx: pre,
             nl: Expr::Ret {
-                nl: res[..res.len() - 1].iter().map(|b| b.var.clone()).collect(),
+                nl: results.map(|b| b.var.clone()).collect(),
                 lin: vec![],
             },
             lin: Expr::Loop(Box::new(residual)),
         })
     }
+}
+
+/// The header of a residual loop over per-iteration records `list`: zipped
+/// with the forward loop's range if `zipped`.
+fn record_iter(forward: &Iter, zipped: bool, elem: Binder, list: Var) -> Iter {
+    match (zipped, forward) {
+        (
+            true,
+            Iter::Range {
+                index,
+                lo,
+                hi,
+                step,
+                rev,
+                ..
+            },
+        ) => Iter::Zip {
+            index: index.clone(),
+            lo: lo.clone(),
+            hi: hi.clone(),
+            step: step.clone(),
+            desc: *rev,
+            elem,
+            list,
+            rev: false,
+        },
+        _ => Iter::Each {
+            elem,
+            list,
+            rev: false,
+        },
+    }
+}
+
+fn drop_stmt(v: &Var) -> Stmt {
+    Stmt::Let {
+        nl: vec![],
+        lin: vec![],
+        rhs: Expr::Drop(Box::new(Expr::var(v.clone()))),
+    }
+}
+
+/// The values a loop's record would hold that are the same in every
+/// iteration: reals and booleans computed (purely) from values bound
+/// outside the loop alone, such as `centred[j]` read in a loop over `l`.
+/// They leave the record (`saved`); the forward loop carries each out as
+/// state, so that the enclosing rule saves it once, and the residual reads
+/// that. An element of an array the function overwrites later cannot be
+/// read again in the residual; saved per iteration, it would cost a record
+/// entry per iteration where one per loop will do.
+fn invariant_saved(l: &Loop, ctx: &[Stmt], saved: &mut Vec<Binder>) -> Vec<Binder> {
+    let mut inner: HashSet<Var> = l.iter.binders().iter().map(|b| b.var.clone()).collect();
+    inner.extend(l.nl.iter().map(|(b, _)| b.var.clone()));
+    let mut bound = Vec::new();
+    top_binders(ctx, &mut bound);
+    inner.extend(bound);
+    let mut invariant: HashSet<Var> = HashSet::default();
+    for st in ctx {
+        let Stmt::Let { nl, lin, rhs } = st else {
+            continue;
+        };
+        let pure = matches!(
+            rhs,
+            Expr::Prim { .. }
+                | Expr::Index { .. }
+                | Expr::Lit { .. }
+                | Expr::Int(_)
+                | Expr::Bool(_)
+        );
+        let reads = free_vars(rhs).nl;
+        let outer = reads
+            .iter()
+            .all(|v| !inner.contains(v) || invariant.contains(v));
+        if let ([b], true, true, true) = (nl.as_slice(), lin.is_empty(), pure, outer) {
+            invariant.insert(b.var.clone());
+        }
+    }
+    let (out, keep): (Vec<Binder>, Vec<Binder>) = std::mem::take(saved)
+        .into_iter()
+        .partition(|b| invariant.contains(&b.var) && matches!(b.ty, Ty::Real(_) | Ty::Bool));
+    *saved = keep;
+    out
 }
 
 impl Unzip<'_> {
@@ -1343,50 +1471,64 @@ fn counted_by_index(l: &Loop, saved: &[Binder], lin: &Expr, recompute: &[Stmt]) 
 
 /// Whether a residual `lin`, or the slice recomputed before it, indexes
 /// an array with `v` (which is then a `usize`): directly, or through
-/// integer arithmetic in the slice (`a[2 * i + 1]`), whose operands have
-/// its result's type in Rust.
+/// integer arithmetic in the slice or anywhere in `lin` (`a[2 * i + 1]`,
+/// `x[i * d + j]` in an inner loop), whose operands have its result's
+/// type in Rust.
 fn indexes(v: &Var, lin: &Expr, slice: &[Stmt]) -> bool {
     let mut index: HashSet<Var> = HashSet::default();
-    let mut collect = |e: &Expr| {
-        crate::visit::any_subexpr(e, &mut |x| {
-            if let Expr::Index { idx, .. }
-            | Expr::LinIndex { idx, .. }
-            | Expr::LinAccum { idx, .. } = x
-            {
+    // Integer arithmetic: (result, operands).
+    let mut arithmetic: Vec<(Var, Vec<Var>)> = Vec::new();
+    let mut stmt = |s: &Stmt, index: &mut HashSet<Var>| {
+        let Stmt::Let { nl, rhs, .. } = s else { return };
+        match rhs {
+            Expr::Prim { prim, args } => {
+                let integer = matches!(
+                    prim,
+                    Prim::IAdd
+                        | Prim::ISub
+                        | Prim::IMul
+                        | Prim::IDiv
+                        | Prim::IRem
+                        | Prim::IBit(Bit::And | Bit::Or | Bit::Xor)
+                );
+                if let ([b], true) = (nl.as_slice(), integer) {
+                    arithmetic.push((b.var.clone(), args.clone()));
+                }
+            }
+            Expr::Index { idx, .. } | Expr::LinIndex { idx, .. } | Expr::LinAccum { idx, .. } => {
                 index.insert(idx.clone());
+            }
+            _ => {}
+        }
+    };
+    let mut scan = |e: &Expr, index: &mut HashSet<Var>| {
+        crate::visit::any_subexpr(e, &mut |x| {
+            match x {
+                Expr::Block { stmts, .. } => stmts.iter().for_each(|s| stmt(s, index)),
+                Expr::Index { idx, .. }
+                | Expr::LinIndex { idx, .. }
+                | Expr::LinAccum { idx, .. } => {
+                    index.insert(idx.clone());
+                }
+                _ => {}
             }
             false
         });
     };
-    collect(lin);
-    for s in slice {
-        if let Stmt::Let { rhs, .. } = s {
-            collect(rhs);
-        }
-    }
-    // Definitions precede uses: one backward sweep reaches every operand.
-    for s in slice.iter().rev() {
-        if let Stmt::Let {
-            nl,
-            rhs: Expr::Prim { prim, args },
-            ..
-        } = s
-        {
-            let arithmetic = matches!(
-                prim,
-                Prim::IAdd
-                    | Prim::ISub
-                    | Prim::IMul
-                    | Prim::IDiv
-                    | Prim::IRem
-                    | Prim::IBit(Bit::And | Bit::Or | Bit::Xor)
-            );
-            if arithmetic && nl.iter().any(|b| index.contains(&b.var)) {
+    scan(lin, &mut index);
+    scan(&Expr::block(slice.to_vec(), nothing()), &mut index);
+    // Operands of arithmetic whose result indexes, to a fixed point.
+    loop {
+        let before = index.len();
+        for (r, args) in &arithmetic {
+            if index.contains(r) {
                 index.extend(args.iter().cloned());
             }
         }
+        if index.len() == before {
+            return index.contains(v);
+        }
     }
-    index.contains(v)
 }
 
 /// Whether values of this type can be saved in a recomputed loop's state:
