@@ -69,6 +69,21 @@ fn weighted_by_data(x: f64, #[nondiff] w: &[f64]) -> f64 {
     s
 }
 
+/// Log-sum-exp with `f64::max`: the max's derivative selects one of its
+/// operands by a 0/1 coefficient `c` and its complement `1 - c`.
+#[differentiable]
+fn lse_by_max(x: &[f64]) -> f64 {
+    let mut m = x[0];
+    for v in x.iter() {
+        m = m.max(*v);
+    }
+    let mut s = 0.0;
+    for v in x.iter() {
+        s += (v - m).exp();
+    }
+    m + s.ln()
+}
+
 #[differentiable]
 fn fold_max(x: &[f64]) -> f64 {
     x.iter().fold(0.0, |acc, v| acc * 0.5 + v.sin())
@@ -430,4 +445,25 @@ fn loop_invariant_indices_keep_no_per_iteration_record() {
         column_norm_lin(&p[..5], 2).1.tape_bytes(),
         column_norm_lin(&p, 2).1.tape_bytes()
     );
+}
+
+#[test]
+fn the_max_loop_records_one_value_per_element() {
+    let x = vec![0.5, 2.0, -1.0, 1.5, 2.0];
+    let (y, g) = lse_by_max_vjp(&x, 1.0);
+    assert_eq!(y, lse_by_max(&x));
+    let z: f64 = x.iter().map(|v| v.exp()).sum();
+    assert!(close(y, z.ln(), 1e-14));
+    // The softmax; at the tie the max's derivative goes to one operand.
+    for (gi, xi) in g.iter().zip(&x) {
+        assert!(close(*gi, xi.exp() / z, 1e-12), "{g:?}");
+    }
+    // Per element, the max loop saves its coefficient `c` (8 bytes) and
+    // computes `1 - c` again; the index comes from the range again; the
+    // sum of exponentials reads `x` again and saves nothing.
+    let bytes = |n: usize| {
+        let x: Vec<f64> = (0..n).map(|i| (i as f64 * 0.9).sin()).collect();
+        linear_ad::TapeSize::tape_bytes(&lse_by_max_lin(&x).1)
+    };
+    assert_eq!(bytes(300) - bytes(100), 200 * 8);
 }

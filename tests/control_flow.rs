@@ -217,6 +217,10 @@ rk4_decay!(
     #[differentiable(checkpoint = "state")]
     rk4_state
 );
+rk4_decay!(
+    #[differentiable(checkpoint = "save")]
+    rk4_save
+);
 
 #[test]
 fn an_ode_integrator() {
@@ -354,10 +358,13 @@ fn checkpointing_loop_state_gives_the_same_derivatives_from_a_smaller_tape() {
         rk4_state_jvp(y0, k, 50, 1.0, 0.5),
         rk4_jvp(y0, k, 50, 1.0, 0.5)
     );
-    let (_, saved) = rk4_lin(y0, k, 50);
+    assert_eq!(rk4_save_vjp(y0, k, 50, 1.0), rk4_vjp(y0, k, 50, 1.0));
+    let (_, saved) = rk4_save_lin(y0, k, 50);
     let (_, state) = rk4_state_lin(y0, k, 50);
+    let (_, auto) = rk4_lin(y0, k, 50);
     assert_eq!(state.transpose(1.0), saved.transpose(1.0));
     assert_eq!(state.apply((0.3, -0.2)), saved.apply((0.3, -0.2)));
+    assert_eq!(auto.transpose(1.0), saved.transpose(1.0));
     // One f64 of state per step instead of the stages' intermediates.
     assert!(
         state.tape_bytes() * 3 < saved.tape_bytes(),
@@ -365,6 +372,9 @@ fn checkpointing_loop_state_gives_the_same_derivatives_from_a_smaller_tape() {
         state.tape_bytes(),
         saved.tape_bytes()
     );
+    // The default recomputes, from the state, every product that costs
+    // one operation (this integrator's stages are all such products).
+    assert_eq!(auto.tape_bytes(), state.tape_bytes());
 
     let c = [0.5, -1.0, 0.25, 2.0, -0.75];
     let x = 0.8;

@@ -65,7 +65,9 @@ struct Args {
     /// What loops keep for the reverse sweep: `"auto"` (default: as
     /// `"save"`, except that a loop whose reverse sweep needs nothing per
     /// iteration but its index, a reduction over arrays, keeps nothing and
-    /// reads the arrays again), `"save"` (every intermediate the derivative
+    /// reads the arrays again, a value that costs one operation to compute
+    /// again from what the loop keeps anyway is computed again, and a
+    /// value the same in every iteration is kept once), `"save"` (every intermediate the derivative
     /// reads, per iteration), `"state"` (the loop state per iteration; the
     /// reverse sweep recomputes the rest) or `"binomial"` (the initial
     /// state only; the reverse sweep recomputes states from at most

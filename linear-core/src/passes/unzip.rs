@@ -128,7 +128,9 @@ pub enum Checkpoint {
     /// iteration: its residual runs the range again and recomputes what it
     /// multiplies by, as a hand-written adjoint does. Work is then no
     /// longer preserved exactly (the recomputed slice runs twice), memory
-    /// is constant in the trip count. The macro's default.
+    /// is constant in the trip count. Also, in every loop body, what
+    /// `RecomputeCheap` recomputes at the top level, and values the same
+    /// in every iteration are saved once. The macro's default.
     Adjoint,
 }
 
@@ -423,15 +425,25 @@ fn literal_binding<'s>(s: &'s Stmt, inputs: &HashSet<Var>) -> Option<&'s Var> {
     }
 }
 
-/// `lin` without the literal bindings [`rematerialize`] put at its top
-/// that a recomputed slice placed before it binds already (the slice
-/// copies the forward binding, under the same name).
+/// `lin` without the bindings [`rematerialize`] and [`recompute_cheap`]
+/// put at its top that a recomputed slice placed before it binds already
+/// (both copy the forward binding, under the same name).
 fn without_recomputed(slice: &[Stmt], lin: Expr, inputs: &HashSet<Var>) -> Expr {
     let mut bound = Vec::new();
     top_binders(slice, &mut bound);
     match lin {
         Expr::Block { mut stmts, tail } => {
-            stmts.retain(|s| literal_binding(s, inputs).is_none_or(|v| !bound.contains(v)));
+            stmts.retain(|s| {
+                let copied = match s {
+                    Stmt::Let { nl, lin, rhs } if nl.len() == 1 && lin.is_empty() => {
+                        literal_binding(s, inputs).is_some() || cheap(rhs)
+                    }
+                    Stmt::Let { .. } | Stmt::Unpack { .. } | Stmt::LinUnpack { .. } => false,
+                };
+                let mut again = false;
+                crate::visit::stmt_binds(s, &mut |v, _| again |= bound.contains(v));
+                !(copied && again)
+            });
             Expr::block(stmts, *tail)
         }
         other => other,
@@ -801,6 +813,20 @@ impl Unzip<'_> {
         bound.extend(l.nl.iter().map(|(b, _)| b.var.clone()));
         let mut sp = self.expr(&l.body)?;
         rematerialize(&mut sp, &self.inputs);
+        if self.policy == Checkpoint::Adjoint {
+            // A record entry that costs one operation to compute again
+            // from what the record holds anyway (`1 - c` beside `c`).
+            for s in &sp.ctx {
+                record_types(s, &mut self.types, &mut Vec::new());
+            }
+            recompute_cheap(
+                &mut sp.ctx,
+                &mut sp.nl,
+                &mut sp.lin,
+                &self.types,
+                &self.inputs,
+            );
+        }
         top_binders(&sp.ctx, &mut bound);
         let mut saved = self.residuals(&sp.lin, &bound)?;
         if let Checkpoint::Binomial { snapshots } = self.policy {
@@ -1662,6 +1688,12 @@ fn recompute_cheap(
     inputs: &HashSet<Var>,
 ) {
     let mut needed: HashSet<Var> = free_vars(lin).nl.into_iter().collect();
+    // What the residual binds itself (the literals `rematerialize` bound
+    // again at its top) is neither needed nor moved a second time.
+    let mut available = Vec::new();
+    if let Expr::Block { stmts, .. } = &*lin {
+        top_binders(stmts, &mut available);
+    }
     let mut moved: Vec<Stmt> = Vec::new();
     for s in ctx.iter().rev() {
         let Stmt::Let {
@@ -1675,7 +1707,8 @@ fn recompute_cheap(
         if bs.len() != 1 || !lb.is_empty() || !needed.contains(&bs[0].var) || !cheap(rhs) {
             continue;
         }
-        let operands = stmt_free_vars(s).nl;
+        let mut operands = stmt_free_vars(s).nl;
+        operands.retain(|v| !available.contains(v));
         let extra: u64 = operands
             .iter()
             .filter(|v| !needed.contains(*v))
