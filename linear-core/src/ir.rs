@@ -1209,6 +1209,17 @@ impl Loop {
     }
 }
 
+impl Stmt {
+    /// `let ; = drop(v)`, for a non-linear `v` nothing else reads.
+    pub fn drop_nl(v: &Var) -> Stmt {
+        Stmt::Let {
+            nl: vec![],
+            lin: vec![],
+            rhs: Expr::Drop(Box::new(Expr::var(v.clone()))),
+        }
+    }
+}
+
 impl Expr {
     pub fn var(v: Var) -> Expr {
         Expr::Ret {

@@ -399,6 +399,23 @@ fn expr(out: &mut String, e: &Expr, depth: usize) {
     }
 }
 
+/// `for i: T in range(lo, hi[, step][; trip])`.
+fn range(
+    out: &mut String,
+    index: &Binder,
+    (lo, hi, step): (&Var, &Var, Option<&Var>),
+    trip: Option<u64>,
+) {
+    let _ = write!(out, "for {}: {} in range({lo}, {hi}", index.var, index.ty);
+    if let Some(s) = step {
+        let _ = write!(out, ", {s}");
+    }
+    if let Some(n) = trip {
+        let _ = write!(out, "; {n}");
+    }
+    out.push(')');
+}
+
 fn loop_(out: &mut String, l: &Loop, depth: usize) {
     out.push_str("loop ");
     let rev = |out: &mut String, rev: bool| {
@@ -415,14 +432,7 @@ fn loop_(out: &mut String, l: &Loop, depth: usize) {
             rev: r,
             trip,
         } => {
-            let _ = write!(out, "for {}: {} in range({lo}, {hi}", index.var, index.ty);
-            if let Some(s) = step {
-                let _ = write!(out, ", {s}");
-            }
-            if let Some(n) = trip {
-                let _ = write!(out, "; {n}");
-            }
-            out.push(')');
+            range(out, index, (lo, hi, step.as_ref()), *trip);
             rev(out, *r);
         }
         Iter::Zip {
@@ -435,11 +445,7 @@ fn loop_(out: &mut String, l: &Loop, depth: usize) {
             list,
             rev: r,
         } => {
-            let _ = write!(out, "for {}: {} in range({lo}, {hi}", index.var, index.ty);
-            if let Some(s) = step {
-                let _ = write!(out, ", {s}");
-            }
-            out.push(')');
+            range(out, index, (lo, hi, step.as_ref()), None);
             rev(out, *desc);
             let _ = write!(out, " zip {}: {} in {list}", elem.var, elem.ty);
             rev(out, *r);

@@ -139,11 +139,7 @@ pub(crate) fn unreplay(
     let mut next = (**next).clone();
     let map = [(state.var.clone(), s.clone())].into_iter().collect();
     crate::visit::rename_all(&mut next, &map);
-    let drop = |v: &Var| Stmt::Let {
-        nl: vec![],
-        lin: vec![],
-        rhs: Expr::Drop(Box::new(Expr::var(v.clone()))),
-    };
+    let drop = Stmt::drop_nl;
     let states_ty = Ty::List(Box::new(state.ty.clone()), None);
     let compute = Loop {
         iter: Iter::Range {

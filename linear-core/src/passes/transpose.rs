@@ -803,11 +803,7 @@ pub fn drop_unused(f: &mut Func) {
     for_each_use(&f.body, &mut |v, _| {
         used.insert(v.clone());
     });
-    let dropper = |v: &Var| Stmt::Let {
-        nl: vec![],
-        lin: vec![],
-        rhs: Expr::Drop(Box::new(Expr::var(v.clone()))),
-    };
+    let dropper = Stmt::drop_nl;
     // An array may go unread (invariant 11 of `check`): no drop.
     let params: Vec<Stmt> = f
         .nl_params

@@ -816,9 +816,6 @@ impl Unzip<'_> {
         if self.policy == Checkpoint::Adjoint {
             // A record entry that costs one operation to compute again
             // from what the record holds anyway (`1 - c` beside `c`).
-            for s in &sp.ctx {
-                record_types(s, &mut self.types, &mut Vec::new());
-            }
             recompute_cheap(
                 &mut sp.ctx,
                 &mut sp.nl,
@@ -905,7 +902,7 @@ impl Unzip<'_> {
             };
             let init = self.bind(&mut pre, "h", b.ty.clone(), placeholder);
             let carried = Binder::new(self.fresh.var("h"), b.ty.clone());
-            ctx.insert(0, drop_stmt(&carried.var));
+            ctx.insert(0, Stmt::drop_nl(&carried.var));
             state.push((carried, init));
             ret.insert(k + n, b.var.clone());
         }
@@ -1002,14 +999,6 @@ fn record_iter(forward: &Iter, zipped: bool, elem: Binder, list: Var) -> Iter {
     }
 }
 
-fn drop_stmt(v: &Var) -> Stmt {
-    Stmt::Let {
-        nl: vec![],
-        lin: vec![],
-        rhs: Expr::Drop(Box::new(Expr::var(v.clone()))),
-    }
-}
-
 /// The values a loop's record would hold that are the same in every
 /// iteration: reals and booleans computed (purely) from values bound
 /// outside the loop alone, such as `centred[j]` read in a loop over `l`.
@@ -1019,11 +1008,7 @@ fn drop_stmt(v: &Var) -> Stmt {
 /// read again in the residual; saved per iteration, it would cost a record
 /// entry per iteration where one per loop will do.
 fn invariant_saved(l: &Loop, ctx: &[Stmt], saved: &mut Vec<Binder>) -> Vec<Binder> {
-    let mut inner: HashSet<Var> = l.iter.binders().iter().map(|b| b.var.clone()).collect();
-    inner.extend(l.nl.iter().map(|(b, _)| b.var.clone()));
-    let mut bound = Vec::new();
-    top_binders(ctx, &mut bound);
-    inner.extend(bound);
+    let inner = iteration_vars(l, ctx);
     let mut invariant: HashSet<Var> = HashSet::default();
     for st in ctx {
         let Stmt::Let { nl, lin, rhs } = st else {
@@ -1401,6 +1386,24 @@ fn forward_loop(
     }
 }
 
+/// The variables an iteration of `l` binds: its header's, its carried
+/// state's, and those its forward body `ctx` binds at its top.
+fn iteration_vars(l: &Loop, ctx: &[Stmt]) -> HashSet<Var> {
+    let mut inner: Vec<Var> = l.iter.binders().iter().map(|b| b.var.clone()).collect();
+    inner.extend(l.nl.iter().map(|(b, _)| b.var.clone()));
+    top_binders(ctx, &mut inner);
+    inner.into_iter().collect()
+}
+
+/// Integer arithmetic whose operands have its result's Rust type (an
+/// index computed by it is computed from indices).
+fn index_arithmetic(p: &Prim) -> bool {
+    matches!(
+        p,
+        Prim::IAdd | Prim::ISub | Prim::IMul | Prim::IDiv | Prim::IRem
+    )
+}
+
 /// A range loop's record without its index, nor the integers computed
 /// from it (`i - 1`), where the residual indexes arrays with them (so
 /// they are `usize`s, and the range's bounds a tape can hold): the
@@ -1422,8 +1425,7 @@ fn index_off_the_record(
     // The integers of the iteration computed from the index, literals and
     // values from outside the body alone, and the statements computing
     // them, in order.
-    let mut inner: Vec<Var> = l.nl.iter().map(|(b, _)| b.var.clone()).collect();
-    top_binders(ctx, &mut inner);
+    let inner = iteration_vars(l, ctx);
     let mut derived: HashSet<Var> = [index.var.clone()].into_iter().collect();
     let mut slice: Vec<Stmt> = Vec::new();
     for st in ctx {
@@ -1434,12 +1436,7 @@ fn index_off_the_record(
         let operand = |v: &Var| derived.contains(v) || !inner.contains(v);
         let computed = match rhs {
             Expr::Int(_) => true,
-            Expr::Prim { prim, args } => {
-                matches!(
-                    prim,
-                    Prim::IAdd | Prim::ISub | Prim::IMul | Prim::IDiv | Prim::IRem
-                ) && args.iter().all(operand)
-            }
+            Expr::Prim { prim, args } => index_arithmetic(prim) && args.iter().all(operand),
             _ => false,
         };
         if computed && l2.is_empty() && b.ty == Ty::Int {
@@ -1508,15 +1505,8 @@ fn indexes(v: &Var, lin: &Expr, slice: &[Stmt]) -> bool {
         let Stmt::Let { nl, rhs, .. } = s else { return };
         match rhs {
             Expr::Prim { prim, args } => {
-                let integer = matches!(
-                    prim,
-                    Prim::IAdd
-                        | Prim::ISub
-                        | Prim::IMul
-                        | Prim::IDiv
-                        | Prim::IRem
-                        | Prim::IBit(Bit::And | Bit::Or | Bit::Xor)
-                );
+                let integer = index_arithmetic(prim)
+                    || matches!(prim, Prim::IBit(Bit::And | Bit::Or | Bit::Xor));
                 if let ([b], true) = (nl.as_slice(), integer) {
                     arithmetic.push((b.var.clone(), args.clone()));
                 }
