@@ -3,8 +3,10 @@
 //! Every IR variable becomes a Rust local with a `Span::mixed_site()`
 //! identifier, so generated names can neither capture nor be captured by
 //! the user's; names stay close to the IR's (`z.2` prints as `z_2`) for
-//! readability in `cargo expand`. Bindings map one to one onto `let`s:
-//! straight-line IR becomes straight-line Rust on plain floats and tuples,
+//! readability in `cargo expand`. Bindings map one to one onto `let`s,
+//! but for `dup` of a `Copy` value, whose two results are the original's
+//! local under two IR names (a third of the `let`s J writes are `dup`s,
+//! and each costs the compiler a scope and a move): straight-line IR becomes straight-line Rust on plain floats and tuples,
 //! with no heap, no trait objects and no `unsafe`, which LLVM optimises like
 //! hand-written code.
 //!
@@ -144,6 +146,15 @@ impl Names {
         let id = syn::Ident::new(&name, Span::mixed_site());
         self.map.insert(v.clone(), id.clone());
         id
+    }
+
+    /// Makes `v` another name for `target`'s local: a copy of a `Copy`
+    /// value needs no `let` of its own.
+    fn alias(&mut self, v: &Var, target: &Var) {
+        let id = self.ident(target);
+        let h = self.hold(target);
+        self.map.insert(v.clone(), id);
+        self.holds.insert(v.clone(), h);
     }
 
     fn hold(&self, v: &Var) -> Hold {
@@ -561,7 +572,14 @@ fn chunk(runs: Vec<Run>, tail_reads: &HashSet<Var>, names: &mut Names) -> Vec<Ru
             reads.extend(r.reads);
             body.push(r.tokens);
         }
-        let ids: Vec<syn::Ident> = live.iter().map(|v| names.ident(v)).collect();
+        // Copies share their original's local (`Names::alias`): each local
+        // is passed out once.
+        let mut seen = HashSet::default();
+        let ids: Vec<syn::Ident> = live
+            .iter()
+            .map(|v| names.ident(v))
+            .filter(|id| seen.insert(id.clone()))
+            .collect();
         let tokens = match ids.as_slice() {
             [] => quote!({ #(#body)* }),
             [one] => quote!(let #one = { #(#body)* #one };),
@@ -619,6 +637,14 @@ fn gen_stmt(s: &Stmt, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
                         quote!(let () = #v;)
                     }
                 };
+            }
+            if let Expr::Dup(x) = rhs {
+                if names.hold(x) == Hold::Owned && bs.iter().all(|b| is_copy(&b.ty)) {
+                    for b in &bs {
+                        names.alias(&b.var, x);
+                    }
+                    return quote!();
+                }
             }
             let v = gen_expr(rhs, names, calls);
             let p = pattern(&bs, nl.is_empty(), names);

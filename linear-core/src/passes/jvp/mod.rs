@@ -1371,9 +1371,13 @@ fn slope(b: &mut Builder, prim: Prim, x: &Var, z: &Var) -> Option<Var> {
             Some(b.prim(Prim::Recip, &[&u]))
         }
         Prim::Sqrt => {
-            // 1 / (2 sqrt x).
-            let t = b.prim(Prim::Add, &[z, z]);
-            Some(b.prim(Prim::Recip, &[&t]))
+            // 1 / (2 sqrt x), as 0.5 · (1 / sqrt x): the same value to the
+            // last bit (doubling and halving are exact), and the reciprocal
+            // is the one a division by the root computes (`f / sqrt(g)`),
+            // which the optimiser then computes once.
+            let r = b.prim(Prim::Recip, &[z]);
+            let half = b.lit(0.5);
+            Some(b.prim(Prim::Mul, &[&half, &r]))
         }
         Prim::Cbrt => {
             // 1 / (3 cbrt(x)²).
