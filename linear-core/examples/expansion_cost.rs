@@ -3,7 +3,8 @@
 //!
 //! `cargo run --release -p linear-core --example expansion_cost -- 2000`.
 //! For instruction counts, which do not depend on machine load:
-//! `valgrind --tool=callgrind target/release/examples/expansion_cost 2000`.
+//! `valgrind --tool=callgrind target/release/examples/expansion_cost 2000`;
+//! `expansion_cost 2000 expand` runs the whole expansion only.
 
 use std::time::Instant;
 fn main() {
@@ -22,6 +23,15 @@ fn main() {
         });
     }
     s.push_str(&format!(" v{}\n}}", n - 1));
+    if std::env::args().nth(2).as_deref() == Some("expand") {
+        // The whole expansion only (for a profiler).
+        let toks: proc_macro2::TokenStream = s.parse().unwrap();
+        let t = Instant::now();
+        let out = linear_core::expand::differentiable(proc_macro2::TokenStream::new(), toks);
+        eprintln!("whole expand {:?}", t.elapsed());
+        std::hint::black_box(out);
+        return;
+    }
     let t = Instant::now();
     let item: syn::ItemFn = syn::parse_str(&s).unwrap();
     eprintln!("parse {:?}", t.elapsed());

@@ -490,12 +490,22 @@ fn gen_inner(e: &Expr, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
 /// Statements per chunk (see [`gen_stmts`]).
 const CHUNK: usize = 64;
 
+/// Statements in a block above which its first-level chunks become
+/// functions of their own (see [`gen_stmts`]).
+const FN_CHUNKING: usize = 16 * CHUNK;
+
+/// Statements per nested function (see [`gen_stmts`]).
+const FN_CHUNK: usize = 256;
+
 /// A run of generated statements: their tokens, the variables they bind
-/// (at their top level) and the variables they read.
+/// (at their top level), the variables they read, and, for a single
+/// statement, its free variables if it could move into a function of its
+/// own ([`portable`]).
 struct Run {
     tokens: TokenStream,
     binds: Vec<Var>,
     reads: HashSet<Var>,
+    free: Option<Vec<Var>>,
 }
 
 /// The statements of a block. Every `let` opens a lexical scope nested in
@@ -507,6 +517,15 @@ struct Run {
 /// statements read; chunks of chunks likewise, so the nesting is about
 /// `CHUNK` per level and the levels grow with the logarithm of the length.
 /// Nothing else changes, and the optimiser sees through the blocks.
+///
+/// In a block of more than [`FN_CHUNKING`] statements, a first-level chunk
+/// whose inputs and outputs are all plain reals and booleans becomes a
+/// function nested in the generated one, called once: rustc's type and
+/// borrow checkers work per function, in time that grows faster than the
+/// function (the dataflow of borrow checking is locals × blocks), so a
+/// generated function of tens of thousands of `let`s took seconds in
+/// `cargo check`. The nested functions are `#[inline]` and called once,
+/// so an optimised build inlines them back.
 fn gen_stmts(
     stmts: &[Stmt],
     tail: &Expr,
@@ -516,6 +535,7 @@ fn gen_stmts(
     if stmts.len() <= 2 * CHUNK {
         return stmts.iter().map(|s| gen_stmt(s, names, calls)).collect();
     }
+    let as_fns = stmts.len() > FN_CHUNKING && FloatParam::get().is_none();
     let mut runs: Vec<Run> = stmts
         .iter()
         .map(|s| {
@@ -525,10 +545,15 @@ fn gen_stmts(
             crate::visit::stmt_uses(s, &mut |v: &Var, _| {
                 reads.insert(v.clone());
             });
+            let free = (as_fns && portable(s)).then(|| {
+                let f = crate::visit::stmt_free_vars(s);
+                f.nl.into_iter().chain(f.lin).collect()
+            });
             Run {
                 tokens: gen_stmt(s, names, calls),
                 binds,
                 reads,
+                free,
             }
         })
         .collect();
@@ -537,13 +562,90 @@ fn gen_stmts(
         tail_reads.insert(v.clone());
     });
     while runs.len() > 2 * CHUNK {
-        runs = chunk(runs, &tail_reads, names);
+        // Functions are larger than blocks: each costs a signature.
+        let size = if runs.iter().any(|r| r.free.is_some()) {
+            FN_CHUNK
+        } else {
+            CHUNK
+        };
+        runs = chunk(runs, size, &tail_reads, names);
     }
     runs.into_iter().map(|r| r.tokens).collect()
 }
 
-/// One level of chunking: groups of [`CHUNK`] runs become one run each.
-fn chunk(runs: Vec<Run>, tail_reads: &HashSet<Var>, names: &mut Names) -> Vec<Run> {
+/// Whether statement `s` may move into a nested function: it calls no
+/// other function and reads no constant (whose code may name the
+/// enclosing item's generics or `Self`).
+fn portable(s: &Stmt) -> bool {
+    match s {
+        Stmt::Let { rhs, .. } => !crate::visit::any_subexpr(rhs, &mut |e| {
+            matches!(e, Expr::App { .. } | Expr::Const { .. })
+        }),
+        Stmt::Unpack { .. } | Stmt::LinUnpack { .. } => true,
+    }
+}
+
+/// Whether a value of type `t` can cross a nested function's signature as
+/// it is: a real of a concrete float type, a boolean, or a tuple of them
+/// (integers take their width from the user's code, which the IR does not
+/// record).
+fn plain(t: &Ty) -> bool {
+    match t {
+        Ty::Real(f) => *f != Float::Generic,
+        Ty::Bool => true,
+        Ty::Tuple(ts) => ts.iter().all(plain),
+        Ty::Int | Ty::Sum(_) | Ty::List(..) | Ty::Array(..) | Ty::Tape(_) => false,
+    }
+}
+
+/// A chunk's statements as a nested function called once, if every
+/// variable it reads from outside and every one it passes out is
+/// [`plain`] and held by value; `None` otherwise.
+fn chunk_fn(
+    body: &[TokenStream],
+    inputs: &[Var],
+    outputs: &[syn::Ident],
+    out_vars: &[Var],
+    names: &mut Names,
+) -> Option<TokenStream> {
+    let typed = |v: &Var, names: &Names| {
+        let t = names.types.get(v)?;
+        (plain(t) && names.hold(v) == Hold::Owned).then(|| ty_rust(t))
+    };
+    let mut seen = HashSet::default();
+    let mut params = Vec::new();
+    let mut args = Vec::new();
+    for v in inputs {
+        let t = typed(v, names)?;
+        let id = names.ident(v);
+        if seen.insert(id.clone()) {
+            params.push(quote!(#id: #t));
+            args.push(id);
+        }
+    }
+    let mut out_tys = Vec::new();
+    for v in out_vars {
+        out_tys.push(typed(v, names)?);
+    }
+    let f = names.temp("chunk");
+    let (ret, tail, pat) = match (outputs, out_tys.as_slice()) {
+        ([one], [t]) => (quote!(#t), quote!(#one), quote!(#one)),
+        _ => (
+            quote!((#(#out_tys,)*)),
+            quote!((#(#outputs,)*)),
+            quote!((#(#outputs,)*)),
+        ),
+    };
+    Some(quote! {
+        #[inline]
+        #[allow(clippy::too_many_arguments, clippy::type_complexity, clippy::let_and_return)]
+        fn #f(#(#params),*) -> #ret { #(#body)* #tail }
+        let #pat = #f(#(#args),*);
+    })
+}
+
+/// One level of chunking: groups of `size` runs become one run each.
+fn chunk(runs: Vec<Run>, size: usize, tail_reads: &HashSet<Var>, names: &mut Names) -> Vec<Run> {
     let n = runs.len();
     // The last run reading each variable (n for the block's tail).
     let mut last: HashMap<Var, usize> = HashMap::default();
@@ -558,12 +660,23 @@ fn chunk(runs: Vec<Run>, tail_reads: &HashSet<Var>, names: &mut Names) -> Vec<Ru
     let mut out = Vec::new();
     let mut it = runs.into_iter().enumerate().peekable();
     while it.peek().is_some() {
-        let group: Vec<(usize, Run)> = it.by_ref().take(CHUNK).collect();
+        let group: Vec<(usize, Run)> = it.by_ref().take(size).collect();
         let end = group.last().map_or(n, |(i, _)| i + 1);
         let mut live = Vec::new();
         let mut reads = HashSet::default();
         let mut body = Vec::new();
+        // What the group reads from outside itself, if every run could move
+        // into a function.
+        let mut bound = HashSet::default();
+        let mut inputs = Some(Vec::new());
         for (_, r) in group {
+            match (&mut inputs, r.free) {
+                (Some(ins), Some(free)) => {
+                    ins.extend(free.into_iter().filter(|v| !bound.contains(v)));
+                }
+                (ins, _) => *ins = None,
+            }
+            bound.extend(r.binds.iter().cloned());
             live.extend(
                 r.binds
                     .into_iter()
@@ -575,20 +688,26 @@ fn chunk(runs: Vec<Run>, tail_reads: &HashSet<Var>, names: &mut Names) -> Vec<Ru
         // Copies share their original's local (`Names::alias`): each local
         // is passed out once.
         let mut seen = HashSet::default();
-        let ids: Vec<syn::Ident> = live
+        let (ids, id_vars): (Vec<syn::Ident>, Vec<Var>) = live
             .iter()
-            .map(|v| names.ident(v))
-            .filter(|id| seen.insert(id.clone()))
-            .collect();
-        let tokens = match ids.as_slice() {
-            [] => quote!({ #(#body)* }),
-            [one] => quote!(let #one = { #(#body)* #one };),
-            _ => quote!(let (#(#ids,)*) = { #(#body)* (#(#ids,)*) };),
+            .map(|v| (names.ident(v), v.clone()))
+            .filter(|(id, _)| seen.insert(id.clone()))
+            .unzip();
+        let as_fn = match inputs {
+            Some(ins) if !ids.is_empty() => chunk_fn(&body, &ins, &ids, &id_vars, names),
+            _ => None,
+        };
+        let tokens = match (as_fn, ids.as_slice()) {
+            (Some(t), _) => t,
+            (None, []) => quote!({ #(#body)* }),
+            (None, [one]) => quote!(let #one = { #(#body)* #one };),
+            (None, _) => quote!(let (#(#ids,)*) = { #(#body)* (#(#ids,)*) };),
         };
         out.push(Run {
             tokens,
             binds: live,
             reads,
+            free: None,
         });
     }
     out
