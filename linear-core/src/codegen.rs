@@ -34,7 +34,7 @@
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
-use proc_macro2::{Literal, Span, TokenStream};
+use proc_macro2::{Delimiter, Group, Literal, Span, TokenStream, TokenTree};
 use quote::{format_ident, quote};
 
 use crate::ir::{Arm, Binder, Expr, Float, Func, Iter, Loop, Prim, Stmt, Ty, Var};
@@ -448,6 +448,16 @@ impl CallGen for NoCalls {
     }
 }
 
+/// `{ stmts.. tail }`, built by moving the token streams in: interpolating
+/// a stream with `quote!` copies its tokens, and bodies are the bulk of
+/// the expansion.
+fn braced(stmts: impl IntoIterator<Item = TokenStream>, tail: TokenStream) -> TokenStream {
+    let mut inner = TokenStream::new();
+    inner.extend(stmts);
+    inner.extend(std::iter::once(tail));
+    TokenStream::from(TokenTree::Group(Group::new(Delimiter::Brace, inner)))
+}
+
 /// Generates the statements and tail of function `f`'s body, its parameters
 /// bound to the given Rust expressions. Returns a block expression.
 pub fn body(f: &Func, args: &[TokenStream], calls: &dyn CallGen) -> TokenStream {
@@ -468,7 +478,7 @@ pub fn body_holding(f: &Func, args: &[(TokenStream, Hold)], calls: &dyn CallGen)
         binds.push(quote!(let #id = #a;));
     }
     let e = gen_inner(&f.body, &mut names, calls);
-    quote!({ #(#binds)* #e })
+    braced(binds, e)
 }
 
 /// The statements of a block followed by its tail, without braces.
@@ -481,7 +491,10 @@ fn gen_inner(e: &Expr, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
                 Expr::Ret { nl, lin } if nl.is_empty() && lin.is_empty() => quote!(),
                 other => gen_expr(other, names, calls),
             };
-            quote!(#(#ss)* #t)
+            let mut out = TokenStream::new();
+            out.extend(ss);
+            out.extend(std::iter::once(t));
+            out
         }
         other => gen_expr(other, names, calls),
     }
@@ -504,7 +517,7 @@ const FN_CHUNK: usize = 256;
 struct Run {
     tokens: TokenStream,
     binds: Vec<Var>,
-    reads: HashSet<Var>,
+    reads: Vec<Var>,
     free: Option<Vec<Var>>,
 }
 
@@ -541,13 +554,18 @@ fn gen_stmts(
         .map(|s| {
             let mut binds = Vec::new();
             crate::visit::stmt_binds(s, &mut |v: &Var, _| binds.push(v.clone()));
-            let mut reads = HashSet::default();
-            crate::visit::stmt_uses(s, &mut |v: &Var, _| {
-                reads.insert(v.clone());
-            });
-            let free = (as_fns && portable(s)).then(|| {
-                let f = crate::visit::stmt_free_vars(s);
-                f.nl.into_iter().chain(f.lin).collect()
+            let mut reads = Vec::new();
+            crate::visit::stmt_uses(s, &mut |v: &Var, _| reads.push(v.clone()));
+            let free = (as_fns && portable(s)).then(|| match s {
+                // Only control flow binds inside its right-hand side.
+                Stmt::Let {
+                    rhs: Expr::Block { .. } | Expr::Case { .. } | Expr::Loop(_),
+                    ..
+                } => {
+                    let f = crate::visit::stmt_free_vars(s);
+                    f.nl.into_iter().chain(f.lin).collect()
+                }
+                Stmt::Let { .. } | Stmt::Unpack { .. } | Stmt::LinUnpack { .. } => reads.clone(),
             });
             Run {
                 tokens: gen_stmt(s, names, calls),
@@ -598,34 +616,41 @@ fn plain(t: &Ty) -> bool {
     }
 }
 
-/// A chunk's statements as a nested function called once, if every
-/// variable it reads from outside and every one it passes out is
-/// [`plain`] and held by value; `None` otherwise.
-fn chunk_fn(
-    body: &[TokenStream],
+/// The Rust types of a chunk's inputs and outputs, if every variable it
+/// reads from outside and every one it passes out is [`plain`] and held by
+/// value (then it can be a function: [`chunk_fn`]).
+fn chunk_types(
     inputs: &[Var],
-    outputs: &[syn::Ident],
-    out_vars: &[Var],
-    names: &mut Names,
-) -> Option<TokenStream> {
-    let typed = |v: &Var, names: &Names| {
+    outputs: &[Var],
+    names: &Names,
+) -> Option<(Vec<TokenStream>, Vec<TokenStream>)> {
+    let typed = |v: &Var| {
         let t = names.types.get(v)?;
         (plain(t) && names.hold(v) == Hold::Owned).then(|| ty_rust(t))
     };
+    let ins = inputs.iter().map(typed).collect::<Option<Vec<_>>>()?;
+    let outs = outputs.iter().map(typed).collect::<Option<Vec<_>>>()?;
+    Some((ins, outs))
+}
+
+/// A chunk's statements as a nested function called once, its inputs and
+/// outputs of the given types ([`chunk_types`]).
+fn chunk_fn(
+    body: Vec<TokenStream>,
+    inputs: &[Var],
+    outputs: &[syn::Ident],
+    (in_tys, out_tys): (Vec<TokenStream>, Vec<TokenStream>),
+    names: &mut Names,
+) -> TokenStream {
     let mut seen = HashSet::default();
     let mut params = Vec::new();
     let mut args = Vec::new();
-    for v in inputs {
-        let t = typed(v, names)?;
+    for (v, t) in inputs.iter().zip(in_tys) {
         let id = names.ident(v);
         if seen.insert(id.clone()) {
             params.push(quote!(#id: #t));
             args.push(id);
         }
-    }
-    let mut out_tys = Vec::new();
-    for v in out_vars {
-        out_tys.push(typed(v, names)?);
     }
     let f = names.temp("chunk");
     let (ret, tail, pat) = match (outputs, out_tys.as_slice()) {
@@ -636,12 +661,13 @@ fn chunk_fn(
             quote!((#(#outputs,)*)),
         ),
     };
-    Some(quote! {
+    let block = braced(body, tail);
+    quote! {
         #[inline]
         #[allow(clippy::too_many_arguments, clippy::type_complexity, clippy::let_and_return)]
-        fn #f(#(#params),*) -> #ret { #(#body)* #tail }
+        fn #f(#(#params),*) -> #ret #block
         let #pat = #f(#(#args),*);
-    })
+    }
 }
 
 /// One level of chunking: groups of `size` runs become one run each.
@@ -663,16 +689,20 @@ fn chunk(runs: Vec<Run>, size: usize, tail_reads: &HashSet<Var>, names: &mut Nam
         let group: Vec<(usize, Run)> = it.by_ref().take(size).collect();
         let end = group.last().map_or(n, |(i, _)| i + 1);
         let mut live = Vec::new();
-        let mut reads = HashSet::default();
+        let mut reads = Vec::new();
         let mut body = Vec::new();
-        // What the group reads from outside itself, if every run could move
-        // into a function.
+        // What the group reads from outside itself, each once, if every run
+        // could move into a function.
         let mut bound = HashSet::default();
         let mut inputs = Some(Vec::new());
         for (_, r) in group {
             match (&mut inputs, r.free) {
                 (Some(ins), Some(free)) => {
-                    ins.extend(free.into_iter().filter(|v| !bound.contains(v)));
+                    for v in free {
+                        if bound.insert(v.clone()) {
+                            ins.push(v);
+                        }
+                    }
                 }
                 (ins, _) => *ins = None,
             }
@@ -693,15 +723,21 @@ fn chunk(runs: Vec<Run>, size: usize, tail_reads: &HashSet<Var>, names: &mut Nam
             .map(|v| (names.ident(v), v.clone()))
             .filter(|(id, _)| seen.insert(id.clone()))
             .unzip();
-        let as_fn = match inputs {
-            Some(ins) if !ids.is_empty() => chunk_fn(&body, &ins, &ids, &id_vars, names),
-            _ => None,
-        };
-        let tokens = match (as_fn, ids.as_slice()) {
-            (Some(t), _) => t,
-            (None, []) => quote!({ #(#body)* }),
-            (None, [one]) => quote!(let #one = { #(#body)* #one };),
-            (None, _) => quote!(let (#(#ids,)*) = { #(#body)* (#(#ids,)*) };),
+        let fits = inputs.filter(|_| !ids.is_empty()).and_then(|ins| {
+            let tys = chunk_types(&ins, &id_vars, names)?;
+            Some((ins, tys))
+        });
+        let tokens = match (fits, ids.as_slice()) {
+            (Some((ins, tys)), _) => chunk_fn(body, &ins, &ids, tys, names),
+            (None, []) => braced(body, quote!()),
+            (None, [one]) => {
+                let b = braced(body, quote!(#one));
+                quote!(let #one = #b;)
+            }
+            (None, _) => {
+                let b = braced(body, quote!((#(#ids,)*)));
+                quote!(let (#(#ids,)*) = #b;)
+            }
         };
         out.push(Run {
             tokens,
@@ -766,8 +802,13 @@ fn gen_stmt(s: &Stmt, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
                 }
             }
             let v = gen_expr(rhs, names, calls);
-            let p = pattern(&bs, nl.is_empty(), names);
-            quote!(let #p = #v;)
+            let mut t = quote!(let);
+            t.extend(std::iter::once(pattern(&bs, nl.is_empty(), names)));
+            // `let p = v;`, moving `v` in (see `braced`).
+            t.extend(quote!(=));
+            t.extend(std::iter::once(v));
+            t.extend(quote!(;));
+            t
         }
         Stmt::Unpack { vars, tuple } | Stmt::LinUnpack { vars, tuple } => {
             let whole = names.hold(tuple);
@@ -788,10 +829,7 @@ fn tuple_of(vs: &[Var], names: &mut Names) -> TokenStream {
 
 fn gen_expr(e: &Expr, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
     match e {
-        Expr::Block { .. } => {
-            let inner = gen_inner(e, names, calls);
-            quote!({ #inner })
-        }
+        Expr::Block { .. } => braced([], gen_inner(e, names, calls)),
         Expr::Ret { nl, lin } => {
             let vs: Vec<Var> = nl.iter().chain(lin).cloned().collect();
             tuple_of(&vs, names)

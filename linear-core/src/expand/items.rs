@@ -738,8 +738,12 @@ pub(super) fn generate(
     let sig = Sig::new(item, l, owner, &mut names)?;
     let map_name = owner.map_name(&item.sig.ident);
     let jvp_fn = jvp_item(item, l, &sig, out.jvp, &calls, &mut names);
-    let (lin_items, lin_fn) = lin_items(item, l, &sig, &out, &map_name, &calls, &mut names)?;
-    let vjp_fn = vjp_item(item, l, &sig, &out, &calls, &mut names);
+    // The forward pass is the same code in `f_lin` and `f_vjp`: generated once.
+    let fwd_body = body(out.forward, &sig.primal_ir, &calls);
+    let (lin_items, lin_fn) = lin_items(
+        item, l, &sig, &out, &fwd_body, &map_name, &calls, &mut names,
+    )?;
+    let vjp_fn = vjp_item(item, l, &sig, &out, &fwd_body, &calls, &mut names);
     // Other differentiable functions cannot pass arrays read by index,
     // nor structs in tuples or arrays, yet: no companions to call. They
     // can receive any result: a caller owns an array result as its own IR
@@ -1102,11 +1106,13 @@ fn lin_docs(sig: &Sig, name: &syn::Ident, lin_name: &syn::Ident) -> (String, Str
 /// The linearization type (the tape, `LinearMap` from the residual and its
 /// transpose), and `f_lin(params..) -> (R, FLinearization)`, U(J(f))'s
 /// forward pass.
+#[allow(clippy::too_many_arguments)]
 fn lin_items(
     item: &syn::ItemFn,
     l: &Lowered,
     sig: &Sig,
     out: &Outputs,
+    fwd_body: &TokenStream,
     map_name: &syn::Ident,
     calls: &Calls,
     names: &mut Names,
@@ -1146,7 +1152,6 @@ fn lin_items(
     let transpose_out = sig.pack_cotangents(names, t_body);
 
     let y_out = primal_from_ir(quote!(#y), &l.ret, names);
-    let fwd_body = body(out.forward, &sig.primal_ir, calls);
     let mut read = tape.field_inits(&tape_var, len_inits);
     read.extend(sig.float.marker().map(|(_, init)| init));
     let (generics, where_clause) = (sig.float.decl(tape.lifetime()), &sig.float.where_clause);
@@ -1206,12 +1211,12 @@ fn vjp_item(
     l: &Lowered,
     sig: &Sig,
     out: &Outputs,
+    fwd_body: &TokenStream,
     calls: &Calls,
     names: &mut Names,
 ) -> TokenStream {
     let (y, tape, cotangent) = (hidden("__y"), hidden("__tape"), hidden("__cotangent"));
     let y_out = primal_from_ir(quote!(#y), &l.ret, names);
-    let fwd_body = body(out.forward, &sig.primal_ir, calls);
     let ct_ir = result_to_ir(quote!(#cotangent), &l.ret, names);
     let mut t_args = vec![quote!(#tape), ct_ir];
     t_args.extend(sig.arrays().into_iter().map(|(s, len)| zero_buffer(s, len)));
