@@ -720,20 +720,25 @@ fn main() {
         );
     }
     let _ = writeln!(out, "\nThe bundle-adjustment residual expands in {}.\n\n![expansion time and generated size against function size](bench/macro_cost.svg)\n", ba_ms.map_or("–".into(), |t| format!("{t:.2} ms")));
-    out.push_str("The IR of every stage grows linearly with the source (Thm 8.1: J about 3.5×, U 3.8×, T 5.9× the lowered function, at every size). The work of the expansion grows linearly too: its instruction count, which machine load does not affect, was 2.68 G at 1,000 statements and 5.35 G at 2,000 (1.99×; measured with `valgrind --tool=callgrind target/release/examples/expansion_cost N`, from `cargo run --release -p linear-core --example expansion_cost -- N`). The wall-clock time per statement still rises with size, because the working set (tens of megabytes of tokens and IR at 10,000 statements) outgrows the caches. These figures are for an optimized build of the macro; `cargo build` compiles proc macros without optimization, where expansion is several times slower (see the build times below).\n\n");
+    out.push_str("The IR of every stage grows linearly with the source (Thm 8.1: J about 3.5×, U 3.8×, T 5.9× the lowered function, at every size). The work of the expansion grows linearly too: its instruction count, which machine load does not affect, was 1.80 G at 1,000 statements and 3.59 G at 2,000 (2.00×; 2.68 G and 5.35 G before code generation stopped copying token streams, shared the forward pass between `f_lin` and `f_vjp` and printed `dup`s as aliases; measured with `valgrind --tool=callgrind target/release/examples/expansion_cost N`, from `cargo run --release -p linear-core --example expansion_cost -- N`). The wall-clock time per statement still rises with size, because the working set (tens of megabytes of tokens and IR at 10,000 statements) outgrows the caches. These figures are for an optimized build of the macro; `cargo build` compiles proc macros without optimization, where expansion is several times slower (see the build times below).\n\n");
     if let Ok(text) = std::fs::read_to_string(root().join("target/criterion/build_time.txt")) {
-        let get = |k: &str| {
-            text.lines()
-                .find_map(|l| l.strip_prefix(k).and_then(|v| v.trim().parse::<f64>().ok()))
+        // The median of each variant's runs.
+        let median = |k: &str| {
+            let mut v: Vec<f64> = text
+                .lines()
+                .filter_map(|l| l.strip_prefix(k).and_then(|v| v.trim().parse::<f64>().ok()))
+                .collect();
+            v.sort_by(f64::total_cmp);
+            v.get(v.len() / 2).copied()
         };
-        if let (Some(with), Some(without)) = (get("with "), get("without ")) {
-            let _ = writeln!(out, "### Build time\n\nThe benchmark workloads (6 functions, including the 100-input Rosenbrock sum of 300 statements and the BA residual) as a crate, `cargo build` (dev profile) after its dependencies are built, measured by `bench/build_time.sh`:\n\n| crate | build |\n| --- | ---: |\n| with `#[differentiable]` | {:.2} s |\n| the same functions without the attribute | {:.2} s |\n", with / 1e3, without / 1e3);
+        if let (Some(with), Some(without)) = (median("big-with "), median("big-without ")) {
+            let _ = writeln!(out, "### Build time\n\nA generated straight-line function of 2,000 statements (the `expansion_cost` generator) as a crate, `cargo build` (dev profile, so the proc macro is unoptimised, as `cargo build` builds it; not incremental) after its dependencies are built, median of 3, measured by `bench/build_time.sh`:\n\n| crate | build |\n| --- | ---: |\n| with `#[differentiable]` | {:.2} s |\n| the same function without the attribute | {:.2} s |\n| ratio (target: 5) | {:.1} |\n", with / 1e3, without / 1e3, with / without);
         }
     }
     if let Ok(gradbench) = std::fs::read_to_string(root().join("gradbench/results.md")) {
         let _ = writeln!(out, "## GradBench\n\nThe GradBench tool's evals (`gradbench/`), timed by the tool itself as GradBench times it (its `evaluate` timings, medians), at GradBench's workload sizes that fit this machine; written by `cargo run --release -p linear-ad-gradbench --bin report`. The ratio is derivative ÷ primal time. GradBench's figures come from its own machines and harness; a ratio divides by each tool's own primal, so the comparison is indicative. `ht` runs on a synthetic model of ADBench's small model's sizes, `ba` repeats one camera, point and feature as its data files do.\n\n{gradbench}");
     }
-    out.push_str("## Reproduce\n\n```sh\ncargo bench -p linear-ad-bench            # about 5 minutes on 2 cores\nbash bench/build_time.sh                   # the build-time comparison, 20 seconds\ncargo run -p linear-ad-bench --bin report  # rewrites BENCHMARKS.md and bench/macro_cost.svg\n```\n");
+    out.push_str("## Reproduce\n\n```sh\ncargo bench -p linear-ad-bench            # about 5 minutes on 2 cores\nbash bench/build_time.sh                   # the build-time comparison, about a minute\ncargo run -p linear-ad-bench --bin report  # rewrites BENCHMARKS.md and bench/macro_cost.svg\n```\n");
 
     let _ = std::fs::write(root().join("BENCHMARKS.md"), out);
     let _ = std::fs::write(root().join("bench/macro_cost.svg"), svg(&points));
