@@ -150,3 +150,74 @@ fn lowering_of_calls_constants_and_arrays() {
     "#]]
     .assert_eq(&lowered(SOURCES[2]));
 }
+
+/// A straight-line function of `n` statements (the `expansion_cost`
+/// generator's shape).
+fn straight_line(n: usize) -> String {
+    let mut s = String::from(
+        "pub fn big(x: f64, y: f64) -> f64 { let v0 = x * y; let v1 = v0 + x; let v2 = v1 * y;",
+    );
+    for i in 3..n {
+        let (a, b, c) = (i - 1, i - 2, i - 3);
+        s.push_str(&match i % 4 {
+            0 => format!(" let v{i} = v{a} * v{b} + x;"),
+            1 => format!(" let v{i} = v{a}.sin() * y - v{c};"),
+            2 => format!(" let v{i} = (v{a} - v{b}).tanh() + v{c} * 0.5;"),
+            _ => format!(" let v{i} = v{a}.exp().sqrt() / (v{b} * v{b} + 1.0);"),
+        });
+    }
+    s.push_str(&format!(" v{} }}", n - 1));
+    s
+}
+
+/// J fans every tangent read twice out with a `dup`; code generation
+/// prints both copies as the original's local, so no `let (a, b) = (x, x)`
+/// reaches rustc (each cost it a scope and a move).
+#[test]
+fn a_dup_is_not_printed_as_a_let() {
+    let src = "pub fn f(x: f64, y: f64) -> f64 { let a = x * y; let b = a * a + x; b * y + a }";
+    let ir = {
+        let item: syn::ItemFn = syn::parse_str(src).unwrap();
+        let mut errs = Errors::default();
+        let l = lower_fn(&item, &mut errs).unwrap();
+        pipeline(
+            &l.func,
+            &l.externs,
+            linear_core::passes::unzip::Checkpoint::SaveAll,
+        )
+        .unwrap()
+        .jvp
+        .to_string()
+    };
+    assert!(ir.contains("dup("), "J's output has dups:\n{ir}");
+    let out = differentiable(TokenStream::new(), src.parse().unwrap()).to_string();
+    let compact: String = out.split_whitespace().collect();
+    // A let binding a pair of one variable twice.
+    let pairs = compact
+        .match_indices("=(")
+        .filter(|(i, _)| {
+            let rest = &compact[i + 2..];
+            let Some(end) = rest.find(')') else {
+                return false;
+            };
+            let parts: Vec<&str> = rest[..end].split(',').collect();
+            parts.len() == 2 && parts[0] == parts[1]
+        })
+        .count();
+    assert_eq!(pairs, 0, "{out}");
+}
+
+/// A body of more than 1024 statements is split into nested functions
+/// (rustc's checkers are superlinear in a function's size); a small one is
+/// not.
+#[test]
+fn large_bodies_are_split_into_nested_functions() {
+    let expand =
+        |n| differentiable(TokenStream::new(), straight_line(n).parse().unwrap()).to_string();
+    let small = expand(20);
+    assert!(!small.contains("__chunk"), "{small}");
+    let large = expand(400);
+    let chunks = large.matches("fn __chunk").count();
+    assert!(chunks >= 5 * 4, "{chunks} nested functions");
+    assert!(!large.contains("compile_error"));
+}
