@@ -6,9 +6,11 @@
 //! readability in `cargo expand`. Bindings map one to one onto `let`s,
 //! but for `dup` of a `Copy` value, whose two results are the original's
 //! local under two IR names (a third of the `let`s J writes are `dup`s,
-//! and each costs the compiler a scope and a move): straight-line IR becomes straight-line Rust on plain floats and tuples,
-//! with no heap, no trait objects and no `unsafe`, which LLVM optimises like
-//! hand-written code.
+//! and each costs the compiler a scope and a move). Straight-line IR
+//! becomes straight-line Rust on plain floats and tuples, with no heap, no
+//! trait objects and no `unsafe`, which LLVM optimises like hand-written
+//! code; a very long body is split into nested functions for rustc's sake
+//! ([`gen_stmts`]).
 //!
 //! Linear operations on tuples are expanded componentwise in place (no
 //! helper trait), so every operation is visible to the optimiser. `drop`
