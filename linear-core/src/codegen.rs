@@ -10,7 +10,7 @@
 //! becomes straight-line Rust on plain floats and tuples, with no heap, no
 //! trait objects and no `unsafe`, which LLVM optimises like hand-written
 //! code; a very long body is split into nested functions for rustc's sake
-//! ([`gen_stmts`]).
+//! (`gen_stmts`).
 //!
 //! Linear operations on tuples are expanded componentwise in place (no
 //! helper trait), so every operation is visible to the optimiser. `drop`
