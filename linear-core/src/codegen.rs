@@ -559,9 +559,11 @@ fn gen_stmts(
             let mut reads = Vec::new();
             crate::visit::stmt_uses(s, &mut |v: &Var, _| reads.push(v.clone()));
             let free = (as_fns && portable(s)).then(|| match s {
-                // Only control flow binds inside its right-hand side.
+                // Only right-hand sides that nest expressions (control
+                // flow, dropped code: `visit::any_subexpr`'s recursive
+                // cases) bind inside themselves.
                 Stmt::Let {
-                    rhs: Expr::Block { .. } | Expr::Case { .. } | Expr::Loop(_),
+                    rhs: Expr::Block { .. } | Expr::Case { .. } | Expr::Loop(_) | Expr::Drop(_),
                     ..
                 } => {
                     let f = crate::visit::stmt_free_vars(s);

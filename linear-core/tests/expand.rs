@@ -216,6 +216,10 @@ fn large_bodies_are_split_into_nested_functions() {
         |n| differentiable(TokenStream::new(), straight_line(n).parse().unwrap()).to_string();
     let small = expand(20);
     assert!(!small.contains("__chunk"), "{small}");
+    // 400 source statements give J, U and T bodies of well over 1,024
+    // statements each: every one of the five long bodies (`f_jvp`, the
+    // shared forward pass, `apply`, `transpose`, `f_vjp`'s reverse sweep)
+    // holds several functions of 256.
     let large = expand(400);
     let chunks = large.matches("fn __chunk").count();
     assert!(chunks >= 5 * 4, "{chunks} nested functions");
