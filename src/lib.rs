@@ -355,6 +355,33 @@
 //! `"save"`). A loop with a literal trip count (`for i in 0..8`) keeps a
 //! small tape (up to 4 KiB) inline in the linearization, with no heap.
 //!
+//! ## Rounding: folded scalings
+//!
+//! The chain rule applied one operation at a time scales a tangent once
+//! per product it passes through (`s·(2s·ṡ) + s²·ṡ` for `s * s * s`). The
+//! derivative's scalings are folded instead: chains into one coefficient
+//! (`(s·2s + s²)·ṡ`), and the two tangents of a value read twice into
+//! one, with the coefficients computed once in the forward pass, so the
+//! linear map and its transpose do less work and the tape holds fewer
+//! values. The results are the same up to rounding: `(a·b)·ẋ` for
+//! `a·(b·ẋ)` and `(a + b)·ẋ` for `a·ẋ + b·ẋ`, a few units in the last place
+//! of the largest intermediate tangent; a coefficient product can also
+//! overflow where the unfolded products would not. Values, as opposed to
+//! derivatives, are never affected. `#[differentiable(fold = false)]`
+//! keeps the operation-by-operation rounding:
+//!
+//! ```
+//! use linear_ad::differentiable;
+//!
+//! #[differentiable(fold = false)]
+//! fn cube(s: f64) -> f64 {
+//!     s * s * s
+//! }
+//!
+//! let (s, ds) = (1.7, 0.37);
+//! assert_eq!(cube_jvp(s, ds).1, s * ((s + s) * ds) + (s * s) * ds);
+//! ```
+//!
 //! `#[differentiable(dump)]`, or `LINEAR_AD_DUMP=name` in the compiler's
 //! environment, prints the Linear A program of every stage at compile time.
 //!

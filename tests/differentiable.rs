@@ -211,3 +211,36 @@ fn many_inputs_one_reverse_pass() {
         assert_close(*gk, t, 1e-12, "gradient component vs jvp");
     }
 }
+
+#[differentiable]
+fn cube_folded(s: f64) -> f64 {
+    s * s * s
+}
+
+#[differentiable(fold = false)]
+fn cube_unfolded(s: f64) -> f64 {
+    s * s * s
+}
+
+/// J differentiates `s * s * s` one product at a time: `s·((s + s)·ṡ) +
+/// (s·s)·ṡ`. By default the scalings are folded into one coefficient,
+/// `(s·(s + s) + s·s)·ṡ`, computed in the forward pass; `fold = false`
+/// keeps J's order of operations, and so its rounding, exactly.
+#[test]
+fn fold_false_keeps_the_chain_rules_rounding() {
+    let mut differ = 0;
+    for s in [0.1, 1.7, -3.3, 7.9, 1e3, 0.3] {
+        for ds in [0.37, -1.1, 3.0e-5, 0.7] {
+            let chain = s * ((s + s) * ds) + (s * s) * ds;
+            let folded = (s * (s + s) + s * s) * ds;
+            assert_eq!(cube_unfolded_jvp(s, ds).1, chain);
+            assert_eq!(cube_folded_jvp(s, ds).1, folded);
+            assert_eq!(cube_unfolded_vjp(s, ds).1, chain);
+            assert_eq!(cube_folded_vjp(s, ds).1, folded);
+            differ += usize::from(chain != folded);
+            assert_eq!(cube_folded(s), cube_unfolded(s));
+        }
+    }
+    // The two roundings are told apart.
+    assert!(differ > 0);
+}

@@ -64,7 +64,7 @@ fn lowered(src: &str) -> String {
     let stages = pipeline(
         &l.func,
         &l.externs,
-        linear_core::passes::unzip::Checkpoint::SaveAll,
+        linear_core::expand::Passes::with(linear_core::passes::unzip::Checkpoint::SaveAll),
     )
     .expect("pipeline");
     format!("{}\n{}", stages.source, stages.unzipped)
@@ -183,7 +183,7 @@ fn a_dup_is_not_printed_as_a_let() {
         pipeline(
             &l.func,
             &l.externs,
-            linear_core::passes::unzip::Checkpoint::SaveAll,
+            linear_core::expand::Passes::with(linear_core::passes::unzip::Checkpoint::SaveAll),
         )
         .unwrap()
         .jvp

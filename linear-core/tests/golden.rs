@@ -1,5 +1,6 @@
 //! File tests: each `tests/files/*.la` program goes through every stage of
-//! the pipeline; the printed output of each stage is compared with
+//! the pipeline as the macro runs it (J, simplification, folding, U, T;
+//! and L); the printed output of each stage is compared with
 //! `tests/files/*.out`. Regenerate the expectations with
 //! `UPDATE_EXPECT=1 cargo test -p linear-core --test golden`, then read the
 //! diff. A first line `// checkpoint: binomial N` (or `state`, or `adjoint`, the macro's
@@ -12,7 +13,7 @@ use std::path::Path;
 use linear_core::check::{check, check_linear_b};
 use linear_core::parse::parse_program;
 use linear_core::passes::{
-    erase::erase, jvp::jvp, simplify::simplify, transpose::transpose, unzip,
+    erase::erase, fold::fold, jvp::jvp, simplify::simplify, transpose::transpose, unzip,
 };
 
 fn stages(src: &str) -> String {
@@ -23,6 +24,9 @@ fn stages(src: &str) -> String {
     check(&j).expect("J output type-checks");
     let js = simplify(&j);
     check(&js).expect("simplified J output type-checks");
+    // Folded as the macro does, then simplified again.
+    let jf = simplify(&fold(&js));
+    check(&jf).expect("folded J output type-checks");
     let policy = match src
         .lines()
         .next()
@@ -36,7 +40,7 @@ fn stages(src: &str) -> String {
         },
         None => unzip::Checkpoint::SaveAll,
     };
-    let u = unzip::unzip(&js, policy).expect("U applies");
+    let u = unzip::unzip(&jf, policy).expect("U applies");
     check_linear_b(&u).expect("U output is Linear B");
     let us = simplify(&u);
     check_linear_b(&us).expect("simplified U output is Linear B");
@@ -49,7 +53,8 @@ fn stages(src: &str) -> String {
     for (title, prog) in [
         ("J", &j),
         ("simplify(J)", &js),
-        ("U(simplify(J)), simplified", &us),
+        ("fold(simplify(J)), simplified", &jf),
+        ("U(fold(..)), simplified", &us),
         ("T(U), simplified (transposes only)", &ts),
         ("L(simplify(J))", &l),
     ] {

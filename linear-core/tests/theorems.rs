@@ -15,6 +15,9 @@
 //! * |J(P)|, |U(J(P))|, |T(U(J(P)))| are bounded by constants times their
 //!   input's size (Thm 8.1);
 //! * the simplifier preserves types, results, and never increases work;
+//! * folding J's scalings (after simplification) preserves types and
+//!   non-linear results, changes linear results only by rounding, never
+//!   increases work, and its output unzips exactly (Thm 6.2);
 //! * L(J(P)) is non-linear, computes J(P)'s results, with J(P)'s work.
 //!
 //! `LINEAR_CORE_CASES` sets the number of programs (default 2000);
@@ -32,6 +35,7 @@ use linear_core::check::{check, check_linear_b};
 use linear_core::eval::{dot, run, Value};
 use linear_core::parse::parse_program;
 use linear_core::passes::erase::erase;
+use linear_core::passes::fold::fold;
 use linear_core::passes::jvp::jvp;
 use linear_core::passes::simplify::simplify;
 use linear_core::passes::transpose::transpose;
@@ -55,6 +59,9 @@ struct Stats {
     tape_recompute: u64,
     smaller_tapes: u64,
     simplified_work_saved: u64,
+    /// Programs whose work folding reduced, and by how much in all.
+    folded: u64,
+    folded_work_saved: u64,
     transposes_strict: u64,
     with_case: u64,
     with_range_loop: u64,
@@ -393,6 +400,8 @@ fn one_program(seed: u64, size_: usize, st: &RefCell<Stats>) -> Result<(), TestC
         st.borrow_mut().simplified_work_saved += reference.2 - o.work;
     }
 
+    folding(&j, &fj, (&x, &dx), &jo, st)?;
+
     // L (Lemma 4.3).
     let e = erase(&j).map_err(|e| fail(e.to_string()))?;
     check(&e).map_err(|er| fail(format!("L output ill-typed: {er}\n{e}")))?;
@@ -453,6 +462,57 @@ fn one_program(seed: u64, size_: usize, st: &RefCell<Stats>) -> Result<(), TestC
     s.tape_recompute += tape2.scalars();
     s.smaller_tapes += u64::from(tape2.scalars() < tape.scalars());
     s.transposes_strict += u64::from(tb.work + scalars(&dx) < res.work + scalars(&ct_args));
+    Ok(())
+}
+
+/// Folding, as the macro runs it (after simplification, then simplified
+/// again), checked against J's run `jo`: well typed, the same non-linear
+/// results, linear results within the rounding `passes::fold` documents
+/// (a few units of rounding of J's largest linear intermediate per unit of
+/// work), and no more work. U of the folded program then computes its
+/// results exactly, with its work (Thm 6.2).
+fn folding(
+    j: &linear_core::Program,
+    fj: &str,
+    (x, dx): (&[Value], &[Value]),
+    jo: &linear_core::eval::Outcome,
+    st: &RefCell<Stats>,
+) -> Result<(), TestCaseError> {
+    let consts = data_consts();
+    let f = simplify(&fold(&simplify(j)));
+    check(&f).map_err(|e| fail(format!("folded program ill-typed: {e}\n{j}\n=>\n{f}")))?;
+    let fo = run(&f, fj, x, dx, &consts).map_err(|e| fail(e.0))?;
+    prop_assert_eq!(&fo.nl, &jo.nl, "folding changed non-linear results");
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    fo.lin.iter().for_each(|v| v.flatten(&mut a));
+    jo.lin.iter().for_each(|v| v.flatten(&mut b));
+    let bound = 4.0 * f64::EPSILON * jo.work as f64 * jo.max_linear;
+    prop_assert!(
+        close(&fo.lin, &jo.lin, 1e-12)
+            || (a.len() == b.len() && a.iter().zip(&b).all(|(x, y)| (x - y).abs() <= bound)),
+        "folding changed the derivative beyond rounding ({bound}): {:?} -> {:?}\n{j}\n=>\n{f}",
+        jo.lin,
+        fo.lin
+    );
+    prop_assert!(
+        fo.work <= jo.work,
+        "folding increased the work {} -> {}\n{j}\n=>\n{f}",
+        jo.work,
+        fo.work
+    );
+    let u = unzip(&f, Checkpoint::SaveAll).map_err(|e| fail(e.to_string()))?;
+    check_linear_b(&u).map_err(|e| fail(format!("U of folded not Linear B: {e}\n{u}")))?;
+    let (fnl, flin) = (format!("{fj}.nl"), format!("{fj}.lin"));
+    let fwd = run(&u, &fnl, x, &[], &consts).map_err(|e| fail(e.0))?;
+    let k = fwd.nl.len() - 1;
+    let res = run(&u, &flin, std::slice::from_ref(&fwd.nl[k]), dx, &consts)
+        .map_err(|e| fail(e.0))?;
+    prop_assert_eq!(&fwd.nl[..k], &fo.nl[..], "unzipped folded forward pass");
+    prop_assert_eq!(&res.lin, &fo.lin, "unzipped folded residual");
+    prop_assert_eq!(fwd.work + res.work, fo.work, "unzipping the folded program");
+    let mut s = st.borrow_mut();
+    s.folded += u64::from(fo.work < jo.work);
+    s.folded_work_saved += jo.work - fo.work;
     Ok(())
 }
 
@@ -662,6 +722,17 @@ fn theorems_hold_on_random_programs() {
     println!(
         "Thm 7.1: work inequality strict in {} programs; simplifier removed {} units of work; dot-product identity needed the rounding bound (intermediates far larger than the result) in {} programs",
         s.transposes_strict, s.simplified_work_saved, s.rounding_allowance
+    );
+    println!(
+        "folding: reduced the work of {} programs, by {} units in all",
+        s.folded, s.folded_work_saved
+    );
+    // The generator's products and sums must give folding something to do.
+    assert!(
+        s.folded > s.cases / 10,
+        "folding reduced the work of only {} of {} programs",
+        s.folded,
+        s.cases
     );
     assert!(
         s.cases as f64 >= 0.95 * f64::from(cases),

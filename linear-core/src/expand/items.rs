@@ -17,12 +17,11 @@ use super::companions::companions;
 use super::pieces::{join, pieces, Piece};
 use super::{
     find, from_ir, pascal, pattern_idents, pipeline, primal_from_ir, result_to_ir, to_ir,
-    wants_dump,
+    wants_dump, Passes,
 };
 use crate::codegen::{body, body_holding, Hold, Names};
 use crate::ir::{Func, Ty, Var};
 use crate::lower::{Lowered, Shape};
-use crate::passes::unzip;
 
 /// What the generated functions' signatures and bodies share.
 struct Sig<'a> {
@@ -706,7 +705,7 @@ pub(super) fn generate(
     item: &syn::ItemFn,
     l: &Lowered,
     dump: bool,
-    policy: unzip::Checkpoint,
+    passes: Passes,
     owner: Owner,
 ) -> Result<Generated, String> {
     let name = item.sig.ident.to_string();
@@ -714,7 +713,7 @@ pub(super) fn generate(
         // Before the pipeline, so that a pass's error comes with its input.
         eprintln!("== linear-ad: `{name}` lowered ==\n{}", l.func);
     }
-    let stages = pipeline(&l.func, &l.externs, policy)?;
+    let stages = pipeline(&l.func, &l.externs, passes)?;
     if wants_dump(&name, dump) {
         eprintln!(
             "== simplified ==\n{}\n== J (simplified) ==\n{}\n== U (simplified) ==\n{}\n== T of the residual (simplified) ==\n{}",

@@ -10,7 +10,7 @@ use super::calls::Calls;
 use super::items::{generate, Owner};
 use super::{
     find, finish, from_ir, parse_input, pascal, pattern_idents, recheck, to_ir, wants_dump,
-    without_markers,
+    without_markers, Passes,
 };
 use crate::check::check_linear_b;
 use crate::codegen::{body, CallGen, Names};
@@ -140,7 +140,13 @@ fn derivatives(
     let vis = &item.vis;
     Ok(match &diff {
         Some((f, d)) => {
-            let g = generate(f, d, false, unzip::Checkpoint::SaveAll, Owner::Free)?;
+            let g = generate(
+                f,
+                d,
+                false,
+                Passes::with(unzip::Checkpoint::SaveAll),
+                Owner::Free,
+            )?;
             quote!(#g)
         }
         None => quote!(#[doc(hidden)] #vis struct #map_name;),

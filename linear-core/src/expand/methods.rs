@@ -45,7 +45,7 @@ use syn::spanned::Spanned;
 use syn::visit_mut::VisitMut;
 
 use super::items::{self, Owner};
-use super::{fn_struct_paths, generated, policy, start_job, Args};
+use super::{fn_struct_paths, generated, passes, start_job, Args};
 use crate::codegen::FloatParam;
 use crate::layout::{Job, Kind, Structs};
 use crate::lower::{lower_fn_with, Errors, Missing, Mode};
@@ -162,11 +162,11 @@ fn expand_method(
     (known, sigs, missing): (&Structs, &Sigs, &mut Missing),
     owner: Owner,
 ) -> Result<items::Generated, TokenStream> {
-    let policy = policy(args, &mut errs);
+    let passes = passes(args, &mut errs);
     let _float = FloatParam::set(crate::lower::float_param(&f.sig.generics));
     let lowered = lower_fn_with(f, &mut errs, Mode::Differentiable, known, sigs, missing);
     generated(f, lowered, errs, |l| {
-        items::generate(f, l, args.dump, policy, owner)
+        items::generate(f, l, args.dump, passes, owner)
     })
 }
 

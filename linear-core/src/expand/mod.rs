@@ -49,7 +49,7 @@ use crate::codegen::{FloatParam, Names};
 use crate::ir::{Extern, Func, Program};
 use crate::layout::{struct_paths, Job, Kind, Structs};
 use crate::lower::{lower_fn_with, Errors, Lowered, Missing, Mode, Shape};
-use crate::passes::{jvp::jvp, simplify::simplify, transpose::transpose, unzip};
+use crate::passes::{fold::fold, jvp::jvp, simplify::simplify, transpose::transpose, unzip};
 use crate::signature::{self, Sigs};
 
 #[derive(Debug, Default, FromMeta)]
@@ -79,6 +79,38 @@ struct Args {
     /// [`DEFAULT_SNAPSHOTS`]).
     #[darling(default)]
     snapshots: Option<syn::LitInt>,
+    /// Whether chains of scalings in the derivative are folded into one
+    /// coefficient each ([`crate::passes::fold`]; default `true`); `fold =
+    /// false` keeps the operation-by-operation chain rule's rounding.
+    #[darling(default)]
+    fold: Option<bool>,
+}
+
+/// How the pipeline runs for one function, as its attribute asks.
+#[derive(Clone, Copy, Debug)]
+pub struct Passes {
+    /// What loops keep for the reverse sweep.
+    pub checkpoint: unzip::Checkpoint,
+    /// Whether J's output is folded ([`crate::passes::fold`]).
+    pub fold: bool,
+}
+
+impl Passes {
+    /// The default for a checkpoint policy: folding on.
+    pub fn with(checkpoint: unzip::Checkpoint) -> Passes {
+        Passes {
+            checkpoint,
+            fold: true,
+        }
+    }
+}
+
+/// The passes an attribute asks for.
+fn passes(args: &Args, errs: &mut Errors) -> Passes {
+    Passes {
+        checkpoint: policy(args, errs),
+        fold: args.fold.unwrap_or(true),
+    }
 }
 
 /// Snapshots per loop under `checkpoint = "binomial"` when the attribute
@@ -250,7 +282,7 @@ fn expand_fn(
     (structs, sigs): (&Structs, &Sigs),
     clean: Option<&syn::ItemFn>,
 ) -> TokenStream {
-    let policy = policy(args, &mut errs);
+    let passes = passes(args, &mut errs);
     let _float = FloatParam::set(crate::lower::float_param(&item_fn.sig.generics));
     let mut missing = Missing::default();
     let lowered = lower_fn_with(
@@ -268,7 +300,7 @@ fn expand_fn(
         return quote!(#clean #next);
     }
     finish(item_fn, clean, lowered, errs, |l| {
-        let g = items::generate(item_fn, l, args.dump, policy, items::Owner::Free)?;
+        let g = items::generate(item_fn, l, args.dump, passes, items::Owner::Free)?;
         let kind = if g.callable {
             signature::Kind::Differentiable
         } else {
@@ -386,7 +418,7 @@ fn recheck(
 }
 
 /// Runs J, U and T with simplification in between, checking every output.
-pub fn pipeline(f: &Func, externs: &[Extern], policy: unzip::Checkpoint) -> Result<Stages, String> {
+pub fn pipeline(f: &Func, externs: &[Extern], passes: Passes) -> Result<Stages, String> {
     let source = Program {
         externs: externs.to_vec(),
         funcs: vec![f.clone()],
@@ -396,7 +428,16 @@ pub fn pipeline(f: &Func, externs: &[Extern], policy: unzip::Checkpoint) -> Resu
     // differentiated once.
     let j = simplify(&jvp(&simplify(&source)).map_err(|e| e.to_string())?);
     recheck(|| check(&j), "after J:")?;
-    let u = simplify(&unzip::unzip(&j, policy).map_err(|e| e.to_string())?);
+    // Folded after simplification, which flattens the blocks J nests; the
+    // folds leave copies and dead literals for a second simplification.
+    let j = if passes.fold {
+        let folded = simplify(&fold(&j));
+        recheck(|| check(&folded), "after folding:")?;
+        folded
+    } else {
+        j
+    };
+    let u = simplify(&unzip::unzip(&j, passes.checkpoint).map_err(|e| e.to_string())?);
     recheck(|| check_linear_b(&u), "after U:")?;
     let t = simplify(&transpose(&u).map_err(|e| e.to_string())?);
     recheck(|| check_linear_b(&t), "after T:")?;

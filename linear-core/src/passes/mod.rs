@@ -2,6 +2,7 @@
 //! [`Program`](crate::ir::Program) to `Program`.
 
 pub mod erase;
+pub mod fold;
 pub mod jvp;
 pub mod simplify;
 pub mod transpose;
