@@ -505,8 +505,8 @@ fn folding(
     let (fnl, flin) = (format!("{fj}.nl"), format!("{fj}.lin"));
     let fwd = run(&u, &fnl, x, &[], &consts).map_err(|e| fail(e.0))?;
     let k = fwd.nl.len() - 1;
-    let res = run(&u, &flin, std::slice::from_ref(&fwd.nl[k]), dx, &consts)
-        .map_err(|e| fail(e.0))?;
+    let res =
+        run(&u, &flin, std::slice::from_ref(&fwd.nl[k]), dx, &consts).map_err(|e| fail(e.0))?;
     prop_assert_eq!(&fwd.nl[..k], &fo.nl[..], "unzipped folded forward pass");
     prop_assert_eq!(&res.lin, &fo.lin, "unzipped folded residual");
     prop_assert_eq!(fwd.work + res.work, fo.work, "unzipping the folded program");

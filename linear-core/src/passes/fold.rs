@@ -354,8 +354,8 @@ impl Folder {
         let float = self.float(a);
         match (self.lits.get(a).copied(), self.lits.get(c).copied()) {
             (Some(x), Some(y)) => self.literal(scope, x * y, float),
-            (Some(x), None) if x == 1.0 => c.clone(),
-            (None, Some(y)) if y == 1.0 => a.clone(),
+            (Some(1.0), None) => c.clone(),
+            (None, Some(1.0)) => a.clone(),
             (Some(_) | None, Some(_) | None) => {
                 self.prim(scope, Prim::Mul, vec![a.clone(), c.clone()], float)
             }
