@@ -45,7 +45,7 @@ fn sizes(n: usize, src: &str) -> String {
     let st = pipeline(
         &l.func,
         &l.externs,
-        linear_core::passes::unzip::Checkpoint::SaveAll,
+        linear_core::expand::Passes::with(linear_core::passes::unzip::Checkpoint::SaveAll),
     )
     .expect("pipeline");
     let out = differentiable(TokenStream::new(), tokens(src)).to_string();

@@ -57,6 +57,9 @@ fn main() {
     linear_core::check::check(&js).unwrap();
     eprintln!("check J {:?}", t.elapsed());
     let t = Instant::now();
+    let js = simplify::simplify(&linear_core::passes::fold::fold(&js));
+    eprintln!("fold J, simplify {:?}", t.elapsed());
+    let t = Instant::now();
     let u = unzip::unzip(&js, unzip::Checkpoint::SaveAll).unwrap();
     eprintln!("unzip {:?}", t.elapsed());
     let t = Instant::now();
