@@ -217,6 +217,10 @@ impl Folder {
             ([], [b], Expr::LinAdd(p, q)) if self.foldable(&b.ty) => {
                 return self.add_terms(scope, b.clone(), p.clone(), q.clone());
             }
+            // Every other statement is kept as it is: folding is an
+            // optimisation, and a form it does not know (a new one
+            // included) is correctly left alone, which is why this match,
+            // unlike the passes' rules, has a catch-all arm.
             _ => {}
         }
         scope.out.push(Some(s));
