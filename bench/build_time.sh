@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build time of a crate holding one generated straight-line function of
-# 2,000 statements (the generator of linear-core's expansion_cost example)
+# 2,000 statements (linear_core::workload::straight_line, written in shell)
 # with #[differentiable], against the same crate without the attribute:
 # `cargo build` in the dev profile (so the proc macro is unoptimised, as
 # users get it), after the dependencies are built, not incremental (so

@@ -4,32 +4,14 @@
 //! residual, and the size of what it generates. Sizes go to
 //! `target/criterion/macro_cost_sizes.csv` for the report.
 
-use std::fmt::Write;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use linear_core::expand::{differentiable, pipeline};
 use linear_core::lower::{lower_fn, Errors};
 use linear_core::visit::size;
+use linear_core::workload::straight_line as source;
 use proc_macro2::TokenStream;
-
-/// A straight-line function of `n` statements cycling through arithmetic,
-/// transcendental functions and reuse of earlier values.
-fn source(n: usize) -> String {
-    let mut s = String::from("pub fn big(x: f64, y: f64) -> f64 {\n    let v0 = x * y;\n    let v1 = v0 + x;\n    let v2 = v1 * y;\n");
-    for i in 3..n {
-        let (a, b, c) = (i - 1, i - 2, i - 3);
-        let line = match i % 4 {
-            0 => format!("    let v{i} = v{a} * v{b} + x;\n"),
-            1 => format!("    let v{i} = v{a}.sin() * y - v{c};\n"),
-            2 => format!("    let v{i} = (v{a} - v{b}).tanh() + v{c} * 0.5;\n"),
-            _ => format!("    let v{i} = v{a}.exp().sqrt() / (v{b} * v{b} + 1.0);\n"),
-        };
-        s.push_str(&line);
-    }
-    let _ = writeln!(s, "    v{}\n}}", n - 1);
-    s
-}
 
 /// The bundle-adjustment residual, as benchmarked (bench/src/reprojection.rs).
 const BA: &str = include_str!("../src/reprojection.rs");

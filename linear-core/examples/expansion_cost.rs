@@ -12,17 +12,7 @@ fn main() {
         .nth(1)
         .and_then(|s| s.parse().ok())
         .unwrap_or(2000);
-    let mut s = String::from("pub fn big(x: f64, y: f64) -> f64 {\n let v0 = x * y;\n let v1 = v0 + x;\n let v2 = v1 * y;\n");
-    for i in 3..n {
-        let (a, b, c) = (i - 1, i - 2, i - 3);
-        s.push_str(&match i % 4 {
-            0 => format!(" let v{i} = v{a} * v{b} + x;\n"),
-            1 => format!(" let v{i} = v{a}.sin() * y - v{c};\n"),
-            2 => format!(" let v{i} = (v{a} - v{b}).tanh() + v{c} * 0.5;\n"),
-            _ => format!(" let v{i} = v{a}.exp().sqrt() / (v{b} * v{b} + 1.0);\n"),
-        });
-    }
-    s.push_str(&format!(" v{}\n}}", n - 1));
+    let s = linear_core::workload::straight_line(n);
     if std::env::args().nth(2).as_deref() == Some("expand") {
         // The whole expansion only (for a profiler).
         let toks: proc_macro2::TokenStream = s.parse().unwrap();

@@ -17,6 +17,8 @@
 //! * [`lower`]: Rust (syn) to Linear A; [`codegen`]: Linear A to Rust;
 //!   [`expand`]: the `#[differentiable]` attribute from tokens to tokens.
 //!
+//! * [`workload`]: the generated function expansion-cost figures use.
+//!
 //! The proc-macro crate only forwards to [`expand`]; everything here is
 //! testable without rustc.
 
@@ -33,6 +35,7 @@ pub mod parse;
 pub mod passes;
 pub mod signature;
 pub mod visit;
+pub mod workload;
 pub mod write;
 
 pub use ir::{Binder, Expr, Float, Func, Prim, Program, Stmt, Ty, Var};

@@ -4,6 +4,7 @@
 
 use linear_core::expand::{differentiable, pipeline};
 use linear_core::lower::{lower_fn, Errors};
+use linear_core::workload::straight_line;
 use proc_macro2::{TokenStream, TokenTree};
 use proptest::prelude::*;
 
@@ -149,25 +150,6 @@ fn lowering_of_calls_constants_and_arrays() {
           (; dz.27)
     "#]]
     .assert_eq(&lowered(SOURCES[2]));
-}
-
-/// A straight-line function of `n` statements (the `expansion_cost`
-/// generator's shape).
-fn straight_line(n: usize) -> String {
-    let mut s = String::from(
-        "pub fn big(x: f64, y: f64) -> f64 { let v0 = x * y; let v1 = v0 + x; let v2 = v1 * y;",
-    );
-    for i in 3..n {
-        let (a, b, c) = (i - 1, i - 2, i - 3);
-        s.push_str(&match i % 4 {
-            0 => format!(" let v{i} = v{a} * v{b} + x;"),
-            1 => format!(" let v{i} = v{a}.sin() * y - v{c};"),
-            2 => format!(" let v{i} = (v{a} - v{b}).tanh() + v{c} * 0.5;"),
-            _ => format!(" let v{i} = v{a}.exp().sqrt() / (v{b} * v{b} + 1.0);"),
-        });
-    }
-    s.push_str(&format!(" v{} }}", n - 1));
-    s
 }
 
 /// J fans every tangent read twice out with a `dup`; code generation
