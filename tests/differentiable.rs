@@ -244,3 +244,36 @@ fn fold_false_keeps_the_chain_rules_rounding() {
     // The two roundings are told apart.
     assert!(differ > 0);
 }
+
+/// Parameters bound by patterns (tuples, arrays, `_`), which `f_lin` and
+/// `f_vjp` take whole and pass on to the forward pass they share, where
+/// the patterns bind.
+#[differentiable]
+fn patterned(
+    x: f64,
+    #[nondiff] (lo, hi): (usize, usize),
+    _: f64,
+    #[nondiff] [a, b]: [f64; 2],
+) -> f64 {
+    let w = (hi + lo + 3) as f64;
+    x * x * w + a * x.sin() + b
+}
+
+#[test]
+fn constant_parameters_bound_by_patterns() {
+    let (x, r, ab): (f64, _, _) = (0.7, (2, 5), [1.5, -0.25]);
+    let expected = patterned(x, r, 9.0, ab);
+    assert_eq!(expected, x * x * 10.0 + 1.5 * x.sin() - 0.25);
+    let derivative = 2.0 * x * 10.0 + 1.5 * x.cos();
+    let (y, (g, g_blank)) = patterned_vjp(x, r, 9.0, ab, 1.0);
+    assert_eq!(y, expected);
+    assert_close(g, derivative, 1e-14, "vjp");
+    assert_eq!(g_blank, 0.0);
+    let (y2, lin) = patterned_lin(x, r, 9.0, ab);
+    assert_eq!(y2, expected);
+    assert_eq!(lin.transpose(1.0), (g, g_blank));
+    assert_eq!(
+        patterned_jvp(x, r, 9.0, ab, 1.0, 0.0).1,
+        lin.apply((1.0, 0.0))
+    );
+}

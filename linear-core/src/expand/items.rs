@@ -62,6 +62,13 @@ struct Sig<'a> {
     /// `f`'s parameters with the input lifetime on the references to
     /// arrays, for an `f_lin` whose linearization borrows them.
     params_borrowed: Vec<TokenStream>,
+    /// `f`'s parameters as `f_lin` and `f_vjp` declare them, which pass
+    /// them on to the forward pass ([`passing_params`]): as declared, and
+    /// with the input lifetime (for an `f_lin` whose linearization
+    /// borrows); and the arguments passing them.
+    passing: Vec<TokenStream>,
+    passing_borrowed: Vec<TokenStream>,
+    passed: Vec<TokenStream>,
     /// Lints allowed on every item: the user's `#[allow]`s, and
     /// `too_many_arguments` (`f_jvp` takes a tangent per parameter).
     allow: TokenStream,
@@ -81,34 +88,71 @@ fn borrowing_params(
     params: &[TokenStream],
     primal_idents: &[Option<syn::Ident>],
 ) -> Vec<TokenStream> {
-    let borrowed = |r: &syn::TypeReference| {
-        let mut r = r.clone();
-        r.lifetime = Some(input_lifetime());
-        r
-    };
     l.params
         .iter()
         .zip(params)
         .zip(primal_idents)
-        .map(|((p, decl), id)| match (&p.active, &p.ty, id) {
-            // An array, or a struct whose `Vec` fields the tape borrows.
-            (Some((s, _)), syn::Type::Reference(r), Some(id))
-                if r.lifetime.is_none()
-                    && (matches!(s, Shape::Slice(..)) || !p.arrays.is_empty()) =>
-            {
-                let r = borrowed(r);
-                quote!(#id: #r)
-            }
-            // `#[nondiff]` data the tape may borrow.
-            (None, syn::Type::Reference(r), _)
-                if r.lifetime.is_none() && data_param(l, &p.pat).is_some() =>
-            {
-                let (pat, r) = (&p.pat, borrowed(r));
+        .map(|((p, decl), id)| match (borrowed_ty(l, p), id) {
+            (Some(r), Some(id)) => quote!(#id: #r),
+            (Some(r), None) => {
+                let pat = &p.pat;
                 quote!(#pat: #r)
             }
-            _ => decl.clone(),
+            (None, _) => decl.clone(),
         })
         .collect()
+}
+
+/// Parameter `p`'s type in an `f_lin` whose linearization borrows input
+/// arrays, if it differs from the declared one: the input lifetime on a
+/// reference to an array read by index, to a struct whose `Vec` fields the
+/// tape borrows, or to `#[nondiff]` data the tape may borrow.
+fn borrowed_ty(l: &Lowered, p: &crate::lower::Param) -> Option<syn::TypeReference> {
+    let syn::Type::Reference(r) = &p.ty else {
+        return None;
+    };
+    let borrowed = r.lifetime.is_none()
+        && match &p.active {
+            Some((s, _)) => matches!(s, Shape::Slice(..)) || !p.arrays.is_empty(),
+            None => data_param(l, &p.pat).is_some(),
+        };
+    borrowed.then(|| {
+        let mut r = r.clone();
+        r.lifetime = Some(input_lifetime());
+        r
+    })
+}
+
+/// `f`'s parameters as a function that only passes them on declares them
+/// (with the input lifetime if `borrowed`, see [`borrowing_params`]), and
+/// the arguments that pass them on: each under its own name, or a hidden
+/// one for a parameter bound by a pattern (taken whole, unpacked by the
+/// callee).
+fn passing_params(
+    l: &Lowered,
+    primal_idents: &[Option<syn::Ident>],
+    borrowed: bool,
+) -> (Vec<TokenStream>, Vec<TokenStream>) {
+    let (mut decls, mut args) = (Vec::new(), Vec::new());
+    for (i, (p, id)) in l.params.iter().zip(primal_idents).enumerate() {
+        let id = match (id, &p.pat) {
+            (Some(id), _) => id.clone(),
+            (None, syn::Pat::Ident(pi)) if pi.subpat.is_none() && pi.by_ref.is_none() => {
+                pi.ident.clone()
+            }
+            (None, _) => hidden(&format!("__p{i}")),
+        };
+        let ty = match borrowed.then(|| borrowed_ty(l, p)).flatten() {
+            Some(r) => quote!(#r),
+            None => {
+                let t = &p.ty;
+                quote!(#t)
+            }
+        };
+        decls.push(quote!(#id: #ty));
+        args.push(quote!(#id));
+    }
+    (decls, args)
 }
 
 /// The data array standing for parameter `pat` if it is `#[nondiff]`
@@ -187,6 +231,17 @@ fn declared_params(l: &Lowered) -> (Vec<TokenStream>, Vec<Option<syn::Ident>>, V
     (params, primal_idents, used_markers)
 }
 
+/// The inlining of the code `f_lin`, `f_vjp` and `transpose` share (see
+/// [`Sig::forward_helper`]): always in an optimised build, the compiler's
+/// choice in a debug one. `debug_assertions` is the user's crate's, which
+/// compiles the generated code.
+fn inline_shared() -> TokenStream {
+    quote! {
+        #[cfg_attr(debug_assertions, inline)]
+        #[cfg_attr(not(debug_assertions), inline(always))]
+    }
+}
+
 fn hidden(name: &str) -> syn::Ident {
     syn::Ident::new(name, Span::mixed_site())
 }
@@ -262,6 +317,8 @@ impl<'a> Sig<'a> {
             .collect();
         let runtime_arrays = runtime_arrays(&pieces, &primal_idents, &tangent_idents, &active);
         let params_borrowed = borrowing_params(l, &params, &primal_idents);
+        let (passing, passed) = passing_params(l, &primal_idents, false);
+        let (passing_borrowed, _) = passing_params(l, &primal_idents, true);
         let user_allows = item.attrs.iter().filter(|a| a.path().is_ident("allow"));
         Ok(Sig {
             owner,
@@ -284,6 +341,9 @@ impl<'a> Sig<'a> {
             inputs,
             data,
             params_borrowed,
+            passing,
+            passing_borrowed,
+            passed,
             allow: quote!(#[allow(clippy::too_many_arguments)] #(#user_allows)*),
             prelude: &l.prelude,
             runtime_arrays,
@@ -317,24 +377,77 @@ impl<'a> Sig<'a> {
         ret: TokenStream,
         body: TokenStream,
     ) -> TokenStream {
-        let Sig {
-            vis,
-            params,
-            used_markers,
-            prelude,
-            allow,
-            ..
-        } = self;
-        let (generics, where_clause) = (self.float.fn_decl(None), &self.float.where_clause);
+        let (markers, prelude) = (&self.used_markers, self.prelude);
+        self.emit(
+            (quote!(#[doc = #doc] #[inline]), self.vis),
+            name,
+            (None, &self.params, extra),
+            ret,
+            quote!(#(#markers)* #(#prelude)* #body),
+        )
+    }
+
+    /// A function of the given attributes and visibility, name, lifetime
+    /// parameter (with `f`'s float parameter), parameters then `extra`
+    /// ones, result type and body, with the lints allowed.
+    fn emit(
+        &self,
+        (attrs, vis): (TokenStream, &syn::Visibility),
+        name: &syn::Ident,
+        (lifetime, params, extra): (Option<syn::Lifetime>, &[TokenStream], &[TokenStream]),
+        ret: TokenStream,
+        body: TokenStream,
+    ) -> TokenStream {
+        let allow = &self.allow;
+        let (generics, where_clause) = (self.float.fn_decl(lifetime), &self.float.where_clause);
         quote! {
-            #[doc = #doc]
+            #attrs
             #allow
-            #[inline]
             #vis fn #name #generics (#(#params,)* #(#extra,)*) -> #ret #where_clause {
-                #(#used_markers)*
-                #(#prelude)*
                 #body
             }
+        }
+    }
+
+    /// The forward pass shared by `f_lin` and `f_vjp`, `f_lin`'s body as a
+    /// hidden function of `f`'s parameters (with the input lifetime if the
+    /// linearization borrows), which both call; inlined wherever it is
+    /// called in an optimised build, so that `f_vjp`'s tape stays in
+    /// registers as if the two were one function, and left to the
+    /// compiler's choice in a debug build, where forced inlining would
+    /// only make LLVM compile it again.
+    fn forward_helper(
+        &self,
+        name: &syn::Ident,
+        lifetime: Option<syn::Lifetime>,
+        ret: TokenStream,
+        body: TokenStream,
+    ) -> TokenStream {
+        let (markers, prelude) = (&self.used_markers, self.prelude);
+        let params = if lifetime.is_some() {
+            &self.params_borrowed
+        } else {
+            &self.params
+        };
+        let inline = inline_shared();
+        // Private: `doc(hidden)` would still leave it in `f`'s module's
+        // public names.
+        self.emit(
+            (quote!(#[doc(hidden)] #inline), &syn::Visibility::Inherited),
+            name,
+            (lifetime, params, &[]),
+            ret,
+            quote!(#(#markers)* #(#prelude)* #body),
+        )
+    }
+
+    /// A call of the forward helper `name` ([`Sig::forward_helper`]) with
+    /// the parameters of a function declaring [`Sig::passing`].
+    fn call_forward(&self, name: &syn::Ident) -> TokenStream {
+        let args = &self.passed;
+        match self.owner {
+            Owner::Free => quote!(#name(#(#args),*)),
+            Owner::Method { .. } => quote!(Self::#name(#(#args),*)),
         }
     }
 
@@ -347,37 +460,6 @@ impl<'a> Sig<'a> {
             .filter(|(_, _, s)| matches!(s, Shape::Slice(..)))
             .map(|(_, e, s)| (s, quote!(#e.len())))
             .collect()
-    }
-
-    /// [`Sig::function`] for an `f_lin` whose linearization borrows input
-    /// arrays: generic in their lifetime, which `ret` names.
-    fn borrowing_function(
-        &self,
-        doc: &str,
-        name: &syn::Ident,
-        ret: TokenStream,
-        body: TokenStream,
-    ) -> TokenStream {
-        let Sig {
-            vis,
-            params_borrowed,
-            used_markers,
-            prelude,
-            allow,
-            ..
-        } = self;
-        let generics = self.float.fn_decl(Some(input_lifetime()));
-        let where_clause = &self.float.where_clause;
-        quote! {
-            #[doc = #doc]
-            #allow
-            #[inline]
-            #vis fn #name #generics (#(#params_borrowed,)*) -> #ret #where_clause {
-                #(#used_markers)*
-                #(#prelude)*
-                #body
-            }
-        }
     }
 
     /// Converts IR cotangents of the differentiable parameters' pieces
@@ -737,12 +819,12 @@ pub(super) fn generate(
     let sig = Sig::new(item, l, owner, &mut names)?;
     let map_name = owner.map_name(&item.sig.ident);
     let jvp_fn = jvp_item(item, l, &sig, out.jvp, &calls, &mut names);
-    // The forward pass is the same code in `f_lin` and `f_vjp`: generated once.
+    // The forward pass `f_lin` and `f_vjp` share.
     let fwd_body = body(out.forward, &sig.primal_ir, &calls);
     let (lin_items, lin_fn) = lin_items(
         item, l, &sig, &out, &fwd_body, &map_name, &calls, &mut names,
     )?;
-    let vjp_fn = vjp_item(item, l, &sig, &out, &fwd_body, &calls, &mut names);
+    let vjp_fn = vjp_item(item, l, &sig);
     // Other differentiable functions cannot pass arrays read by index,
     // nor structs in tuples or arrays, yet: no companions to call. They
     // can receive any result: a caller owns an array result as its own IR
@@ -1165,23 +1247,22 @@ fn lin_items(
         #measure
         (#y_out, #map_name { #(#read,)* })
     };
-    let lin_fn = if tape.borrows() {
-        sig.borrowing_function(
-            &lin_doc,
-            &lin_name,
-            quote!((#ret_ty, #map_name #generics)),
-            body,
-        )
+    let ret = quote!((#ret_ty, #map_name #generics));
+    let forward = sig.forward_helper(&forward_name(item), tape.lifetime(), ret.clone(), body);
+    let passing = if tape.borrows() {
+        &sig.passing_borrowed
     } else {
-        sig.function(
-            &lin_doc,
-            &lin_name,
-            &[],
-            quote!((#ret_ty, #map_name #generics)),
-            body,
-        )
+        &sig.passing
     };
+    let lin_fn = sig.emit(
+        (quote!(#[doc = #lin_doc] #[inline]), sig.vis),
+        &lin_name,
+        (tape.lifetime(), passing, &[]),
+        ret,
+        sig.call_forward(&forward_name(item)),
+    );
     let (shown_tangent, shown_cotangent) = (readable("tangent"), readable("cotangent"));
+    let inline = inline_shared();
     let items = quote! {
         #tape_items
 
@@ -1196,31 +1277,34 @@ fn lin_items(
             fn transpose(&self, #shown_cotangent: #ret_tan) -> #in_ty {
                 let #cotangent = #shown_cotangent;
                 #ct_check
+                self.__reverse(#cotangent)
+            }
+        }
+
+        #allow
+        impl #generics #map_name #generics #where_clause {
+            /// The transposed derivative, which `transpose` and `f_vjp`
+            /// share (see `inline_shared` in linear-ad's code generation).
+            #inline
+            fn __reverse(&self, #cotangent: #ret_tan) -> #in_ty {
                 #transpose_out
             }
         }
     };
-    Ok((items, lin_fn))
+    Ok((items, quote!(#forward #lin_fn)))
 }
 
-/// `f_vjp(params.., cotangent: R) -> (R, In)`: the forward pass, then the
-/// transposed residual, fused in one function.
-fn vjp_item(
-    item: &syn::ItemFn,
-    l: &Lowered,
-    sig: &Sig,
-    out: &Outputs,
-    fwd_body: &TokenStream,
-    calls: &Calls,
-    names: &mut Names,
-) -> TokenStream {
-    let (y, tape, cotangent) = (hidden("__y"), hidden("__tape"), hidden("__cotangent"));
-    let y_out = primal_from_ir(quote!(#y), &l.ret, names);
-    let ct_ir = result_to_ir(quote!(#cotangent), &l.ret, names);
-    let mut t_args = vec![quote!(#tape), ct_ir];
-    t_args.extend(sig.arrays().into_iter().map(|(s, len)| zero_buffer(s, len)));
-    let t_body = body(out.transposed, &t_args, calls);
-    let vjp_out = sig.pack_cotangents(names, t_body);
+/// The name of the forward pass `f_lin` and `f_vjp` share
+/// ([`Sig::forward_helper`]).
+fn forward_name(item: &syn::ItemFn) -> syn::Ident {
+    hidden(&format!("__{}_forward", item.sig.ident))
+}
+
+/// `f_vjp(params.., cotangent: R) -> (R, In)`: the forward pass `f_lin`
+/// runs, then the transposed residual `transpose` runs, each the same
+/// code as theirs, inlined (see [`inline_shared`]).
+fn vjp_item(item: &syn::ItemFn, l: &Lowered, sig: &Sig) -> TokenStream {
+    let (y, map, cotangent) = (hidden("__y"), hidden("__map"), hidden("__cotangent"));
     let name = &item.sig.ident;
     let link = sig.owner.doc_path(name, true);
     let doc = format!("Reverse mode of [`{link}`]: its value and the cotangents of its differentiable parameters for the given output cotangent (the gradient, for an output cotangent of 1). Generated by linear-ad.");
@@ -1228,20 +1312,22 @@ fn vjp_item(
     let vjp_name = format_ident!("{}_vjp", name);
     let ct_check = if l.ret.runtime_array() {
         let msg = format!("`{vjp_name}`: the cotangent must have the length of `{name}`'s result");
-        length_check(
-            &quote!(#cotangent),
-            &super::result_len(&quote!(#y), &l.ret),
-            &msg,
-        )
+        length_check(&quote!(#cotangent), &quote!(#map.__len_out), &msg)
     } else {
         quote!()
     };
     let shown = readable("cotangent");
-    sig.function(
-        &doc,
+    let forward = sig.call_forward(&forward_name(item));
+    sig.emit(
+        (quote!(#[doc = #doc] #[inline]), sig.vis),
         &vjp_name,
-        &[quote!(#shown: #ret_tan)],
+        (None, &sig.passing, &[quote!(#shown: #ret_tan)]),
         quote!((#ret_ty, #in_ty)),
-        quote!(let #cotangent = #shown; let (#y, #tape) = #fwd_body; #ct_check (#y_out, #vjp_out)),
+        quote! {
+            let #cotangent = #shown;
+            let (#y, #map) = #forward;
+            #ct_check
+            (#y, #map.__reverse(#cotangent))
+        },
     )
 }
