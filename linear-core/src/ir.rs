@@ -43,7 +43,6 @@
 //! tangent type is the empty tuple); sums and lists are non-linear only.
 
 use std::fmt;
-use std::rc::Rc;
 
 /// The floating-point type a real is computed in. The interpreter always
 /// computes in f64; code generation emits the named Rust type.
@@ -172,27 +171,88 @@ impl Ty {
 /// A variable or function name. Names produced by passes contain a `.`,
 /// which no Rust identifier can, so they never collide with names lowered
 /// from user code.
-#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Var(Rc<str>);
+///
+/// Names are interned: a `Var` is one pointer to its name's only copy,
+/// which holds the name's hash. Passes and code generation keep maps and
+/// sets keyed by variables, and hashing a name byte by byte, with the
+/// reference count of a shared string moved on every clone, was a fifth
+/// of the macro's time in a debug build. Equality compares pointers and
+/// hashing writes the stored hash (computed from the text, so the order
+/// of hash maps does not depend on addresses), while order is by text, as
+/// before. Interned names live as long as the process: a proc macro's, or
+/// the language server's, holds only as many as the distinct names it
+/// has seen.
+#[derive(Clone)]
+pub struct Var(&'static Name);
+
+/// An interned name ([`Var`]).
+struct Name {
+    text: &'static str,
+    hash: u64,
+}
 
 impl Var {
     pub fn new(name: &str) -> Var {
-        Var(Rc::from(name))
+        use std::collections::HashMap;
+        use std::sync::{Mutex, OnceLock};
+        type Table = Mutex<HashMap<&'static str, &'static Name>>;
+        static NAMES: OnceLock<Table> = OnceLock::new();
+        let table = NAMES.get_or_init(Table::default);
+        // A poisoned lock only means another thread panicked while
+        // holding it; the table is never left half-updated.
+        let mut table = table.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(n) = table.get(name) {
+            return Var(n);
+        }
+        let text: &'static str = Box::leak(name.into());
+        let hash = {
+            use std::hash::{BuildHasher, BuildHasherDefault};
+            BuildHasherDefault::<rustc_hash::FxHasher>::default().hash_one(text)
+        };
+        let n: &'static Name = Box::leak(Box::new(Name { text, hash }));
+        table.insert(text, n);
+        Var(n)
     }
     pub fn as_str(&self) -> &str {
-        &self.0
+        self.0.text
+    }
+}
+
+impl PartialEq for Var {
+    fn eq(&self, other: &Var) -> bool {
+        std::ptr::eq(self.0, other.0)
+    }
+}
+
+impl Eq for Var {}
+
+impl std::hash::Hash for Var {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        state.write_u64(self.0.hash)
+    }
+}
+
+impl PartialOrd for Var {
+    fn partial_cmp(&self, other: &Var) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Var {
+    fn cmp(&self, other: &Var) -> std::cmp::Ordering {
+        self.0.text.cmp(other.0.text)
     }
 }
 
 impl fmt::Debug for Var {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(self.0.text)
     }
 }
 
 impl fmt::Display for Var {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(self.0.text)
     }
 }
 
