@@ -539,8 +539,8 @@ struct Run {
 /// borrow checkers work per function, in time that grows faster than the
 /// function (the dataflow of borrow checking is locals × blocks), so a
 /// generated function of tens of thousands of `let`s took seconds in
-/// `cargo check`. The nested functions are `#[inline]` and called once,
-/// so an optimised build inlines them back.
+/// `cargo check`. The nested functions are called once and always
+/// inlined in an optimised build ([`inline_always_optimised`]).
 fn gen_stmts(
     stmts: &[Stmt],
     tail: &Expr,
@@ -666,11 +666,27 @@ fn chunk_fn(
         ),
     };
     let block = braced(body, tail);
+    let inline = inline_always_optimised();
     quote! {
-        #[inline]
+        #inline
         #[allow(clippy::too_many_arguments, clippy::type_complexity, clippy::let_and_return)]
         fn #f(#(#params),*) -> #ret #block
         let #pat = #f(#(#args),*);
+    }
+}
+
+/// `#[inline(always)]` in an optimised build, `#[inline]` in a debug one
+/// (`debug_assertions` is the user's crate's, which compiles the generated
+/// code): for code split into functions for rustc's sake and called once
+/// (a nested chunk, or the code `f_lin`, `f_vjp` and `transpose` share),
+/// which an optimised build must see as one function, as if unsplit (with
+/// `#[inline]` alone, LLVM left a 500-value forward pass's chunks out of
+/// line and passed their results through memory: 1.5× the time), while
+/// forcing it in a debug build would only make LLVM compile it again.
+pub fn inline_always_optimised() -> TokenStream {
+    quote! {
+        #[cfg_attr(debug_assertions, inline)]
+        #[cfg_attr(not(debug_assertions), inline(always))]
     }
 }
 

@@ -245,13 +245,9 @@ fn declared_params(l: &Lowered) -> (Vec<TokenStream>, Vec<Option<syn::Ident>>, V
 
 /// The inlining of the code `f_lin`, `f_vjp` and `transpose` share (see
 /// [`Sig::forward_helper`]): always in an optimised build, the compiler's
-/// choice in a debug one. `debug_assertions` is the user's crate's, which
-/// compiles the generated code.
+/// choice in a debug one.
 fn inline_shared() -> TokenStream {
-    quote! {
-        #[cfg_attr(debug_assertions, inline)]
-        #[cfg_attr(not(debug_assertions), inline(always))]
-    }
+    crate::codegen::inline_always_optimised()
 }
 
 fn hidden(name: &str) -> syn::Ident {
