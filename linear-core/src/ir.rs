@@ -193,9 +193,8 @@ struct Name {
 
 impl Var {
     pub fn new(name: &str) -> Var {
-        use std::collections::HashMap;
         use std::sync::{Mutex, OnceLock};
-        type Table = Mutex<HashMap<&'static str, &'static Name>>;
+        type Table = Mutex<rustc_hash::FxHashMap<&'static str, &'static Name>>;
         static NAMES: OnceLock<Table> = OnceLock::new();
         let table = NAMES.get_or_init(Table::default);
         // A poisoned lock only means another thread panicked while
