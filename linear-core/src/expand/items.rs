@@ -12,7 +12,7 @@
 //! forward pass would allocate a tape it does not need (loops) or where
 //! its signature differs from `apply`'s (tangent arrays, structs by
 //! reference). The shared code is inlined always in an optimised build
-//! ([`inline_shared`]), so `f_vjp` runs the code it would as one function
+//! ([`inline_always_optimised`]), so `f_vjp` runs the code it would as one function
 //! (bit for bit; timed within 5% of the fused code), while each crate type- and
 //! borrow-checks it once: printing every function whole made a
 //! 2,000-statement function's expansion 5 MB, now 2.4 MB. What the
@@ -29,7 +29,7 @@ use super::{
     find, from_ir, pascal, pattern_idents, pipeline, primal_from_ir, result_to_ir, to_ir,
     wants_dump, Passes,
 };
-use crate::codegen::{body, body_holding, Hold, Names};
+use crate::codegen::{body, body_holding, inline_always_optimised, Hold, Names};
 use crate::ir::{Func, Ty, Var};
 use crate::lower::{Lowered, Shape};
 
@@ -243,13 +243,6 @@ fn declared_params(l: &Lowered) -> (Vec<TokenStream>, Vec<Option<syn::Ident>>, V
     (params, primal_idents, used_markers)
 }
 
-/// The inlining of the code `f_lin`, `f_vjp` and `transpose` share (see
-/// [`Sig::forward_helper`]): always in an optimised build, the compiler's
-/// choice in a debug one.
-fn inline_shared() -> TokenStream {
-    crate::codegen::inline_always_optimised()
-}
-
 fn hidden(name: &str) -> syn::Ident {
     syn::Ident::new(name, Span::mixed_site())
 }
@@ -446,7 +439,7 @@ impl<'a> Sig<'a> {
         } else {
             &self.params
         };
-        let inline = inline_shared();
+        let inline = inline_always_optimised();
         // Private: `doc(hidden)` would still leave it in `f`'s module's
         // public names.
         self.emit(
@@ -922,7 +915,7 @@ fn jvp_item(
 }
 
 /// `f_jvp` as the forward pass `f_lin` runs, then the derivative `apply`
-/// runs, each the same code as theirs, inlined (see [`inline_shared`]):
+/// runs, each the same code as theirs, inlined (see [`inline_always_optimised`]):
 /// the same operations as J(f)'s on the same values, in another order,
 /// for a tape held in registers (only for a tape that owns no heap
 /// memory: [`Lin::shares_jvp`]).
@@ -1215,7 +1208,7 @@ impl Lengths {
         }
         // The cotangent of a result of run-time length has its length.
         let ct_check = if l.ret.runtime_array() {
-            let field = format_ident!("__len_out");
+            let field = len_out();
             tape.lens.push(field.clone());
             len_inits.push(quote!(#field: #y_len));
             let msg = format!("`LinearMap::transpose` of `{lin_name}`'s linearization: the cotangent must have the length of `{name}`'s result");
@@ -1229,6 +1222,12 @@ impl Lengths {
             ct_check,
         }
     }
+}
+
+/// The linearization's field holding the length of a result of run-time
+/// length, which `transpose` and `f_vjp` check the cotangent against.
+fn len_out() -> syn::Ident {
+    format_ident!("__len_out")
 }
 
 /// The docs of the linearization type and of `f_lin`.
@@ -1258,13 +1257,7 @@ fn lin_items(
     calls: &Calls,
     names: &mut Names,
 ) -> Result<Lin, String> {
-    let Sig {
-        ret_ty,
-        ret_tan,
-        in_ty,
-        allow,
-        ..
-    } = sig;
+    let ret_ty = &sig.ret_ty;
     let held: Vec<_> = sig.inputs.iter().chain(&sig.data).cloned().collect();
     let mut tape = Tape::new(out.forward, out.residual, &held)?;
     let lin_name = format_ident!("{}_lin", item.sig.ident);
@@ -1295,7 +1288,7 @@ fn lin_items(
     let y_out = primal_from_ir(quote!(#y), &l.ret, names);
     let mut read = tape.field_inits(&tape_var, len_inits);
     read.extend(sig.float.marker().map(|(_, init)| init));
-    let (generics, where_clause) = (sig.float.decl(tape.lifetime()), &sig.float.where_clause);
+    let generics = sig.float.decl(tape.lifetime());
     let measure = if ct_check.is_empty() {
         quote!()
     } else {
@@ -1321,41 +1314,13 @@ fn lin_items(
         ret,
         sig.call_forward(&forward_name(item)),
     );
-    let (shown_tangent, shown_cotangent) = (readable("tangent"), readable("cotangent"));
-    let inline = inline_shared();
-    let items = quote! {
-        #tape_items
-
-        #allow
-        impl #generics ::linear_ad::LinearMap<#in_ty, #ret_tan> for #map_name #generics #where_clause {
-            #[inline]
-            fn apply(&self, #shown_tangent: #in_ty) -> #ret_tan {
-                self.__tangent(#shown_tangent)
-            }
-            #[inline]
-            fn transpose(&self, #shown_cotangent: #ret_tan) -> #in_ty {
-                let #cotangent = #shown_cotangent;
-                #ct_check
-                self.__reverse(#cotangent)
-            }
-        }
-
-        #allow
-        impl #generics #map_name #generics #where_clause {
-            /// The derivative, which `apply` and `f_jvp` share (see
-            /// `inline_shared` in linear-ad's code generation).
-            #inline
-            fn __tangent(&self, #tangent: #in_ty) -> #ret_tan {
-                #apply_body
-            }
-            /// The transposed derivative, which `transpose` and `f_vjp`
-            /// share.
-            #inline
-            fn __reverse(&self, #cotangent: #ret_tan) -> #in_ty {
-                #transpose_out
-            }
-        }
+    let maps = MapBodies {
+        apply: apply_body,
+        ct_check,
+        transpose: transpose_out,
     };
+    let map_impls = maps.impls(sig, map_name, &generics, (&tangent, &cotangent));
+    let items = quote!(#tape_items #map_impls);
     let lin = Lin {
         items,
         fns: quote!(#forward #lin_fn),
@@ -1364,6 +1329,64 @@ fn lin_items(
         shares_jvp: tape.is_copy() && sig.arrays().is_empty(),
     };
     Ok(lin)
+}
+
+/// The bodies of the linearization's derivative and its transpose, with
+/// the cotangent's length check `transpose` runs first.
+struct MapBodies {
+    apply: TokenStream,
+    ct_check: TokenStream,
+    transpose: TokenStream,
+}
+
+impl MapBodies {
+    /// The `LinearMap` impl, and the inherent `__tangent` and `__reverse`
+    /// that hold the bodies, which `apply` and `f_jvp`, and `transpose`
+    /// and `f_vjp`, share (inlined as [`Sig::forward_helper`] says).
+    fn impls(
+        self,
+        sig: &Sig,
+        map_name: &syn::Ident,
+        generics: &TokenStream,
+        (tangent, cotangent): (&syn::Ident, &syn::Ident),
+    ) -> TokenStream {
+        let MapBodies {
+            apply,
+            ct_check,
+            transpose,
+        } = self;
+        let (in_ty, ret_tan, allow) = (&sig.in_ty, &sig.ret_tan, &sig.allow);
+        let where_clause = &sig.float.where_clause;
+        let (shown_tangent, shown_cotangent) = (readable("tangent"), readable("cotangent"));
+        let inline = inline_always_optimised();
+        quote! {
+            #allow
+            impl #generics ::linear_ad::LinearMap<#in_ty, #ret_tan> for #map_name #generics #where_clause {
+                #[inline]
+                fn apply(&self, #shown_tangent: #in_ty) -> #ret_tan {
+                    self.__tangent(#shown_tangent)
+                }
+                #[inline]
+                fn transpose(&self, #shown_cotangent: #ret_tan) -> #in_ty {
+                    let #cotangent = #shown_cotangent;
+                    #ct_check
+                    self.__reverse(#cotangent)
+                }
+            }
+
+            #allow
+            impl #generics #map_name #generics #where_clause {
+                #inline
+                fn __tangent(&self, #tangent: #in_ty) -> #ret_tan {
+                    #apply
+                }
+                #inline
+                fn __reverse(&self, #cotangent: #ret_tan) -> #in_ty {
+                    #transpose
+                }
+            }
+        }
+    }
 }
 
 /// What [`lin_items`] generates: the linearization's items, `f_lin` with
@@ -1382,7 +1405,7 @@ fn forward_name(item: &syn::ItemFn) -> syn::Ident {
 
 /// `f_vjp(params.., cotangent: R) -> (R, In)`: the forward pass `f_lin`
 /// runs, then the transposed residual `transpose` runs, each the same
-/// code as theirs, inlined (see [`inline_shared`]).
+/// code as theirs, inlined (see [`inline_always_optimised`]).
 fn vjp_item(item: &syn::ItemFn, l: &Lowered, sig: &Sig) -> TokenStream {
     let (y, map, cotangent) = (hidden("__y"), hidden("__map"), hidden("__cotangent"));
     let name = &item.sig.ident;
@@ -1392,7 +1415,8 @@ fn vjp_item(item: &syn::ItemFn, l: &Lowered, sig: &Sig) -> TokenStream {
     let vjp_name = format_ident!("{}_vjp", name);
     let ct_check = if l.ret.runtime_array() {
         let msg = format!("`{vjp_name}`: the cotangent must have the length of `{name}`'s result");
-        length_check(&quote!(#cotangent), &quote!(#map.__len_out), &msg)
+        let field = len_out();
+        length_check(&quote!(#cotangent), &quote!(#map.#field), &msg)
     } else {
         quote!()
     };
