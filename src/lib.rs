@@ -635,6 +635,93 @@ pub mod __private {
     tuple_vector!(A, B, C, D, E, F, G, H, I, J, K);
     tuple_vector!(A, B, C, D, E, F, G, H, I, J, K, L);
 
+    /// Vectors of real coordinates of type `S`, numbered in order (a
+    /// tuple's components one after the other, an array's elements in
+    /// index order): `f_hessian` builds its unit directions and reads the
+    /// Hessian's rows through them.
+    pub trait Coords<S: Copy>: Vector {
+        /// The number of coordinates.
+        const LEN: usize;
+        /// Coordinate `k` (`k < LEN`).
+        fn coord(&self, k: usize) -> S;
+        /// Coordinate `k`, to write (`k < LEN`).
+        fn coord_mut(&mut self, k: usize) -> &mut S;
+    }
+
+    impl<T: crate::Real> Coords<T> for T {
+        const LEN: usize = 1;
+        #[inline]
+        fn coord(&self, _: usize) -> T {
+            *self
+        }
+        #[inline]
+        fn coord_mut(&mut self, _: usize) -> &mut T {
+            self
+        }
+    }
+
+    impl<S: Copy, T: Coords<S>, const N: usize> Coords<S> for [T; N] {
+        const LEN: usize = N * T::LEN;
+        #[inline]
+        fn coord(&self, k: usize) -> S {
+            self[k / T::LEN].coord(k % T::LEN)
+        }
+        #[inline]
+        fn coord_mut(&mut self, k: usize) -> &mut S {
+            self[k / T::LEN].coord_mut(k % T::LEN)
+        }
+    }
+
+    macro_rules! tuple_coords {
+        ($($t:ident $i:tt),*) => {
+            impl<S: Copy, $($t: Coords<S>),*> Coords<S> for ($($t,)*) {
+                const LEN: usize = 0 $(+ $t::LEN)*;
+                #[inline]
+                fn coord(&self, k: usize) -> S {
+                    let mut start = 0;
+                    $(
+                        if k < start + $t::LEN {
+                            return self.$i.coord(k - start);
+                        }
+                        start += $t::LEN;
+                    )*
+                    panic!("coordinate {k} of a vector of {start}")
+                }
+                #[inline]
+                fn coord_mut(&mut self, k: usize) -> &mut S {
+                    let mut start = 0;
+                    $(
+                        if k < start + $t::LEN {
+                            return self.$i.coord_mut(k - start);
+                        }
+                        start += $t::LEN;
+                    )*
+                    panic!("coordinate {k} of a vector of {start}")
+                }
+            }
+        };
+    }
+    tuple_coords!(A 0);
+    tuple_coords!(A 0, B 1);
+    tuple_coords!(A 0, B 1, C 2);
+    tuple_coords!(A 0, B 1, C 2, D 3);
+    tuple_coords!(A 0, B 1, C 2, D 3, E 4);
+    tuple_coords!(A 0, B 1, C 2, D 3, E 4, F 5);
+    tuple_coords!(A 0, B 1, C 2, D 3, E 4, F 5, G 6);
+    tuple_coords!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7);
+    tuple_coords!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8);
+    tuple_coords!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9);
+    tuple_coords!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10);
+    tuple_coords!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11);
+
+    /// The unit vector along coordinate `k` ([`Coords`]).
+    #[inline]
+    pub fn unit<S: crate::Real, V: Coords<S>>(k: usize) -> V {
+        let mut v = V::zero();
+        *v.coord_mut(k) = S::one();
+        v
+    }
+
     /// What a caller may pass as the tangent of a differentiable parameter
     /// of type `T`: a tangent of type `T`, or [`Inactive`] (zero).
     #[diagnostic::on_unimplemented(

@@ -19,6 +19,8 @@
 //! functions share otherwise (parameter names, tangent types, conversions
 //! between Rust values and IR values) is computed once, in [`Sig`].
 
+mod second;
+
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote};
 
@@ -839,6 +841,9 @@ pub(super) fn generate(
         jvp_item(item, l, &sig, out.jvp, &calls, &mut names)
     };
     let vjp_fn = vjp_item(item, l, &sig);
+    let second_fns = passes.second_order.map(|span| {
+        second::items(item, l, &sig, (&stages.jvp, passes), (&calls, &mut names), span)
+    });
     // Other differentiable functions cannot pass arrays read by index,
     // nor structs in tuples or arrays, yet: no companions to call. They
     // can receive any result: a caller owns an array result as its own IR
@@ -870,7 +875,7 @@ pub(super) fn generate(
     Ok(Generated {
         fns: {
             let lin_fns = &lin.fns;
-            quote!(#jvp_fn #lin_fns #vjp_fn)
+            quote!(#jvp_fn #lin_fns #vjp_fn #second_fns)
         },
         items: {
             let lin_items = &lin.items;

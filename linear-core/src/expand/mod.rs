@@ -84,6 +84,10 @@ struct Args {
     /// false` keeps the operation-by-operation chain rule's rounding.
     #[darling(default)]
     fold: Option<bool>,
+    /// The highest order of derivative generated: 1 (the default) or 2,
+    /// which adds `f_hvp` and `f_hessian` ([`crate::passes::hvp`]).
+    #[darling(default)]
+    order: Option<syn::LitInt>,
 }
 
 /// How the pipeline runs for one function, as its attribute asks.
@@ -93,6 +97,9 @@ pub struct Passes {
     pub checkpoint: unzip::Checkpoint,
     /// Whether J's output is folded ([`crate::passes::fold`]).
     pub fold: bool,
+    /// Where `order = 2` was asked for, if it was: second derivatives are
+    /// generated too, and a refusal is reported there.
+    pub second_order: Option<Span>,
 }
 
 impl Passes {
@@ -101,6 +108,7 @@ impl Passes {
         Passes {
             checkpoint,
             fold: true,
+            second_order: None,
         }
     }
 }
@@ -110,6 +118,20 @@ fn passes(args: &Args, errs: &mut Errors) -> Passes {
     Passes {
         checkpoint: policy(args, errs),
         fold: args.fold.unwrap_or(true),
+        second_order: second_order(args, errs),
+    }
+}
+
+/// The span of `order = 2`, if the attribute asks for second derivatives.
+fn second_order(args: &Args, errs: &mut Errors) -> Option<Span> {
+    let lit = args.order.as_ref()?;
+    match lit.base10_parse::<u32>() {
+        Ok(1) => None,
+        Ok(2) => Some(lit.span()),
+        _ => {
+            errs.spanned(lit, "`order` is the highest order of derivative generated: 1 (the default: `f_jvp`, `f_lin`, `f_vjp`) or 2 (also `f_hvp` and `f_hessian`)");
+            None
+        }
     }
 }
 

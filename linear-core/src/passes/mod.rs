@@ -3,6 +3,8 @@
 
 pub mod erase;
 pub mod fold;
+pub mod hvp;
+pub mod inline;
 pub mod jvp;
 pub mod simplify;
 pub mod transpose;

@@ -1,0 +1,153 @@
+//! Second derivatives (`#[differentiable(order = 2)]`): `f_hvp` and
+//! `f_hessian`, by forward over reverse. Checked against Hessians derived
+//! by hand, against central finite differences of the first-order
+//! gradient (`f_vjp`), for symmetry, and for agreement with the
+//! first-order functions on the value and gradient; in the crate's own
+//! build profile (debug in `cargo test`).
+#![deny(warnings)]
+
+use linear_ad::differentiable;
+
+fn close(a: f64, b: f64, tol: f64) -> bool {
+    (a - b).abs() <= tol * (1.0 + a.abs() + b.abs())
+}
+
+#[differentiable(order = 2)]
+pub fn rosenbrock(x: f64, y: f64) -> f64 {
+    (1.0 - x) * (1.0 - x) + 100.0 * (y - x * x) * (y - x * x)
+}
+
+/// The Rosenbrock Hessian, derived by hand.
+fn rosenbrock_hessian_by_hand(x: f64, y: f64) -> [[f64; 2]; 2] {
+    [
+        [2.0 - 400.0 * (y - x * x) + 800.0 * x * x, -400.0 * x],
+        [-400.0 * x, 200.0],
+    ]
+}
+
+#[test]
+fn rosenbrock_hessian_matches_the_hand_derivation() {
+    for (x, y) in [(-1.2, 1.0), (1.0, 1.0), (0.3, -0.7), (2.0, 3.5)] {
+        let want = rosenbrock_hessian_by_hand(x, y);
+        let (v, g, h) = rosenbrock_hessian(x, y);
+        assert_eq!(v, rosenbrock(x, y));
+        assert_eq!(g, rosenbrock_vjp(x, y, 1.0).1);
+        let flat = [h[0][0], h[0][1], h[1][0], h[1][1]];
+        let want_flat = [want[0][0], want[0][1], want[1][0], want[1][1]];
+        for (a, b) in flat.iter().zip(&want_flat) {
+            assert!(close(*a, *b, 1e-12), "at ({x}, {y}): {h:?} against {want:?}");
+        }
+        // H·v for a direction that is not a unit vector.
+        let (dx, dy) = (0.7, -1.3);
+        let (v2, g2, hv) = rosenbrock_hvp(x, y, dx, dy);
+        assert_eq!((v2, g2), (v, g));
+        let want_hv = (
+            want[0][0] * dx + want[0][1] * dy,
+            want[1][0] * dx + want[1][1] * dy,
+        );
+        assert!(close(hv.0, want_hv.0, 1e-12) && close(hv.1, want_hv.1, 1e-12));
+    }
+}
+
+/// A loop carrying state through a branch, a tuple parameter: the tape
+/// of the first-order code is a list of sums, which the second derivative
+/// differentiates again.
+#[differentiable(order = 2)]
+pub fn looped(x: f64, y: (f64, f64)) -> f64 {
+    let mut s = x * y.0;
+    for _ in 0..3 {
+        if s > 1.0 {
+            s = s.sin() * y.1;
+        } else {
+            s = s * s + x;
+        }
+    }
+    s * x.exp()
+}
+
+/// Central finite differences of `looped`'s gradient along `v`.
+fn looped_fd_hvp(x: f64, y: (f64, f64), v: (f64, (f64, f64))) -> [f64; 3] {
+    let h = 1e-6;
+    let at = |t: f64| {
+        let g = looped_vjp(x + t * v.0, (y.0 + t * v.1 .0, y.1 + t * v.1 .1), 1.0).1;
+        [g.0, g.1 .0, g.1 .1]
+    };
+    let (p, m) = (at(h), at(-h));
+    [0, 1, 2].map(|k| (p[k] - m[k]) / (2.0 * h))
+}
+
+#[test]
+fn loops_and_branches_have_the_finite_difference_hvp() {
+    for (x, y) in [(0.4, (1.5, 0.8)), (0.9, (0.2, -1.1)), (-0.3, (2.0, 0.5))] {
+        let v = (0.3, (-0.6, 1.1));
+        let (val, g, hv) = looped_hvp(x, y, v.0, v.1);
+        assert_eq!(val, looped(x, y));
+        let g1 = looped_vjp(x, y, 1.0).1;
+        assert!(close(g.0, g1.0, 1e-14) && close(g.1 .0, g1.1 .0, 1e-14));
+        let want = looped_fd_hvp(x, y, v);
+        let got = [hv.0, hv.1 .0, hv.1 .1];
+        for (a, b) in got.iter().zip(&want) {
+            assert!(close(*a, *b, 1e-6), "at {x}, {y:?}: {got:?} against {want:?}");
+        }
+    }
+}
+
+/// The Hessian is symmetric, and its rows are the HVPs along unit
+/// vectors.
+#[test]
+fn hessians_are_symmetric() {
+    let (x, y) = (0.4, (1.5, 0.8));
+    let (_, _, h) = looped_hessian(x, y);
+    for i in 0..3 {
+        for j in 0..3 {
+            assert!(close(h[i][j], h[j][i], 1e-12), "{h:?}");
+        }
+    }
+    let (_, _, hv) = looped_hvp(x, y, 0.0, (1.0, 0.0));
+    assert_eq!([hv.0, hv.1 .0, hv.1 .1], h[1]);
+}
+
+/// A fixed-size array parameter, unpacked; `while`; `f32`.
+#[differentiable(order = 2)]
+pub fn quartic(p: [f32; 3]) -> f32 {
+    let [a, b, c] = p;
+    let mut t = a * b + c;
+    let mut n = 0;
+    while n < 2 {
+        t = t * t;
+        n += 1;
+    }
+    t
+}
+
+#[test]
+fn arrays_while_loops_and_f32() {
+    // t = (ab + c)^4: ∂²t/∂a∂b = 4u³ + 12u²ab, ∂²t/∂a² = 12u²b², with
+    // u = ab + c.
+    let p = [0.5f32, 1.5, -0.25];
+    let u = p[0] * p[1] + p[2];
+    let (_, _, h) = quartic_hessian(p);
+    let want_ab = 4.0 * u * u * u + 12.0 * u * u * p[0] * p[1];
+    let want_aa = 12.0 * u * u * p[1] * p[1];
+    let want_cc = 12.0 * u * u;
+    assert!((h[0][1] - want_ab).abs() < 1e-5, "{h:?}");
+    assert!((h[0][0] - want_aa).abs() < 1e-5, "{h:?}");
+    assert!((h[2][2] - want_cc).abs() < 1e-5, "{h:?}");
+}
+
+/// A function generic in its float type.
+#[differentiable(order = 2)]
+pub fn cubic<T: num_traits::Float>(x: T, y: T) -> T {
+    x * x * x * y
+}
+
+#[test]
+fn generic_floats() {
+    let (x, y) = (1.5f64, -2.0);
+    let (_, _, h) = cubic_hessian(x, y);
+    assert!(close(h[0][0], 6.0 * x * y, 1e-14));
+    assert!(close(h[0][1], 3.0 * x * x, 1e-14));
+    assert!(close(h[1][1], 0.0, 1e-14));
+    let (_, _, h32) = cubic_hessian(1.5f32, -2.0f32);
+    assert!((h32[0][1] - 6.75).abs() < 1e-5);
+}
