@@ -6,7 +6,7 @@
 //! build profile (debug in `cargo test`).
 #![deny(warnings)]
 
-use linear_ad::differentiable;
+use linear_ad::{differentiable, Differentiable};
 
 fn close(a: f64, b: f64, tol: f64) -> bool {
     (a - b).abs() <= tol * (1.0 + a.abs() + b.abs())
@@ -150,4 +150,129 @@ fn generic_floats() {
     assert!(close(h[1][1], 0.0, 1e-14));
     let (_, _, h32) = cubic_hessian(1.5f32, -2.0f32);
     assert!((h32[0][1] - 6.75).abs() < 1e-5);
+}
+
+/// The extended Rosenbrock function over a slice: arrays read by index,
+/// whose cotangents are accumulated in buffers at both orders.
+#[differentiable(order = 2)]
+pub fn rosenbrock_n(x: &[f64]) -> f64 {
+    let mut s = 0.0;
+    for i in 0..x.len() - 1 {
+        let a = 1.0 - x[i];
+        let b = x[i + 1] - x[i] * x[i];
+        s += a * a + 100.0 * b * b;
+    }
+    s
+}
+
+/// Its Hessian, derived by hand: tridiagonal.
+fn rosenbrock_n_hessian_by_hand(x: &[f64]) -> Vec<Vec<f64>> {
+    let n = x.len();
+    let mut h = vec![vec![0.0; n]; n];
+    for i in 0..n - 1 {
+        h[i][i] += 2.0 - 400.0 * (x[i + 1] - x[i] * x[i]) + 800.0 * x[i] * x[i];
+        h[i][i + 1] += -400.0 * x[i];
+        h[i + 1][i] += -400.0 * x[i];
+        h[i + 1][i + 1] += 200.0;
+    }
+    h
+}
+
+#[test]
+fn slices_have_the_hand_derived_hessian() {
+    let x = [-1.2, 1.0, 0.4, -0.3, 2.0];
+    let want = rosenbrock_n_hessian_by_hand(&x);
+    let (v, g, h) = rosenbrock_n_hessian(&x);
+    assert_eq!(v, rosenbrock_n(&x));
+    let g1 = rosenbrock_n_vjp(&x, 1.0).1;
+    for (a, b) in g.iter().zip(&g1) {
+        assert!(close(*a, *b, 1e-14), "{g:?} against {g1:?}");
+    }
+    for (row, want_row) in h.iter().zip(&want) {
+        for (a, b) in row.iter().zip(want_row) {
+            assert!(close(*a, *b, 1e-12), "{h:?} against {want:?}");
+        }
+    }
+    let dir = [0.5, -1.0, 0.25, 2.0, -0.75];
+    let (_, _, hv) = rosenbrock_n_hvp(&x, &dir);
+    for (k, row) in want.iter().enumerate() {
+        let w: f64 = row.iter().zip(&dir).map(|(a, b)| a * b).sum();
+        assert!(close(hv[k], w, 1e-12), "{hv:?}");
+    }
+}
+
+/// A fixed-size array read by index in a loop, beside a scalar.
+#[differentiable(order = 2)]
+pub fn weighted(w: &[f64; 3], t: f64) -> f64 {
+    let mut s = 0.0;
+    for i in 0..3 {
+        s += w[i] * (t * (i as f64 + 1.0)).sin();
+    }
+    s * s
+}
+
+#[test]
+fn fixed_arrays_read_by_index() {
+    let (w, t) = ([0.3, -0.8, 1.1], 0.7);
+    let (v, g, h) = weighted_hessian(&w, t);
+    assert_eq!(v, weighted(&w, t));
+    let g1 = weighted_vjp(&w, t, 1.0).1;
+    assert!(close(g.1, g1.1, 1e-14));
+    // Rows against finite differences of the gradient.
+    let eps = 1e-6;
+    for k in 0..4 {
+        let at = |e: f64| {
+            let (mut w2, mut t2) = (w, t);
+            if k < 3 {
+                w2[k] += e;
+            } else {
+                t2 += e;
+            }
+            let (gw, gt) = weighted_vjp(&w2, t2, 1.0).1;
+            [gw[0], gw[1], gw[2], gt]
+        };
+        let (p, m) = (at(eps), at(-eps));
+        for j in 0..4 {
+            let fd = (p[j] - m[j]) / (2.0 * eps);
+            assert!(close(h[k][j], fd, 1e-6), "H[{k}][{j}] = {} against {fd}", h[k][j]);
+        }
+    }
+}
+
+#[derive(Differentiable, Clone, Copy)]
+pub struct Spring {
+    pub k: f64,
+}
+
+#[differentiable]
+impl Spring {
+    /// A method: `Self::energy_hvp`, `Self::energy_hessian`.
+    #[differentiable(order = 2)]
+    pub fn energy(&self, l: f64, m: f64) -> f64 {
+        0.5 * self.k * (l - 1.0) * (l - 1.0) * m.exp()
+    }
+}
+
+#[test]
+fn methods_and_structs() {
+    let s = Spring { k: 3.0 };
+    let (l, m) = (1.5f64, 0.2f64);
+    let e = m.exp();
+    // Hessian of 0.5·k·(l − 1)²·eᵐ in (k, l, m), by hand.
+    let d = l - 1.0;
+    let want = [
+        [0.0, d * e, 0.5 * d * d * e],
+        [d * e, s.k * e, s.k * d * e],
+        [0.5 * d * d * e, s.k * d * e, 0.5 * s.k * d * d * e],
+    ];
+    let dir = [0.4, -0.9, 1.3];
+    let (v, g, hv) = s.energy_hvp(l, m, &SpringTangent { k: dir[0] }, dir[1], dir[2]);
+    assert_eq!(v, s.energy(l, m));
+    let g1 = s.energy_vjp(l, m, 1.0).1;
+    assert!(close(g.0.k, g1.0.k, 1e-14) && close(g.1, g1.1, 1e-14) && close(g.2, g1.2, 1e-14));
+    let got = [hv.0.k, hv.1, hv.2];
+    for (k, row) in want.iter().enumerate() {
+        let w: f64 = row.iter().zip(&dir).map(|(a, b)| a * b).sum();
+        assert!(close(got[k], w, 1e-13), "{got:?} at row {k}");
+    }
 }

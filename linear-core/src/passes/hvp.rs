@@ -82,7 +82,14 @@ pub fn hvp(transposed: &Program, d: &Func, f: &str) -> Result<Program, PassError
         funcs: vec![forward.clone(), reverse.clone(), vjp],
     };
     check(&program).map_err(|e| err(&format!("the composed VJP {e}")))?;
-    let mut erased = erase(&program)?;
+    // Inlined and simplified before L, which would make the cotangent 0
+    // of `y` a literal the simplifier no longer propagates as a zero.
+    let vjp = simplify(&Program {
+        externs: vec![],
+        funcs: vec![inline(&program, vjp_name.as_str())?],
+    });
+    check(&vjp).map_err(|e| err(&format!("the inlined VJP {e}")))?;
+    let mut erased = erase(&vjp)?;
     // The erased VJP takes the cotangent of ẏ after the primal
     // parameters: 1, for the gradient of ẏ.
     let mut fresh = Fresh::default();

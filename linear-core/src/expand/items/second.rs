@@ -16,7 +16,7 @@ use crate::codegen::{body, Names};
 use crate::expand::calls::Calls;
 use crate::expand::{pipeline, Passes};
 use crate::ir::Program;
-use crate::lower::{Lowered, Shape};
+use crate::lower::{Lowered, Shape, SliceKind};
 
 /// `f_hvp` and `f_hessian`, or their stubs and the error at `span`.
 pub(super) fn items(
@@ -35,9 +35,6 @@ pub(super) fn items(
     let hvp = match hvp_program(jvp, &name, passes) {
         Ok(p) => p,
         Err(msg) => return refused(item, sig, span, &msg),
-    };
-    let Some(n) = sig.active.iter().map(|(_, s)| coords(s)).sum::<Option<usize>>() else {
-        return refused(item, sig, span, "`f_hessian` needs differentiable parameters that are floats, tuples or fixed-size arrays of them");
     };
     let Some(fj) = hvp.func(&format!("{name}.hvp")) else {
         return refused(item, sig, span, "linear-ad internal error (please report it): no HVP function after the pipeline");
@@ -74,7 +71,14 @@ pub(super) fn items(
             (#y, #grad, #hv)
         },
     );
-    let hessian_fn = hessian_item(item, sig, n, &hvp_name);
+    let n = sig.active.iter().map(|(_, s)| coords(s)).sum::<Option<usize>>();
+    let hessian_fn = match (n, sig.active.as_slice()) {
+        (Some(n), _) => Some(hessian_item(item, sig, n, &hvp_name)),
+        (None, [(_, Shape::Slice(inner, _))]) if matches!(**inner, Shape::Float(_)) => {
+            Some(hessian_vec_item(item, sig, &hvp_name))
+        }
+        (None, _) => None,
+    };
     quote!(#hvp_fn #hessian_fn)
 }
 
@@ -95,6 +99,9 @@ fn coords(s: &Shape) -> Option<usize> {
         Shape::Float(_) => Some(1),
         Shape::Tuple(ss) => ss.iter().map(coords).sum(),
         Shape::Array(inner, n) => Some(coords(inner)? * n),
+        Shape::Slice(inner, SliceKind::ArrayRef(n) | SliceKind::Array(n)) => {
+            Some(coords(inner)? * n)
+        }
         Shape::Slice(..) | Shape::Struct(_) => None,
     }
 }
@@ -117,20 +124,26 @@ fn hessian_item(item: &syn::ItemFn, sig: &Sig, n: usize, hvp_name: &syn::Ident) 
         hidden("__g"),
         hidden("__hv"),
     );
-    let dirs: Vec<TokenStream> = match sig.active.len() {
-        1 => vec![quote!(#v)],
-        m => (0..m)
-            .map(|i| {
-                let i = syn::Index::from(i);
-                quote!(#v.#i)
-            })
-            .collect(),
-    };
-    let args = sig.passed.iter().map(|a| quote!(::core::clone::Clone::clone(&#a)));
-    let call = match sig.owner {
-        super::Owner::Free => quote!(#hvp_name),
-        super::Owner::Method { .. } => quote!(Self::#hvp_name),
-    };
+    let dirs: Vec<TokenStream> = sig
+        .active
+        .iter()
+        .enumerate()
+        .map(|(i, (_, s))| {
+            let part = match sig.active.len() {
+                1 => quote!(#v),
+                _ => {
+                    let i = syn::Index::from(i);
+                    quote!(#v.#i)
+                }
+            };
+            if s.rust().to_string() == s.owned().to_string() {
+                part
+            } else {
+                quote!(&#part)
+            }
+        })
+        .collect();
+    let call = hvp_call(sig, hvp_name, &dirs);
     let n = proc_macro2::Literal::usize_unsuffixed(n);
     let coords = quote!(::linear_ad::__private::Coords<#ret_ty>);
     sig.emit(
@@ -144,10 +157,70 @@ fn hessian_item(item: &syn::ItemFn, sig: &Sig, n: usize, hvp_name: &syn::Ident) 
             let mut #g = <#in_ty as ::linear_ad::__private::Vector>::zero();
             for #k in 0..#n {
                 let #v: #in_ty = ::linear_ad::__private::unit::<#ret_ty, #in_ty>(#k);
-                let (#value, #gradient, #hv) = #call(#(#args,)* #(#dirs,)*);
+                let (#value, #gradient, #hv) = #call;
                 for #j in 0..#n {
                     #h[#k][#j] = <#in_ty as #coords>::coord(&#hv, #j);
                 }
+                #y = #value;
+                #g = #gradient;
+            }
+            (#y, #g, #h)
+        },
+    )
+}
+
+/// A call of `f_hvp` with `f_hessian`'s parameters, then the direction's
+/// arguments: each parameter cloned, since it is passed once per
+/// direction (a copy for the floats, arrays and references it usually
+/// is).
+fn hvp_call(sig: &Sig, hvp_name: &syn::Ident, dirs: &[TokenStream]) -> TokenStream {
+    let args = sig.passed.iter().map(|a| quote!(::core::clone::Clone::clone(&#a)));
+    let f = match sig.owner {
+        super::Owner::Free => quote!(#hvp_name),
+        super::Owner::Method { .. } => quote!(Self::#hvp_name),
+    };
+    quote!(#f(#(#args,)* #(#dirs,)*))
+}
+
+/// `f_hessian(params..) -> (R, Vec<R>, Vec<Vec<R>>)` for one
+/// differentiable parameter, a slice of floats of run-time length `n`:
+/// `n` calls of `f_hvp`, one per unit direction, row `k` the Hessian
+/// applied to the `k`-th.
+fn hessian_vec_item(item: &syn::ItemFn, sig: &Sig, hvp_name: &syn::Ident) -> TokenStream {
+    let fname = &item.sig.ident;
+    let link = sig.owner.doc_path(fname, true);
+    let (ret_ty, in_ty) = (&sig.ret_ty, &sig.in_ty);
+    let name = format_ident!("{}_hessian", fname);
+    let doc = format!("The value of [`{link}`], its gradient and its dense Hessian, row `k` the Hessian applied to the `k`-th unit vector. Costs one Hessian-vector product (`{hvp_name}`) per element of the input, each a constant multiple of `{fname}`'s cost. Generated by linear-ad (`order = 2`).");
+    let (k, v, h, y, g, hv) = (
+        hidden("__k"),
+        hidden("__v"),
+        hidden("__h"),
+        hidden("__y"),
+        hidden("__g"),
+        hidden("__hv"),
+    );
+    let (value, gradient, n) = (hidden("__value"), hidden("__gradient"), hidden("__n"));
+    let x = sig.inputs.first().map(|(_, e, _)| e.clone()).unwrap_or_default();
+    let call = hvp_call(sig, hvp_name, &[quote!(&#v)]);
+    let vec = quote!(::linear_ad::__private::Vec);
+    let zero = quote!(<#ret_ty as ::linear_ad::__private::Vector>::zero());
+    sig.emit(
+        (quote!(#[doc = #doc] #[inline]), sig.vis),
+        &name,
+        (None, &sig.passing, &[]),
+        quote!((#ret_ty, #in_ty, #vec<#vec<#ret_ty>>)),
+        quote! {
+            let #n = #x.len();
+            let mut #h = #vec::with_capacity(#n);
+            let mut #y = #zero;
+            let mut #g = #vec::new();
+            let mut #v = ::linear_ad::__private::zeros::<#ret_ty>(#n);
+            for #k in 0..#n {
+                #v[#k] = <#ret_ty as ::linear_ad::num_traits::One>::one();
+                let (#value, #gradient, #hv) = #call;
+                #v[#k] = #zero;
+                #h.push(#hv);
                 #y = #value;
                 #g = #gradient;
             }
