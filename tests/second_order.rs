@@ -35,7 +35,10 @@ fn rosenbrock_hessian_matches_the_hand_derivation() {
         let flat = [h[0][0], h[0][1], h[1][0], h[1][1]];
         let want_flat = [want[0][0], want[0][1], want[1][0], want[1][1]];
         for (a, b) in flat.iter().zip(&want_flat) {
-            assert!(close(*a, *b, 1e-12), "at ({x}, {y}): {h:?} against {want:?}");
+            assert!(
+                close(*a, *b, 1e-12),
+                "at ({x}, {y}): {h:?} against {want:?}"
+            );
         }
         // H·v for a direction that is not a unit vector.
         let (dx, dy) = (0.7, -1.3);
@@ -87,7 +90,10 @@ fn loops_and_branches_have_the_finite_difference_hvp() {
         let want = looped_fd_hvp(x, y, v);
         let got = [hv.0, hv.1 .0, hv.1 .1];
         for (a, b) in got.iter().zip(&want) {
-            assert!(close(*a, *b, 1e-6), "at {x}, {y:?}: {got:?} against {want:?}");
+            assert!(
+                close(*a, *b, 1e-6),
+                "at {x}, {y:?}: {got:?} against {want:?}"
+            );
         }
     }
 }
@@ -234,7 +240,11 @@ fn fixed_arrays_read_by_index() {
         let (p, m) = (at(eps), at(-eps));
         for j in 0..4 {
             let fd = (p[j] - m[j]) / (2.0 * eps);
-            assert!(close(h[k][j], fd, 1e-6), "H[{k}][{j}] = {} against {fd}", h[k][j]);
+            assert!(
+                close(h[k][j], fd, 1e-6),
+                "H[{k}][{j}] = {} against {fd}",
+                h[k][j]
+            );
         }
     }
 }

@@ -842,7 +842,14 @@ pub(super) fn generate(
     };
     let vjp_fn = vjp_item(item, l, &sig);
     let second_fns = passes.second_order.map(|span| {
-        second::items(item, l, &sig, (&stages.jvp, passes), (&calls, &mut names), span)
+        second::items(
+            item,
+            l,
+            &sig,
+            (&stages.jvp, passes),
+            (&calls, &mut names),
+            span,
+        )
     });
     // Other differentiable functions cannot pass arrays read by index,
     // nor structs in tuples or arrays, yet: no companions to call. They

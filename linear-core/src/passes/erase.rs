@@ -102,14 +102,6 @@ impl Helpers<'_> {
         if let Some(v) = self.names.get(&(op, ty.clone())) {
             return v.clone();
         }
-        let mut n = self.funcs.len() + 1;
-        let name = loop {
-            let cand = Var::new(&format!("{}.{n}", op.name()));
-            if self.p.func(cand.as_str()).is_none() && !self.funcs.iter().any(|f| f.name == cand) {
-                break cand;
-            }
-            n += 1;
-        };
         let v = |s: &str, i: usize| Var::new(&format!("{s}.{i}"));
         let mut stmts = Vec::new();
         let (a, b, s) = (Var::new("a"), Var::new("b"), Var::new("s"));
@@ -203,6 +195,16 @@ impl Helpers<'_> {
                 rhs: Expr::Drop(Box::new(Expr::var(s))),
             });
         }
+        // Named once the helpers of the component types (defined by the
+        // recursive calls above) have taken theirs.
+        let mut n = self.funcs.len() + 1;
+        let name = loop {
+            let cand = Var::new(&format!("{}.{n}", op.name()));
+            if self.p.func(cand.as_str()).is_none() && !self.funcs.iter().any(|f| f.name == cand) {
+                break cand;
+            }
+            n += 1;
+        };
         self.funcs.push(Func {
             name: name.clone(),
             nl_params: params,

@@ -42,10 +42,7 @@ pub fn inline(p: &Program, name: &str) -> Result<Func, PassError> {
         caller: &f.name,
     };
     let body = inl.expr(&f.body, 0)?;
-    Ok(Func {
-        body,
-        ..f.clone()
-    })
+    Ok(Func { body, ..f.clone() })
 }
 
 struct Inliner<'a> {

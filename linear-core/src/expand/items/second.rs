@@ -37,9 +37,19 @@ pub(super) fn items(
         Err(msg) => return refused(item, sig, span, &msg),
     };
     let Some(fj) = hvp.func(&format!("{name}.hvp")) else {
-        return refused(item, sig, span, "linear-ad internal error (please report it): no HVP function after the pipeline");
+        return refused(
+            item,
+            sig,
+            span,
+            "linear-ad internal error (please report it): no HVP function after the pipeline",
+        );
     };
-    let args: Vec<TokenStream> = sig.primal_ir.iter().chain(&sig.tangent_ir).cloned().collect();
+    let args: Vec<TokenStream> = sig
+        .primal_ir
+        .iter()
+        .chain(&sig.tangent_ir)
+        .cloned()
+        .collect();
     let hvp_body = body(fj, &args, calls);
     let parts = |tag: &str| -> Vec<syn::Ident> {
         (0..sig.pieces.len())
@@ -71,7 +81,11 @@ pub(super) fn items(
             (#y, #grad, #hv)
         },
     );
-    let n = sig.active.iter().map(|(_, s)| coords(s)).sum::<Option<usize>>();
+    let n = sig
+        .active
+        .iter()
+        .map(|(_, s)| coords(s))
+        .sum::<Option<usize>>();
     let hessian_fn = match (n, sig.active.as_slice()) {
         (Some(n), _) => Some(hessian_item(item, sig, n, &hvp_name)),
         (None, [(_, Shape::Slice(inner, _))]) if matches!(**inner, Shape::Float(_)) => {
@@ -174,7 +188,10 @@ fn hessian_item(item: &syn::ItemFn, sig: &Sig, n: usize, hvp_name: &syn::Ident) 
 /// direction (a copy for the floats, arrays and references it usually
 /// is).
 fn hvp_call(sig: &Sig, hvp_name: &syn::Ident, dirs: &[TokenStream]) -> TokenStream {
-    let args = sig.passed.iter().map(|a| quote!(::core::clone::Clone::clone(&#a)));
+    let args = sig
+        .passed
+        .iter()
+        .map(|a| quote!(::core::clone::Clone::clone(&#a)));
     let f = match sig.owner {
         super::Owner::Free => quote!(#hvp_name),
         super::Owner::Method { .. } => quote!(Self::#hvp_name),
@@ -201,7 +218,11 @@ fn hessian_vec_item(item: &syn::ItemFn, sig: &Sig, hvp_name: &syn::Ident) -> Tok
         hidden("__hv"),
     );
     let (value, gradient, n) = (hidden("__value"), hidden("__gradient"), hidden("__n"));
-    let x = sig.inputs.first().map(|(_, e, _)| e.clone()).unwrap_or_default();
+    let x = sig
+        .inputs
+        .first()
+        .map(|(_, e, _)| e.clone())
+        .unwrap_or_default();
     let call = hvp_call(sig, hvp_name, &[quote!(&#v)]);
     let vec = quote!(::linear_ad::__private::Vec);
     let zero = quote!(<#ret_ty as ::linear_ad::__private::Vector>::zero());
@@ -247,7 +268,11 @@ fn refused(item: &syn::ItemFn, sig: &Sig, span: Span, msg: &str) -> TokenStream 
         &sig.tangent_params,
         quote!((#ret_ty, #in_ty, #in_ty)),
     );
-    let hessian = stub(format_ident!("{}_hessian", fname), &[], quote!((#ret_ty, #in_ty, ())));
+    let hessian = stub(
+        format_ident!("{}_hessian", fname),
+        &[],
+        quote!((#ret_ty, #in_ty, ())),
+    );
     let err = quote_spanned!(span=> ::core::compile_error!(#msg););
     quote!(#err #hvp #hessian)
 }

@@ -12,6 +12,11 @@
 //!   use gets `lfree(ȧ, len(a))` right after that use: a local array that
 //!   is read and then dropped. Its transpose creates the accumulator the
 //!   reads add into.
+//! * JDrop on arrays: `drop(a)` of an array with a tangent (L's form of
+//!   `lfree`, met when J differentiates erased code: second order) drops
+//!   `a` and frees `ȧ` if `a` is owned, `lfree(ȧ, len(a))`; a parameter's
+//!   tangent is its caller's and stays untouched. A linear array is never
+//!   dropped.
 //! * JCase on arrays: every arm of a case starts from the same owned
 //!   arrays. An outer array one arm writes (or returns) is consumed by
 //!   every arm: an arm that leaves it alone frees its tangent, so the arms
@@ -26,6 +31,60 @@ use crate::ir::{Arm, Binder, Expr, Stmt, Ty, Var};
 use crate::passes::PassError;
 
 impl Jvp<'_> {
+    /// JDrop: `drop(e)`, with the tangents of the arrays `e` names freed
+    /// or left alone (see the module doc) rather than dropped.
+    pub(super) fn drop(&mut self, inner: &Expr, sigma: Sigma) -> Result<Expr, PassError> {
+        let Expr::Ret { nl, lin } = inner else {
+            return Ok(Expr::Drop(Box::new(self.expr(inner, sigma)?)));
+        };
+        if !lin.is_empty() || !nl.iter().any(|v| self.arrays.contains_key(v)) {
+            return Ok(Expr::Drop(Box::new(self.expr(inner, sigma)?)));
+        }
+        let (arrays, rest): (Vec<Var>, Vec<Var>) = nl
+            .iter()
+            .cloned()
+            .partition(|v| self.arrays.contains_key(v));
+        let mut out = Vec::new();
+        for a in arrays {
+            out.push(Stmt::drop_nl(&a));
+            if !self.owned.remove(&a) {
+                continue;
+            }
+            let Some(da) = self.arrays.remove(&a) else {
+                continue;
+            };
+            let n = self.fresh.var("n");
+            out.push(Stmt::Let {
+                nl: vec![Binder::new(n.clone(), Ty::Int)],
+                lin: vec![],
+                rhs: Expr::Len(a),
+            });
+            out.push(Stmt::Let {
+                nl: vec![],
+                lin: vec![],
+                rhs: Expr::LinFree { arr: da, len: n },
+            });
+        }
+        if !rest.is_empty() {
+            let dropped = Expr::Drop(Box::new(Expr::Ret {
+                nl: rest,
+                lin: vec![],
+            }));
+            out.push(Stmt::Let {
+                nl: vec![],
+                lin: vec![],
+                rhs: self.expr(&dropped, sigma)?,
+            });
+        }
+        Ok(Expr::block(
+            out,
+            Expr::Ret {
+                nl: vec![],
+                lin: vec![],
+            },
+        ))
+    }
+
     /// JIndex: `index(a, i)` with tangent `lindex(ȧ, i)`, read in place;
     /// the index's tangent is dropped. An array without a linear tangent
     /// (of integers) gives a zero tangent.

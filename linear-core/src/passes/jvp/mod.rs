@@ -25,7 +25,7 @@
 //!   loop body reading one bound outside makes its zero tangent inside
 //!   rather than carrying it, so the simplifier removes the products with
 //!   it, and U saves nothing for them.
-//! * JDrop: `drop(J(e))`.
+//! * JDrop: `drop(J(e))`; for arrays see [`arrays`].
 //! * JPrim for every [`Prim`]: the primal result is bound first and the
 //!   partial derivatives are computed from it where that saves work
 //!   (`exp`, `tan`, `sqrt`, …); piecewise-constant primitives (`signum`,
@@ -443,7 +443,7 @@ impl Jvp<'_> {
                     },
                 ))
             }
-            Expr::Drop(inner) => Ok(Expr::Drop(Box::new(self.expr(inner, sigma)?))),
+            Expr::Drop(inner) => self.drop(inner, sigma),
             Expr::Index { arr, idx } => self.index(e, arr, idx, sigma),
             Expr::Fill { len, val, size } => self.fill(e, len, val, *size, sigma),
             Expr::Set { arr, idx, val } => self.set(e, arr, Some(idx), val, sigma),

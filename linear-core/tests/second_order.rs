@@ -1,0 +1,220 @@
+//! Second derivatives by composition (`passes::hvp`), checked on random
+//! well-typed programs. For each program P (entry point: its last
+//! function `fN`), with `d = L(J(P))` inlined, J, U and T of `d` as the
+//! macro runs them, and the second-order adjoint
+//! `soa(x, v, w) = (y, H_w·v, f'(x)ᵀw)`:
+//!
+//! * `d`, the pipeline's outputs on it and `soa` type-check;
+//! * `soa`'s primal results are P's, bit for bit;
+//! * its cotangent of `v` is the transpose of J's derivative:
+//!   ⟨v', f'(x)ᵀw⟩ = ⟨w, f'(x)·v'⟩ up to rounding (J's run at `v'`);
+//! * its cotangent of `x` is the derivative of the directional derivative:
+//!   ⟨u, H_w·v⟩ = d/dt ⟨w, f'(x + t·u)·v⟩, the right side by central
+//!   finite differences of a dual-number interpreter (no pass involved),
+//!   where two step sizes agree (a branch taken differently at `x ± h·u`
+//!   makes the finite difference meaningless: skipped and counted);
+//! * its work is at most a constant times P's (reported).
+//!
+//! `LINEAR_CORE_CASES=N` checks 0.15·N programs (default 300, as for the
+//! theorems' default of 2000);
+//! `LINEAR_CORE_SEED=seed,size` replays one.
+
+mod common;
+
+use std::cell::RefCell;
+
+use common::{data_consts, dual_run, gen_program, random_like, random_value, Dual, Rng};
+use linear_core::check::{check, check_linear_b};
+use linear_core::eval::{dot, run, Value};
+use linear_core::passes::hvp::{directional, second_adjoint};
+use linear_core::passes::jvp::jvp;
+use linear_core::passes::simplify::simplify;
+use linear_core::passes::transpose::transpose;
+use linear_core::passes::unzip::{unzip, Checkpoint};
+use linear_core::Program;
+use proptest::prelude::*;
+use proptest::test_runner::{Config, TestCaseError, TestRunner};
+
+#[derive(Default, Debug)]
+struct Stats {
+    cases: u64,
+    skipped_nonfinite: u64,
+    skipped_nonsmooth: u64,
+    hvp_checked: u64,
+    work_ratio: f64,
+}
+
+fn fail(msg: String) -> TestCaseError {
+    TestCaseError::fail(msg)
+}
+
+/// `x + h·u` on the reals of `x` (integers and booleans kept).
+fn shifted(x: &Value, h: f64, u: &Value) -> Value {
+    match (x, u) {
+        (Value::Real(a), Value::Real(b)) => Value::Real(a + h * b),
+        (Value::Tuple(a), Value::Tuple(b)) => {
+            Value::Tuple(a.iter().zip(b).map(|(a, b)| shifted(a, h, b)).collect())
+        }
+        (Value::Array(a), Value::Array(b)) => {
+            Value::Array(a.iter().zip(b).map(|(a, b)| shifted(a, h, b)).collect())
+        }
+        _ => x.clone(),
+    }
+}
+
+fn finite(vs: &[Value]) -> bool {
+    let mut flat = Vec::new();
+    vs.iter().for_each(|v| v.flatten(&mut flat));
+    flat.iter().all(|x| x.is_finite())
+}
+
+fn scale(vs: &[Value]) -> f64 {
+    let mut flat = Vec::new();
+    vs.iter().for_each(|v| v.flatten(&mut flat));
+    flat.iter().fold(1.0f64, |m, x| m.max(x.abs()))
+}
+
+/// ⟨w, f'(x)·v⟩ by the dual-number interpreter.
+fn directional_dot(p: &Program, f: &str, x: &[Value], v: &[Value], w: &[Value]) -> f64 {
+    let duals: Vec<Dual> = x
+        .iter()
+        .zip(v)
+        .map(|(a, b)| Dual::from_values(a, b))
+        .collect();
+    let t: Vec<Value> = dual_run(p, f, duals).iter().map(Dual::tangent).collect();
+    dot(w, &t)
+}
+
+/// J, U and T of `d`, simplified, as the macro runs them.
+fn first_order(d: &linear_core::Func) -> Result<Program, TestCaseError> {
+    let src = Program {
+        externs: vec![],
+        funcs: vec![d.clone()],
+    };
+    check(&src).map_err(|e| fail(format!("L(J(P)) inlined ill-typed: {e}\n{src}")))?;
+    let j = simplify(&jvp(&simplify(&src)).map_err(|e| fail(e.to_string()))?);
+    check(&j).map_err(|e| fail(format!("J of L(J(P)) ill-typed: {e}\n{j}")))?;
+    let u = simplify(&unzip(&j, Checkpoint::Adjoint).map_err(|e| fail(e.to_string()))?);
+    check_linear_b(&u).map_err(|e| fail(format!("U of J of L(J(P)): {e}\n{u}")))?;
+    let t = simplify(&transpose(&u).map_err(|e| fail(e.to_string()))?);
+    check_linear_b(&t).map_err(|e| fail(format!("T of U of J of L(J(P)): {e}\n{t}")))?;
+    Ok(t)
+}
+
+fn one_program(seed: u64, size: usize, st: &RefCell<Stats>) -> Result<(), TestCaseError> {
+    let consts = data_consts();
+    let p = gen_program(seed, size);
+    let main = p.funcs.last().expect("a function").name.clone();
+    let entry = p.func(main.as_str()).expect("entry").clone();
+    let mut rng = Rng(seed ^ 0x50a);
+    let x: Vec<Value> = entry
+        .nl_params
+        .iter()
+        .map(|b| random_value(&mut rng, &b.ty))
+        .collect();
+    let v: Vec<Value> = x.iter().map(|a| random_like(&mut rng, a)).collect();
+    let orig = run(&p, main.as_str(), &x, &[], &consts).map_err(|e| fail(e.0))?;
+    if !finite(&orig.nl) {
+        st.borrow_mut().skipped_nonfinite += 1;
+        return Ok(());
+    }
+    let j = jvp(&p).map_err(|e| fail(e.to_string()))?;
+    let d = directional(&j, main.as_str()).map_err(|e| fail(e.to_string()))?;
+    let t = first_order(&d)?;
+    let soa = second_adjoint(&t, &d, main.as_str()).map_err(|e| fail(e.to_string()))?;
+    check(&soa).map_err(|e| fail(format!("second-order adjoint ill-typed: {e}\n{soa}")))?;
+    let f = &soa.funcs[0];
+    prop_assert!(f.is_nonlinear());
+    let k = entry.nl_rets.len();
+    let w: Vec<Value> = f.nl_params[2 * x.len()..]
+        .iter()
+        .map(|b| random_value(&mut rng, &b.ty))
+        .collect();
+    prop_assert_eq!(w.len(), k);
+    let args: Vec<Value> = x.iter().chain(&v).chain(&w).cloned().collect();
+    let out = run(&soa, f.name.as_str(), &args, &[], &consts).map_err(|e| fail(e.0))?;
+    if !finite(&out.nl) {
+        st.borrow_mut().skipped_nonfinite += 1;
+        return Ok(());
+    }
+    prop_assert_eq!(
+        &out.nl[..k],
+        &orig.nl[..],
+        "the primal results differ from P's"
+    );
+    let (xbar, vbar) = out.nl[k..].split_at(x.len());
+
+    // The cotangent of v: f'(x)ᵀw, against J's run along a random v'.
+    let v2: Vec<Value> = x.iter().map(|a| random_like(&mut rng, a)).collect();
+    let jo = run(&j, &format!("{main}.jvp"), &x, &v2, &consts).map_err(|e| fail(e.0))?;
+    let (lhs, rhs) = (dot(&v2, vbar), dot(&w, &jo.lin));
+    let tol = 1e-9 * (1.0 + scale(&jo.lin) * scale(&w)) * (1.0 + jo.work as f64);
+    prop_assert!(
+        (lhs - rhs).abs() <= tol,
+        "⟨v', f'ᵀw⟩ = {lhs} but ⟨w, f'v'⟩ = {rhs}\n{p}"
+    );
+
+    // The cotangent of x: H_w·v, against central differences along u.
+    let u: Vec<Value> = x.iter().map(|a| random_like(&mut rng, a)).collect();
+    let fd = |h: f64| {
+        let plus: Vec<Value> = x.iter().zip(&u).map(|(a, b)| shifted(a, h, b)).collect();
+        let minus: Vec<Value> = x.iter().zip(&u).map(|(a, b)| shifted(a, -h, b)).collect();
+        (directional_dot(&p, main.as_str(), &plus, &v, &w)
+            - directional_dot(&p, main.as_str(), &minus, &v, &w))
+            / (2.0 * h)
+    };
+    let (coarse, fine) = (fd(1e-4), fd(5e-5));
+    let got = dot(&u, xbar);
+    let agree = |a: f64, b: f64, tol: f64| (a - b).abs() <= tol * (1.0 + a.abs().max(b.abs()));
+    let mut s = st.borrow_mut();
+    if !(coarse.is_finite() && fine.is_finite() && agree(coarse, fine, 1e-5)) {
+        s.skipped_nonsmooth += 1;
+    } else {
+        prop_assert!(
+            agree(got, fine, 1e-4),
+            "⟨u, H_w·v⟩ = {got}, finite differences {fine} (coarser: {coarse})\n{p}"
+        );
+        s.hvp_checked += 1;
+    }
+    s.cases += 1;
+    s.work_ratio = s.work_ratio.max(out.work as f64 / orig.work.max(1) as f64);
+    Ok(())
+}
+
+#[test]
+fn second_order_adjoints_hold_on_random_programs() {
+    let cases: u32 = std::env::var("LINEAR_CORE_CASES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .map_or(300, |n: u32| (n * 3).div_ceil(20));
+    let stats = RefCell::new(Stats::default());
+    if let Some((seed, size)) = std::env::var("LINEAR_CORE_SEED").ok().and_then(|s| {
+        let (a, b) = s.split_once(',')?;
+        Some((a.trim().parse().ok()?, b.trim().parse().ok()?))
+    }) {
+        if let Err(e) = one_program(seed, size, &stats) {
+            panic!("{e}\n{}", gen_program(seed, size));
+        }
+        return;
+    }
+    let mut runner = TestRunner::new(Config {
+        cases,
+        failure_persistence: None,
+        ..Config::default()
+    });
+    let result = runner.run(&(any::<u64>(), 2usize..14), |(seed, sz)| {
+        one_program(seed, sz, &stats)
+    });
+    if let Err(e) = result {
+        panic!("{e}");
+    }
+    let s = stats.into_inner();
+    println!(
+        "second order: {} programs, H·v checked against finite differences on {} ({} skipped where the finite differences disagree across step sizes, {} for non-finite values); W[soa] <= {:.1} W[P]",
+        s.cases, s.hvp_checked, s.skipped_nonsmooth, s.skipped_nonfinite, s.work_ratio
+    );
+    assert!(
+        s.hvp_checked * 2 > s.cases,
+        "finite differences checked too few programs"
+    );
+}
