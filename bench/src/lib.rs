@@ -5,6 +5,7 @@
 
 pub mod arrays;
 pub mod control;
+pub mod second;
 
 use linear_ad::differentiable;
 

@@ -29,7 +29,11 @@ pub(super) fn items(
 ) -> TokenStream {
     let name = item.sig.ident.to_string();
     if !matches!(l.ret, Shape::Float(_)) {
-        let msg = format!("second derivatives (`order = 2`) need a function returning one float; `{name}` returns `{}`", sig.ret_ty);
+        let ret = match &item.sig.output {
+            syn::ReturnType::Type(_, t) => quote!(#t).to_string(),
+            syn::ReturnType::Default => "()".into(),
+        };
+        let msg = format!("second derivatives (`order = 2`) need a function returning one float; `{name}` returns `{ret}`");
         return refused(item, sig, span, &msg);
     }
     let hvp = match hvp_program(jvp, &name, passes) {
@@ -256,7 +260,7 @@ fn refused(item: &syn::ItemFn, sig: &Sig, span: Span, msg: &str) -> TokenStream 
     let (ret_ty, in_ty) = (&sig.ret_ty, &sig.in_ty);
     let stub = |name: syn::Ident, extra: &[TokenStream], ret: TokenStream| {
         sig.emit(
-            (quote!(#[doc(hidden)]), sig.vis),
+            (quote!(#[doc(hidden)] #[allow(unused_variables)]), sig.vis),
             &name,
             (None, &sig.passing, extra),
             ret,

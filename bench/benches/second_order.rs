@@ -1,0 +1,108 @@
+//! Second derivatives: `f_hvp` against `f_vjp` (the gradient) and a
+//! hand-written HVP on the extended Rosenbrock function, `f_hessian`
+//! against num-dual's hyper-dual `hessian` on a six-coordinate energy;
+//! every variant checked against the others before it is timed.
+//! `cargo bench -p linear-ad-bench --bench second_order`.
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use linear_ad_bench::second::*;
+use nalgebra::SVector;
+use num_dual::{hessian, Dual2SVec64, DualNum};
+
+fn config() -> Criterion {
+    Criterion::default()
+        .warm_up_time(Duration::from_millis(300))
+        .measurement_time(Duration::from_millis(1500))
+        .sample_size(30)
+}
+
+fn close(a: f64, b: f64, what: &str) {
+    assert!(
+        (a - b).abs() <= 1e-9 * (1.0 + a.abs() + b.abs()),
+        "{what}: {a} vs {b}"
+    );
+}
+
+fn hvp_bench(c: &mut Criterion) {
+    for n in [10usize, 1000] {
+        let x: Vec<f64> = (0..n)
+            .map(|i| ((i * 37 % 101) as f64 - 50.0) / 40.0)
+            .collect();
+        let v: Vec<f64> = (0..n)
+            .map(|i| ((i * 53 % 97) as f64 - 48.0) / 50.0)
+            .collect();
+        let (s, g, hv) = rosenbrock_slice_hvp_hand(&x, &v);
+        let (s2, g2, hv2) = rosenbrock_slice_hvp(&x, &v);
+        close(s2, s, "value");
+        let g1 = rosenbrock_slice_vjp(&x, 1.0).1;
+        for k in 0..n {
+            close(g2[k], g[k], "hvp gradient");
+            close(g1[k], g[k], "vjp gradient");
+            close(hv2[k], hv[k], "hvp");
+        }
+        let mut grp = c.benchmark_group(format!("hvp_rosenbrock_{n}"));
+        grp.bench_function("primal", |b| b.iter(|| rosenbrock_slice(black_box(&x))));
+        grp.bench_function("linear_ad_vjp", |b| {
+            b.iter(|| rosenbrock_slice_vjp(black_box(&x), 1.0))
+        });
+        grp.bench_function("linear_ad_hvp", |b| {
+            b.iter(|| rosenbrock_slice_hvp(black_box(&x), black_box(&v)))
+        });
+        grp.bench_function("hand_hvp", |b| {
+            b.iter(|| rosenbrock_slice_hvp_hand(black_box(&x), black_box(&v)))
+        });
+        grp.finish();
+    }
+}
+
+/// `coulomb` on num-dual's hyper-dual vectors.
+fn coulomb_dual(p: SVector<Dual2SVec64<6>, 6>) -> Dual2SVec64<6> {
+    let d = |i: usize, j: usize| {
+        let dx = p[2 * i] - p[2 * j];
+        let dy = p[2 * i + 1] - p[2 * j + 1];
+        (dx * dx + dy * dy).sqrt()
+    };
+    let mut tether = p[0] * p[0];
+    for q in p.iter().skip(1) {
+        tether += q * q;
+    }
+    d(0, 1).recip() + d(1, 2).recip() + d(2, 0).recip() + tether * 0.5
+}
+
+fn hessian_bench(c: &mut Criterion) {
+    let p = [0.9, -0.2, -0.4, 0.7, 0.1, -0.8];
+    let (v, g, h) = coulomb_hessian(p);
+    let (v2, g2, h2) = hessian(coulomb_dual, &SVector::from(p));
+    close(v, v2, "value");
+    for i in 0..6 {
+        close(g[i], g2[i], "gradient");
+        for j in 0..6 {
+            close(h[i][j], h2[(i, j)], "hessian");
+        }
+    }
+    let mut grp = c.benchmark_group("hessian_coulomb_6");
+    grp.bench_function("primal", |b| b.iter(|| coulomb(black_box(p))));
+    grp.bench_function("linear_ad_vjp", |b| {
+        b.iter(|| coulomb_vjp(black_box(p), 1.0))
+    });
+    grp.bench_function("linear_ad_hvp", |b| {
+        b.iter(|| coulomb_hvp(black_box(p), black_box([1.0, 0.0, 0.0, 0.0, 0.0, 0.0])))
+    });
+    grp.bench_function("linear_ad_hessian", |b| {
+        b.iter(|| coulomb_hessian(black_box(p)))
+    });
+    grp.bench_function("num_dual_hessian", |b| {
+        b.iter(|| hessian(coulomb_dual, &SVector::from(black_box(p))))
+    });
+    grp.finish();
+}
+
+criterion_group! {
+    name = benches;
+    config = config();
+    targets = hvp_bench, hessian_bench
+}
+criterion_main!(benches);

@@ -1,0 +1,48 @@
+//! Second derivatives: `f_hvp` against the gradient and a hand-written
+//! Hessian-vector product, `f_hessian` against num-dual's hyper-dual
+//! `hessian` (`benches/second_order.rs`).
+
+use linear_ad::differentiable;
+
+/// The extended Rosenbrock function over a slice.
+#[differentiable(order = 2)]
+pub fn rosenbrock_slice(x: &[f64]) -> f64 {
+    let mut s = 0.0;
+    for i in 0..x.len() - 1 {
+        let a = 1.0 - x[i];
+        let b = x[i + 1] - x[i] * x[i];
+        s += a * a + 100.0 * b * b;
+    }
+    s
+}
+
+/// Its value, gradient and Hessian times `v` by hand, in one pass: the
+/// Hessian is tridiagonal (`H[i][i]`, `H[i][i+1] = -400 x[i]`).
+pub fn rosenbrock_slice_hvp_hand(x: &[f64], v: &[f64]) -> (f64, Vec<f64>, Vec<f64>) {
+    let n = x.len();
+    let (mut s, mut g, mut hv) = (0.0, vec![0.0; n], vec![0.0; n]);
+    for i in 0..n - 1 {
+        let a = 1.0 - x[i];
+        let b = x[i + 1] - x[i] * x[i];
+        s += a * a + 100.0 * b * b;
+        g[i] += -2.0 * a - 400.0 * x[i] * b;
+        g[i + 1] += 200.0 * b;
+        let hii = 2.0 - 400.0 * b + 800.0 * x[i] * x[i];
+        let hij = -400.0 * x[i];
+        hv[i] += hii * v[i] + hij * v[i + 1];
+        hv[i + 1] += hij * v[i] + 200.0 * v[i + 1];
+    }
+    (s, g, hv)
+}
+
+/// The Coulomb energy of three charges in the plane, `1/r` summed over
+/// pairs, plus a harmonic tether of each to the origin: six coordinates.
+#[differentiable(order = 2)]
+pub fn coulomb(p: [f64; 6]) -> f64 {
+    let [ax, ay, bx, by, cx, cy] = p;
+    let ab = ((ax - bx) * (ax - bx) + (ay - by) * (ay - by)).sqrt();
+    let bc = ((bx - cx) * (bx - cx) + (by - cy) * (by - cy)).sqrt();
+    let ca = ((cx - ax) * (cx - ax) + (cy - ay) * (cy - ay)).sqrt();
+    let tether = ax * ax + ay * ay + bx * bx + by * by + cx * cx + cy * cy;
+    1.0 / ab + 1.0 / bc + 1.0 / ca + 0.5 * tether
+}
