@@ -360,6 +360,53 @@ fn arrays_svg() -> String {
     s
 }
 
+/// Second derivatives (`order = 2`): HVP ÷ gradient (target ≤ 3), HVP ÷
+/// hand-written, Hessian ÷ num-dual.
+fn second_order(out: &mut String) {
+    if median("hessian_coulomb_6", "primal").is_none() {
+        return;
+    }
+    out.push_str("## Second derivatives\n\n`#[differentiable(order = 2)]` (`bench/src/second.rs`, `cargo bench -p linear-ad-bench --bench second_order`): `f_hvp` (value, gradient and Hessian times a direction, by reverse over forward) against `f_vjp` (the gradient), a hand-written HVP, and num-dual's hyper-dual `hessian`. Target: HVP ÷ gradient at most 3.\n\n| workload | primal | gradient (`f_vjp`) | HVP (`f_hvp`) | HVP ÷ gradient | hand-written HVP | `f_hvp` ÷ hand | dense Hessian (`f_hessian`) | num-dual `hessian` | `f_hessian` ÷ num-dual |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+    let rows = [
+        ("hvp_rosenbrock_10", "extended Rosenbrock, `&[f64]` of 10"),
+        (
+            "hvp_rosenbrock_1000",
+            "extended Rosenbrock, `&[f64]` of 1000",
+        ),
+        (
+            "hessian_coulomb_6",
+            "Coulomb energy of 3 charges, `[f64; 6]`",
+        ),
+    ];
+    let cell = |m: Option<f64>| m.map_or("–".into(), fmt_ns);
+    for (g, name) in rows {
+        let (primal, vjp, hvp) = (
+            median(g, "primal"),
+            median(g, "linear_ad_vjp"),
+            median(g, "linear_ad_hvp"),
+        );
+        let (hand, hess, nd) = (
+            median(g, "hand_hvp"),
+            median(g, "linear_ad_hessian"),
+            median(g, "num_dual_hessian"),
+        );
+        let _ = writeln!(
+            out,
+            "| {name} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            cell(primal),
+            cell(vjp),
+            cell(hvp),
+            ratio(hvp, vjp),
+            cell(hand),
+            ratio(hvp, hand),
+            cell(hess),
+            cell(nd),
+            ratio(hess, nd)
+        );
+    }
+    out.push_str("\nThe hand-written HVP computes value, gradient and H·v in one loop over the tridiagonal Hessian, allocating its two result vectors as `f_hvp` does. On Rosenbrock over 1000 elements, `f_vjp` is the slower of the two: it is the array gradient whose ratio to hand-written code is an open item of issue 12.\n\n");
+}
+
 /// The control-flow workloads: targets, tapes, tables.
 fn control_flow(out: &mut String) {
     let groups = [
@@ -698,6 +745,7 @@ fn main() {
 
     control_flow(&mut out);
     arrays(&mut out);
+    second_order(&mut out);
 
     out.push_str("## The macro's own cost\n\nExpansion time of `#[differentiable]` (parse, lowering, J, U, T with every stage re-checked, code generation), median, and the size of what it generates, for generated straight-line functions (`bench/benches/macro_cost.rs`):\n\n| statements | expansion | per statement | generated Rust | IR: source | J | U | T |\n| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
     let mut points = Vec::new();
