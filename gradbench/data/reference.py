@@ -210,6 +210,11 @@ def hand_objective(theta, us, model, corr, points, small_angle):
     return (points.T - verts).T.ravel()
 
 
+def kmeans_cost(points, centroids):
+    dist = jnp.sum((points[:, None, :] - centroids[None, :, :]) ** 2, axis=2)
+    return jnp.sum(jnp.min(dist, axis=1))
+
+
 def runs(inp):
     return inp | {"min_runs": 1, "min_seconds": 0}
 
@@ -436,6 +441,25 @@ def cases_ht(rng):
     return out
 
 
+def cases_kmeans(rng):
+    out = []
+    for n, k, d in [(4, 1, 1), (30, 3, 2), (100, 5, 4)]:
+        # Every centroid is the closest to at least one point (the README
+        # guarantees it: the Hessian is then invertible): each point is a
+        # centroid plus a small offset, every centroid used.
+        centroids = rng.uniform(-5, 5, (k, d))
+        owner = np.concatenate([np.arange(k), rng.integers(0, k, n - k)])
+        points = centroids[owner] + rng.normal(0, 0.3, (n, d))
+        inp = runs({"points": floats(points), "centroids": floats(centroids)})
+        pj, cj = jnp.array(points), jnp.array(centroids)
+        cost = lambda c: kmeans_cost(pj, c)
+        grad = jax.grad(cost)(cj)
+        diag = jnp.diag(jax.hessian(cost)(cj).reshape(k * d, k * d)).reshape(k, d)
+        out.append(("cost", inp, float(cost(cj))))
+        out.append(("dir", inp, floats(grad / diag)))
+    return out
+
+
 def main():
     # A fixed seed per eval, so that adding one leaves the others' data be.
     evals = {
@@ -447,6 +471,7 @@ def main():
         "lstm": (5, cases_lstm),
         "ba": (6, cases_ba),
         "ht": (7, cases_ht),
+        "kmeans": (8, cases_kmeans),
     }
     for name, (seed, make) in evals.items():
         rng = np.random.default_rng(31337 + seed)

@@ -118,3 +118,8 @@ fn ht_matches_jax() {
 fn lstm_matches_jax() {
     check("lstm");
 }
+
+#[test]
+fn kmeans_matches_jax() {
+    check("kmeans");
+}

@@ -136,8 +136,8 @@ fn an_unknown_function_is_an_error_naming_the_known_ones() {
 
 #[test]
 fn an_unknown_module_in_evaluate_is_an_error() {
-    let e = refused("kmeans", "cost", json!({}));
-    assert!(e.contains("`kmeans`"), "{e}");
+    let e = refused("particle", "rr", json!({}));
+    assert!(e.contains("`particle`"), "{e}");
 }
 
 #[test]
@@ -160,6 +160,18 @@ fn inputs_of_the_wrong_shape_are_errors_not_panics() {
         json!({"x": [1.0], "n": 1, "min_runs": 1, "min_seconds": 0}),
     );
     assert!(e.contains("n ≥ 2"), "{e}");
+    let e = refused(
+        "kmeans",
+        "dir",
+        json!({"points": [[1.0, 2.0], [3.0]], "centroids": [[0.0, 0.0]], "min_runs": 1, "min_seconds": 0}),
+    );
+    assert!(e.contains("different lengths"), "{e}");
+    let e = refused(
+        "kmeans",
+        "cost",
+        json!({"points": [[1.0, 2.0]], "centroids": [[0.0, 0.0, 0.0]], "min_runs": 1, "min_seconds": 0}),
+    );
+    assert!(e.contains("2 coordinates and centroids 3"), "{e}");
     let e = refused(
         "ode",
         "gradient",

@@ -90,6 +90,24 @@ fn workloads(rng: &mut Rng) -> Vec<Workload> {
         });
     }
     adbench(rng, &mut w);
+    // GradBench's k ∈ {10, 100, 1000}, n ∈ {1000, 10⁴, 10⁵}, d ∈ {8, 16},
+    // where the cost's n·k·d stays under 2·10⁷; the centroids are the
+    // last k points, as the eval makes them.
+    for (k, n, d) in [
+        (10, 1000, 8),
+        (10, 10_000, 16),
+        (100, 10_000, 8),
+        (10, 100_000, 16),
+    ] {
+        let points = rng.rows(n, d, 1.0, 0.0);
+        let centroids = points[n - k..].to_vec();
+        w.push(Workload {
+            module: "kmeans",
+            what: format!("k={k},n={n},d={d}"),
+            input: json!({"points": points, "centroids": centroids}),
+            functions: ["cost", "dir"],
+        });
+    }
     w
 }
 
@@ -252,6 +270,7 @@ const BEST: &[(&str, &str)] = &[
     ("ba", "7.7 (manual; Enzyme 9.7)"),
     ("ht", "7.7 (manual; Enzyme 47.5)"),
     ("lstm", "2.1 (CoDiPack; Enzyme 2.8)"),
+    ("kmeans", "1.4 (manual)"),
 ];
 
 fn main() {

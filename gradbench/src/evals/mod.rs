@@ -12,6 +12,7 @@ pub mod det;
 pub mod gmm;
 pub mod hello;
 pub mod ht;
+pub mod kmeans;
 pub mod llsq;
 pub mod lse;
 pub mod lstm;
@@ -37,6 +38,7 @@ const EVALS: &[(&str, Eval)] = &[
     ("gmm", gmm::evaluate),
     ("hello", hello::evaluate),
     ("ht", ht::evaluate),
+    ("kmeans", kmeans::evaluate),
     ("llsq", llsq::evaluate),
     ("lse", lse::evaluate),
     ("lstm", lstm::evaluate),
