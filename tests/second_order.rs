@@ -209,6 +209,7 @@ fn slices_have_the_hand_derived_hessian() {
 
 /// A fixed-size array read by index in a loop, beside a scalar.
 #[differentiable(order = 2)]
+#[allow(clippy::needless_range_loop)]
 pub fn weighted(w: &[f64; 3], t: f64) -> f64 {
     let mut s = 0.0;
     for i in 0..3 {
