@@ -23,7 +23,9 @@ mod common;
 
 use std::cell::RefCell;
 
-use common::{data_consts, dual_run, gen_program, random_like, random_value, Dual, Rng};
+use common::{
+    data_consts, dual_run, for_random_programs, gen_program, random_like, random_value, Dual, Rng,
+};
 use linear_core::check::{check, check_linear_b};
 use linear_core::eval::{dot, run, Value};
 use linear_core::passes::hvp::{directional, second_adjoint};
@@ -33,7 +35,7 @@ use linear_core::passes::transpose::transpose;
 use linear_core::passes::unzip::{unzip, Checkpoint};
 use linear_core::Program;
 use proptest::prelude::*;
-use proptest::test_runner::{Config, TestCaseError, TestRunner};
+use proptest::test_runner::TestCaseError;
 
 #[derive(Default, Debug)]
 struct Stats {
@@ -188,26 +190,7 @@ fn second_order_adjoints_hold_on_random_programs() {
         .and_then(|s| s.parse().ok())
         .map_or(300, |n: u32| (n * 3).div_ceil(20));
     let stats = RefCell::new(Stats::default());
-    if let Some((seed, size)) = std::env::var("LINEAR_CORE_SEED").ok().and_then(|s| {
-        let (a, b) = s.split_once(',')?;
-        Some((a.trim().parse().ok()?, b.trim().parse().ok()?))
-    }) {
-        if let Err(e) = one_program(seed, size, &stats) {
-            panic!("{e}\n{}", gen_program(seed, size));
-        }
-        return;
-    }
-    let mut runner = TestRunner::new(Config {
-        cases,
-        failure_persistence: None,
-        ..Config::default()
-    });
-    let result = runner.run(&(any::<u64>(), 2usize..14), |(seed, sz)| {
-        one_program(seed, sz, &stats)
-    });
-    if let Err(e) = result {
-        panic!("{e}");
-    }
+    for_random_programs(cases, |seed, size| one_program(seed, size, &stats));
     let s = stats.into_inner();
     println!(
         "second order: {} programs, H·v checked against finite differences on {} ({} skipped where the finite differences disagree across step sizes, {} for non-finite values); W[soa] <= {:.1} W[P]",

@@ -29,7 +29,8 @@ mod common;
 use std::cell::RefCell;
 
 use common::{
-    close, cotangent_args, data_consts, dual_run, gen_program, random_like, random_value, Dual, Rng,
+    close, cotangent_args, data_consts, dual_run, for_random_programs, gen_program, random_like,
+    random_value, Dual, Rng,
 };
 use linear_core::check::{check, check_linear_b};
 use linear_core::eval::{dot, run, Value};
@@ -43,7 +44,7 @@ use linear_core::passes::unzip::{unzip, Checkpoint};
 use linear_core::visit::size;
 use linear_core::{Ty, Var};
 use proptest::prelude::*;
-use proptest::test_runner::{Config, TestCaseError, TestRunner};
+use proptest::test_runner::TestCaseError;
 
 #[derive(Default, Debug)]
 struct Stats {
@@ -661,26 +662,7 @@ fn theorems_hold_on_random_programs() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(2000);
     let stats = RefCell::new(Stats::default());
-    if let Some((seed, size)) = std::env::var("LINEAR_CORE_SEED").ok().and_then(|s| {
-        let (a, b) = s.split_once(',')?;
-        Some((a.trim().parse().ok()?, b.trim().parse().ok()?))
-    }) {
-        if let Err(e) = one_program(seed, size, &stats) {
-            panic!("{e}\n{}", gen_program(seed, size));
-        }
-        return;
-    }
-    let mut runner = TestRunner::new(Config {
-        cases,
-        failure_persistence: None,
-        ..Config::default()
-    });
-    let result = runner.run(&(any::<u64>(), 2usize..14), |(seed, sz)| {
-        one_program(seed, sz, &stats)
-    });
-    if let Err(e) = result {
-        panic!("{e}");
-    }
+    for_random_programs(cases, |seed, size| one_program(seed, size, &stats));
     let s = stats.into_inner();
     println!(
         "theorems: {} programs ({} functions) checked, {} skipped for non-finite values",

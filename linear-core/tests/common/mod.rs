@@ -1777,3 +1777,30 @@ pub fn close(a: &[Value], b: &[Value], tol: f64) -> bool {
             (x - y).abs() <= tol * (1.0 + x.abs() + y.abs()) || (x.is_nan() && y.is_nan())
         })
 }
+
+/// Runs `one(seed, size)` on `cases` random programs (sizes 2 to 13), or
+/// on the one program `LINEAR_CORE_SEED=seed,size` names; panics with
+/// proptest's minimal failing input, or with the replayed program.
+pub fn for_random_programs(
+    cases: u32,
+    one: impl Fn(u64, usize) -> Result<(), proptest::test_runner::TestCaseError>,
+) {
+    use proptest::prelude::*;
+    if let Some((seed, size)) = std::env::var("LINEAR_CORE_SEED").ok().and_then(|s| {
+        let (a, b) = s.split_once(',')?;
+        Some((a.trim().parse().ok()?, b.trim().parse().ok()?))
+    }) {
+        if let Err(e) = one(seed, size) {
+            panic!("{e}\n{}", gen_program(seed, size));
+        }
+        return;
+    }
+    let mut runner = proptest::test_runner::TestRunner::new(proptest::test_runner::Config {
+        cases,
+        failure_persistence: None,
+        ..proptest::test_runner::Config::default()
+    });
+    if let Err(e) = runner.run(&(any::<u64>(), 2usize..14), |(seed, sz)| one(seed, sz)) {
+        panic!("{e}");
+    }
+}

@@ -50,20 +50,9 @@ impl Jvp<'_> {
             if !self.owned.remove(&a) {
                 continue;
             }
-            let Some(da) = self.arrays.remove(&a) else {
-                continue;
-            };
-            let n = self.fresh.var("n");
-            out.push(Stmt::Let {
-                nl: vec![Binder::new(n.clone(), Ty::Int)],
-                lin: vec![],
-                rhs: Expr::Len(a),
-            });
-            out.push(Stmt::Let {
-                nl: vec![],
-                lin: vec![],
-                rhs: Expr::LinFree { arr: da, len: n },
-            });
+            if let Some(da) = self.arrays.remove(&a) {
+                self.lfree(a, da, &mut out);
+            }
         }
         if !rest.is_empty() {
             let dropped = Expr::Drop(Box::new(Expr::Ret {
@@ -478,22 +467,26 @@ impl Jvp<'_> {
                 continue;
             }
             self.owned.remove(&a);
-            let Some(da) = self.arrays.remove(&a) else {
-                continue;
-            };
-            let n = self.fresh.var("n");
-            out.push(Stmt::Let {
-                nl: vec![Binder::new(n.clone(), Ty::Int)],
-                lin: vec![],
-                rhs: Expr::Len(a),
-            });
-            out.push(Stmt::Let {
-                nl: vec![],
-                lin: vec![],
-                rhs: Expr::LinFree { arr: da, len: n },
-            });
+            if let Some(da) = self.arrays.remove(&a) {
+                self.lfree(a, da, out);
+            }
         }
         *scope = keep;
+    }
+
+    /// `lfree(ȧ, len(a))`: the end of owned array `a`'s tangent `ȧ`.
+    fn lfree(&mut self, a: Var, da: Var, out: &mut Vec<Stmt>) {
+        let n = self.fresh.var("n");
+        out.push(Stmt::Let {
+            nl: vec![Binder::new(n.clone(), Ty::Int)],
+            lin: vec![],
+            rhs: Expr::Len(a),
+        });
+        out.push(Stmt::Let {
+            nl: vec![],
+            lin: vec![],
+            rhs: Expr::LinFree { arr: da, len: n },
+        });
     }
 
     /// The J'd tail `tail` of a block followed by the frees of the owned
