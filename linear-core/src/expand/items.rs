@@ -1,6 +1,7 @@
 //! The items `#[differentiable]` adds beside `f`: `f_jvp`, the
 //! linearization type with its `LinearMap` and `TapeSize` impls, `f_lin`,
-//! `f_vjp`, and the companions other differentiable functions call.
+//! `f_vjp`, the companions other differentiable functions call, and with
+//! `order = 2` `f_hvp` and `f_hessian` ([`second`]).
 //!
 //! Each body is the Rust printing ([`crate::codegen`]) of one function of
 //! the pipeline's output: U(J(f))'s forward pass, its residual and T of the

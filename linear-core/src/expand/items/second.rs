@@ -1,8 +1,9 @@
 //! `#[differentiable(order = 2)]`: `f_hvp` and `f_hessian`, printed from
-//! forward over reverse ([`crate::passes::hvp`]): J of the gradient
-//! program, which L and inlining make of U's forward pass and T's
-//! transpose. No derivative is written here: this module converts values
-//! between Rust and the IR and calls `f_hvp` once per direction.
+//! reverse over forward ([`crate::passes::hvp`]): L of J(f), the
+//! first-order pipeline again on it, and its VJP at output cotangent 1,
+//! inlined into one function. No derivative is written here: this module
+//! converts values between Rust and the IR and calls `f_hvp` once per
+//! direction for the Hessian.
 //!
 //! Where the pass refuses `f` (see its module doc), the two functions are
 //! stubs with `f`'s signature beside a compile error at `order = 2`, so
