@@ -287,3 +287,38 @@ fn methods_and_structs() {
         assert!(close(got[k], w, 1e-13), "{got:?} at row {k}");
     }
 }
+
+/// A loop of run-time length under binomial checkpointing: the first-order
+/// functions replay states, the HVP keeps what the default policy keeps.
+#[differentiable(order = 2, checkpoint = "binomial", snapshots = 2)]
+pub fn decay(y0: f64, k: f64, #[nondiff] steps: usize) -> f64 {
+    let mut y = y0;
+    for _ in 0..steps {
+        y = y - 0.1 * k * y * y;
+    }
+    y
+}
+
+#[test]
+fn binomial_checkpointing_at_first_order() {
+    let (y0, k, steps) = (0.8, 0.6, 7);
+    let (v, g, h) = decay_hessian(y0, k, steps);
+    assert_eq!(v, decay(y0, k, steps));
+    assert_eq!(g, decay_vjp(y0, k, steps, 1.0).1);
+    let eps = 1e-6;
+    let grad = |a: f64, b: f64| {
+        let g = decay_vjp(a, b, steps, 1.0).1;
+        [g.0, g.1]
+    };
+    for (row, (da, db)) in [(eps, 0.0), (0.0, eps)].into_iter().enumerate() {
+        let (p, m) = (grad(y0 + da, k + db), grad(y0 - da, k - db));
+        for j in 0..2 {
+            let fd = (p[j] - m[j]) / (2.0 * eps);
+            assert!(
+                close(h[row][j], fd, 1e-6),
+                "H[{row}][{j}] = {} against {fd}",
+                h[row][j]
+            );
+        }
+    }
+}

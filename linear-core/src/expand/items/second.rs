@@ -107,6 +107,19 @@ pub(super) fn items(
 fn hvp_program(jvp: &Program, name: &str, passes: Passes) -> Result<Program, String> {
     let d = crate::passes::hvp::directional(jvp, name).map_err(|e| e.msg)?;
     let internal = |msg: String| format!("linear-ad internal error (please report it): {msg}");
+    // Binomial checkpointing applies to the first-order functions only:
+    // the HVP's reverse sweep keeps what the default policy keeps (a
+    // replay inside the inlined composition is untested).
+    let checkpoint = match passes.checkpoint {
+        crate::passes::unzip::Checkpoint::Binomial { .. } => {
+            crate::passes::unzip::Checkpoint::Adjoint
+        }
+        other => other,
+    };
+    let passes = Passes {
+        checkpoint,
+        ..passes
+    };
     let stages = pipeline(&d, &[], passes).map_err(internal)?;
     crate::passes::hvp::hvp(&stages.transposed, &d, name).map_err(|e| internal(e.to_string()))
 }
