@@ -131,45 +131,7 @@ impl Helpers<'_> {
         for (i, t) in ts.iter().enumerate() {
             let r = v("r", i);
             let (ai, bi) = (parts_a[i].var.clone(), parts_b[i].var.clone());
-            let rhs = match (op, t) {
-                (Op::Zero, Ty::Real(f)) => Expr::Lit {
-                    value: 0.0,
-                    float: *f,
-                },
-                (Op::Add, Ty::Real(_)) => Expr::Prim {
-                    prim: Prim::Add,
-                    args: vec![ai, bi],
-                },
-                (Op::Neg, Ty::Real(_)) => Expr::Prim {
-                    prim: Prim::Neg,
-                    args: vec![ai],
-                },
-                (Op::Scale, Ty::Real(_)) => Expr::Prim {
-                    prim: Prim::Mul,
-                    args: vec![s.clone(), ai],
-                },
-                // Linear values are never of these types (the checker
-                // forbids it): an ill-typed empty tuple, which the output's
-                // check reports.
-                (
-                    _,
-                    Ty::Tape(_) | Ty::Int | Ty::Bool | Ty::Sum(_) | Ty::List(..) | Ty::Array(..),
-                ) => Expr::Tup(vec![]),
-                (_, Ty::Tuple(inner)) => {
-                    let h = self.helper(op, inner);
-                    let nl = match op {
-                        Op::Zero => vec![],
-                        Op::Add => vec![ai, bi],
-                        Op::Neg => vec![ai],
-                        Op::Scale => vec![s.clone(), ai],
-                    };
-                    Expr::App {
-                        func: h,
-                        nl,
-                        lin: vec![],
-                    }
-                }
-            };
+            let rhs = self.component(op, t, (ai, bi, s.clone()));
             stmts.push(Stmt::Let {
                 nl: vec![Binder::new(r.clone(), t.clone())],
                 lin: vec![],
@@ -197,14 +159,7 @@ impl Helpers<'_> {
         }
         // Named once the helpers of the component types (defined by the
         // recursive calls above) have taken theirs.
-        let mut n = self.funcs.len() + 1;
-        let name = loop {
-            let cand = Var::new(&format!("{}.{n}", op.name()));
-            if self.p.func(cand.as_str()).is_none() && !self.funcs.iter().any(|f| f.name == cand) {
-                break cand;
-            }
-            n += 1;
-        };
+        let name = self.free_name(op);
         self.funcs.push(Func {
             name: name.clone(),
             nl_params: params,
@@ -215,6 +170,62 @@ impl Helpers<'_> {
         });
         self.names.insert((op, ty.clone()), name.clone());
         name
+    }
+
+    /// `op` on one component `t` of a helper's tuple, whose parts are `a`
+    /// and `b` (and the factor `s`): the primitive on a real, the
+    /// component type's helper on a tuple.
+    fn component(&mut self, op: Op, t: &Ty, (a, b, s): (Var, Var, Var)) -> Expr {
+        match (op, t) {
+            (Op::Zero, Ty::Real(f)) => Expr::Lit {
+                value: 0.0,
+                float: *f,
+            },
+            (Op::Add, Ty::Real(_)) => Expr::Prim {
+                prim: Prim::Add,
+                args: vec![a, b],
+            },
+            (Op::Neg, Ty::Real(_)) => Expr::Prim {
+                prim: Prim::Neg,
+                args: vec![a],
+            },
+            (Op::Scale, Ty::Real(_)) => Expr::Prim {
+                prim: Prim::Mul,
+                args: vec![s, a],
+            },
+            // Linear values are never of these types (the checker
+            // forbids it): an ill-typed empty tuple, which the output's
+            // check reports.
+            (_, Ty::Tape(_) | Ty::Int | Ty::Bool | Ty::Sum(_) | Ty::List(..) | Ty::Array(..)) => {
+                Expr::Tup(vec![])
+            }
+            (_, Ty::Tuple(inner)) => {
+                let h = self.helper(op, inner);
+                let nl = match op {
+                    Op::Zero => vec![],
+                    Op::Add => vec![a, b],
+                    Op::Neg => vec![a],
+                    Op::Scale => vec![s, a],
+                };
+                Expr::App {
+                    func: h,
+                    nl,
+                    lin: vec![],
+                }
+            }
+        }
+    }
+
+    /// `op.N` for the first `N` no function of the program or helper has.
+    fn free_name(&self, op: Op) -> Var {
+        let mut n = self.funcs.len() + 1;
+        loop {
+            let cand = Var::new(&format!("{}.{n}", op.name()));
+            if self.p.func(cand.as_str()).is_none() && !self.funcs.iter().any(|f| f.name == cand) {
+                return cand;
+            }
+            n += 1;
+        }
     }
 }
 

@@ -95,22 +95,19 @@ pub fn hvp(transposed: &Program, d: &Func, f: &str) -> Result<Program, PassError
     let err = |msg: &str| PassError::new(&name, msg);
     let soa = second_adjoint(transposed, d, f)?;
     let inner = &soa.funcs[0];
-    let (w, xs) = match inner.nl_params.split_last() {
-        Some((w, xs))
-            if matches!(w.ty, Ty::Real(_)) && inner.nl_params.len() == d.nl_params.len() + 1 =>
-        {
-            (w, xs)
-        }
+    // One real result: `soa` takes one cotangent `w` after `x..` and `v..`.
+    let (w, xs, float) = match inner.nl_params.split_last() {
+        Some((
+            w @ Binder {
+                ty: Ty::Real(f), ..
+            },
+            xs,
+        )) if xs.len() == d.nl_params.len() => (w, xs, *f),
         _ => {
             return Err(err(
                 "second derivatives (`order = 2`) need a function returning one float",
             ))
         }
-    };
-    let Ty::Real(float) = w.ty else {
-        return Err(err(
-            "second derivatives (`order = 2`) need a function returning one float",
-        ));
     };
     let hvp = Func {
         name: Var::new(&format!("{f}.hvp")),

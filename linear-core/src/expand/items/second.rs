@@ -49,13 +49,7 @@ pub(super) fn items(
             "linear-ad internal error (please report it): no HVP function after the pipeline",
         );
     };
-    let args: Vec<TokenStream> = sig
-        .primal_ir
-        .iter()
-        .chain(&sig.tangent_ir)
-        .cloned()
-        .collect();
-    let hvp_body = body(fj, &args, calls);
+    let hvp_body = body(fj, &sig.jvp_args(), calls);
     let parts = |tag: &str| -> Vec<syn::Ident> {
         (0..sig.pieces.len())
             .map(|k| format_ident!("__{}{}", tag, k, span = Span::mixed_site()))
