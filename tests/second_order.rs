@@ -1,5 +1,5 @@
 //! Second derivatives (`#[differentiable(order = 2)]`): `f_hvp` and
-//! `f_hessian`, by forward over reverse. Checked against Hessians derived
+//! `f_hessian`, by reverse over forward. Checked against Hessians derived
 //! by hand, against central finite differences of the first-order
 //! gradient (`f_vjp`), for symmetry, and for agreement with the
 //! first-order functions on the value and gradient; in the crate's own

@@ -1,12 +1,13 @@
 //! Inlining: a function's calls of the program's other functions replaced
 //! by their bodies.
 //!
-//! The pipeline's composites are built from calls: forward over reverse
-//! (`passes::hvp`) calls U's forward pass, then T's transpose of the
-//! residual, and L defines its componentwise helpers (`add.N`, …) as
-//! functions. Code generation prints one function at a time and leaves
-//! calls to the driver's calling convention, so a composite is inlined
-//! whole before it is differentiated again and printed.
+//! The pipeline's composites are built from calls: the second-order
+//! adjoint (`passes::hvp`) calls U's forward pass, then T's transpose of
+//! the residual; J's output calls other functions' `.jvp`; and L defines
+//! its componentwise helpers (`add.N`, …) as functions. Code generation
+//! prints one function at a time and leaves calls to the driver's calling
+//! convention, so a composite is inlined whole before it is
+//! differentiated again and printed.
 //!
 //! A call `let r..; ṙ.. = g(a..; ȧ..)` becomes the block
 //! `{ let p..; ṗ.. = (a..; ȧ..); body_g }` with every variable bound in
