@@ -70,6 +70,10 @@ pub enum Kind {
     /// `#[differentiable]`: the block's other methods learn that they
     /// cannot call it.
     Unmarked,
+    /// The `f_vjp` of an `order = 2` function whose reverse pass reads a
+    /// tape of loop or branch records, which J cannot differentiate yet
+    /// (`expand::items::derived`): callers learn that they cannot call it.
+    Tape,
 }
 
 impl Kind {
@@ -79,6 +83,7 @@ impl Kind {
             Kind::Linear => "linear",
             Kind::Closed => "closed",
             Kind::Unmarked => "unmarked",
+            Kind::Tape => "tape",
         }
     }
 }
@@ -113,6 +118,7 @@ impl Parse for Sig {
             Kind::Linear,
             Kind::Closed,
             Kind::Unmarked,
+            Kind::Tape,
         ];
         let Some(kind) = kinds.into_iter().find(|k| id == k.name()) else {
             return Err(syn::Error::new(id.span(), "unknown signature kind"));
@@ -216,7 +222,7 @@ pub fn callee_items(
     // and callers name it at their arguments' float type (`cube<f64>`).
     let t = crate::lower::float_param(&f.sig.generics).map(|t| quote!(<#t>));
     let alias = match kind {
-        Kind::Closed | Kind::Unmarked => TokenStream::new(),
+        Kind::Closed | Kind::Unmarked | Kind::Tape => TokenStream::new(),
         Kind::Differentiable | Kind::Linear => quote! {
             #[doc(hidden)]
             #[allow(non_camel_case_types)]

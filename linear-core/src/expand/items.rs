@@ -20,6 +20,7 @@
 //! functions share otherwise (parameter names, tangent types, conversions
 //! between Rust values and IR values) is computed once, in [`Sig`].
 
+mod derived;
 mod second;
 
 use proc_macro2::{Span, TokenStream};
@@ -852,16 +853,6 @@ pub(super) fn generate(
         jvp_item(item, l, &sig, out.jvp, &calls, &mut names)
     };
     let vjp_fn = vjp_item(item, l, &sig);
-    let second_fns = passes.second_order.map(|span| {
-        second::items(
-            item,
-            l,
-            &sig,
-            (&stages.jvp, passes),
-            (&calls, &mut names),
-            span,
-        )
-    });
     // Other differentiable functions cannot pass arrays read by index,
     // nor structs in tuples or arrays, yet: no companions to call. They
     // can receive any result: a caller owns an array result as its own IR
@@ -874,6 +865,16 @@ pub(super) fn generate(
     // arguments' float type (`cube<f64>`); a method of a generic block's
     // name it through the receiver's type (`Point<T>`, `Point<f64>`).
     let callable = sig.arrays().is_empty() && !structs;
+    let second_fns = passes.second_order.map(|span| {
+        second::items(
+            item,
+            l,
+            &sig,
+            (&stages, passes, callable),
+            (&calls, &mut names),
+            span,
+        )
+    });
     let companions = if callable {
         let float = (sig.float.decl(None), &sig.float.where_clause);
         let c = companions(

@@ -449,7 +449,9 @@ impl Lowerer<'_> {
         };
         let name = super::structs::show(path);
         match sig.kind {
-            Kind::Differentiable | Kind::Closed | Kind::Unmarked if self.mode == Mode::Linear => {
+            Kind::Differentiable | Kind::Closed | Kind::Unmarked | Kind::Tape
+                if self.mode == Mode::Linear =>
+            {
                 self.errs.spanned(path, format!("`{name}` is `#[differentiable]`, not `#[linear]`: a `#[linear]` function may call only `#[linear]` functions (mark `{name}` `#[linear]` in the parameters it is linear in, if it is linear)"));
                 return None;
             }
@@ -465,6 +467,14 @@ impl Lowerer<'_> {
                 self.errs.spanned(
                     path,
                     format!("`{name}` cannot be called from a differentiable function yet: {why}"),
+                );
+                return None;
+            }
+            Kind::Tape => {
+                let f = name.strip_suffix("_vjp").unwrap_or(&name);
+                self.errs.spanned(
+                    path,
+                    format!("`{name}` cannot be differentiated yet: `{f}` has loops or branches, whose records its reverse pass reads, and derivatives of those records are not supported; call `{f}_jvp` here instead (forward mode for the inner derivative), or write the inner derivative without loops or branches"),
                 );
                 return None;
             }

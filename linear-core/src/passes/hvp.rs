@@ -58,11 +58,31 @@ pub fn directional(jvp: &Program, f: &str) -> Result<Func, PassError> {
 /// [`directional`] made.
 pub fn second_adjoint(transposed: &Program, d: &Func, f: &str) -> Result<Program, PassError> {
     let name = Var::new(f);
-    let err = |msg: &str| PassError::new(&name, msg);
     let d_name = d.name.as_str();
     let forward = find(transposed, &format!("{d_name}.jvp.nl"))?;
     let reverse = find(transposed, &format!("{d_name}.jvp.lin.t"))?;
-    let vjp = composed_vjp(forward, reverse, &name)?;
+    // The cotangent of `y..` is zero: half of the results.
+    let zeroed = forward.nl_rets.len().saturating_sub(1) / 2;
+    let vjp = composed_vjp(forward, reverse, Some(zeroed), &name)?;
+    let soa = as_one_function(forward, reverse, vjp, &name)?;
+    let mut soa = soa.funcs.into_iter().next().ok_or_else(|| PassError::new(&name, "no function"))?;
+    soa.name = Var::new(&format!("{f}.soa"));
+    Ok(Program {
+        externs: vec![],
+        funcs: vec![soa],
+    })
+}
+
+/// The VJP composed of `forward` and `reverse` (see [`composed_vjp`]) as
+/// one non-linear function: inlined, simplified, L, inlined and
+/// simplified again.
+fn as_one_function(
+    forward: &Func,
+    reverse: &Func,
+    vjp: Func,
+    name: &Var,
+) -> Result<Program, PassError> {
+    let err = |msg: &str| PassError::new(name, msg);
     let vjp_name = vjp.name.clone();
     let program = Program {
         externs: vec![],
@@ -76,16 +96,116 @@ pub fn second_adjoint(transposed: &Program, d: &Func, f: &str) -> Result<Program
         funcs: vec![inline(&program, vjp_name.as_str())?],
     });
     check(&vjp).map_err(|e| err(&format!("the inlined VJP {e}")))?;
-    let mut out = erase(&vjp)?;
-    let soa_name = Var::new(&format!("{f}.soa"));
-    let mut soa = inline(&out, vjp_name.as_str())?;
-    soa.name = soa_name;
-    out = simplify(&Program {
+    let erased = erase(&vjp)?;
+    let out = simplify(&Program {
         externs: vec![],
-        funcs: vec![soa],
+        funcs: vec![inline(&erased, vjp_name.as_str())?],
     });
-    check(&out).map_err(|e| err(&format!("the second-order adjoint {e}")))?;
+    check(&out).map_err(|e| err(&format!("the erased VJP {e}")))?;
     Ok(out)
+}
+
+/// `f.vjp(x.., ȳ..) -> (y.., x̄..)`: the first-order pipeline's forward
+/// pass then its transposed residual, as one non-linear function (L of
+/// their composition, inlined), so that the pipeline can run on it again:
+/// the VJP as a differentiable function. `transposed` is the pipeline's
+/// output for `f`, whose parameters must not be arrays read by index.
+///
+/// Refused when the composition keeps a tape of lists or sums (a loop's
+/// records, a branch's), which J would differentiate as constants (see
+/// the module doc); straight-line code's tape is a tuple of reals,
+/// which the inliner and simplifier dissolve.
+pub fn first_vjp(transposed: &Program, f: &str) -> Result<Func, PassError> {
+    let name = Var::new(f);
+    let forward = find(transposed, &format!("{f}.jvp.nl"))?;
+    let reverse = find(transposed, &format!("{f}.jvp.lin.t"))?;
+    if forward.nl_params.iter().any(|b| matches!(b.ty, Ty::Array(..))) {
+        return Err(PassError::new(&name, "the VJP of a function of arrays read by index is not differentiable yet"));
+    }
+    let vjp = composed_vjp(forward, reverse, None, &name)?;
+    let out = as_one_function(forward, reverse, vjp, &name)?;
+    let vjp = out.funcs.into_iter().next().ok_or_else(|| PassError::new(&name, "no function"))?;
+    let taped = crate::visit::binder_types(&vjp).values().any(holds_tape);
+    if taped {
+        return Err(PassError::new(&name, "its reverse pass reads a tape of loop or branch records, whose derivative J cannot take yet"));
+    }
+    Ok(vjp)
+}
+
+/// Whether a value of type `t` holds lists or sums.
+fn holds_tape(t: &Ty) -> bool {
+    match t {
+        Ty::Sum(_) | Ty::List(..) | Ty::Tape(_) => true,
+        Ty::Tuple(ts) => ts.iter().any(holds_tape),
+        Ty::Array(e, _) => holds_tape(e),
+        Ty::Real(_) | Ty::Int | Ty::Bool => false,
+    }
+}
+
+/// `f` with its results grouped: `groups[k]` consecutive results (one
+/// result as itself, several as a tuple), the groups as one tuple, so
+/// that the function returns one value of the Rust shape its generated
+/// counterpart has (`f_jvp`'s `(y, ẏ)`, `f_vjp`'s `(y, (x̄1, x̄2))`).
+pub fn tupled(f: &Func, groups: &[usize]) -> Result<Func, PassError> {
+    let total: usize = groups.iter().sum();
+    if total != f.nl_rets.len() || !f.lin_rets.is_empty() {
+        return Err(PassError::new(&f.name, "results do not match their Rust shape"));
+    }
+    let mut fresh = Fresh::for_func(f);
+    let rets: Vec<Binder> = f
+        .nl_rets
+        .iter()
+        .map(|t| Binder::new(fresh.var("r"), t.clone()))
+        .collect();
+    let mut stmts = vec![Stmt::Let {
+        nl: rets.clone(),
+        lin: vec![],
+        rhs: f.body.clone(),
+    }];
+    let mut parts = Vec::new();
+    let mut rest = rets.as_slice();
+    for &n in groups {
+        let (group, tail) = rest.split_at(n);
+        rest = tail;
+        parts.push(match group {
+            [one] => one.clone(),
+            many => {
+                let b = Binder::new(
+                    fresh.var("t"),
+                    Ty::Tuple(many.iter().map(|b| b.ty.clone()).collect()),
+                );
+                stmts.push(Stmt::Let {
+                    nl: vec![b.clone()],
+                    lin: vec![],
+                    rhs: Expr::Tup(many.iter().map(|b| b.var.clone()).collect()),
+                });
+                b
+            }
+        });
+    }
+    let whole = Binder::new(
+        fresh.var("t"),
+        Ty::Tuple(parts.iter().map(|b| b.ty.clone()).collect()),
+    );
+    stmts.push(Stmt::Let {
+        nl: vec![whole.clone()],
+        lin: vec![],
+        rhs: Expr::Tup(parts.iter().map(|b| b.var.clone()).collect()),
+    });
+    Ok(Func {
+        name: f.name.clone(),
+        nl_params: f.nl_params.clone(),
+        lin_params: vec![],
+        nl_rets: vec![whole.ty.clone()],
+        lin_rets: vec![],
+        body: Expr::block(
+            stmts,
+            Expr::Ret {
+                nl: vec![whole.var],
+                lin: vec![],
+            },
+        ),
+    })
 }
 
 /// Step 4: `f.hvp(x.., v..) -> (y, H·v.., ∇f..)` for `f` of one real
@@ -132,11 +252,20 @@ pub fn hvp(transposed: &Program, d: &Func, f: &str) -> Result<Program, PassError
     Ok(out)
 }
 
-/// `d.vjp(x.., v..; w..) -> (y..; x̄.., v̄..)`: the forward pass, then
-/// the transposed residual at cotangents `(0.., w..)` (zero for `y..`),
-/// with zeroed accumulators for the arrays it reads by index (one per
-/// array parameter, in order).
-fn composed_vjp(forward: &Func, reverse: &Func, name: &Var) -> Result<Func, PassError> {
+/// `g.vjp(x..; w..) -> (..; x̄..)`: the forward pass of `g`, then the
+/// transposed residual, with zeroed accumulators for the arrays it reads
+/// by index (one per array parameter, in order). With `zeroed = Some(k)`
+/// the cotangent of the first `k` results is zero, they are returned and
+/// the rest dropped, and `w..` is the cotangent of the rest: for the
+/// directional derivative `d`, `k` is half its results, `d.vjp(x..,
+/// v..; w..) -> (y..; x̄.., v̄..)`. With `None`, `w..` is the cotangent of
+/// every result, all returned: `f.vjp(x..; ȳ..) -> (y..; x̄..)`.
+fn composed_vjp(
+    forward: &Func,
+    reverse: &Func,
+    zeroed: Option<usize>,
+    name: &Var,
+) -> Result<Func, PassError> {
     let mut fresh = Fresh::for_func(forward);
     fresh.reserve_func(reverse);
     let Some((tape_ty, results)) = forward.nl_rets.split_last() else {
@@ -145,15 +274,19 @@ fn composed_vjp(forward: &Func, reverse: &Func, name: &Var) -> Result<Func, Pass
             "the directional derivative's forward pass returns no tape",
         ));
     };
-    let k = results.len() / 2;
+    let k = zeroed.map_or(results.len(), |k| k.min(results.len()));
     let (ys, dys) = results.split_at(k);
+    let (zeroed_tys, ct_tys) = match zeroed {
+        Some(_) => (ys, dys),
+        None => (&[][..], results),
+    };
     let arrays: Vec<&Binder> = forward
         .nl_params
         .iter()
         .filter(|b| matches!(b.ty, Ty::Array(..)))
         .collect();
     let accs = &reverse.lin_params[results.len().min(reverse.lin_params.len())..];
-    if results.len() % 2 != 0 || reverse.nl_params.len() != 1 || accs.len() != arrays.len() {
+    if reverse.nl_params.len() != 1 || accs.len() != arrays.len() {
         return Err(PassError::new(name, "the transposed residual takes other than the tape, a cotangent per result and one accumulator per array parameter"));
     }
     let binders = |fresh: &mut Fresh, hint: &str, tys: &[Ty]| -> Vec<Binder> {
@@ -163,8 +296,8 @@ fn composed_vjp(forward: &Func, reverse: &Func, name: &Var) -> Result<Func, Pass
     };
     let (y, dy) = (binders(&mut fresh, "y", ys), binders(&mut fresh, "dy", dys));
     let (zeros, ws) = (
-        binders(&mut fresh, "ct", ys),
-        binders(&mut fresh, "ct", dys),
+        binders(&mut fresh, "ct", zeroed_tys),
+        binders(&mut fresh, "ct", ct_tys),
     );
     let tape = fresh.var("tape");
     let vars = |bs: &[Binder]| -> Vec<Var> { bs.iter().map(|b| b.var.clone()).collect() };

@@ -12,19 +12,21 @@
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 
-use super::{hidden, Sig};
+use super::{derived, hidden, Sig};
 use crate::codegen::{body, Names};
 use crate::expand::calls::Calls;
-use crate::expand::{pipeline, Passes};
-use crate::ir::Program;
+use crate::expand::{pipeline, Passes, Stages};
+use crate::ir::{Func, Program};
 use crate::lower::{Lowered, Shape, SliceKind};
 
-/// `f_hvp` and `f_hessian`, or their stubs and the error at `span`.
+/// `f_hvp` and `f_hessian`, or their stubs and the error at `span`; and,
+/// if other differentiable functions can call `f` (`callable`), `f_jvp`
+/// and `f_vjp` as differentiable functions ([`derived`]).
 pub(super) fn items(
     item: &syn::ItemFn,
     l: &Lowered,
     sig: &Sig,
-    (jvp, passes): (&Program, Passes),
+    (stages, passes, callable): (&Stages, Passes, bool),
     (calls, names): (&Calls, &mut Names),
     span: Span,
 ) -> TokenStream {
@@ -37,9 +39,14 @@ pub(super) fn items(
         let msg = format!("second derivatives (`order = 2`) need a function returning one float; `{name}` returns `{ret}`");
         return refused(item, sig, span, &msg);
     }
-    let hvp = match hvp_program(jvp, &name, passes) {
+    let (hvp, d) = match hvp_program(&stages.jvp, &name, passes) {
         Ok(p) => p,
         Err(msg) => return refused(item, sig, span, &msg),
+    };
+    let derived = if callable {
+        derived::callees(item, l, sig, (&d, stages, passes))
+    } else {
+        quote!()
     };
     let Some(fj) = hvp.func(&format!("{name}.hvp")) else {
         return refused(
@@ -92,13 +99,14 @@ pub(super) fn items(
         }
         (None, _) => None,
     };
-    quote!(#hvp_fn #hessian_fn)
+    quote!(#hvp_fn #hessian_fn #derived)
 }
 
 /// `f.hvp` from J's output for `f` ([`crate::passes::hvp`]): the
 /// directional derivative with linearity erased, through the first-order
 /// pipeline with `f`'s passes, composed into its VJP.
-fn hvp_program(jvp: &Program, name: &str, passes: Passes) -> Result<Program, String> {
+/// Also returns the directional derivative, the first step.
+fn hvp_program(jvp: &Program, name: &str, passes: Passes) -> Result<(Program, Func), String> {
     let d = crate::passes::hvp::directional(jvp, name).map_err(|e| e.msg)?;
     let internal = |msg: String| format!("linear-ad internal error (please report it): {msg}");
     // Binomial checkpointing applies to the first-order functions only:
@@ -115,7 +123,9 @@ fn hvp_program(jvp: &Program, name: &str, passes: Passes) -> Result<Program, Str
         ..passes
     };
     let stages = pipeline(&d, &[], passes).map_err(internal)?;
-    crate::passes::hvp::hvp(&stages.transposed, &d, name).map_err(|e| internal(e.to_string()))
+    let hvp = crate::passes::hvp::hvp(&stages.transposed, &d, name)
+        .map_err(|e| internal(e.to_string()))?;
+    Ok((hvp, d))
 }
 
 /// The number of real coordinates of a value of shape `s`, for the

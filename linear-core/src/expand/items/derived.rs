@@ -1,0 +1,253 @@
+//! `#[differentiable(order = 2)]` makes `f_jvp` and `f_vjp` differentiable
+//! functions in their turn: other `#[differentiable]` code can call them
+//! (nested derivatives: a gradient through an inner gradient descent),
+//! and they have their own `_jvp`, `_lin` and `_vjp`.
+//!
+//! Each is a function of the IR already (paper, section 4.5: L erases
+//! linearity so that a derivative can be differentiated again):
+//!
+//! * `f_jvp` is [`crate::passes::hvp::directional`], L of J(f);
+//! * `f_vjp` is [`crate::passes::hvp::first_vjp`], L of U(J(f))'s forward
+//!   pass composed with T of its residual;
+//!
+//! their results grouped as their Rust results are
+//! ([`crate::passes::hvp::tupled`]). Each is then handed to
+//! [`super::generate`] as if the user had written it, with `f`'s
+//! parameters followed by the tangents (or the cotangent) as its
+//! parameters: the first-order pipeline (J, U, T) runs on it, and it gets
+//! the linearization, companions, signature macro and alias any callee
+//! has. No derivative is written here.
+//!
+//! Where `f_vjp` cannot be differentiated (its tape holds loop or branch
+//! records), it gets a signature of kind [`Kind::Tape`], so a caller gets
+//! an error at its call that says so. Methods, and functions other
+//! differentiable code cannot call (arrays read by index, structs), get
+//! neither.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote};
+
+use super::{generate, map_name, Owner, Sig};
+use crate::expand::{Passes, Stages};
+use crate::ir::Func;
+use crate::layout::Structs;
+use crate::lower::{Lowered, Param, Shape};
+use crate::passes::hvp::{first_vjp, tupled};
+use crate::signature::{callee_items, Kind};
+
+/// The derived callees `f_jvp` and `f_vjp`, from `d` (the directional
+/// derivative [`crate::passes::hvp::directional`] made) and the
+/// first-order pipeline's `stages`.
+pub(super) fn callees(
+    item: &syn::ItemFn,
+    l: &Lowered,
+    sig: &Sig,
+    (d, stages, passes): (&Func, &Stages, Passes),
+) -> TokenStream {
+    if !matches!(sig.owner, Owner::Free) || !l.data.is_empty() || !l.externs.is_empty() {
+        return quote!();
+    }
+    let passes = Passes {
+        second_order: None,
+        ..passes
+    };
+    let name = item.sig.ident.to_string();
+    let jvp = match tupled(d, &[1, 1]) {
+        Ok(f) => derived(item, l, sig, &f, Which::Jvp),
+        Err(e) => Err(e.msg),
+    };
+    let jvp = emit(jvp, passes, item.sig.ident.span());
+    let groups = [1, sig.active.len()];
+    let vjp = match first_vjp(&stages.transposed, &name).and_then(|f| tupled(&f, &groups)) {
+        Ok(f) => emit(
+            derived(item, l, sig, &f, Which::Vjp),
+            passes,
+            item.sig.ident.span(),
+        ),
+        // Not differentiable: callers learn why at their call.
+        Err(_) => match derived_item(item, l, sig, Which::Vjp) {
+            Some((vjp_item, _)) => callee_items(
+                &vjp_item,
+                Kind::Tape,
+                &Structs::default(),
+                &map_name(&vjp_item),
+            ),
+            None => quote!(),
+        },
+    };
+    quote!(#jvp #vjp)
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Which {
+    Jvp,
+    Vjp,
+}
+
+/// Everything `#[differentiable]` generates for a derived function, and
+/// its signature macro and alias; an internal error at `span` if the
+/// pipeline fails on it.
+fn emit(
+    derived: Result<(syn::ItemFn, Lowered), String>,
+    passes: Passes,
+    span: Span,
+) -> TokenStream {
+    let generated = derived.and_then(|(d_item, d_l)| {
+        let g = generate(&d_item, &d_l, false, passes, Owner::Free)?;
+        let kind = if g.callable {
+            Kind::Differentiable
+        } else {
+            Kind::Closed
+        };
+        let callee = callee_items(&d_item, kind, &Structs::default(), &map_name(&d_item));
+        Ok(quote!(#g #callee))
+    });
+    generated.unwrap_or_else(|msg| {
+        let msg = format!("linear-ad internal error (please report it): order = 2: {msg}");
+        quote::quote_spanned!(span=> ::core::compile_error!(#msg);)
+    })
+}
+
+/// `f_jvp` or `f_vjp` as a user function: its `fn` line and its lowering,
+/// whose IR function is `func` (renamed).
+fn derived(
+    item: &syn::ItemFn,
+    l: &Lowered,
+    sig: &Sig,
+    func: &Func,
+    which: Which,
+) -> Result<(syn::ItemFn, Lowered), String> {
+    let (d_item, extra) = derived_item(item, l, sig, which)
+        .ok_or("a differentiable parameter without a plain Rust type")?;
+    let mut func = func.clone();
+    func.name = crate::ir::Var::new(&d_item.sig.ident.to_string());
+    // The IR parameters: `f`'s differentiable ones, then one per extra.
+    let active = l.params.iter().filter(|p| p.active.is_some()).count();
+    if func.nl_params.len() != active + extra.len() {
+        return Err(format!(
+            "`{}` has {} IR parameters, not {}",
+            d_item.sig.ident,
+            func.nl_params.len(),
+            active + extra.len()
+        ));
+    }
+    let mut vars = func.nl_params.iter().map(|b| b.var.clone());
+    let mut params: Vec<Param> = l
+        .params
+        .iter()
+        .map(|p| Param {
+            pat: p.pat.clone(),
+            ty: p.ty.clone(),
+            active: p
+                .active
+                .as_ref()
+                .and_then(|(s, _)| Some((s.clone(), vars.next()?))),
+            arrays: vec![],
+        })
+        .collect();
+    for (pat, ty, shape) in extra {
+        params.push(Param {
+            pat,
+            ty,
+            active: vars.next().map(|v| (shape, v)),
+            arrays: vec![],
+        });
+    }
+    let ret = match which {
+        Which::Jvp => Shape::Tuple(vec![l.ret.clone(), l.ret.clone()]),
+        Which::Vjp => Shape::Tuple(vec![l.ret.clone(), in_shape(sig)]),
+    };
+    let lowered = Lowered {
+        func,
+        params,
+        ret,
+        prelude: l.prelude.clone(),
+        externs: vec![],
+        calls: Default::default(),
+        opaques: l.opaques.clone(),
+        data: vec![],
+    };
+    Ok((d_item, lowered))
+}
+
+/// The shape of `In`, the differentiable parameters' tangents together.
+fn in_shape(sig: &Sig) -> Shape {
+    match sig.active.as_slice() {
+        [(_, s)] => (*s).clone(),
+        many => Shape::Tuple(many.iter().map(|(_, s)| (*s).clone()).collect()),
+    }
+}
+
+/// The derived function's `fn` line (`f`'s, renamed, with the tangent
+/// parameters or the cotangent after `f`'s, returning `(R, R)` or `(R,
+/// In)`: as generated), and its extra parameters: pattern, type, shape.
+fn derived_item(
+    item: &syn::ItemFn,
+    l: &Lowered,
+    sig: &Sig,
+    which: Which,
+) -> Option<(syn::ItemFn, Vec<(syn::Pat, syn::Type, Shape)>)> {
+    let ident = |id: syn::Ident| -> syn::Pat {
+        syn::Pat::Ident(syn::PatIdent {
+            attrs: vec![],
+            by_ref: None,
+            mutability: None,
+            ident: id,
+            subpat: None,
+        })
+    };
+    let ty = |s: &Shape| syn::parse2::<syn::Type>(s.rust()).ok();
+    // Named apart from `f`'s parameters and from the names the derived
+    // function's own derivatives give its parameters (`x_tangent`,
+    // `cotangent`).
+    let taken: Vec<String> = l
+        .params
+        .iter()
+        .filter_map(|p| match &p.pat {
+            syn::Pat::Ident(pi) => Some(pi.ident.to_string()),
+            _ => None,
+        })
+        .collect();
+    let fresh = |base: String| {
+        let mut name = base;
+        while taken.iter().any(|t| *t == name || format!("{t}_tangent") == name) {
+            name.push('_');
+        }
+        syn::Ident::new(&name, Span::mixed_site())
+    };
+    let extra: Vec<(syn::Pat, syn::Type, Shape)> = match which {
+        Which::Jvp => sig
+            .active
+            .iter()
+            .map(|(i, s)| {
+                let base = match &l.params[*i].pat {
+                    syn::Pat::Ident(pi) => format!("{}_direction", pi.ident),
+                    _ => format!("direction{i}"),
+                };
+                Some((ident(fresh(base)), ty(s)?, (*s).clone()))
+            })
+            .collect::<Option<_>>()?,
+        Which::Vjp => vec![(
+            ident(fresh("output_cotangent".into())),
+            ty(&l.ret)?,
+            l.ret.clone(),
+        )],
+    };
+    let mut d = item.clone();
+    let suffix = match which {
+        Which::Jvp => "jvp",
+        Which::Vjp => "vjp",
+    };
+    d.sig.ident = format_ident!("{}_{}", item.sig.ident, suffix);
+    for (pat, t, _) in &extra {
+        d.sig.inputs.push(syn::parse_quote!(#pat: #t));
+    }
+    let (ret_ty, second) = match which {
+        Which::Jvp => (&sig.ret_ty, &sig.ret_tan),
+        Which::Vjp => (&sig.ret_ty, &sig.in_ty),
+    };
+    d.sig.output = syn::parse_quote!(-> (#ret_ty, #second));
+    d.block = Box::new(syn::parse_quote!({ ::core::unreachable!() }));
+    d.attrs.retain(|a| a.path().is_ident("allow"));
+    Some((d, extra))
+}

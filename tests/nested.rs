@@ -1,0 +1,177 @@
+//! Nested derivatives (`#[differentiable(order = 2)]`): `f_jvp` and
+//! `f_vjp` are differentiable functions in their turn, with their own
+//! `_jvp`, `_lin` and `_vjp`, and other differentiable code can call them
+//! (a gradient through an inner gradient). Checked against central
+//! finite differences of the first-order functions, against `f_hvp`
+//! (forward over reverse against reverse over forward), and by the
+//! dot-product identity between each derived function's JVP and VJP; in
+//! the crate's own build profile (debug in `cargo test`).
+#![deny(warnings)]
+
+use linear_ad::differentiable;
+
+fn close(a: f64, b: f64, tol: f64) -> bool {
+    (a - b).abs() <= tol * (1.0 + a.abs() + b.abs())
+}
+
+#[differentiable(order = 2)]
+pub fn wavy(x: f64, y: [f64; 2]) -> f64 {
+    (x * y[0]).sin() + y[1].exp() * x / (1.0 + y[0] * y[0])
+}
+
+/// A point and a direction to test at, and a second direction.
+const AT: [(f64, [f64; 2], f64, [f64; 2]); 3] = [
+    (0.3, [-0.5, 0.2], 1.0, [0.0, 0.0]),
+    (-1.1, [0.7, -0.4], 0.25, [-1.5, 0.5]),
+    (2.0, [1.3, 0.9], -0.75, [0.4, 2.0]),
+];
+
+const EPS: f64 = 1e-5;
+
+fn axpy(a: f64, x: [f64; 2], y: [f64; 2]) -> [f64; 2] {
+    [y[0] + a * x[0], y[1] + a * x[1]]
+}
+
+#[test]
+fn the_jvp_of_f_jvp_is_the_derivative_of_f_jvp() {
+    for (x, y, dx, dy) in AT {
+        // Differentiated along (x, y) only, then along the direction only.
+        for (ex, ey, edx, edy) in [(0.7, [0.2, -1.0], 0.0, [0.0, 0.0]), (0.0, [0.0, 0.0], 0.6, [-0.3, 1.2])] {
+            let at = |t: f64| wavy_jvp(x + t * ex, axpy(t, ey, y), dx + t * edx, axpy(t, edy, dy));
+            let ((v, d), (tv, td)) = wavy_jvp_jvp(x, y, dx, dy, ex, ey, edx, edy);
+            assert_eq!((v, d), wavy_jvp(x, y, dx, dy));
+            let (p, m) = (at(EPS), at(-EPS));
+            assert!(close(tv, (p.0 - m.0) / (2.0 * EPS), 1e-7), "value tangent {tv}");
+            assert!(close(td, (p.1 - m.1) / (2.0 * EPS), 1e-7), "derivative tangent {td}");
+        }
+    }
+}
+
+#[test]
+fn the_vjp_of_f_jvp_agrees_with_its_jvp() {
+    // <J_g(u), w> = <u, J_g^T(w)> for g = wavy_jvp.
+    for (x, y, dx, dy) in AT {
+        let u = (0.3, [-0.8, 0.5], 1.1, [0.2, -0.6]);
+        let w = (0.9, -1.7);
+        let (_, (tv, td)) = wavy_jvp_jvp(x, y, dx, dy, u.0, u.1, u.2, u.3);
+        let (_, (cx, cy, cdx, cdy)) = wavy_jvp_vjp(x, y, dx, dy, w);
+        let lhs = tv * w.0 + td * w.1;
+        let rhs = u.0 * cx + u.1[0] * cy[0] + u.1[1] * cy[1] + u.2 * cdx + u.3[0] * cdy[0] + u.3[1] * cdy[1];
+        assert!(close(lhs, rhs, 1e-12), "{lhs} against {rhs}");
+    }
+}
+
+#[test]
+fn the_jvp_of_f_vjp_is_the_derivative_of_f_vjp() {
+    for (x, y, ex, ey) in AT {
+        for ct in [1.0, -0.4] {
+            let at = |t: f64| wavy_vjp(x + t * ex, axpy(t, ey, y), ct + t * 0.3);
+            let ((v, (gx, gy)), (tv, (tgx, tgy))) = wavy_vjp_jvp(x, y, ct, ex, ey, 0.3);
+            assert_eq!((v, (gx, gy)), wavy_vjp(x, y, ct));
+            let (p, m) = (at(EPS), at(-EPS));
+            let fd = |a: f64, b: f64| (a - b) / (2.0 * EPS);
+            assert!(close(tv, fd(p.0, m.0), 1e-7));
+            assert!(close(tgx, fd(p.1 .0, m.1 .0), 1e-7), "{tgx}");
+            for k in 0..2 {
+                assert!(close(tgy[k], fd(p.1 .1[k], m.1 .1[k]), 1e-7), "{tgy:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn forward_over_reverse_is_reverse_over_forward() {
+    // J(f_vjp) at cotangent 1 along v gives H·v; so does f_hvp.
+    for (x, y, vx, vy) in AT {
+        let (_, (_, (hx, hy))) = wavy_vjp_jvp(x, y, 1.0, vx, vy, 0.0);
+        let (_, _, (hx2, hy2)) = wavy_hvp(x, y, vx, vy);
+        assert!(close(hx, hx2, 1e-12), "{hx} against {hx2}");
+        for k in 0..2 {
+            assert!(close(hy[k], hy2[k], 1e-12), "{hy:?} against {hy2:?}");
+        }
+    }
+}
+
+#[test]
+fn the_vjp_of_f_vjp_agrees_with_its_jvp() {
+    for (x, y, ex, ey) in AT {
+        let ct = 0.6;
+        let u = (ex, ey, -0.7);
+        let w = (1.3, (0.4, [-0.9, 0.25]));
+        let (_, (tv, (tgx, tgy))) = wavy_vjp_jvp(x, y, ct, u.0, u.1, u.2);
+        let (_, (cx, cy, cct)) = wavy_vjp_vjp(x, y, ct, w);
+        let lhs = tv * w.0 + tgx * w.1 .0 + tgy[0] * w.1 .1[0] + tgy[1] * w.1 .1[1];
+        let rhs = u.0 * cx + u.1[0] * cy[0] + u.1[1] * cy[1] + u.2 * cct;
+        assert!(close(lhs, rhs, 1e-12), "{lhs} against {rhs}");
+    }
+}
+
+#[test]
+fn f_jvp_lin_and_f_vjp_lin_apply_the_same_maps() {
+    use linear_ad::LinearMap;
+    let (x, y, dx, dy) = AT[1];
+    let (v, map) = wavy_jvp_lin(x, y, dx, dy);
+    assert_eq!(v, wavy_jvp(x, y, dx, dy));
+    let u = (0.3, [-0.8, 0.5], 1.1, [0.2, -0.6]);
+    assert_eq!(map.apply(u), wavy_jvp_jvp(x, y, dx, dy, u.0, u.1, u.2, u.3).1);
+    let (v, map) = wavy_vjp_lin(x, y, 0.5);
+    assert_eq!(v, wavy_vjp(x, y, 0.5));
+    let w = (1.3, (0.4, [-0.9, 0.25]));
+    assert_eq!(map.transpose(w), wavy_vjp_vjp(x, y, 0.5, w).1);
+}
+
+/// Twenty steps of gradient ascent on `wavy(x, ·)` from `y0`, the
+/// gradient by forward mode (`wavy_jvp` along each unit vector), and the
+/// value reached: differentiable in `x` and `y0` through the steps.
+#[differentiable]
+pub fn ascent_forward(x: f64, y0: [f64; 2]) -> f64 {
+    let mut y = y0;
+    for _ in 0..20 {
+        let (_, g0) = wavy_jvp(x, y, 0.0, [1.0, 0.0]);
+        let (_, g1) = wavy_jvp(x, y, 0.0, [0.0, 1.0]);
+        y = [y[0] + 0.05 * g0, y[1] + 0.05 * g1];
+    }
+    wavy(x, y)
+}
+
+/// The same, the gradient by reverse mode (`wavy_vjp`).
+#[differentiable]
+pub fn ascent_reverse(x: f64, y0: [f64; 2]) -> f64 {
+    let mut y = y0;
+    for _ in 0..20 {
+        let (_, (_, g)) = wavy_vjp(x, y, 1.0);
+        y = [y[0] + 0.05 * g[0], y[1] + 0.05 * g[1]];
+    }
+    wavy(x, y)
+}
+
+#[test]
+fn gradients_through_an_inner_gradient_ascent_match_finite_differences() {
+    for (x, y0) in [(0.3, [-0.5, 0.2]), (-0.6, [0.7, -0.4]), (0.8, [0.1, -1.0])] {
+        let (v, vf) = (ascent_forward(x, y0), ascent_reverse(x, y0));
+        assert!(close(v, vf, 1e-12), "{v} against {vf}");
+        let fd = |f: fn(f64, [f64; 2]) -> f64| {
+            let d = |ex: f64, ey: [f64; 2]| {
+                (f(x + EPS * ex, axpy(EPS, ey, y0)) - f(x - EPS * ex, axpy(-EPS, ey, y0))) / (2.0 * EPS)
+            };
+            (d(1.0, [0.0, 0.0]), [d(0.0, [1.0, 0.0]), d(0.0, [0.0, 1.0])])
+        };
+        let want = fd(ascent_forward);
+        // All four: outer reverse or forward, inner forward or reverse.
+        let (_, rf) = ascent_forward_vjp(x, y0, 1.0);
+        let (_, rr) = ascent_reverse_vjp(x, y0, 1.0);
+        let ff = |ex: f64, ey: [f64; 2]| ascent_forward_jvp(x, y0, ex, ey).1;
+        let fr = |ex: f64, ey: [f64; 2]| ascent_reverse_jvp(x, y0, ex, ey).1;
+        for (name, (gx, gy)) in [
+            ("rf", rf),
+            ("rr", rr),
+            ("ff", (ff(1.0, [0.0, 0.0]), [ff(0.0, [1.0, 0.0]), ff(0.0, [0.0, 1.0])])),
+            ("fr", (fr(1.0, [0.0, 0.0]), [fr(0.0, [1.0, 0.0]), fr(0.0, [0.0, 1.0])])),
+        ] {
+            assert!(close(gx, want.0, 1e-6), "{name}: {gx} against {}", want.0);
+            for k in 0..2 {
+                assert!(close(gy[k], want.1[k], 1e-6), "{name}: {gy:?} against {:?}", want.1);
+            }
+        }
+    }
+}
