@@ -74,6 +74,9 @@ pub enum Kind {
     /// tape of loop or branch records, which J cannot differentiate yet
     /// (`expand::items::derived`): callers learn that they cannot call it.
     Tape,
+    /// The `f_jvp` or `f_vjp` of a function differentiable at order 1
+    /// only: callers learn to ask for `order = 2`.
+    FirstOrder,
 }
 
 impl Kind {
@@ -84,6 +87,7 @@ impl Kind {
             Kind::Closed => "closed",
             Kind::Unmarked => "unmarked",
             Kind::Tape => "tape",
+            Kind::FirstOrder => "first_order",
         }
     }
 }
@@ -113,12 +117,13 @@ impl ToTokens for Sig {
 impl Parse for Sig {
     fn parse(input: ParseStream) -> syn::Result<Self> {
         let id: syn::Ident = input.parse()?;
-        let kinds = [
+        let kinds: [Kind; 6] = [
             Kind::Differentiable,
             Kind::Linear,
             Kind::Closed,
             Kind::Unmarked,
             Kind::Tape,
+            Kind::FirstOrder,
         ];
         let Some(kind) = kinds.into_iter().find(|k| id == k.name()) else {
             return Err(syn::Error::new(id.span(), "unknown signature kind"));
@@ -222,7 +227,7 @@ pub fn callee_items(
     // and callers name it at their arguments' float type (`cube<f64>`).
     let t = crate::lower::float_param(&f.sig.generics).map(|t| quote!(<#t>));
     let alias = match kind {
-        Kind::Closed | Kind::Unmarked | Kind::Tape => TokenStream::new(),
+        Kind::Closed | Kind::Unmarked | Kind::Tape | Kind::FirstOrder => TokenStream::new(),
         Kind::Differentiable | Kind::Linear => quote! {
             #[doc(hidden)]
             #[allow(non_camel_case_types)]

@@ -865,16 +865,21 @@ pub(super) fn generate(
     // arguments' float type (`cube<f64>`); a method of a generic block's
     // name it through the receiver's type (`Point<T>`, `Point<f64>`).
     let callable = sig.arrays().is_empty() && !structs;
-    let second_fns = passes.second_order.map(|span| {
-        second::items(
-            item,
-            l,
-            &sig,
-            (&stages, passes, callable),
-            (&calls, &mut names),
-            span,
-        )
-    });
+    let (second_fns, directional) = match passes.second_order {
+        Some(span) => {
+            let (fns, d) = second::items(
+                item,
+                l,
+                &sig,
+                (&stages, passes),
+                (&calls, &mut names),
+                span,
+            );
+            (Some(fns), d)
+        }
+        None => (None, None),
+    };
+    let derived = derived::callees(item, l, &sig, (directional.as_ref(), &stages, passes), callable);
     let companions = if callable {
         let float = (sig.float.decl(None), &sig.float.where_clause);
         let c = companions(
@@ -898,7 +903,7 @@ pub(super) fn generate(
         },
         items: {
             let lin_items = &lin.items;
-            quote!(#lin_items #companions)
+            quote!(#lin_items #companions #derived)
         },
         callable,
     })

@@ -307,7 +307,9 @@ impl Lowerer<'_> {
             None => callee,
         };
         let from_sig = self.signature_result(&path, at.as_ref());
-        let assumed = ret.is_none() && from_sig.is_none();
+        // A known signature without a result shape was refused, with its
+        // own error: no second one about the result.
+        let assumed = ret.is_none() && from_sig.is_none() && self.sigs.get(&path).is_none();
         let ret = ret.or(from_sig).unwrap_or(Shape::Float(f));
         let name = Var::new(&format!("call.{}", self.calls.len() + 1));
         let site = CallSite {
@@ -448,19 +450,20 @@ impl Lowerer<'_> {
             return None;
         };
         let name = super::structs::show(path);
+        // A refused callee's error stands alone: its result still takes
+        // the shape its signature gives, so the caller's use of it raises
+        // no second error.
         match sig.kind {
-            Kind::Differentiable | Kind::Closed | Kind::Unmarked | Kind::Tape
+            Kind::Differentiable | Kind::Closed | Kind::Unmarked | Kind::Tape | Kind::FirstOrder
                 if self.mode == Mode::Linear =>
             {
                 self.errs.spanned(path, format!("`{name}` is `#[differentiable]`, not `#[linear]`: a `#[linear]` function may call only `#[linear]` functions (mark `{name}` `#[linear]` in the parameters it is linear in, if it is linear)"));
-                return None;
             }
             Kind::Unmarked => {
                 self.errs.spanned(
                     path,
                     format!("`{name}` is not marked `#[differentiable]`, so differentiable code cannot call it: mark it `#[differentiable]` in its `impl` block"),
                 );
-                return None;
             }
             Kind::Closed => {
                 let why = "its parameters take arrays read by index (`&[T]`, `&[T; N]`, `Vec<T>`), structs with `Vec` fields, or tuples or arrays of structs, which calls between differentiable functions cannot pass yet; compute it here, or pass the elements it needs";
@@ -468,7 +471,6 @@ impl Lowerer<'_> {
                     path,
                     format!("`{name}` cannot be called from a differentiable function yet: {why}"),
                 );
-                return None;
             }
             Kind::Tape => {
                 let f = name.strip_suffix("_vjp").unwrap_or(&name);
@@ -476,7 +478,16 @@ impl Lowerer<'_> {
                     path,
                     format!("`{name}` cannot be differentiated yet: `{f}` has loops or branches, whose records its reverse pass reads, and derivatives of those records are not supported; call `{f}_jvp` here instead (forward mode for the inner derivative), or write the inner derivative without loops or branches"),
                 );
-                return None;
+            }
+            Kind::FirstOrder => {
+                let f = name
+                    .strip_suffix("_jvp")
+                    .or_else(|| name.strip_suffix("_vjp"))
+                    .unwrap_or(&name);
+                self.errs.spanned(
+                    path,
+                    format!("`{name}` is a derivative, which differentiable code can call only if `{f}` is differentiable twice: write `#[differentiable(order = 2)]` on `{f}`"),
+                );
             }
             Kind::Differentiable | Kind::Linear => {}
         }

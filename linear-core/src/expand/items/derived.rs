@@ -36,17 +36,35 @@ use crate::passes::hvp::{first_vjp, tupled};
 use crate::signature::{callee_items, Kind};
 
 /// The derived callees `f_jvp` and `f_vjp`, from `d` (the directional
-/// derivative [`crate::passes::hvp::directional`] made) and the
-/// first-order pipeline's `stages`.
+/// derivative [`crate::passes::hvp::directional`] made, `None` at order 1
+/// or where `order = 2` was refused) and the first-order pipeline's
+/// `stages`. Where they cannot be differentiated, their signatures only,
+/// so that a caller's error says why (`f` at order 1, `f` not callable).
 pub(super) fn callees(
     item: &syn::ItemFn,
     l: &Lowered,
     sig: &Sig,
-    (d, stages, passes): (&Func, &Stages, Passes),
+    (d, stages, passes): (Option<&Func>, &Stages, Passes),
+    callable: bool,
 ) -> TokenStream {
-    if !matches!(sig.owner, Owner::Free) || !l.data.is_empty() || !l.externs.is_empty() {
+    if !matches!(sig.owner, Owner::Free) {
         return quote!();
     }
+    let refused = |kind: Kind| -> TokenStream {
+        [Which::Jvp, Which::Vjp]
+            .into_iter()
+            .filter_map(|w| derived_item(item, l, sig, w))
+            .map(|(d_item, _)| callee_items(&d_item, kind, &Structs::default(), &map_name(&d_item)))
+            .collect()
+    };
+    let d = match (d, passes.second_order) {
+        (_, None) => return refused(Kind::FirstOrder),
+        (None, Some(_)) => return quote!(),
+        (Some(_), Some(_)) if !callable || !l.data.is_empty() || !l.externs.is_empty() => {
+            return refused(Kind::Closed)
+        }
+        (Some(d), Some(_)) => d,
+    };
     let passes = Passes {
         second_order: None,
         ..passes

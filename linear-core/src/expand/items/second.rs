@@ -12,24 +12,24 @@
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 
-use super::{derived, hidden, Sig};
+use super::{hidden, Sig};
 use crate::codegen::{body, Names};
 use crate::expand::calls::Calls;
 use crate::expand::{pipeline, Passes, Stages};
 use crate::ir::{Func, Program};
 use crate::lower::{Lowered, Shape, SliceKind};
 
-/// `f_hvp` and `f_hessian`, or their stubs and the error at `span`; and,
-/// if other differentiable functions can call `f` (`callable`), `f_jvp`
-/// and `f_vjp` as differentiable functions ([`derived`]).
+/// `f_hvp` and `f_hessian`, or their stubs and the error at `span`; and
+/// the directional derivative `f_jvp` is made of, which [`super::derived`]
+/// turns into a differentiable function.
 pub(super) fn items(
     item: &syn::ItemFn,
     l: &Lowered,
     sig: &Sig,
-    (stages, passes, callable): (&Stages, Passes, bool),
+    (stages, passes): (&Stages, Passes),
     (calls, names): (&Calls, &mut Names),
     span: Span,
-) -> TokenStream {
+) -> (TokenStream, Option<Func>) {
     let name = item.sig.ident.to_string();
     if !matches!(l.ret, Shape::Float(_)) {
         let ret = match &item.sig.output {
@@ -37,24 +37,16 @@ pub(super) fn items(
             syn::ReturnType::Default => "()".into(),
         };
         let msg = format!("second derivatives (`order = 2`) need a function returning one float; `{name}` returns `{ret}`");
-        return refused(item, sig, span, &msg);
+        return (refused(item, sig, span, &msg), None);
     }
     let (hvp, d) = match hvp_program(&stages.jvp, &name, passes) {
         Ok(p) => p,
-        Err(msg) => return refused(item, sig, span, &msg),
+        Err(msg) => return (refused(item, sig, span, &msg), None),
     };
-    let derived = if callable {
-        derived::callees(item, l, sig, (&d, stages, passes))
-    } else {
-        quote!()
-    };
+
     let Some(fj) = hvp.func(&format!("{name}.hvp")) else {
-        return refused(
-            item,
-            sig,
-            span,
-            "linear-ad internal error (please report it): no HVP function after the pipeline",
-        );
+        let msg = "linear-ad internal error (please report it): no HVP function after the pipeline";
+        return (refused(item, sig, span, msg), None);
     };
     let hvp_body = body(fj, &sig.jvp_args(), calls);
     let parts = |tag: &str| -> Vec<syn::Ident> {
@@ -99,7 +91,7 @@ pub(super) fn items(
         }
         (None, _) => None,
     };
-    quote!(#hvp_fn #hessian_fn #derived)
+    (quote!(#hvp_fn #hessian_fn), Some(d))
 }
 
 /// `f.hvp` from J's output for `f` ([`crate::passes::hvp`]): the
