@@ -94,3 +94,34 @@ fn callee_api_is_usable_directly() {
     assert_eq!((a, b), (2.0, 0.5f64.sin() * 2.0));
     assert_eq!((dv, dk), ((2.0, 0.0), 1.0));
 }
+
+/// A local array with an annotated type and constant elements, carried
+/// by a loop and passed whole to a callee: it crosses as an array, not as
+/// the tuple the IR holds it as.
+#[differentiable]
+pub fn carried_array_argument(k: f64) -> f64 {
+    let mut p: [f64; 3] = [1.0, 2.0, 0.5];
+    for _ in 0..3 {
+        let n = geometry::norm(p);
+        p = [p[0] * k / n, p[1] + k, p[2] * n];
+    }
+    geometry::norm(p)
+}
+
+#[test]
+fn a_carried_local_array_is_passed_as_an_array() {
+    let by_hand = |k: f64| {
+        let mut p = [1.0_f64, 2.0, 0.5];
+        for _ in 0..3 {
+            let n = (p[0] * p[0] + p[1] * p[1] + p[2] * p[2]).sqrt();
+            p = [p[0] * k / n, p[1] + k, p[2] * n];
+        }
+        (p[0] * p[0] + p[1] * p[1] + p[2] * p[2]).sqrt()
+    };
+    for k in [0.3, 1.7] {
+        assert_eq!(carried_array_argument(k), by_hand(k));
+        let (_, d) = carried_array_argument_vjp(k, 1.0);
+        let want = (by_hand(k + 1e-6) - by_hand(k - 1e-6)) / 2e-6;
+        assert!((d - want).abs() < 1e-6 * (1.0 + want.abs()), "{d} against {want}");
+    }
+}

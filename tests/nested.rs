@@ -175,3 +175,36 @@ fn gradients_through_an_inner_gradient_ascent_match_finite_differences() {
         }
     }
 }
+
+// The README's example, as written there.
+#[differentiable(order = 2)]
+pub fn energy(x: f64, y: [f64; 2]) -> f64 {
+    (x * y[0]).sin() + y[1] * y[1] * x
+}
+
+#[differentiable]
+pub fn settled(x: f64, y0: [f64; 2]) -> f64 {
+    let mut y = y0;
+    for _ in 0..20 {
+        let (_, (_, g)) = energy_vjp(x, y, 1.0);
+        y = [y[0] - 0.1 * g[0], y[1] - 0.1 * g[1]];
+    }
+    energy(x, y)
+}
+
+#[test]
+fn the_readme_example_differentiates_through_the_descent() {
+    let (x, y0) = (0.5, [1.0, -1.0]);
+    let (value, (dx, dy0)) = settled_vjp(x, y0, 1.0);
+    assert_eq!(value, settled(x, y0));
+    let (_, d) = settled_jvp(x, y0, 1.0, [0.0, 0.0]);
+    let want = (settled(x + EPS, y0) - settled(x - EPS, y0)) / (2.0 * EPS);
+    assert!(close(dx, want, 1e-7), "{dx} against {want}");
+    assert!(close(d, dx, 1e-12), "{d} against {dx}");
+    for k in 0..2 {
+        let mut e = [0.0; 2];
+        e[k] = EPS;
+        let want = (settled(x, axpy(1.0, e, y0)) - settled(x, axpy(-1.0, e, y0))) / (2.0 * EPS);
+        assert!(close(dy0[k], want, 1e-7), "{dy0:?} against {want}");
+    }
+}

@@ -460,6 +460,94 @@ def cases_kmeans(rng):
     return out
 
 
+def argmin(f, grad, x):
+    """GradBench's gradient-descent solver (the eval's reference)."""
+    fx, gx = f(x), grad(x)
+    eta, i = 1e-5, 0
+    while True:
+        if jnp.sqrt(jnp.sum(gx * gx)) <= 1e-5:
+            return x
+        if i == 10:
+            eta, i = 2.0 * eta, 0
+            continue
+        xp = x - eta * gx
+        if jnp.sqrt(jnp.sum((xp - x) ** 2)) <= 1e-5:
+            return x
+        fxp = f(xp)
+        if fxp < fx:
+            x, fx, gx, i = xp, fxp, grad(xp), i + 1
+        else:
+            eta, i = eta / 2.0, 0
+
+
+def argmax(f, grad, x):
+    return argmin(lambda x: -f(x), lambda x: -grad(x), x)
+
+
+def saddle_f(p1, p):
+    return (p1[0] ** 2 + p1[1] ** 2) - (p[0] ** 2 + p[1] ** 2)
+
+
+def saddle(start):
+    """Nested AD by JAX: `jax.grad` through the inner `argmax`, whose own
+    gradient is `jax.grad` (JAX's modes all agree to rounding)."""
+
+    def r1(p1):
+        inner = lambda p: saddle_f(p1, p)
+        return inner(argmax(inner, jax.grad(inner), start))
+
+    x = argmin(r1, jax.grad(r1), start)
+    outer = lambda p: saddle_f(x, p)
+    y = argmax(outer, jax.grad(outer), start)
+    return jnp.concatenate([x, y])
+
+
+def cases_saddle(rng):
+    out = []
+    starts = [np.array([1.0, 1.0])] + [rng.uniform(-2, 2, 2) for _ in range(2)]
+    for start in starts:
+        inp = runs({"start": floats(start)})
+        expected = floats(saddle(jnp.array(start)))
+        for mode in ["ff", "fr", "rf", "rr"]:
+            out.append((mode, inp, expected))
+    return out
+
+
+def particle(w0):
+    """Nested AD by JAX: the outer `jax.grad` through Euler's method, each
+    step's force the inner `jax.grad` of the potential."""
+
+    def potential(x, w):
+        charges = [jnp.array([10.0, 10.0 - w]), jnp.array([10.0, 0.0])]
+        return sum(1.0 / jnp.sqrt(jnp.sum((x - c) ** 2)) for c in charges)
+
+    force = jax.grad(potential)
+
+    def naive_euler(w):
+        w = w[0]
+        x, xdot, dt = jnp.array([0.0, 8.0]), jnp.array([0.75, 0.0]), 0.1
+        while True:
+            x_new = x + dt * xdot
+            if x_new[1] <= 0.0:
+                break
+            xdot = xdot - dt * force(x, w)
+            x = x_new
+        x_t_f = x + (-x[1] / xdot[1]) * xdot
+        return x_t_f[0] ** 2
+
+    return argmin(naive_euler, jax.grad(naive_euler), jnp.array([w0]))[0]
+
+
+def cases_particle(rng):
+    out = []
+    for w0 in [0.0] + list(rng.uniform(-0.5, 0.5, 2)):
+        inp = runs({"w": float(w0)})
+        expected = float(particle(w0))
+        for mode in ["ff", "fr", "rf", "rr"]:
+            out.append((mode, inp, expected))
+    return out
+
+
 def main():
     # A fixed seed per eval, so that adding one leaves the others' data be.
     evals = {
@@ -472,6 +560,8 @@ def main():
         "ba": (6, cases_ba),
         "ht": (7, cases_ht),
         "kmeans": (8, cases_kmeans),
+        "saddle": (9, cases_saddle),
+        "particle": (10, cases_particle),
     }
     for name, (seed, make) in evals.items():
         rng = np.random.default_rng(31337 + seed)

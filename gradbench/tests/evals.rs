@@ -123,3 +123,15 @@ fn lstm_matches_jax() {
 fn kmeans_matches_jax() {
     check("kmeans");
 }
+
+/// Nested AD: every function (`ff`, `fr`, `rf`, `rr`) against JAX's
+/// `jax.grad` of a `jax.grad`, through the same gradient-descent solver.
+#[test]
+fn saddle_matches_jax() {
+    check("saddle");
+}
+
+#[test]
+fn particle_matches_jax() {
+    check("particle");
+}

@@ -173,6 +173,14 @@ fn inputs_of_the_wrong_shape_are_errors_not_panics() {
     );
     assert!(e.contains("2 coordinates and centroids 3"), "{e}");
     let e = refused(
+        "saddle",
+        "rr",
+        json!({"start": [1.0, 2.0, 3.0], "min_runs": 1, "min_seconds": 0}),
+    );
+    assert!(e.contains("bad input"), "{e}");
+    let e = refused("particle", "fx", json!({"w": 0.0}));
+    assert!(e.contains("ff, fr, rf, rr"), "{e}");
+    let e = refused(
         "ode",
         "gradient",
         json!({"x": [1.0], "s": 0, "min_runs": 1, "min_seconds": 0}),

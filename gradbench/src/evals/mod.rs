@@ -17,6 +17,9 @@ pub mod llsq;
 pub mod lse;
 pub mod lstm;
 pub mod ode;
+pub mod particle;
+pub mod saddle;
+mod solver;
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -43,6 +46,8 @@ const EVALS: &[(&str, Eval)] = &[
     ("lse", lse::evaluate),
     ("lstm", lstm::evaluate),
     ("ode", ode::evaluate),
+    ("particle", particle::evaluate),
+    ("saddle", saddle::evaluate),
 ];
 
 /// The names of the modules this tool implements, sorted.

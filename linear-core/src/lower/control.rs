@@ -19,7 +19,7 @@
 //! (see `inactive.rs`), never in the prelude, so that it runs exactly when
 //! Rust would run it.
 
-use proc_macro2::Span;
+use proc_macro2::{Span, TokenStream};
 use quote::{quote, ToTokens};
 use rustc_hash::FxHashMap as HashMap;
 use syn::spanned::Spanned;
@@ -141,15 +141,30 @@ impl Lowerer<'_> {
                         self.errs.push(span, format!("cannot tell the type of {}, which this loop or branch assigns: annotate its `let` (`let mut {n}: f64 = ..;` or an integer type)", shown(n)));
                         continue;
                     };
+                    // An array annotated as one is a tuple in the IR: read
+                    // through a prelude copy of it as one.
+                    let shape = self.inactive_shapes.get(&id.to_string()).cloned();
+                    let source = match &shape {
+                        Some(s) if matches!(s, Shape::Array(..)) => {
+                            let tuple = self.new_inactive_name(n);
+                            let value = as_tuple(quote!(#id), s);
+                            self.prelude.push(quote!(let #tuple = #value;));
+                            tuple
+                        }
+                        _ => id.clone(),
+                    };
                     let v = self.emit_nd(
                         n,
                         t.clone(),
                         Expr::Const {
-                            name: Var::new(&id.to_string()),
+                            name: Var::new(&source.to_string()),
                             args: vec![],
                             ty: t.clone(),
                         },
                     );
+                    if let Some(shape) = shape {
+                        self.shapes.insert(v.clone(), shape);
+                    }
                     self.set_existing(n, Binding::Active(v.clone(), t.clone(), true));
                     out.push((n.clone(), v, t));
                 }
@@ -897,5 +912,23 @@ fn shown(n: &str) -> String {
         "the function's result (given by `return` or the tail)".to_string()
     } else {
         format!("`{n}`")
+    }
+}
+
+/// The IR value (arrays as tuples) of the Rust value `e` of shape `s`.
+fn as_tuple(e: TokenStream, s: &Shape) -> TokenStream {
+    match s {
+        Shape::Array(inner, n) => {
+            let parts = (0..*n).map(|k| as_tuple(quote!(#e[#k]), inner));
+            quote!((#(#parts,)*))
+        }
+        Shape::Tuple(ss) => {
+            let parts = ss.iter().enumerate().map(|(k, s)| {
+                let k = syn::Index::from(k);
+                as_tuple(quote!(#e.#k), s)
+            });
+            quote!((#(#parts,)*))
+        }
+        Shape::Float(_) | Shape::Slice(..) | Shape::Struct(_) => e,
     }
 }

@@ -1188,8 +1188,13 @@ struct Lowerer<'a> {
     param_types: HashMap<String, syn::Type>,
     /// Whether the `match` being lowered has a value.
     match_value: bool,
-    /// The type a `let` annotation gives the pattern being bound.
+    /// The type a `let` annotation gives the pattern being bound, and its
+    /// Rust shape (an array is a tuple in the IR, but not to a callee).
     annotated: Option<Ty>,
+    annotated_shape: Option<Shape>,
+    /// The annotated shapes of prelude variables, by name, given to their
+    /// IR variables when a loop or branch makes them state.
+    inactive_shapes: HashMap<String, Shape>,
     /// The function's own name (recursion is refused).
     fn_name: String,
     /// Bindings of prelude constants, placed at the top of the body (each
@@ -1255,6 +1260,8 @@ impl<'e> Lowerer<'e> {
             param_types: HashMap::default(),
             match_value: false,
             annotated: None,
+            annotated_shape: None,
+            inactive_shapes: HashMap::default(),
             fn_name,
             hoisted: Vec::new(),
             hoisted_consts: HashMap::default(),
@@ -1815,6 +1822,9 @@ impl Lowerer<'_> {
                         {
                             self.inactive_types.insert(id.to_string(), t);
                         }
+                        if let Some(shape) = self.annotated_shape.take() {
+                            self.inactive_shapes.insert(id.to_string(), shape);
+                        }
                         let tokens = unparen(tokens);
                         self.prelude.push(quote!(let #id = #tokens;));
                         self.set(name, Binding::Inactive(id, i.mutability.is_some()));
@@ -1823,8 +1833,10 @@ impl Lowerer<'_> {
             }
             syn::Pat::Type(t) => {
                 self.annotated = inactive::scalar_ty(&t.ty);
+                self.annotated_shape = Shape::from_type(&t.ty);
                 self.bind_pattern(&t.pat, v);
                 self.annotated = None;
+                self.annotated_shape = None;
             }
             syn::Pat::Paren(pp) => self.bind_pattern(&pp.pat, v),
             syn::Pat::Struct(ps) => self.bind_struct_pattern(p, &ps.path, v),

@@ -111,10 +111,10 @@ fn as_one_function(
 /// the VJP as a differentiable function. `transposed` is the pipeline's
 /// output for `f`, whose parameters must not be arrays read by index.
 ///
-/// Refused when the composition keeps a tape of lists or sums (a loop's
-/// records, a branch's), which J would differentiate as constants (see
-/// the module doc); straight-line code's tape is a tuple of reals,
-/// which the inliner and simplifier dissolve.
+/// Refused when the composition keeps a tape of lists or sums of reals
+/// (a loop's records, a branch's), which J would differentiate as
+/// constants (see the module doc); straight-line code's tape is a tuple
+/// of reals, which the inliner and simplifier dissolve.
 pub fn first_vjp(transposed: &Program, f: &str) -> Result<Func, PassError> {
     let name = Var::new(f);
     let forward = find(transposed, &format!("{f}.jvp.nl"))?;
@@ -132,10 +132,21 @@ pub fn first_vjp(transposed: &Program, f: &str) -> Result<Func, PassError> {
     Ok(vjp)
 }
 
-/// Whether a value of type `t` holds lists or sums.
+/// Whether a value of type `t` holds lists or sums of reals, to which J
+/// gives no tangent (lists and sums of integers and booleans are
+/// piecewise constant: their empty tangent is exact).
 fn holds_tape(t: &Ty) -> bool {
+    fn reals(t: &Ty) -> bool {
+        match t {
+            Ty::Real(_) | Ty::Tape(_) => true,
+            Ty::Tuple(ts) | Ty::Sum(ts) => ts.iter().any(reals),
+            Ty::List(e, _) | Ty::Array(e, _) => reals(e),
+            Ty::Int | Ty::Bool => false,
+        }
+    }
     match t {
-        Ty::Sum(_) | Ty::List(..) | Ty::Tape(_) => true,
+        Ty::Sum(_) | Ty::List(..) => reals(t),
+        Ty::Tape(_) => true,
         Ty::Tuple(ts) => ts.iter().any(holds_tape),
         Ty::Array(e, _) => holds_tape(e),
         Ty::Real(_) | Ty::Int | Ty::Bool => false,
