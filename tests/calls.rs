@@ -122,6 +122,9 @@ fn a_carried_local_array_is_passed_as_an_array() {
         assert_eq!(carried_array_argument(k), by_hand(k));
         let (_, d) = carried_array_argument_vjp(k, 1.0);
         let want = (by_hand(k + 1e-6) - by_hand(k - 1e-6)) / 2e-6;
-        assert!((d - want).abs() < 1e-6 * (1.0 + want.abs()), "{d} against {want}");
+        assert!(
+            (d - want).abs() < 1e-6 * (1.0 + want.abs()),
+            "{d} against {want}"
+        );
     }
 }

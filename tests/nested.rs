@@ -36,13 +36,22 @@ fn axpy(a: f64, x: [f64; 2], y: [f64; 2]) -> [f64; 2] {
 fn the_jvp_of_f_jvp_is_the_derivative_of_f_jvp() {
     for (x, y, dx, dy) in AT {
         // Differentiated along (x, y) only, then along the direction only.
-        for (ex, ey, edx, edy) in [(0.7, [0.2, -1.0], 0.0, [0.0, 0.0]), (0.0, [0.0, 0.0], 0.6, [-0.3, 1.2])] {
+        for (ex, ey, edx, edy) in [
+            (0.7, [0.2, -1.0], 0.0, [0.0, 0.0]),
+            (0.0, [0.0, 0.0], 0.6, [-0.3, 1.2]),
+        ] {
             let at = |t: f64| wavy_jvp(x + t * ex, axpy(t, ey, y), dx + t * edx, axpy(t, edy, dy));
             let ((v, d), (tv, td)) = wavy_jvp_jvp(x, y, dx, dy, ex, ey, edx, edy);
             assert_eq!((v, d), wavy_jvp(x, y, dx, dy));
             let (p, m) = (at(EPS), at(-EPS));
-            assert!(close(tv, (p.0 - m.0) / (2.0 * EPS), 1e-7), "value tangent {tv}");
-            assert!(close(td, (p.1 - m.1) / (2.0 * EPS), 1e-7), "derivative tangent {td}");
+            assert!(
+                close(tv, (p.0 - m.0) / (2.0 * EPS), 1e-7),
+                "value tangent {tv}"
+            );
+            assert!(
+                close(td, (p.1 - m.1) / (2.0 * EPS), 1e-7),
+                "derivative tangent {td}"
+            );
         }
     }
 }
@@ -56,7 +65,12 @@ fn the_vjp_of_f_jvp_agrees_with_its_jvp() {
         let (_, (tv, td)) = wavy_jvp_jvp(x, y, dx, dy, u.0, u.1, u.2, u.3);
         let (_, (cx, cy, cdx, cdy)) = wavy_jvp_vjp(x, y, dx, dy, w);
         let lhs = tv * w.0 + td * w.1;
-        let rhs = u.0 * cx + u.1[0] * cy[0] + u.1[1] * cy[1] + u.2 * cdx + u.3[0] * cdy[0] + u.3[1] * cdy[1];
+        let rhs = u.0 * cx
+            + u.1[0] * cy[0]
+            + u.1[1] * cy[1]
+            + u.2 * cdx
+            + u.3[0] * cdy[0]
+            + u.3[1] * cdy[1];
         assert!(close(lhs, rhs, 1e-12), "{lhs} against {rhs}");
     }
 }
@@ -113,7 +127,10 @@ fn f_jvp_lin_and_f_vjp_lin_apply_the_same_maps() {
     let (v, map) = wavy_jvp_lin(x, y, dx, dy);
     assert_eq!(v, wavy_jvp(x, y, dx, dy));
     let u = (0.3, [-0.8, 0.5], 1.1, [0.2, -0.6]);
-    assert_eq!(map.apply(u), wavy_jvp_jvp(x, y, dx, dy, u.0, u.1, u.2, u.3).1);
+    assert_eq!(
+        map.apply(u),
+        wavy_jvp_jvp(x, y, dx, dy, u.0, u.1, u.2, u.3).1
+    );
     let (v, map) = wavy_vjp_lin(x, y, 0.5);
     assert_eq!(v, wavy_vjp(x, y, 0.5));
     let w = (1.3, (0.4, [-0.9, 0.25]));
@@ -152,7 +169,8 @@ fn gradients_through_an_inner_gradient_ascent_match_finite_differences() {
         assert!(close(v, vf, 1e-12), "{v} against {vf}");
         let fd = |f: fn(f64, [f64; 2]) -> f64| {
             let d = |ex: f64, ey: [f64; 2]| {
-                (f(x + EPS * ex, axpy(EPS, ey, y0)) - f(x - EPS * ex, axpy(-EPS, ey, y0))) / (2.0 * EPS)
+                (f(x + EPS * ex, axpy(EPS, ey, y0)) - f(x - EPS * ex, axpy(-EPS, ey, y0)))
+                    / (2.0 * EPS)
             };
             (d(1.0, [0.0, 0.0]), [d(0.0, [1.0, 0.0]), d(0.0, [0.0, 1.0])])
         };
@@ -165,12 +183,28 @@ fn gradients_through_an_inner_gradient_ascent_match_finite_differences() {
         for (name, (gx, gy)) in [
             ("rf", rf),
             ("rr", rr),
-            ("ff", (ff(1.0, [0.0, 0.0]), [ff(0.0, [1.0, 0.0]), ff(0.0, [0.0, 1.0])])),
-            ("fr", (fr(1.0, [0.0, 0.0]), [fr(0.0, [1.0, 0.0]), fr(0.0, [0.0, 1.0])])),
+            (
+                "ff",
+                (
+                    ff(1.0, [0.0, 0.0]),
+                    [ff(0.0, [1.0, 0.0]), ff(0.0, [0.0, 1.0])],
+                ),
+            ),
+            (
+                "fr",
+                (
+                    fr(1.0, [0.0, 0.0]),
+                    [fr(0.0, [1.0, 0.0]), fr(0.0, [0.0, 1.0])],
+                ),
+            ),
         ] {
             assert!(close(gx, want.0, 1e-6), "{name}: {gx} against {}", want.0);
             for k in 0..2 {
-                assert!(close(gy[k], want.1[k], 1e-6), "{name}: {gy:?} against {:?}", want.1);
+                assert!(
+                    close(gy[k], want.1[k], 1e-6),
+                    "{name}: {gy:?} against {:?}",
+                    want.1
+                );
             }
         }
     }

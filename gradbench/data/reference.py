@@ -3,6 +3,9 @@
 The expected outputs come from JAX (float64, `jax.grad`), with each
 function written here again from its eval's README, vectorised where that
 is natural: an implementation and an AD system independent of linear-ad's.
+The nested evals (`saddle`, `particle`) differentiate through their inner
+loops by JAX's forward mode, which goes through `lax.while_loop` (its
+reverse mode does not); all four of their functions have one answer.
 `cargo test -p linear-ad-gradbench` compares the tool's answers with them.
 
 Run from the repository root (needs `pip install "jax[cpu]"`):
@@ -461,7 +464,8 @@ def cases_kmeans(rng):
 
 
 def argmin(f, grad, x):
-    """GradBench's gradient-descent solver (the eval's reference)."""
+    """GradBench's gradient-descent solver, as a Python loop (the outer
+    optimisations: plain iteration on jitted derivatives)."""
     fx, gx = f(x), grad(x)
     eta, i = 1e-5, 0
     while True:
@@ -480,8 +484,56 @@ def argmin(f, grad, x):
             eta, i = eta / 2.0, 0
 
 
-def argmax(f, grad, x):
-    return argmin(lambda x: -f(x), lambda x: -grad(x), x)
+def argmin_traced(f, grad, x):
+    """The same solver as a `lax.while_loop` (the inner optimisation,
+    which the outer derivative differentiates: JAX's forward mode goes
+    through a while loop, its reverse mode does not)."""
+    mag = lambda v: jnp.sqrt(jnp.sum(v * v))
+
+    def step(s):
+        x, fx, gx, eta, i, _ = s
+
+        def move(_):
+            xp = x - eta * gx
+
+            def descend(_):
+                fxp = f(xp)
+                return jax.lax.cond(
+                    fxp < fx,
+                    lambda _: (xp, fxp, grad(xp), eta, i + 1, True),
+                    lambda _: (x, fx, gx, eta / 2.0, 0, True),
+                    None,
+                )
+
+            return jax.lax.cond(
+                mag(xp - x) <= 1e-5,
+                lambda _: (x, fx, gx, eta, i, False),
+                descend,
+                None,
+            )
+
+        return jax.lax.cond(
+            mag(gx) <= 1e-5,
+            lambda _: (x, fx, gx, eta, i, False),
+            lambda _: jax.lax.cond(
+                i == 10, lambda _: (x, fx, gx, 2.0 * eta, 0, True), move, None
+            ),
+            None,
+        )
+
+    init = (x, f(x), grad(x), jnp.float64(1e-5), 0, True)
+    return jax.lax.while_loop(lambda s: s[5], step, init)[0]
+
+
+def forward_gradient(f):
+    """∇f by forward mode, one `jax.jvp` per unit vector, jitted."""
+
+    @jax.jit
+    def g(x):
+        eye = jnp.eye(x.shape[0])
+        return jnp.stack([jax.jvp(f, (x,), (eye[k],))[1] for k in range(x.shape[0])])
+
+    return g
 
 
 def saddle_f(p1, p):
@@ -489,18 +541,48 @@ def saddle_f(p1, p):
 
 
 def saddle(start):
-    """Nested AD by JAX: `jax.grad` through the inner `argmax`, whose own
-    gradient is `jax.grad` (JAX's modes all agree to rounding)."""
+    """Nested AD by JAX: forward mode through the inner `argmax`, whose own
+    gradient is `jax.grad`."""
 
     def r1(p1):
-        inner = lambda p: saddle_f(p1, p)
-        return inner(argmax(inner, jax.grad(inner), start))
+        inner = lambda p: -saddle_f(p1, p)
+        return saddle_f(p1, argmin_traced(inner, jax.grad(inner), start))
 
-    x = argmin(r1, jax.grad(r1), start)
-    outer = lambda p: saddle_f(x, p)
-    y = argmax(outer, jax.grad(outer), start)
+    x = argmin(jax.jit(r1), forward_gradient(r1), start)
+    outer = lambda p: -saddle_f(x, p)
+    y = argmin(outer, jax.grad(outer), start)
     return jnp.concatenate([x, y])
 
+
+def particle(w0):
+    """Nested AD by JAX: forward mode through Euler's method, each step's
+    force the inner `jax.grad` of the potential."""
+
+    def potential(x, w):
+        charges = [jnp.array([10.0, 10.0 - w]), jnp.array([10.0, 0.0])]
+        return sum(1.0 / jnp.sqrt(jnp.sum((x - c) ** 2)) for c in charges)
+
+    force = jax.grad(potential)
+
+    def naive_euler(w):
+        w = w[0]
+
+        def step(s):
+            x, xdot, _ = s
+            x_new = x + 0.1 * xdot
+            return jax.lax.cond(
+                x_new[1] > 0.0,
+                lambda _: (x_new, xdot - 0.1 * force(x, w), True),
+                lambda _: (x, xdot, False),
+                None,
+            )
+
+        init = (jnp.array([0.0, 8.0]), jnp.array([0.75, 0.0]), True)
+        x, xdot, _ = jax.lax.while_loop(lambda s: s[2], step, init)
+        x_t_f = x + (-x[1] / xdot[1]) * xdot
+        return x_t_f[0] ** 2
+
+    return argmin(jax.jit(naive_euler), forward_gradient(naive_euler), jnp.array([w0]))[0]
 
 def cases_saddle(rng):
     out = []
@@ -511,31 +593,6 @@ def cases_saddle(rng):
         for mode in ["ff", "fr", "rf", "rr"]:
             out.append((mode, inp, expected))
     return out
-
-
-def particle(w0):
-    """Nested AD by JAX: the outer `jax.grad` through Euler's method, each
-    step's force the inner `jax.grad` of the potential."""
-
-    def potential(x, w):
-        charges = [jnp.array([10.0, 10.0 - w]), jnp.array([10.0, 0.0])]
-        return sum(1.0 / jnp.sqrt(jnp.sum((x - c) ** 2)) for c in charges)
-
-    force = jax.grad(potential)
-
-    def naive_euler(w):
-        w = w[0]
-        x, xdot, dt = jnp.array([0.0, 8.0]), jnp.array([0.75, 0.0]), 0.1
-        while True:
-            x_new = x + dt * xdot
-            if x_new[1] <= 0.0:
-                break
-            xdot = xdot - dt * force(x, w)
-            x = x_new
-        x_t_f = x + (-x[1] / xdot[1]) * xdot
-        return x_t_f[0] ** 2
-
-    return argmin(naive_euler, jax.grad(naive_euler), jnp.array([w0]))[0]
 
 
 def cases_particle(rng):

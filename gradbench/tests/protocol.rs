@@ -54,7 +54,7 @@ fn every_module_of_the_list_is_defined_and_no_other() {
         .enumerate()
         .map(|(i, m)| json!({"id": i, "kind": "define", "module": m}))
         .collect();
-    messages.push(json!({"id": 99, "kind": "define", "module": "saddle"}));
+    messages.push(json!({"id": 99, "kind": "define", "module": "missing"}));
     let r = session(&lines(&messages));
     for resp in &r[..modules.len()] {
         assert_eq!(resp["success"], true, "{resp}");
@@ -62,7 +62,7 @@ fn every_module_of_the_list_is_defined_and_no_other() {
     let unknown = &r[modules.len()];
     assert_eq!(unknown["success"], false);
     assert!(
-        unknown["error"].as_str().unwrap().contains("`saddle`"),
+        unknown["error"].as_str().unwrap().contains("`missing`"),
         "{unknown}"
     );
 }
@@ -136,8 +136,8 @@ fn an_unknown_function_is_an_error_naming_the_known_ones() {
 
 #[test]
 fn an_unknown_module_in_evaluate_is_an_error() {
-    let e = refused("particle", "rr", json!({}));
-    assert!(e.contains("`particle`"), "{e}");
+    let e = refused("missing", "rr", json!({}));
+    assert!(e.contains("`missing`"), "{e}");
 }
 
 #[test]

@@ -28,7 +28,8 @@ use common::{
 };
 use linear_core::check::{check, check_linear_b};
 use linear_core::eval::{dot, run, Value};
-use linear_core::passes::hvp::{directional, second_adjoint};
+use linear_core::passes::hvp::{directional, first_vjp, second_adjoint};
+use linear_core::passes::inline::inline;
 use linear_core::passes::jvp::jvp;
 use linear_core::passes::simplify::simplify;
 use linear_core::passes::transpose::transpose;
@@ -43,6 +44,10 @@ struct Stats {
     skipped_nonfinite: u64,
     skipped_nonsmooth: u64,
     hvp_checked: u64,
+    /// Programs whose VJP J could differentiate (no records of loops or
+    /// branches), and the VJPs refused.
+    forward_over_reverse: u64,
+    vjp_refused: u64,
     work_ratio: f64,
 }
 
@@ -145,6 +150,7 @@ fn one_program(seed: u64, size: usize, st: &RefCell<Stats>) -> Result<(), TestCa
         "the primal results differ from P's"
     );
     let (xbar, vbar) = out.nl[k..].split_at(x.len());
+    forward_over_reverse(&p, main.as_str(), (&x, &v, &w), xbar, st)?;
 
     // The cotangent of v: f'(x)ᵀw, against J's run along a random v'.
     let v2: Vec<Value> = x.iter().map(|a| random_like(&mut rng, a)).collect();
@@ -183,6 +189,64 @@ fn one_program(seed: u64, size: usize, st: &RefCell<Stats>) -> Result<(), TestCa
     Ok(())
 }
 
+/// Forward over reverse: J of `P.vjp = L(T(U(J(P))))` composed
+/// (`first_vjp`), run at `(x, w)` along `(v, 0)`, gives `H_w·v` as the
+/// tangent of `x̄`, equal to `soa`'s (`xbar`) up to rounding. Programs
+/// whose VJP keeps records of loops or branches are refused by
+/// `first_vjp` and counted.
+fn forward_over_reverse(
+    p: &Program,
+    main: &str,
+    (x, v, w): (&[Value], &[Value], &[Value]),
+    xbar: &[Value],
+    st: &RefCell<Stats>,
+) -> Result<(), TestCaseError> {
+    let consts = data_consts();
+    let one = inline(p, main).map_err(|e| fail(e.to_string()))?;
+    let t = first_order(&one)?;
+    let vjp = match first_vjp(&t, main) {
+        Ok(f) => f,
+        Err(_) => {
+            st.borrow_mut().vjp_refused += 1;
+            return Ok(());
+        }
+    };
+    let prog = Program {
+        externs: vec![],
+        funcs: vec![vjp],
+    };
+    check(&prog).map_err(|e| fail(format!("P.vjp ill-typed: {e}\n{prog}")))?;
+    let j = simplify(&jvp(&prog).map_err(|e| fail(e.to_string()))?);
+    check(&j).map_err(|e| fail(format!("J of P.vjp ill-typed: {e}\n{j}")))?;
+    let name = format!("{}.jvp", prog.funcs[0].name);
+    let args: Vec<Value> = x.iter().chain(w).cloned().collect();
+    let zero_w: Vec<Value> = w.iter().map(|a| shifted(a, -1.0, a)).collect();
+    let dirs: Vec<Value> = v.iter().chain(&zero_w).cloned().collect();
+    let out = run(&j, &name, &args, &dirs, &consts).map_err(|e| fail(e.0))?;
+    // Results `(y.., x̄..)`, tangents likewise: the tangent of `x̄`.
+    let k = out.lin.len() - x.len();
+    let hv = &out.lin[k..];
+    let tol = 1e-8 * (1.0 + scale(hv).max(scale(xbar))) * (1.0 + out.work as f64);
+    let diff = {
+        let mut a = Vec::new();
+        let mut b = Vec::new();
+        hv.iter().for_each(|v| v.flatten(&mut a));
+        xbar.iter().for_each(|v| v.flatten(&mut b));
+        prop_assert_eq!(a.len(), b.len());
+        a.iter()
+            .zip(&b)
+            .fold(0.0f64, |m, (a, b)| m.max((a - b).abs()))
+    };
+    if diff.is_finite() {
+        prop_assert!(
+            diff <= tol,
+            "forward over reverse differs from reverse over forward by {diff}\n{p}"
+        );
+        st.borrow_mut().forward_over_reverse += 1;
+    }
+    Ok(())
+}
+
 #[test]
 fn second_order_adjoints_hold_on_random_programs() {
     let cases: u32 = std::env::var("LINEAR_CORE_CASES")
@@ -193,8 +257,12 @@ fn second_order_adjoints_hold_on_random_programs() {
     for_random_programs(cases, |seed, size| one_program(seed, size, &stats));
     let s = stats.into_inner();
     println!(
-        "second order: {} programs, H·v checked against finite differences on {} ({} skipped where the finite differences disagree across step sizes, {} for non-finite values); W[soa] <= {:.1} W[P]",
-        s.cases, s.hvp_checked, s.skipped_nonsmooth, s.skipped_nonfinite, s.work_ratio
+        "second order: {} programs, H·v checked against finite differences on {} ({} skipped where the finite differences disagree across step sizes, {} for non-finite values); forward over reverse (J of P.vjp) equal to it on {} ({} VJPs keep loop or branch records: refused); W[soa] <= {:.1} W[P]",
+        s.cases, s.hvp_checked, s.skipped_nonsmooth, s.skipped_nonfinite, s.forward_over_reverse, s.vjp_refused, s.work_ratio
+    );
+    assert!(
+        s.forward_over_reverse > 0,
+        "no program's VJP was differentiated"
     );
     assert!(
         s.hvp_checked * 2 > s.cases,

@@ -275,7 +275,8 @@ const BEST: &[(&str, &str)] = &[
 
 /// GradBench's best time per nested-AD eval, as the higher-order issue
 /// quotes them.
-const BEST_NESTED: &[(&str, &str)] = &[("particle", "0.98 ms (Enzyme)"), ("saddle", "about 1.6 ms")];
+const BEST_NESTED: &[(&str, &str)] =
+    &[("particle", "0.98 ms (Enzyme)"), ("saddle", "about 1.6 ms")];
 
 /// `particle` and `saddle` have no primal to divide by: every function is
 /// the whole nested optimisation, in one of four pairs of modes. Their
@@ -292,7 +293,10 @@ fn nested_table(seconds: f64) -> String {
             .iter()
             .map(|f| show(median_seconds(module, f, &input, seconds)))
             .collect();
-        let best = BEST_NESTED.iter().find(|(e, _)| *e == module).map_or("", |(_, b)| b);
+        let best = BEST_NESTED
+            .iter()
+            .find(|(e, _)| *e == module)
+            .map_or("", |(_, b)| b);
         out.push_str(&format!("| {module} | {} | {best} |\n", times.join(" | ")));
     }
     out

@@ -867,19 +867,19 @@ pub(super) fn generate(
     let callable = sig.arrays().is_empty() && !structs;
     let (second_fns, directional) = match passes.second_order {
         Some(span) => {
-            let (fns, d) = second::items(
-                item,
-                l,
-                &sig,
-                (&stages, passes),
-                (&calls, &mut names),
-                span,
-            );
+            let (fns, d) =
+                second::items(item, l, &sig, (&stages, passes), (&calls, &mut names), span);
             (Some(fns), d)
         }
         None => (None, None),
     };
-    let derived = derived::callees(item, l, &sig, (directional.as_ref(), &stages, passes), callable);
+    let derived = derived::callees(
+        item,
+        l,
+        &sig,
+        (directional.as_ref(), &stages, passes),
+        callable,
+    );
     let companions = if callable {
         let float = (sig.float.decl(None), &sig.float.where_clause);
         let c = companions(

@@ -454,7 +454,11 @@ impl Lowerer<'_> {
         // the shape its signature gives, so the caller's use of it raises
         // no second error.
         match sig.kind {
-            Kind::Differentiable | Kind::Closed | Kind::Unmarked | Kind::Tape | Kind::FirstOrder
+            Kind::Differentiable
+            | Kind::Closed
+            | Kind::Unmarked
+            | Kind::Tape
+            | Kind::FirstOrder
                 if self.mode == Mode::Linear =>
             {
                 self.errs.spanned(path, format!("`{name}` is `#[differentiable]`, not `#[linear]`: a `#[linear]` function may call only `#[linear]` functions (mark `{name}` `#[linear]` in the parameters it is linear in, if it is linear)"));

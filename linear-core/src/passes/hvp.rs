@@ -65,7 +65,11 @@ pub fn second_adjoint(transposed: &Program, d: &Func, f: &str) -> Result<Program
     let zeroed = forward.nl_rets.len().saturating_sub(1) / 2;
     let vjp = composed_vjp(forward, reverse, Some(zeroed), &name)?;
     let soa = as_one_function(forward, reverse, vjp, &name)?;
-    let mut soa = soa.funcs.into_iter().next().ok_or_else(|| PassError::new(&name, "no function"))?;
+    let mut soa = soa
+        .funcs
+        .into_iter()
+        .next()
+        .ok_or_else(|| PassError::new(&name, "no function"))?;
     soa.name = Var::new(&format!("{f}.soa"));
     Ok(Program {
         externs: vec![],
@@ -119,12 +123,23 @@ pub fn first_vjp(transposed: &Program, f: &str) -> Result<Func, PassError> {
     let name = Var::new(f);
     let forward = find(transposed, &format!("{f}.jvp.nl"))?;
     let reverse = find(transposed, &format!("{f}.jvp.lin.t"))?;
-    if forward.nl_params.iter().any(|b| matches!(b.ty, Ty::Array(..))) {
-        return Err(PassError::new(&name, "the VJP of a function of arrays read by index is not differentiable yet"));
+    if forward
+        .nl_params
+        .iter()
+        .any(|b| matches!(b.ty, Ty::Array(..)))
+    {
+        return Err(PassError::new(
+            &name,
+            "the VJP of a function of arrays read by index is not differentiable yet",
+        ));
     }
     let vjp = composed_vjp(forward, reverse, None, &name)?;
     let out = as_one_function(forward, reverse, vjp, &name)?;
-    let vjp = out.funcs.into_iter().next().ok_or_else(|| PassError::new(&name, "no function"))?;
+    let vjp = out
+        .funcs
+        .into_iter()
+        .next()
+        .ok_or_else(|| PassError::new(&name, "no function"))?;
     let taped = crate::visit::binder_types(&vjp).values().any(holds_tape);
     if taped {
         return Err(PassError::new(&name, "its reverse pass reads a tape of loop or branch records, whose derivative J cannot take yet"));
@@ -160,7 +175,10 @@ fn holds_tape(t: &Ty) -> bool {
 pub fn tupled(f: &Func, groups: &[usize]) -> Result<Func, PassError> {
     let total: usize = groups.iter().sum();
     if total != f.nl_rets.len() || !f.lin_rets.is_empty() {
-        return Err(PassError::new(&f.name, "results do not match their Rust shape"));
+        return Err(PassError::new(
+            &f.name,
+            "results do not match their Rust shape",
+        ));
     }
     let mut fresh = Fresh::for_func(f);
     let rets: Vec<Binder> = f

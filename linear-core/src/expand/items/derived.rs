@@ -228,7 +228,10 @@ fn derived_item(
         .collect();
     let fresh = |base: String| {
         let mut name = base;
-        while taken.iter().any(|t| *t == name || format!("{t}_tangent") == name) {
+        while taken
+            .iter()
+            .any(|t| *t == name || format!("{t}_tangent") == name)
+        {
             name.push('_');
         }
         syn::Ident::new(&name, Span::mixed_site())
