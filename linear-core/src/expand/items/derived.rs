@@ -96,6 +96,9 @@ pub(super) fn callees(
     quote!(#jvp #vjp)
 }
 
+/// A derived function's parameter after `f`'s: pattern, type, shape.
+type Extra = (syn::Pat, syn::Type, Shape);
+
 #[derive(Clone, Copy, PartialEq)]
 enum Which {
     Jvp,
@@ -204,7 +207,7 @@ fn derived_item(
     l: &Lowered,
     sig: &Sig,
     which: Which,
-) -> Option<(syn::ItemFn, Vec<(syn::Pat, syn::Type, Shape)>)> {
+) -> Option<(syn::ItemFn, Vec<Extra>)> {
     let ident = |id: syn::Ident| -> syn::Pat {
         syn::Pat::Ident(syn::PatIdent {
             attrs: vec![],
@@ -236,7 +239,7 @@ fn derived_item(
         }
         syn::Ident::new(&name, Span::mixed_site())
     };
-    let extra: Vec<(syn::Pat, syn::Type, Shape)> = match which {
+    let extra: Vec<Extra> = match which {
         Which::Jvp => sig
             .active
             .iter()
