@@ -19,7 +19,7 @@ pub mod lstm;
 pub mod ode;
 pub mod particle;
 pub mod saddle;
-mod solver;
+pub mod solver;
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};

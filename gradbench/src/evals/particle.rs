@@ -18,8 +18,7 @@
 use linear_ad::differentiable;
 use serde::Deserialize;
 
-use super::saddle::Mode;
-use super::solver::argmin;
+use super::solver::{argmin, modes, Mode};
 use super::{run, unknown, Evaluated, Input};
 
 /// The potential of the two charges at `x`.
@@ -45,45 +44,42 @@ pub fn grad_reverse(x: [f64; 2], w: f64) -> [f64; 2] {
     g
 }
 
-/// `x₀(t_f)²` for control `w`, the force by forward mode.
-#[differentiable]
-pub fn naive_euler_f(w: f64) -> f64 {
-    let mut x: [f64; 2] = [0.0, 8.0];
-    let mut xdot: [f64; 2] = [0.75, 0.0];
-    let delta_t: f64 = 0.1;
-    loop {
-        let x_new: [f64; 2] = [x[0] + delta_t * xdot[0], x[1] + delta_t * xdot[1]];
-        if x_new[1] <= 0.0 {
-            break;
+/// `x₀(t_f)²` for control `w`, the force by `$grad`. Stamped once per
+/// inner mode.
+macro_rules! naive_euler {
+    ($(#[$doc:meta])* $name:ident, $grad:ident) => {
+        $(#[$doc])*
+        #[differentiable]
+        pub fn $name(w: f64) -> f64 {
+            let mut x: [f64; 2] = [0.0, 8.0];
+            let mut xdot: [f64; 2] = [0.75, 0.0];
+            let delta_t: f64 = 0.1;
+            loop {
+                let x_new: [f64; 2] = [x[0] + delta_t * xdot[0], x[1] + delta_t * xdot[1]];
+                if x_new[1] <= 0.0 {
+                    break;
+                }
+                let g = $grad(x, w);
+                x = x_new;
+                xdot = [xdot[0] - delta_t * g[0], xdot[1] - delta_t * g[1]];
+            }
+            let delta_t_f = -x[1] / xdot[1];
+            let x_t_f = x[0] + delta_t_f * xdot[0];
+            x_t_f * x_t_f
         }
-        let g = grad_forward(x, w);
-        x = x_new;
-        xdot = [xdot[0] - delta_t * g[0], xdot[1] - delta_t * g[1]];
-    }
-    let delta_t_f = -x[1] / xdot[1];
-    let x_t_f = x[0] + delta_t_f * xdot[0];
-    x_t_f * x_t_f
+    };
 }
 
-/// The same, the force by reverse mode.
-#[differentiable]
-pub fn naive_euler_r(w: f64) -> f64 {
-    let mut x: [f64; 2] = [0.0, 8.0];
-    let mut xdot: [f64; 2] = [0.75, 0.0];
-    let delta_t: f64 = 0.1;
-    loop {
-        let x_new: [f64; 2] = [x[0] + delta_t * xdot[0], x[1] + delta_t * xdot[1]];
-        if x_new[1] <= 0.0 {
-            break;
-        }
-        let g = grad_reverse(x, w);
-        x = x_new;
-        xdot = [xdot[0] - delta_t * g[0], xdot[1] - delta_t * g[1]];
-    }
-    let delta_t_f = -x[1] / xdot[1];
-    let x_t_f = x[0] + delta_t_f * xdot[0];
-    x_t_f * x_t_f
-}
+naive_euler!(
+    /// `x₀(t_f)²` for control `w`, the force by forward mode.
+    naive_euler_f,
+    grad_forward
+);
+naive_euler!(
+    /// `x₀(t_f)²` for control `w`, the force by reverse mode.
+    naive_euler_r,
+    grad_reverse
+);
 
 /// The control from `w0`, the outer derivative in mode `outer`, the
 /// inner in mode `inner`.
@@ -111,12 +107,8 @@ pub struct ParticleInput {
 impl Input for ParticleInput {}
 
 pub fn evaluate(function: &str, input: serde_json::Value) -> Evaluated {
-    let modes = match function {
-        "ff" => (Mode::Forward, Mode::Forward),
-        "fr" => (Mode::Forward, Mode::Reverse),
-        "rf" => (Mode::Reverse, Mode::Forward),
-        "rr" => (Mode::Reverse, Mode::Reverse),
-        _ => return unknown("particle", function, &["ff", "fr", "rf", "rr"]),
+    let Some(modes) = modes(function) else {
+        return unknown("particle", function, &["ff", "fr", "rf", "rr"]);
     };
     run(input, |i: &ParticleInput| particle(i.w, modes.0, modes.1))
 }

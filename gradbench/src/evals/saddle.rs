@@ -14,7 +14,7 @@
 use linear_ad::differentiable;
 use serde::Deserialize;
 
-use super::solver::{argmax, argmin, TOLERANCE};
+use super::solver::{argmax, argmin, modes, Mode, TOLERANCE};
 use super::{run, unknown, Evaluated, Input};
 
 /// The README's `f`.
@@ -38,90 +38,61 @@ pub fn grad_p_reverse(p1: [f64; 2], p: [f64; 2]) -> [f64; 2] {
     g
 }
 
-/// `max_p f(p1, p)` from `start`, the inner gradient by forward mode:
-/// the solver's loop ([`super::solver::argmax`]) written out, so that it
-/// is differentiated in `p1`.
-#[differentiable]
-pub fn r1_f(p1: [f64; 2], start: [f64; 2]) -> f64 {
-    let mut p = start;
-    let mut fp = -f(p1, p);
-    let g = grad_p_forward(p1, p);
-    let mut gp = [-g[0], -g[1]];
-    let mut eta: f64 = TOLERANCE;
-    let mut i = 0;
-    loop {
-        if (gp[0] * gp[0] + gp[1] * gp[1]).sqrt() <= TOLERANCE {
-            break;
-        }
-        if i == 10 {
-            eta *= 2.0;
-            i = 0;
-        } else {
-            let q = [p[0] - eta * gp[0], p[1] - eta * gp[1]];
-            let step = [q[0] - p[0], q[1] - p[1]];
-            if (step[0] * step[0] + step[1] * step[1]).sqrt() <= TOLERANCE {
-                break;
+/// `max_p f(p1, p)` from `start`, the inner gradient by `$grad`: the
+/// solver's loop ([`super::solver::argmax`]) written out, so that it is
+/// differentiated in `p1`. Stamped once per inner mode.
+macro_rules! inner_max {
+    ($(#[$doc:meta])* $name:ident, $grad:ident) => {
+        $(#[$doc])*
+        #[differentiable]
+        pub fn $name(p1: [f64; 2], start: [f64; 2]) -> f64 {
+            let mut p = start;
+            let mut fp = -f(p1, p);
+            let g = $grad(p1, p);
+            let mut gp = [-g[0], -g[1]];
+            let mut eta: f64 = TOLERANCE;
+            let mut i = 0;
+            loop {
+                if (gp[0] * gp[0] + gp[1] * gp[1]).sqrt() <= TOLERANCE {
+                    break;
+                }
+                if i == 10 {
+                    eta *= 2.0;
+                    i = 0;
+                } else {
+                    let q = [p[0] - eta * gp[0], p[1] - eta * gp[1]];
+                    let step = [q[0] - p[0], q[1] - p[1]];
+                    if (step[0] * step[0] + step[1] * step[1]).sqrt() <= TOLERANCE {
+                        break;
+                    }
+                    let fq = -f(p1, q);
+                    if fq < fp {
+                        let g = $grad(p1, q);
+                        p = q;
+                        fp = fq;
+                        gp = [-g[0], -g[1]];
+                        i += 1;
+                    } else {
+                        eta /= 2.0;
+                        i = 0;
+                    }
+                }
             }
-            let fq = -f(p1, q);
-            if fq < fp {
-                let g = grad_p_forward(p1, q);
-                p = q;
-                fp = fq;
-                gp = [-g[0], -g[1]];
-                i += 1;
-            } else {
-                eta /= 2.0;
-                i = 0;
-            }
+            f(p1, p)
         }
-    }
-    f(p1, p)
+    };
 }
 
-/// The same, the inner gradient by reverse mode.
-#[differentiable]
-pub fn r1_r(p1: [f64; 2], start: [f64; 2]) -> f64 {
-    let mut p = start;
-    let mut fp = -f(p1, p);
-    let g = grad_p_reverse(p1, p);
-    let mut gp = [-g[0], -g[1]];
-    let mut eta: f64 = TOLERANCE;
-    let mut i = 0;
-    loop {
-        if (gp[0] * gp[0] + gp[1] * gp[1]).sqrt() <= TOLERANCE {
-            break;
-        }
-        if i == 10 {
-            eta *= 2.0;
-            i = 0;
-        } else {
-            let q = [p[0] - eta * gp[0], p[1] - eta * gp[1]];
-            let step = [q[0] - p[0], q[1] - p[1]];
-            if (step[0] * step[0] + step[1] * step[1]).sqrt() <= TOLERANCE {
-                break;
-            }
-            let fq = -f(p1, q);
-            if fq < fp {
-                let g = grad_p_reverse(p1, q);
-                p = q;
-                fp = fq;
-                gp = [-g[0], -g[1]];
-                i += 1;
-            } else {
-                eta /= 2.0;
-                i = 0;
-            }
-        }
-    }
-    f(p1, p)
-}
-
-/// The modes of the outer and the inner derivative.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Mode {
-    Forward,
-    Reverse,
-}
+inner_max!(
+    /// `max_p f(p1, p)`, the inner gradient by forward mode.
+    r1_f,
+    grad_p_forward
+);
+inner_max!(
+    /// `max_p f(p1, p)`, the inner gradient by reverse mode.
+    r1_r,
+    grad_p_reverse
+);
 
 /// `[x₁, y₁, x₂, y₂]`: the saddle point from `start`, the outer
 /// derivative in mode `outer`, the inner in mode `inner`; the second
@@ -167,12 +138,8 @@ pub struct SaddleInput {
 impl Input for SaddleInput {}
 
 pub fn evaluate(function: &str, input: serde_json::Value) -> Evaluated {
-    let modes = match function {
-        "ff" => (Mode::Forward, Mode::Forward),
-        "fr" => (Mode::Forward, Mode::Reverse),
-        "rf" => (Mode::Reverse, Mode::Forward),
-        "rr" => (Mode::Reverse, Mode::Reverse),
-        _ => return unknown("saddle", function, &["ff", "fr", "rf", "rr"]),
+    let Some(modes) = modes(function) else {
+        return unknown("saddle", function, &["ff", "fr", "rf", "rr"]);
     };
     run(input, |i: &SaddleInput| saddle(i.start, modes.0, modes.1))
 }

@@ -11,6 +11,27 @@
 //! `#[differentiable]` functions in the eval modules, the same loop
 //! spelled in the differentiable subset.
 
+/// The modes of the outer and the inner derivative.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    Forward,
+    Reverse,
+}
+
+/// The modes a nested eval's function names: `ff`, `fr`, `rf`, `rr`,
+/// the outer derivative's first.
+pub fn modes(function: &str) -> Option<(Mode, Mode)> {
+    let mode = |c| match c {
+        b'f' => Some(Mode::Forward),
+        b'r' => Some(Mode::Reverse),
+        _ => None,
+    };
+    match function.as_bytes() {
+        [a, b] => Some((mode(*a)?, mode(*b)?)),
+        _ => None,
+    }
+}
+
 /// The tolerance on the gradient's and the step's lengths.
 pub const TOLERANCE: f64 = 1e-5;
 
