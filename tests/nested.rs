@@ -242,3 +242,37 @@ fn the_readme_example_differentiates_through_the_descent() {
         assert!(close(dy0[k], want, 1e-7), "{dy0:?} against {want}");
     }
 }
+
+/// Derived callees of a function generic in its float type, and of one
+/// with constant parameters, which the derived functions take too.
+#[differentiable(order = 2)]
+pub fn cubic<T: linear_ad::num_traits::Float>(x: T, y: T) -> T {
+    x * x * y
+}
+
+#[differentiable(order = 2)]
+pub fn scaled_sine(x: f64, #[nondiff] c: f64, n: usize) -> f64 {
+    let k = c * n as f64;
+    (x * k).sin()
+}
+
+#[differentiable]
+pub fn uses_derived_callees(x: f64) -> f64 {
+    let (_, d) = cubic_jvp(x, 2.0, 1.0, 0.0);
+    let (_, s) = scaled_sine_jvp(x, 2.0, 3, 1.0);
+    let (_, g) = scaled_sine_vjp(x, 0.5, 2, 1.0);
+    d * s + g * x
+}
+
+#[test]
+fn generic_and_constant_parameters_cross_derived_calls() {
+    for x in [0.3_f64, -1.2] {
+        // By hand: 4x·6cos(6x) + x·cos(x).
+        let want = 4.0 * x * 6.0 * (6.0 * x).cos() + x * x.cos();
+        assert!(close(uses_derived_callees(x), want, 1e-14));
+        let (_, d) = uses_derived_callees_vjp(x, 1.0);
+        let fd = (uses_derived_callees(x + EPS) - uses_derived_callees(x - EPS)) / (2.0 * EPS);
+        assert!(close(d, fd, 1e-7), "{d} against {fd}");
+        assert!(close(uses_derived_callees_jvp(x, 1.0).1, d, 1e-12));
+    }
+}

@@ -58,6 +58,7 @@ pub(super) fn callees(
             .collect()
     };
     let d = match (d, passes.second_order) {
+        (_, None) if !callable => return refused(Kind::Closed),
         (_, None) => return refused(Kind::FirstOrder),
         (None, Some(_)) => return quote!(),
         (Some(_), Some(_)) if !callable || !l.data.is_empty() || !l.externs.is_empty() => {
