@@ -115,11 +115,11 @@ fn as_one_function(
 /// the VJP as a differentiable function. `transposed` is the pipeline's
 /// output for `f`, whose parameters must not be arrays read by index.
 ///
-/// Refused when the composition keeps a tape of lists or sums of reals
-/// (a loop's records, a branch's), which J would differentiate as
-/// constants (see the module doc); straight-line code's tape is a tuple
-/// of reals, which the inliner and simplifier dissolve.
-pub fn first_vjp(transposed: &Program, f: &str) -> Result<Func, PassError> {
+/// `None` when the composition keeps a tape of lists or sums of reals (a
+/// loop's records, a branch's), which J would differentiate as constants
+/// (see the module doc); straight-line code's tape is a tuple of reals,
+/// which the inliner and simplifier dissolve.
+pub fn first_vjp(transposed: &Program, f: &str) -> Result<Option<Func>, PassError> {
     let name = Var::new(f);
     let forward = find(transposed, &format!("{f}.jvp.nl"))?;
     let reverse = find(transposed, &format!("{f}.jvp.lin.t"))?;
@@ -141,10 +141,7 @@ pub fn first_vjp(transposed: &Program, f: &str) -> Result<Func, PassError> {
         .next()
         .ok_or_else(|| PassError::new(&name, "no function"))?;
     let taped = crate::visit::binder_types(&vjp).values().any(holds_tape);
-    if taped {
-        return Err(PassError::new(&name, "its reverse pass reads a tape of loop or branch records, whose derivative J cannot take yet"));
-    }
-    Ok(vjp)
+    Ok((!taped).then_some(vjp))
 }
 
 /// Whether a value of type `t` holds lists or sums of reals, to which J

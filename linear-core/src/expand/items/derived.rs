@@ -61,7 +61,14 @@ pub(super) fn callees(
         (_, None) if !callable => return refused(Kind::Closed),
         (_, None) => return refused(Kind::FirstOrder),
         (None, Some(_)) => return quote!(),
-        (Some(_), Some(_)) if !callable || !l.data.is_empty() || !l.externs.is_empty() => {
+        // Reads of `#[nondiff]` data arrays: J reads an array as data
+        // where a constant binds it, not the copies inlining makes.
+        (Some(_), Some(_))
+            if !callable
+                || !l.data.is_empty()
+                || !l.externs.is_empty()
+                || !crate::visit::data_arrays(&l.func.body).is_empty() =>
+        {
             return refused(Kind::Closed)
         }
         (Some(d), Some(_)) => d,
@@ -77,14 +84,16 @@ pub(super) fn callees(
     };
     let jvp = emit(jvp, passes, item.sig.ident.span());
     let groups = [1, sig.active.len()];
-    let vjp = match first_vjp(&stages.transposed, &name).and_then(|f| tupled(&f, &groups)) {
-        Ok(f) => emit(
-            derived(item, l, sig, &f, Which::Vjp),
+    let vjp = match first_vjp(&stages.transposed, &name) {
+        Ok(Some(f)) => emit(
+            tupled(&f, &groups)
+                .map_err(|e| e.msg)
+                .and_then(|f| derived(item, l, sig, &f, Which::Vjp)),
             passes,
             item.sig.ident.span(),
         ),
         // Not differentiable: callers learn why at their call.
-        Err(_) => match derived_item(item, l, sig, Which::Vjp) {
+        Ok(None) => match derived_item(item, l, sig, Which::Vjp) {
             Some((vjp_item, _)) => callee_items(
                 &vjp_item,
                 Kind::Tape,
@@ -93,6 +102,7 @@ pub(super) fn callees(
             ),
             None => quote!(),
         },
+        Err(e) => emit(Err(e.msg), passes, item.sig.ident.span()),
     };
     quote!(#jvp #vjp)
 }
