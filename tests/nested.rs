@@ -276,3 +276,32 @@ fn generic_and_constant_parameters_cross_derived_calls() {
         assert!(close(uses_derived_callees_jvp(x, 1.0).1, d, 1e-12));
     }
 }
+
+/// A derived callee of a function reading a constant slice by index.
+#[differentiable(order = 2)]
+pub fn weighted(x: f64, #[nondiff] w: &[f64]) -> f64 {
+    let mut s = 0.0;
+    for i in 0..w.len() {
+        s += (x * w[i]).sin();
+    }
+    s
+}
+
+#[differentiable]
+pub fn uses_weighted(x: f64, #[nondiff] w: &[f64]) -> f64 {
+    let (_, d) = weighted_jvp(x, w, 1.0);
+    d * x
+}
+
+#[test]
+fn a_derived_callee_reads_constant_slices() {
+    let w = [1.0, -2.0, 0.5];
+    for x in [0.3_f64, -0.8] {
+        // By hand: x · Σ wᵢ cos(x wᵢ).
+        let want: f64 = x * w.iter().map(|wi| wi * (x * wi).cos()).sum::<f64>();
+        assert!(close(uses_weighted(x, &w), want, 1e-14));
+        let (_, d) = uses_weighted_vjp(x, &w, 1.0);
+        let fd = (uses_weighted(x + EPS, &w) - uses_weighted(x - EPS, &w)) / (2.0 * EPS);
+        assert!(close(d, fd, 1e-7), "{d} against {fd}");
+    }
+}

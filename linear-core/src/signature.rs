@@ -80,6 +80,16 @@ pub enum Kind {
 }
 
 impl Kind {
+    /// A `#[differentiable]` function's kind: whether its linearization
+    /// has the companions callers call.
+    pub fn differentiable(callable: bool) -> Kind {
+        if callable {
+            Kind::Differentiable
+        } else {
+            Kind::Closed
+        }
+    }
+
     fn name(self) -> &'static str {
         match self {
             Kind::Differentiable => "differentiable",

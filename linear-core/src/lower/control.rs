@@ -19,7 +19,7 @@
 //! (see `inactive.rs`), never in the prelude, so that it runs exactly when
 //! Rust would run it.
 
-use proc_macro2::{Span, TokenStream};
+use proc_macro2::Span;
 use quote::{quote, ToTokens};
 use rustc_hash::FxHashMap as HashMap;
 use syn::spanned::Spanned;
@@ -147,7 +147,7 @@ impl Lowerer<'_> {
                     let source = match &shape {
                         Some(s) if matches!(s, Shape::Array(..)) => {
                             let tuple = self.new_inactive_name(n);
-                            let value = as_tuple(quote!(#id), s);
+                            let value = super::inactive::arrays_as_tuples(quote!(#id), s, &mut 0);
                             self.prelude.push(quote!(let #tuple = #value;));
                             tuple
                         }
@@ -912,23 +912,5 @@ fn shown(n: &str) -> String {
         "the function's result (given by `return` or the tail)".to_string()
     } else {
         format!("`{n}`")
-    }
-}
-
-/// The IR value (arrays as tuples) of the Rust value `e` of shape `s`.
-fn as_tuple(e: TokenStream, s: &Shape) -> TokenStream {
-    match s {
-        Shape::Array(inner, n) => {
-            let parts = (0..*n).map(|k| as_tuple(quote!(#e[#k]), inner));
-            quote!((#(#parts,)*))
-        }
-        Shape::Tuple(ss) => {
-            let parts = ss.iter().enumerate().map(|(k, s)| {
-                let k = syn::Index::from(k);
-                as_tuple(quote!(#e.#k), s)
-            });
-            quote!((#(#parts,)*))
-        }
-        Shape::Float(_) | Shape::Slice(..) | Shape::Struct(_) => e,
     }
 }

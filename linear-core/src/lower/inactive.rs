@@ -99,7 +99,7 @@ fn element_type(t: &syn::Type) -> Option<&syn::Type> {
 
 /// `value`, a Rust value of shape `s` holding fixed-size arrays, rebuilt
 /// with tuples in their place (the IR's form of a fixed-size array).
-fn arrays_as_tuples(value: TokenStream, s: &Shape, next: &mut usize) -> TokenStream {
+pub(super) fn arrays_as_tuples(value: TokenStream, s: &Shape, next: &mut usize) -> TokenStream {
     let (parts, array) = match s {
         Shape::Float(_) | Shape::Slice(..) => return value,
         Shape::Struct(st) => {

@@ -126,11 +126,7 @@ fn emit(
 ) -> TokenStream {
     let generated = derived.and_then(|(d_item, d_l)| {
         let g = generate(&d_item, &d_l, false, passes, Owner::Free)?;
-        let kind = if g.callable {
-            Kind::Differentiable
-        } else {
-            Kind::Closed
-        };
+        let kind = Kind::differentiable(g.callable);
         let callee = callee_items(&d_item, kind, &Structs::default(), &map_name(&d_item));
         Ok(quote!(#g #callee))
     });
