@@ -281,8 +281,8 @@ fn generic_and_constant_parameters_cross_derived_calls() {
 #[differentiable(order = 2)]
 pub fn weighted(x: f64, #[nondiff] w: &[f64]) -> f64 {
     let mut s = 0.0;
-    for i in 0..w.len() {
-        s += (x * w[i]).sin();
+    for wi in w.iter() {
+        s += (x * *wi).sin();
     }
     s
 }
