@@ -839,6 +839,29 @@ pub mod __private {
     /// The tape of a loop holds one record per iteration.
     pub use ::std::vec::Vec;
 
+    /// Appends one iteration's record to the tape of a loop whose trip
+    /// count was known when the tape was allocated with room for all of
+    /// them (a range, a list, a zip of the two, a replay).
+    ///
+    /// `Vec::push` may grow, by a call that returns; LLVM then spills the
+    /// loop's state around it in every iteration, adding a store and a
+    /// load to each loop-carried chain. Here a full tape is a bug, a call
+    /// that never returns, so the check after it folds away with `push`'s
+    /// own and the state stays in registers.
+    #[inline(always)]
+    pub fn record<T>(tape: &mut Vec<T>, x: T) {
+        if tape.len() == tape.capacity() {
+            overrun()
+        }
+        tape.push(x)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn overrun() -> ! {
+        panic!("linear-ad internal error: a loop ran more iterations than its iterator announced")
+    }
+
     /// A zeroed cotangent buffer of `n` elements: the accumulator the
     /// transpose of a function with an array parameter adds into.
     #[inline]
@@ -898,4 +921,21 @@ pub mod __private {
 pub trait TapeSize {
     /// Bytes of the tape, its heap-allocated per-iteration records included.
     fn tape_bytes(&self) -> usize;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::__private::record;
+
+    #[test]
+    fn a_tape_takes_as_many_records_as_it_has_room_for_and_no_more() {
+        let mut tape = Vec::with_capacity(2);
+        record(&mut tape, 1.0);
+        record(&mut tape, 2.0);
+        assert_eq!(tape, [1.0, 2.0]);
+        let overrun = std::panic::catch_unwind(move || record(&mut tape, 3.0));
+        let message = overrun.expect_err("a third record must not fit");
+        let message = message.downcast_ref::<&str>().copied().unwrap_or_default();
+        assert!(message.contains("more iterations"), "{message}");
+    }
 }

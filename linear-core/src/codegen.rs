@@ -1246,10 +1246,29 @@ fn gen_loop(l: &Loop, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
         _ => quote!((#(#ids,)*)),
     };
     let body_out = results(next_nl.iter().chain(&outs).chain(next_lin).collect());
+    // A loop over an iterator of known length (every header but `while`)
+    // has a `Vec` tape with room for every record, so appending one needs
+    // no growth: `record` says so to LLVM with a panic that cannot happen.
+    // `Vec::push`'s growth path is a call that returns, across which the
+    // loop's state is spilled to the stack every iteration (llsq's inner
+    // loop ran at 2x the primal's time for that alone).
+    let (res_tys, _) = l.result_types();
+    let inline: Vec<bool> = res_tys[l.nl.len()..]
+        .iter()
+        .map(|t| inline_len(t).is_some())
+        .collect();
+    let exact = !matches!(l.iter, Iter::While { .. });
+    let pushes = cols.iter().zip(&outs).zip(&inline).map(|((c, o), inline)| {
+        if exact && !inline {
+            quote!(::linear_ad::__private::record(&mut #c, #o);)
+        } else {
+            quote!(#c.push(#o);)
+        }
+    });
     let step = quote! {
         let #body_out = #body;
         #st = (#(#next,)*);
-        #(#cols.push(#outs);)*
+        #(#pushes)*
     };
     // Per kind of header: what runs before the loop, how many elements
     // the collected lists get room for, and the loop itself.
@@ -1279,9 +1298,8 @@ fn gen_loop(l: &Loop, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
     };
     // Each collected list is allocated once: inline when its length is a
     // small constant, else a `Vec` with room for every iteration known.
-    let (res_tys, _) = l.result_types();
-    let cols_init = cols.iter().zip(&res_tys[l.nl.len()..]).map(|(c, t)| {
-        if inline_len(t).is_some() {
+    let cols_init = cols.iter().zip(&inline).map(|(c, inline)| {
+        if *inline {
             quote!(let mut #c = ::linear_ad::__private::ArrayVec::new();)
         } else {
             quote!(let mut #c = ::linear_ad::__private::Vec::with_capacity(#capacity);)
