@@ -49,7 +49,9 @@
 //!   is the same in every iteration (`c[j]` read in a loop over `l`) is
 //!   carried out of the loop as state instead and saved once, by the
 //!   enclosing rule ([`invariant_saved`]); a range loop left with nothing
-//!   to record keeps no list at all.
+//!   to record keeps no list at all. A loop with no linear state (an
+//!   integer search) has no linear results: it has no residual at all and
+//!   records nothing, whatever its header ([`Unzip::inactive_loop`]).
 //!
 //! Checkpointing (section 6.1): ULet stays correct if a non-linear binding
 //! is recomputed in the residual instead of saved. [`Checkpoint`] chooses,
@@ -812,6 +814,9 @@ impl Unzip<'_> {
             .collect();
         bound.extend(l.nl.iter().map(|(b, _)| b.var.clone()));
         let mut sp = self.expr(&l.body)?;
+        if l.lin.is_empty() {
+            return self.inactive_loop(l, sp);
+        }
         rematerialize(&mut sp, &self.inputs);
         if self.policy == Checkpoint::Adjoint {
             // A record entry that costs one operation to compute again
@@ -865,6 +870,34 @@ impl Unzip<'_> {
             }
         };
         self.recording_loop(l, sp, (saved, recompute, invariant), zipped)
+    }
+
+    /// ULoop for a loop that carries no linear state (an integer search,
+    /// a loop over inactive values only): it has no linear results, so its
+    /// residual would compute nothing anyone reads. It gets none, and its
+    /// forward loop records nothing; before, a `while` loop's record
+    /// counted its iterations for a residual loop that did nothing (`det`'s
+    /// column search). What the dropped residual read is dropped in the
+    /// forward body instead (non-linear variables are used, Fig. 3).
+    fn inactive_loop(&mut self, l: &Loop, sp: Split) -> Result<Split, PassError> {
+        let mut ctx = sp.ctx;
+        let read = free_vars(&sp.lin).nl;
+        ctx.extend(read.iter().map(Stmt::drop_nl));
+        let ret = self.results(&mut ctx, sp.nl)?;
+        let fwd = forward_loop(l, l.nl.clone(), l.collect.clone(), ctx, ret);
+        let res = self.fresh_binders("s", fwd.result_types().0);
+        Ok(Split {
+            ctx: vec![Stmt::Let {
+                nl: res.clone(),
+                lin: vec![],
+                rhs: Expr::Loop(Box::new(fwd)),
+            }],
+            nl: Expr::Ret {
+                nl: res.into_iter().map(|b| b.var).collect(),
+                lin: vec![],
+            },
+            lin: nothing(),
+        })
     }
 
     /// ULoop's forward loop, collecting `saved` per iteration and carrying
