@@ -1196,20 +1196,46 @@ fn list_iter(
 /// A `while` loop over the state `st`, bound to `state` for the
 /// condition `c` and the body `step`. The state is moved out to be read:
 /// it is put back on leaving, as it may own an array.
+///
+/// A loop that records (`tapes`, its per-iteration lists) runs its body in
+/// an inner loop while every list has room, so that appending never grows
+/// a list (`record`, as for loops of known length): growth, a call that
+/// returns, would spill the state every iteration (`det`'s forward pass
+/// ran at twice its time). The outer loop grows the lists, and only once
+/// the condition says another iteration runs, so a loop that runs none
+/// allocates nothing; the condition is then evaluated twice, once per
+/// growth (a doubling).
 fn while_loop(
     c: TokenStream,
     st: &syn::Ident,
     state: &[syn::Ident],
     step: TokenStream,
+    (tapes, label): (&[syn::Ident], syn::Lifetime),
 ) -> TokenStream {
-    quote! {
-        loop {
-            let (#(#state,)*) = #st;
-            if !#c {
-                #st = (#(#state,)*);
-                break;
+    let stop = quote! {
+        let (#(#state,)*) = #st;
+        if !#c {
+            #st = (#(#state,)*);
+            break #label;
+        }
+    };
+    if tapes.is_empty() {
+        return quote! {
+            #label: loop {
+                #stop
+                #step
             }
-            #step
+        };
+    }
+    quote! {
+        #label: loop {
+            while #(#tapes.len() < #tapes.capacity())&&* {
+                #stop
+                #step
+            }
+            #stop
+            #st = (#(#state,)*);
+            #(#tapes.reserve(1);)*
         }
     }
 }
@@ -1246,9 +1272,10 @@ fn gen_loop(l: &Loop, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
         _ => quote!((#(#ids,)*)),
     };
     let body_out = results(next_nl.iter().chain(&outs).chain(next_lin).collect());
-    // A loop over an iterator of known length (every header but `while`)
-    // has a `Vec` tape with room for every record, so appending one needs
-    // no growth: `record` says so to LLVM with a panic that cannot happen.
+    // A loop over an iterator of known length has a `Vec` tape with room
+    // for every record, and a `while` loop appends only where its tapes
+    // have room (`while_loop`), so appending needs no growth: `record`
+    // says so to LLVM with a panic that cannot happen.
     // `Vec::push`'s growth path is a call that returns, across which the
     // loop's state is spilled to the stack every iteration (llsq's inner
     // loop ran at 2x the primal's time for that alone).
@@ -1257,9 +1284,8 @@ fn gen_loop(l: &Loop, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
         .iter()
         .map(|t| inline_len(t).is_some())
         .collect();
-    let exact = !matches!(l.iter, Iter::While { .. });
     let pushes = cols.iter().zip(&outs).zip(&inline).map(|((c, o), inline)| {
-        if exact && !inline {
+        if !inline {
             quote!(::linear_ad::__private::record(&mut #c, #o);)
         } else {
             quote!(#c.push(#o);)
@@ -1275,7 +1301,10 @@ fn gen_loop(l: &Loop, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
     let (setup, capacity, looped) = match &l.iter {
         Iter::While { cond } => {
             let c = gen_expr(cond, names, calls);
-            (quote!(), quote!(0), while_loop(c, &st, &state, step))
+            let label = names.temp("while");
+            let label = syn::Lifetime::new(&format!("'{label}"), label.span());
+            let looped = while_loop(c, &st, &state, step, (&cols, label));
+            (quote!(), quote!(0), looped)
         }
         Iter::Replay { .. } => {
             let each = quote!(#bind_item #unpack_state #step);
