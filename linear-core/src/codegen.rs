@@ -1240,6 +1240,37 @@ fn while_loop(
     }
 }
 
+/// Per list `l` collects: whether it is inline (an `ArrayVec`), and the
+/// statement appending the iteration's record `out` to it.
+///
+/// A loop over an iterator of known length has a `Vec` tape with room for
+/// every record, and a `while` loop appends only where its tapes have room
+/// ([`while_loop`]), so appending needs no growth: `record` says so to
+/// LLVM with a panic that cannot happen. `Vec::push`'s growth path is a
+/// call that returns, across which the loop's state is spilled to the
+/// stack every iteration (llsq's inner loop ran at 2x the primal's time
+/// for that alone).
+fn appends(l: &Loop, cols: &[syn::Ident], outs: &[syn::Ident]) -> (Vec<bool>, Vec<TokenStream>) {
+    let (res_tys, _) = l.result_types();
+    let inline: Vec<bool> = res_tys[l.nl.len()..]
+        .iter()
+        .map(|t| inline_len(t).is_some())
+        .collect();
+    let pushes = cols
+        .iter()
+        .zip(outs)
+        .zip(&inline)
+        .map(|((c, o), inline)| {
+            if *inline {
+                quote!(#c.push(#o);)
+            } else {
+                quote!(::linear_ad::__private::record(&mut #c, #o);)
+            }
+        })
+        .collect();
+    (inline, pushes)
+}
+
 fn gen_loop(l: &Loop, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
     let st = names.temp("state");
     let it = names.temp("it");
@@ -1272,25 +1303,7 @@ fn gen_loop(l: &Loop, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
         _ => quote!((#(#ids,)*)),
     };
     let body_out = results(next_nl.iter().chain(&outs).chain(next_lin).collect());
-    // A loop over an iterator of known length has a `Vec` tape with room
-    // for every record, and a `while` loop appends only where its tapes
-    // have room (`while_loop`), so appending needs no growth: `record`
-    // says so to LLVM with a panic that cannot happen.
-    // `Vec::push`'s growth path is a call that returns, across which the
-    // loop's state is spilled to the stack every iteration (llsq's inner
-    // loop ran at 2x the primal's time for that alone).
-    let (res_tys, _) = l.result_types();
-    let inline: Vec<bool> = res_tys[l.nl.len()..]
-        .iter()
-        .map(|t| inline_len(t).is_some())
-        .collect();
-    let pushes = cols.iter().zip(&outs).zip(&inline).map(|((c, o), inline)| {
-        if !inline {
-            quote!(::linear_ad::__private::record(&mut #c, #o);)
-        } else {
-            quote!(#c.push(#o);)
-        }
-    });
+    let (inline, pushes) = appends(l, &cols, &outs);
     let step = quote! {
         let #body_out = #body;
         #st = (#(#next,)*);

@@ -883,21 +883,38 @@ impl Unzip<'_> {
         let mut ctx = sp.ctx;
         let read = free_vars(&sp.lin).nl;
         ctx.extend(read.iter().map(Stmt::drop_nl));
-        let ret = self.results(&mut ctx, sp.nl)?;
+        let (ctx, nl) = self.unrecorded_forward(l, ctx, sp.nl)?;
+        Ok(Split {
+            ctx,
+            nl,
+            lin: nothing(),
+        })
+    }
+
+    /// The forward loop of `l`, running `ctx` and returning `nl` per
+    /// iteration and recording nothing, bound in a context of its own:
+    /// that context and the loop's results.
+    fn unrecorded_forward(
+        &mut self,
+        l: &Loop,
+        mut ctx: Vec<Stmt>,
+        nl: Expr,
+    ) -> Result<(Vec<Stmt>, Expr), PassError> {
+        let ret = self.results(&mut ctx, nl)?;
         let fwd = forward_loop(l, l.nl.clone(), l.collect.clone(), ctx, ret);
         let res = self.fresh_binders("s", fwd.result_types().0);
-        Ok(Split {
-            ctx: vec![Stmt::Let {
-                nl: res.clone(),
+        let results = res.iter().map(|b| b.var.clone()).collect();
+        Ok((
+            vec![Stmt::Let {
+                nl: res,
                 lin: vec![],
                 rhs: Expr::Loop(Box::new(fwd)),
             }],
-            nl: Expr::Ret {
-                nl: res.into_iter().map(|b| b.var).collect(),
+            Expr::Ret {
+                nl: results,
                 lin: vec![],
             },
-            lin: nothing(),
-        })
+        ))
     }
 
     /// ULoop's forward loop, collecting `saved` per iteration and carrying
@@ -1082,10 +1099,7 @@ impl Unzip<'_> {
         sp: Split,
         recompute: Vec<Stmt>,
     ) -> Result<Split, PassError> {
-        let mut ctx = sp.ctx;
-        let ret = self.results(&mut ctx, sp.nl)?;
-        let fwd = forward_loop(l, l.nl.clone(), l.collect.clone(), ctx, ret);
-        let res = self.fresh_binders("s", fwd.result_types().0);
+        let (ctx, nl) = self.unrecorded_forward(l, sp.ctx, sp.nl)?;
         let residual = Loop {
             iter: l.iter.clone(),
             nl: vec![],
@@ -1097,15 +1111,8 @@ impl Unzip<'_> {
             ),
         };
         Ok(Split {
-            ctx: vec![Stmt::Let {
-                nl: res.clone(),
-                lin: vec![],
-                rhs: Expr::Loop(Box::new(fwd)),
-            }],
-            nl: Expr::Ret {
-                nl: res.iter().map(|b| b.var.clone()).collect(),
-                lin: vec![],
-            },
+            ctx,
+            nl,
             lin: Expr::Loop(Box::new(residual)),
         })
     }
