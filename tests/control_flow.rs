@@ -169,6 +169,43 @@ fn a_while_loop_with_a_growable_tape() {
     }
 }
 
+/// `x` squared and halved `n` times: a `while` loop whose trip count is
+/// the caller's, from none to enough to grow its tape several times.
+#[differentiable]
+pub fn square_halvings(x: f64, #[nondiff] n: usize) -> f64 {
+    let mut y = x;
+    let mut k = 0;
+    while k < n {
+        y = 0.5 * y * y;
+        k += 1;
+    }
+    y
+}
+
+#[test]
+fn a_while_loop_tape_holds_every_iteration_and_none_when_none_runs() {
+    let x = 1.01;
+    // y_k = 2 (x/2)^(2^k), so dy/dx = 2^k y / x.
+    for n in [0, 1, 3, 4, 5, 9, 17] {
+        let y = 2.0 * (x / 2.0f64).powi(1 << n);
+        let dy = (1u64 << n) as f64 * y / x;
+        let (v, d) = square_halvings_jvp(x, n, 1.0);
+        assert!(
+            close(v, y, 1e-12) && close(d, dy, 1e-12),
+            "n = {n}: {d} vs {dy}"
+        );
+        let (_, g) = square_halvings_vjp(x, n, 1.0);
+        assert!(close(g, dy, 1e-12), "n = {n}: {g} vs {dy}");
+        let (_, lin) = square_halvings_lin(x, n);
+        assert!(close(lin.transpose(1.0), dy, 1e-12), "n = {n}");
+        let heap = lin.tape_bytes() - std::mem::size_of_val(&lin);
+        // A record per iteration (its coefficient), and no allocation at
+        // all when the loop runs none.
+        assert!(heap >= 8 * n, "n = {n}: {heap} bytes");
+        assert_eq!(heap == 0, n == 0, "n = {n}: {heap} bytes");
+    }
+}
+
 #[differentiable]
 pub fn by_cases(x: f64, n: i32) -> f64 {
     match n {
