@@ -64,12 +64,7 @@ pub fn second_adjoint(transposed: &Program, d: &Func, f: &str) -> Result<Program
     // The cotangent of `y..` is zero: half of the results.
     let zeroed = forward.nl_rets.len().saturating_sub(1) / 2;
     let vjp = composed_vjp(forward, reverse, Some(zeroed), &name)?;
-    let soa = as_one_function(forward, reverse, vjp, &name)?;
-    let mut soa = soa
-        .funcs
-        .into_iter()
-        .next()
-        .ok_or_else(|| PassError::new(&name, "no function"))?;
+    let mut soa = as_one_function(forward, reverse, vjp, &name)?;
     soa.name = Var::new(&format!("{f}.soa"));
     Ok(Program {
         externs: vec![],
@@ -85,7 +80,7 @@ fn as_one_function(
     reverse: &Func,
     vjp: Func,
     name: &Var,
-) -> Result<Program, PassError> {
+) -> Result<Func, PassError> {
     let err = |msg: &str| PassError::new(name, msg);
     let vjp_name = vjp.name.clone();
     let program = Program {
@@ -106,7 +101,10 @@ fn as_one_function(
         funcs: vec![inline(&erased, vjp_name.as_str())?],
     });
     check(&out).map_err(|e| err(&format!("the erased VJP {e}")))?;
-    Ok(out)
+    out.funcs
+        .into_iter()
+        .next()
+        .ok_or_else(|| err("no function"))
 }
 
 /// `f.vjp(x.., ȳ..) -> (y.., x̄..)`: the first-order pipeline's forward
@@ -134,12 +132,7 @@ pub fn first_vjp(transposed: &Program, f: &str) -> Result<Option<Func>, PassErro
         ));
     }
     let vjp = composed_vjp(forward, reverse, None, &name)?;
-    let out = as_one_function(forward, reverse, vjp, &name)?;
-    let vjp = out
-        .funcs
-        .into_iter()
-        .next()
-        .ok_or_else(|| PassError::new(&name, "no function"))?;
+    let vjp = as_one_function(forward, reverse, vjp, &name)?;
     let taped = crate::visit::binder_types(&vjp).values().any(holds_tape);
     Ok((!taped).then_some(vjp))
 }
@@ -195,29 +188,10 @@ pub fn tupled(f: &Func, groups: &[usize]) -> Result<Func, PassError> {
         rest = tail;
         parts.push(match group {
             [one] => one.clone(),
-            many => {
-                let b = Binder::new(
-                    fresh.var("t"),
-                    Ty::Tuple(many.iter().map(|b| b.ty.clone()).collect()),
-                );
-                stmts.push(Stmt::Let {
-                    nl: vec![b.clone()],
-                    lin: vec![],
-                    rhs: Expr::Tup(many.iter().map(|b| b.var.clone()).collect()),
-                });
-                b
-            }
+            many => tuple_of(many, &mut fresh, &mut stmts),
         });
     }
-    let whole = Binder::new(
-        fresh.var("t"),
-        Ty::Tuple(parts.iter().map(|b| b.ty.clone()).collect()),
-    );
-    stmts.push(Stmt::Let {
-        nl: vec![whole.clone()],
-        lin: vec![],
-        rhs: Expr::Tup(parts.iter().map(|b| b.var.clone()).collect()),
-    });
+    let whole = tuple_of(&parts, &mut fresh, &mut stmts);
     Ok(Func {
         name: f.name.clone(),
         nl_params: f.nl_params.clone(),
@@ -232,6 +206,20 @@ pub fn tupled(f: &Func, groups: &[usize]) -> Result<Func, PassError> {
             },
         ),
     })
+}
+
+/// A fresh variable bound (in `stmts`) to the tuple of `parts`.
+fn tuple_of(parts: &[Binder], fresh: &mut Fresh, stmts: &mut Vec<Stmt>) -> Binder {
+    let b = Binder::new(
+        fresh.var("t"),
+        Ty::Tuple(parts.iter().map(|b| b.ty.clone()).collect()),
+    );
+    stmts.push(Stmt::Let {
+        nl: vec![b.clone()],
+        lin: vec![],
+        rhs: Expr::Tup(parts.iter().map(|b| b.var.clone()).collect()),
+    });
+    b
 }
 
 /// Step 4: `f.hvp(x.., v..) -> (y, H·v.., ∇f..)` for `f` of one real

@@ -54,7 +54,7 @@ pub(super) fn callees(
         [Which::Jvp, Which::Vjp]
             .into_iter()
             .filter_map(|w| derived_item(item, l, sig, w))
-            .map(|(d_item, _)| callee_items(&d_item, kind, &Structs::default(), &map_name(&d_item)))
+            .map(|(d_item, _)| signature(&d_item, kind))
             .collect()
     };
     let d = match (d, passes.second_order) {
@@ -94,17 +94,18 @@ pub(super) fn callees(
         ),
         // Not differentiable: callers learn why at their call.
         Ok(None) => match derived_item(item, l, sig, Which::Vjp) {
-            Some((vjp_item, _)) => callee_items(
-                &vjp_item,
-                Kind::Tape,
-                &Structs::default(),
-                &map_name(&vjp_item),
-            ),
+            Some((vjp_item, _)) => signature(&vjp_item, Kind::Tape),
             None => quote!(),
         },
         Err(e) => emit(Err(e.msg), passes, item.sig.ident.span()),
     };
     quote!(#jvp #vjp)
+}
+
+/// The signature macro and alias of the derived function `d_item`, of
+/// kind `kind`, as any callee has.
+fn signature(d_item: &syn::ItemFn, kind: Kind) -> TokenStream {
+    callee_items(d_item, kind, &Structs::default(), &map_name(d_item))
 }
 
 /// A derived function's parameter after `f`'s: pattern, type, shape.
@@ -127,7 +128,7 @@ fn emit(
     let generated = derived.and_then(|(d_item, d_l)| {
         let g = generate(&d_item, &d_l, false, passes, Owner::Free)?;
         let kind = Kind::differentiable(g.callable);
-        let callee = callee_items(&d_item, kind, &Structs::default(), &map_name(&d_item));
+        let callee = signature(&d_item, kind);
         Ok(quote!(#g #callee))
     });
     generated.unwrap_or_else(|msg| {

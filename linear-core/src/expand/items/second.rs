@@ -43,7 +43,6 @@ pub(super) fn items(
         Ok(p) => p,
         Err(msg) => return (refused(item, sig, span, &msg), None),
     };
-
     let Some(fj) = hvp.func(&format!("{name}.hvp")) else {
         let msg = "linear-ad internal error (please report it): no HVP function after the pipeline";
         return (refused(item, sig, span, msg), None);
