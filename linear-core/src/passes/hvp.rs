@@ -208,6 +208,36 @@ pub fn tupled(f: &Func, groups: &[usize]) -> Result<Func, PassError> {
     })
 }
 
+/// A zeroed accumulator per array parameter (`accs`, the transposed
+/// residual's, for `arrays`, in order), as long as its array, bound in
+/// `stmts`.
+fn zeroed_accumulators(
+    accs: &[Binder],
+    arrays: &[&Binder],
+    fresh: &mut Fresh,
+    stmts: &mut Vec<Stmt>,
+) -> Vec<Var> {
+    let mut out = Vec::new();
+    for (acc, array) in accs.iter().zip(arrays) {
+        let (n, a) = (fresh.var("n"), fresh.var("acc"));
+        stmts.push(Stmt::Let {
+            nl: vec![Binder::new(n.clone(), Ty::Int)],
+            lin: vec![],
+            rhs: Expr::Len(array.var.clone()),
+        });
+        stmts.push(Stmt::Let {
+            nl: vec![],
+            lin: vec![Binder::new(a.clone(), acc.ty.clone())],
+            rhs: Expr::LinZeros {
+                ty: acc.ty.clone(),
+                len: n,
+            },
+        });
+        out.push(a);
+    }
+    out
+}
+
 /// A fresh variable bound (in `stmts`) to the tuple of `parts`.
 fn tuple_of(parts: &[Binder], fresh: &mut Fresh, stmts: &mut Vec<Stmt>) -> Binder {
     let b = Binder::new(
@@ -337,23 +367,7 @@ fn composed_vjp(
     }
     let mut lin_args = vars(&zeros);
     lin_args.extend(vars(&ws));
-    for (acc, array) in accs.iter().zip(arrays) {
-        let (n, a) = (fresh.var("n"), fresh.var("acc"));
-        stmts.push(Stmt::Let {
-            nl: vec![Binder::new(n.clone(), Ty::Int)],
-            lin: vec![],
-            rhs: Expr::Len(array.var.clone()),
-        });
-        stmts.push(Stmt::Let {
-            nl: vec![],
-            lin: vec![Binder::new(a.clone(), acc.ty.clone())],
-            rhs: Expr::LinZeros {
-                ty: acc.ty.clone(),
-                len: n,
-            },
-        });
-        lin_args.push(a);
-    }
+    lin_args.extend(zeroed_accumulators(accs, &arrays, &mut fresh, &mut stmts));
     let bars = binders(&mut fresh, "ct_x", &reverse.lin_rets);
     stmts.push(Stmt::Let {
         nl: vec![],
