@@ -42,7 +42,7 @@ use linear_core::passes::simplify::simplify;
 use linear_core::passes::transpose::transpose;
 use linear_core::passes::unzip::{unzip, Checkpoint};
 use linear_core::visit::size;
-use linear_core::{Ty, Var};
+use linear_core::{Expr, Ty, Var};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 
@@ -104,6 +104,14 @@ struct Stats {
     replayed: u64,
     records_binomial: u64,
     records_loop_state: u64,
+    /// Programs where simplification took a tangent that stays zero out of
+    /// a loop's state (ZLoop): a loop carrying fewer linear components
+    /// than real ones.
+    zero_state: u64,
+    /// Programs where the macro's policy gave a loop or case with no
+    /// linear work no residual (more control flow in the forward pass
+    /// than in the residual).
+    inert_control: u64,
 }
 
 /// Per-iteration records on a tape: the elements of its lists.
@@ -401,7 +409,7 @@ fn one_program(seed: u64, size_: usize, st: &RefCell<Stats>) -> Result<(), TestC
         st.borrow_mut().simplified_work_saved += reference.2 - o.work;
     }
 
-    folding(&j, &fj, (&x, &dx), &jo, st)?;
+    folding(&j, &fj, (&x, &dx, &ct_args), &jo, st)?;
 
     // L (Lemma 4.3).
     let e = erase(&j).map_err(|e| fail(e.to_string()))?;
@@ -471,11 +479,13 @@ fn one_program(seed: u64, size_: usize, st: &RefCell<Stats>) -> Result<(), TestC
 /// results, linear results within the rounding `passes::fold` documents
 /// (a few units of rounding of J's largest linear intermediate per unit of
 /// work), and no more work. U of the folded program then computes its
-/// results exactly, with its work (Thm 6.2).
+/// results exactly, with its work (Thm 6.2); under the macro's policy
+/// (`Adjoint`), where a loop or case left without linear work gets no
+/// residual, it computes the same results and transpose bit for bit.
 fn folding(
     j: &linear_core::Program,
     fj: &str,
-    (x, dx): (&[Value], &[Value]),
+    (x, dx, ct_args): (&[Value], &[Value], &[Value]),
     jo: &linear_core::eval::Outcome,
     st: &RefCell<Stats>,
 ) -> Result<(), TestCaseError> {
@@ -511,7 +521,21 @@ fn folding(
     prop_assert_eq!(&fwd.nl[..k], &fo.nl[..], "unzipped folded forward pass");
     prop_assert_eq!(&res.lin, &fo.lin, "unzipped folded residual");
     prop_assert_eq!(fwd.work + res.work, fo.work, "unzipping the folded program");
+    let names = (fnl.as_str(), flin.as_str(), k);
+    recomputed(&f, Checkpoint::Adjoint, names, (x, dx, ct_args), &fo)?;
+    let ua = unzip(&f, Checkpoint::Adjoint).map_err(|e| fail(e.to_string()))?;
+    let control = |name: &str| {
+        let text = ua.func(name).map(|g| g.to_string()).unwrap_or_default();
+        text.matches("case ").count() + text.matches("loop ").count()
+    };
     let mut s = st.borrow_mut();
+    s.inert_control += u64::from(control(&fnl) > control(&flin));
+    s.zero_state += u64::from(f.funcs.iter().any(|g| {
+        linear_core::visit::any_subexpr(&g.body, &mut |e| {
+            matches!(e, Expr::Loop(l)
+                if l.lin.len() < l.nl.iter().filter(|(b, _)| b.ty.is_vector()).count())
+        })
+    }));
     s.folded += u64::from(fo.work < jo.work);
     s.folded_work_saved += jo.work - fo.work;
     Ok(())
@@ -708,6 +732,14 @@ fn theorems_hold_on_random_programs() {
     println!(
         "folding: reduced the work of {} programs, by {} units in all",
         s.folded, s.folded_work_saved
+    );
+    println!(
+        "zero state: {} programs carry a tangent that stays zero no more; {} programs have a loop or case with no residual (Adjoint)",
+        s.zero_state, s.inert_control
+    );
+    assert!(
+        s.zero_state > s.cases / 100 && s.inert_control > s.cases / 100,
+        "too few programs with zero tangent state or control flow without linear work: {s:?}"
     );
     // The generator's products and sums must give folding something to do.
     assert!(

@@ -32,7 +32,8 @@
 //!   runs `ė_k'`. The tape of a conditional therefore records which arm ran
 //!   and that arm's residuals only (an `enum` in generated Rust). Values
 //!   from before the case that an arm's residual reads are saved once, by
-//!   the enclosing rule, like any other.
+//!   the enclosing rule, like any other. A case none of whose arms has
+//!   linear work records nothing ([`Unzip::inactive_case`]).
 //! * ULoop: the body unzips into `E_b; e_b'; ė_b'`. The forward loop runs
 //!   `E_b` and `e_b'` with the non-linear state and collects, per
 //!   iteration, the tuple of the variables bound in the iteration (index,
@@ -52,6 +53,11 @@
 //!   to record keeps no list at all. A loop with no linear state (an
 //!   integer search) has no linear results: it has no residual at all and
 //!   records nothing, whatever its header ([`Unzip::inactive_loop`]).
+//!   Neither that rule nor its counterpart for cases
+//!   ([`Unzip::inactive_case`]) applies under [`Checkpoint::SaveAll`]:
+//!   the residual they leave out can still drop zeros J made (free in
+//!   generated code, charged by the cost model), and the paper's rule
+//!   preserves work exactly.
 //!
 //! Checkpointing (section 6.1): ULet stays correct if a non-linear binding
 //! is recomputed in the residual instead of saved. [`Checkpoint`] chooses,
@@ -470,6 +476,16 @@ fn is_nothing(e: &Expr) -> bool {
     matches!(e, Expr::Ret { nl, lin } if nl.is_empty() && lin.is_empty())
 }
 
+/// Whether a residual does nothing: it reads no linear variable and has
+/// no linear result, so by linearity it computes the zero of no space.
+fn inert(lin: &Expr) -> bool {
+    let mut tail = lin;
+    while let Expr::Block { tail: t, .. } = tail {
+        tail = t;
+    }
+    matches!(tail, Expr::Ret { lin, .. } if lin.is_empty()) && free_vars(lin).lin.is_empty()
+}
+
 struct Unzip<'a> {
     halves: &'a HashMap<Var, Halves>,
     func: &'a Var,
@@ -721,6 +737,9 @@ impl Unzip<'_> {
             let saved = self.residuals(&sp.lin, &bound)?;
             splits.push((sp, saved));
         }
+        if self.policy != Checkpoint::SaveAll && splits.iter().all(|(sp, _)| inert(&sp.lin)) {
+            return self.inactive_case(scrut, arms, splits);
+        }
         let sum = Ty::Sum(
             splits
                 .iter()
@@ -799,6 +818,56 @@ impl Unzip<'_> {
         })
     }
 
+    /// UCase for a case whose arms have no linear work: no linear result
+    /// and no linear variable read (an integer `if`, a branch on constants
+    /// whose tangents simplify left as zeros). Its residual would compute
+    /// nothing, so it gets none and the forward case injects no tag; what
+    /// each arm's residual read is dropped in that arm instead, as in
+    /// [`Self::inactive_loop`].
+    fn inactive_case(
+        &mut self,
+        scrut: &Var,
+        arms: &[Arm],
+        splits: Vec<(Split, Vec<Binder>)>,
+    ) -> Result<Split, PassError> {
+        let (mut fwd_arms, mut result_tys) = (Vec::new(), None);
+        for ((sp, _), a) in splits.into_iter().zip(arms) {
+            let mut ctx = sp.ctx;
+            ctx.extend(free_vars(&sp.lin).nl.iter().map(Stmt::drop_nl));
+            let rs = self.results(&mut ctx, sp.nl)?;
+            if result_tys.is_none() {
+                let tys = rs.iter().map(|v| self.ty(v));
+                result_tys = Some(tys.collect::<Result<Vec<_>, _>>()?);
+            }
+            fwd_arms.push(Arm {
+                bind: a.bind.clone(),
+                body: Expr::block(
+                    ctx,
+                    Expr::Ret {
+                        nl: rs,
+                        lin: vec![],
+                    },
+                ),
+            });
+        }
+        let results = self.fresh_binders("r", result_tys.unwrap_or_default());
+        Ok(Split {
+            ctx: vec![Stmt::Let {
+                nl: results.clone(),
+                lin: vec![],
+                rhs: Expr::Case {
+                    scrut: scrut.clone(),
+                    arms: fwd_arms,
+                },
+            }],
+            nl: Expr::Ret {
+                nl: results.into_iter().map(|b| b.var).collect(),
+                lin: vec![],
+            },
+            lin: nothing(),
+        })
+    }
+
     /// ULoop. A replay (only in U's own output, met when differentiating
     /// again) is first rewritten into loops this rule covers
     /// ([`super::unreplay`]).
@@ -814,7 +883,7 @@ impl Unzip<'_> {
             .collect();
         bound.extend(l.nl.iter().map(|(b, _)| b.var.clone()));
         let mut sp = self.expr(&l.body)?;
-        if l.lin.is_empty() {
+        if self.policy != Checkpoint::SaveAll && l.lin.is_empty() {
             return self.inactive_loop(l, sp);
         }
         rematerialize(&mut sp, &self.inputs);

@@ -110,6 +110,39 @@ fn write_at(arr: &Var, idx: Option<&Var>, val: Var) -> Expr {
     }
 }
 
+/// `let v: t = rhs`.
+fn let_(v: &Var, t: Ty, rhs: Expr) -> Stmt {
+    Stmt::Let {
+        nl: vec![Binder::new(v.clone(), t)],
+        lin: vec![],
+        rhs,
+    }
+}
+
+/// An integer primitive of two variables.
+fn iprim(prim: Prim, l: &Var, r: &Var) -> Expr {
+    Expr::Prim {
+        prim,
+        args: vec![l.clone(), r.clone()],
+    }
+}
+
+/// A loop over `iter` carrying the non-linear `state` (binder, type,
+/// initial value), collecting nothing.
+fn carry(iter: Iter, state: Vec<(Var, Ty, Var)>, body: Expr) -> Expr {
+    let nl = state
+        .into_iter()
+        .map(|(b, t, init)| (Binder::new(b, t), init))
+        .collect();
+    Expr::Loop(Box::new(Loop {
+        iter,
+        nl,
+        lin: vec![],
+        collect: vec![],
+        body,
+    }))
+}
+
 pub fn gen_program(seed: u64, size: usize) -> Program {
     let mut rng = Rng(seed);
     let n = 1 + rng.below(4);
@@ -453,10 +486,11 @@ impl<'a> FnGen<'a> {
             return;
         }
         if d < 2 && self.control && self.rng.chance(0.12) {
-            match self.rng.below(4) {
+            match self.rng.below(5) {
                 0 | 1 => self.case_stmt(out, d),
                 2 => self.range_loop(out, d),
-                _ => self.while_loop(out, d),
+                3 => self.while_loop(out, d),
+                _ => self.inert_stmt(out, d),
             }
             return;
         }
@@ -1318,6 +1352,172 @@ impl<'a> FnGen<'a> {
             pre,
             Some(k1),
         );
+    }
+
+    /// Control flow whose tangents are zero on every path, as J sees
+    /// them: an integer `while` loop (a count to `n`), a case returning an
+    /// integer and a constant real, or a loop carrying beside real state
+    /// a power of constants started from a literal (`p *= 1 + i/4`). The
+    /// results join the pool as reals, so later code differentiates
+    /// through them. They exercise U's rules for loops and cases without
+    /// linear work and simplification's zero state (ZLoop, ZCase).
+    fn inert_stmt(&mut self, out: &mut Vec<Stmt>, d: usize) {
+        match self.rng.below(3) {
+            0 => self.counting_while(out, d),
+            1 => self.integer_case(out, d),
+            _ => self.power_loop(out, d),
+        }
+    }
+
+    /// `k = 0; while k < n { k += 1 }; f64(k)`: no real in the loop.
+    fn counting_while(&mut self, out: &mut Vec<Stmt>, d: usize) {
+        let n = self.rng.below(4) as i64;
+        let n = self.bind(out, Ty::Int, Expr::Int(n), d);
+        let k0 = self.bind(out, Ty::Int, Expr::Int(0), d);
+        self.use_(&n);
+        self.use_(&k0);
+        let (k, one, k1) = (self.var(), self.var(), self.var());
+        let body = Expr::block(
+            vec![
+                let_(&one, Ty::Int, Expr::Int(1)),
+                let_(&k1, Ty::Int, iprim(Prim::IAdd, &k, &one)),
+            ],
+            Expr::var(k1),
+        );
+        let cond = Expr::Prim {
+            prim: Prim::Cmp(Cmp::Lt),
+            args: vec![k.clone(), n],
+        };
+        let iter = Iter::While {
+            cond: Box::new(cond),
+        };
+        let count = self.bind(out, Ty::Int, carry(iter, vec![(k, Ty::Int, k0)], body), d);
+        self.use_(&count);
+        let real = Expr::Prim {
+            prim: Prim::ToReal(Float::F64),
+            args: vec![count],
+        };
+        self.bind(out, F, real, d);
+    }
+
+    /// `(k, s) = if x < y { (j + 1, a) } else { (j, b) }` for an integer
+    /// `j` and literals `a`, `b`; then `f64(k)`.
+    fn integer_case(&mut self, out: &mut Vec<Stmt>, d: usize) {
+        let (Some(x), Some(y)) = (self.scalar(), self.scalar()) else {
+            return;
+        };
+        let cond = Expr::Prim {
+            prim: Prim::Cmp(Cmp::ALL[self.rng.below(4)]),
+            args: vec![x, y],
+        };
+        let cond = self.bind(out, Ty::Bool, cond, d);
+        let j = self.rng.below(3) as i64;
+        let j = self.bind(out, Ty::Int, Expr::Int(j), d);
+        self.use_(&cond);
+        self.use_(&j);
+        let (one, k1, a, b) = (self.var(), self.var(), self.var(), self.var());
+        let lit = |v: &Var, x: f64| {
+            let value = Expr::Lit {
+                value: x,
+                float: Float::F64,
+            };
+            let_(v, F, value)
+        };
+        let ret = |k: &Var, s: &Var| Expr::Ret {
+            nl: vec![k.clone(), s.clone()],
+            lin: vec![],
+        };
+        let taken = Expr::block(
+            vec![
+                let_(&one, Ty::Int, Expr::Int(1)),
+                let_(&k1, Ty::Int, iprim(Prim::IAdd, &j, &one)),
+                lit(&a, 0.75),
+            ],
+            ret(&k1, &a),
+        );
+        let other = Expr::block(vec![lit(&b, -1.25)], ret(&j, &b));
+        let (k, s) = (self.var(), self.var());
+        out.push(Stmt::Let {
+            nl: vec![Binder::new(k.clone(), Ty::Int), Binder::new(s.clone(), F)],
+            lin: vec![],
+            rhs: Expr::Case {
+                scrut: cond,
+                arms: [taken, other].map(|body| Arm { bind: None, body }).into(),
+            },
+        });
+        self.pool.push((s, F, d));
+        self.use_(&k);
+        let real = Expr::Prim {
+            prim: Prim::ToReal(Float::F64),
+            args: vec![k],
+        };
+        self.bind(out, F, real, d);
+    }
+
+    /// `for i in 0..m { a += y·p; p *= 1 + f64(i)/4 }` from `a = x`,
+    /// `p = 1`: `p` is a power of constants, its tangent zero throughout.
+    fn power_loop(&mut self, out: &mut Vec<Stmt>, d: usize) {
+        let (Some(x), Some(y)) = (self.scalar(), self.scalar()) else {
+            return;
+        };
+        let m = 1 + self.rng.below(4) as i64;
+        let lo = self.bind(out, Ty::Int, Expr::Int(0), d);
+        let hi = self.bind(out, Ty::Int, Expr::Int(m), d);
+        let p0 = self.lit(out, 1.0, d);
+        for v in [&lo, &hi, &p0] {
+            self.use_(v);
+        }
+        let [i, a, p, ti, q, c, one, c1, b, a1, p1] = [(); 11].map(|_| self.var());
+        let lit = |v: &Var, x: f64| {
+            let value = Expr::Lit {
+                value: x,
+                float: Float::F64,
+            };
+            let_(v, F, value)
+        };
+        let real = |prim: Prim, l: &Var, r: &Var| Expr::Prim {
+            prim,
+            args: vec![l.clone(), r.clone()],
+        };
+        let body = Expr::block(
+            vec![
+                let_(
+                    &ti,
+                    F,
+                    Expr::Prim {
+                        prim: Prim::ToReal(Float::F64),
+                        args: vec![i.clone()],
+                    },
+                ),
+                lit(&q, 0.25),
+                let_(&c, F, real(Prim::Mul, &ti, &q)),
+                lit(&one, 1.0),
+                let_(&c1, F, real(Prim::Add, &c, &one)),
+                let_(&b, F, real(Prim::Mul, &y, &p)),
+                let_(&a1, F, real(Prim::Add, &a, &b)),
+                let_(&p1, F, real(Prim::Mul, &p, &c1)),
+            ],
+            Expr::Ret {
+                nl: vec![a1, p1],
+                lin: vec![],
+            },
+        );
+        let iter = Iter::Range {
+            index: Binder::new(i, Ty::Int),
+            lo,
+            hi,
+            step: None,
+            rev: false,
+            trip: Some(m as u64),
+        };
+        let (sa, sp) = (self.var(), self.var());
+        out.push(Stmt::Let {
+            nl: vec![Binder::new(sa.clone(), F), Binder::new(sp.clone(), F)],
+            lin: vec![],
+            rhs: carry(iter, vec![(a, F, x), (p, F, p0)], body),
+        });
+        self.pool.push((sa, F, d));
+        self.pool.push((sp, F, d));
     }
 
     /// A loop whose body starts with `pre`, returns (`first`, if any, then)

@@ -21,6 +21,9 @@
 //!   once.
 //! * Nested blocks. `let v = { s..; e }` becomes `s..; let v = e` (names
 //!   are unique per function, so hoisting cannot capture).
+//! * Zero state (see [`zeros`]). A linear loop state component that
+//!   starts at zero and stays zero leaves the loop, and a linear result
+//!   every arm of a case returns as zero leaves the case.
 //! * Dead code. A binding none of whose variables is read, whose
 //!   right-hand side reads no linear variable, is removed, and so is an
 //!   unpacking none of whose components is read.
@@ -36,6 +39,8 @@
 //! Input: a program that type-checks in Linear A (or B). Output: a program
 //! with the same signatures that type-checks in the same language, computes
 //! the same results, and does no more work.
+
+mod zeros;
 
 use rustc_hash::FxHashMap as HashMap;
 
@@ -68,7 +73,7 @@ pub fn simplify_func(f: &Func, linear: &HashMap<Var, bool>) -> Func {
     let mut s = Simp {
         linear,
         rename: HashMap::default(),
-        zero: HashMap::default(),
+        zero: empty_params(f),
         reads: HashMap::default(),
         arrays: &arrays,
         fresh: Fresh::for_func(f),
@@ -82,7 +87,7 @@ pub fn simplify_func(f: &Func, linear: &HashMap<Var, bool>) -> Func {
         let mut s = Simp {
             linear,
             rename: HashMap::default(),
-            zero: HashMap::default(),
+            zero: empty_params(&g),
             reads: HashMap::default(),
             arrays: &arrays,
             fresh: Fresh::for_func(&g),
@@ -91,7 +96,31 @@ pub fn simplify_func(f: &Func, linear: &HashMap<Var, bool>) -> Func {
         dead_code(&mut g.body);
     }
     drop_unused(&mut g);
+    drop_unread_linear(&mut g);
     g
+}
+
+/// The linear parameters whose type has no scalars (tangents of integers
+/// and booleans, `()`): their only value is zero, so they are known zeros
+/// from the start, and what reads them reads a zero.
+fn empty_params(f: &Func) -> HashMap<Var, Ty> {
+    f.lin_params
+        .iter()
+        .filter(|b| b.ty.is_vector() && b.ty.scalars() == 0)
+        .map(|b| (b.var.clone(), b.ty.clone()))
+        .collect()
+}
+
+/// Drops, where the body starts, every linear parameter of vector type it
+/// no longer reads (a known zero whose reads were all simplified away): each linear
+/// variable is consumed exactly once.
+fn drop_unread_linear(f: &mut Func) {
+    let read = free_vars(&f.body).lin;
+    // A linear array may go unread (invariant 11 of `check`).
+    let unread = |b: &&Binder| b.ty.is_vector() && !read.contains(&b.var);
+    let drops = f.lin_params.iter().filter(unread);
+    let drops = drops.map(|b| lin_drop(&b.var)).collect();
+    super::transpose::prepend(&mut f.body, drops);
 }
 
 /// `let ; a = op(b..) in .. drop(a)` in one block becomes `drop(b..)`:
@@ -466,20 +495,27 @@ impl Simp<'_> {
                 let mut pre = Vec::new();
                 let inits: Vec<Var> = l.lin.iter().map(|(_, v)| v.clone()).collect();
                 let inits = self.values(&inits, &mut pre);
+                let init_zero = inits.iter().map(|v| self.is_zero(v)).collect();
+                let z = zeros::zero_state(l, init_zero, &Default::default(), &|v| {
+                    self.is_zero(&self.r(v))
+                });
+                for ((b, _), z) in l.lin.iter().zip(&z) {
+                    if *z {
+                        self.zero.insert(b.var.clone(), b.ty.clone());
+                    }
+                }
                 let lin = l.lin.iter().map(|(b, _)| b.clone()).zip(inits).collect();
                 let mut bound: Vec<&Var> = l.nl.iter().map(|(b, _)| &b.var).collect();
                 bound.extend(l.iter.binders().into_iter().map(|b| &b.var));
                 let body = self.scoped(&l.body, &bound);
-                Expr::block(
-                    pre,
-                    Expr::Loop(Box::new(Loop {
-                        iter,
-                        nl,
-                        lin,
-                        collect: l.collect.clone(),
-                        body,
-                    })),
-                )
+                let l = Loop {
+                    iter,
+                    nl,
+                    lin,
+                    collect: l.collect.clone(),
+                    body,
+                };
+                Expr::block(pre, self.trim_state(l, &z))
             }
         }
     }
@@ -514,6 +550,106 @@ impl Simp<'_> {
             .collect();
         super::transpose::prepend(&mut body, lost);
         body
+    }
+
+    /// ZLoop's second half: `l`, its body simplified with the components
+    /// `z` marks bound to zero, without those of them whose binder the
+    /// body no longer reads; the loop's results for those are zeros. A
+    /// next value of a removed component that is not a symbolic zero is
+    /// zero all the same ([`zeros::zero_state`]), and is dropped.
+    fn trim_state(&mut self, mut l: Loop, z: &[bool]) -> Expr {
+        let read = free_vars(&l.body).lin;
+        let trim: Vec<bool> = l
+            .lin
+            .iter()
+            .zip(z)
+            .map(|((b, _), z)| *z && !read.contains(&b.var))
+            .collect();
+        if !trim.contains(&true) {
+            return Expr::Loop(Box::new(l));
+        }
+        let Some((stmts, rets)) = zeros::tail_ret(&mut l.body) else {
+            // The body's results are not a tuple to take components from:
+            // the unread zero binders are dropped where the body starts.
+            let drops = l.lin.iter().zip(&trim).filter(|(_, t)| **t);
+            let drops = drops.map(|((b, _), _)| lin_drop(&b.var)).collect();
+            super::transpose::prepend(&mut l.body, drops);
+            return Expr::Loop(Box::new(l));
+        };
+        let mut k = 0;
+        rets.retain(|v| {
+            k += 1;
+            if trim[k - 1] && !self.zero.contains_key(v) {
+                stmts.push(lin_drop(v));
+            }
+            !trim[k - 1]
+        });
+        dead_code(&mut l.body);
+        let (nl_tys, lin_tys) = l.result_types();
+        let mut k = 0;
+        l.lin.retain(|_| {
+            k += 1;
+            !trim[k - 1]
+        });
+        let nl: Vec<Binder> = nl_tys
+            .into_iter()
+            .map(|t| Binder::new(self.fresh.var("s"), t))
+            .collect();
+        let (mut kept, mut stmts, mut lin) = (Vec::new(), Vec::new(), Vec::new());
+        for (t, trimmed) in lin_tys.into_iter().zip(trim) {
+            let b = Binder::new(self.fresh.var("s"), t);
+            lin.push(b.var.clone());
+            if trimmed {
+                self.zeros(&mut stmts, std::slice::from_ref(&b));
+            } else {
+                kept.push(b);
+            }
+        }
+        let ret = Expr::Ret {
+            nl: nl.iter().map(|b| b.var.clone()).collect(),
+            lin,
+        };
+        let run = Stmt::Let {
+            nl,
+            lin: kept,
+            rhs: Expr::Loop(Box::new(l)),
+        };
+        stmts.insert(0, run);
+        Expr::block(stmts, ret)
+    }
+
+    /// ZCase: removes from the arms of `rhs`, a case bound to `lin`, the
+    /// linear results every arm returns as a known zero, and returns which
+    /// they were (none if `rhs` is not a case or an arm does not end in a
+    /// tuple).
+    fn trim_case(&self, lin: &[Binder], rhs: &mut Expr) -> Vec<bool> {
+        let Expr::Case { arms, .. } = rhs else {
+            return vec![];
+        };
+        let mut z = vec![!lin.is_empty(); lin.len()];
+        for a in arms.iter_mut() {
+            match zeros::tail_ret(&mut a.body) {
+                Some((_, rets)) if rets.len() == z.len() => {
+                    for (z, v) in z.iter_mut().zip(rets.iter()) {
+                        *z &= self.is_zero(v);
+                    }
+                }
+                _ => return vec![],
+            }
+        }
+        if z.contains(&true) {
+            for a in arms.iter_mut() {
+                if let Some((_, rets)) = zeros::tail_ret(&mut a.body) {
+                    let mut k = 0;
+                    rets.retain(|_| {
+                        k += 1;
+                        !z[k - 1]
+                    });
+                }
+                dead_code(&mut a.body);
+            }
+        }
+        z
     }
 
     fn zeros(&mut self, out: &mut Vec<Stmt>, bs: &[Binder]) {
@@ -602,6 +738,17 @@ impl Simp<'_> {
                 }
                 if self.array_stmt(nl, lin, &rhs, out) {
                     return;
+                }
+                let z = self.trim_case(lin, &mut rhs);
+                if z.contains(&true) {
+                    let (kept, zero): (Vec<_>, Vec<_>) = lin.iter().zip(z).partition(|(_, z)| !z);
+                    out.push(Stmt::Let {
+                        nl: nl.clone(),
+                        lin: kept.into_iter().map(|(b, _)| b.clone()).collect(),
+                        rhs,
+                    });
+                    let zero: Vec<Binder> = zero.into_iter().map(|(b, _)| b.clone()).collect();
+                    return self.zeros(out, &zero);
                 }
                 match &rhs {
                     Expr::Ret { nl: xs, lin: ys }
