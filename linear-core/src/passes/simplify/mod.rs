@@ -111,16 +111,27 @@ fn empty_params(f: &Func) -> HashMap<Var, Ty> {
         .collect()
 }
 
-/// Drops, where the body starts, every linear parameter of vector type it
-/// no longer reads (a known zero whose reads were all simplified away): each linear
+/// Drops, where the body starts (after unpacking its tape), every linear
+/// parameter of vector type it no longer reads (a known zero whose reads were all simplified away): each linear
 /// variable is consumed exactly once.
 fn drop_unread_linear(f: &mut Func) {
     let read = free_vars(&f.body).lin;
     // A linear array may go unread (invariant 11 of `check`).
     let unread = |b: &&Binder| b.ty.is_vector() && !read.contains(&b.var);
     let drops = f.lin_params.iter().filter(unread);
-    let drops = drops.map(|b| lin_drop(&b.var)).collect();
-    super::transpose::prepend(&mut f.body, drops);
+    let drops: Vec<Stmt> = drops.map(|b| lin_drop(&b.var)).collect();
+    // After the unpacking of a tape parameter, which code generation
+    // expects first (it names the tape's fields).
+    match &mut f.body {
+        Expr::Block { stmts, .. } if !drops.is_empty() => {
+            let at = stmts
+                .iter()
+                .position(|s| !matches!(s, Stmt::Unpack { .. }))
+                .unwrap_or(stmts.len());
+            stmts.splice(at..at, drops);
+        }
+        body => super::transpose::prepend(body, drops),
+    }
 }
 
 /// `let ; a = op(b..) in .. drop(a)` in one block becomes `drop(b..)`:
