@@ -77,6 +77,11 @@ pub enum Kind {
     /// The `f_jvp` or `f_vjp` of a function differentiable at order 1
     /// only: callers learn to ask for `order = 2`.
     FirstOrder,
+    /// The `f_jvp_jvp`, `f_jvp_vjp`, `f_vjp_jvp` or `f_vjp_vjp` of an
+    /// `order = 2` function: a derivative of a derived function, which is
+    /// differentiable once only. Callers learn that third derivatives
+    /// are not generated.
+    ThirdOrder,
 }
 
 impl Kind {
@@ -98,6 +103,7 @@ impl Kind {
             Kind::Unmarked => "unmarked",
             Kind::Tape => "tape",
             Kind::FirstOrder => "first_order",
+            Kind::ThirdOrder => "third_order",
         }
     }
 }
@@ -127,13 +133,14 @@ impl ToTokens for Sig {
 impl Parse for Sig {
     fn parse(input: ParseStream) -> syn::Result<Self> {
         let id: syn::Ident = input.parse()?;
-        let kinds: [Kind; 6] = [
+        let kinds: [Kind; 7] = [
             Kind::Differentiable,
             Kind::Linear,
             Kind::Closed,
             Kind::Unmarked,
             Kind::Tape,
             Kind::FirstOrder,
+            Kind::ThirdOrder,
         ];
         let Some(kind) = kinds.into_iter().find(|k| id == k.name()) else {
             return Err(syn::Error::new(id.span(), "unknown signature kind"));
@@ -237,7 +244,9 @@ pub fn callee_items(
     // and callers name it at their arguments' float type (`cube<f64>`).
     let t = crate::lower::float_param(&f.sig.generics).map(|t| quote!(<#t>));
     let alias = match kind {
-        Kind::Closed | Kind::Unmarked | Kind::Tape | Kind::FirstOrder => TokenStream::new(),
+        Kind::Closed | Kind::Unmarked | Kind::Tape | Kind::FirstOrder | Kind::ThirdOrder => {
+            TokenStream::new()
+        }
         Kind::Differentiable | Kind::Linear => quote! {
             #[doc(hidden)]
             #[allow(non_camel_case_types)]

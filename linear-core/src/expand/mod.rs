@@ -100,6 +100,10 @@ pub struct Passes {
     /// Where `order = 2` was asked for, if it was: second derivatives are
     /// generated too, and a refusal is reported there.
     pub second_order: Option<Span>,
+    /// Whether the function is itself a derivative (`f_jvp` or `f_vjp`
+    /// generated under `order = 2`): differentiable once, so the
+    /// derivatives of its own derivatives are refused as third order.
+    pub derived: bool,
 }
 
 impl Passes {
@@ -109,6 +113,7 @@ impl Passes {
             checkpoint,
             fold: true,
             second_order: None,
+            derived: false,
         }
     }
 }
@@ -119,6 +124,7 @@ fn passes(args: &Args, errs: &mut Errors) -> Passes {
         checkpoint: policy(args, errs),
         fold: args.fold.unwrap_or(true),
         second_order: second_order(args, errs),
+        derived: false,
     }
 }
 

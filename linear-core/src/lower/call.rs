@@ -459,6 +459,7 @@ impl Lowerer<'_> {
             | Kind::Unmarked
             | Kind::Tape
             | Kind::FirstOrder
+            | Kind::ThirdOrder
                 if self.mode == Mode::Linear =>
             {
                 self.errs.spanned(path, format!("`{name}` is `#[differentiable]`, not `#[linear]`: a `#[linear]` function may call only `#[linear]` functions (mark `{name}` `#[linear]` in the parameters it is linear in, if it is linear)"));
@@ -491,6 +492,17 @@ impl Lowerer<'_> {
                 self.errs.spanned(
                     path,
                     format!("`{name}` is a derivative, which differentiable code can call only if `{f}` is differentiable twice: write `#[differentiable(order = 2)]` on `{f}`"),
+                );
+            }
+            Kind::ThirdOrder => {
+                let strip = |n: &str| -> String {
+                    let n = n.strip_suffix("_jvp").or_else(|| n.strip_suffix("_vjp"));
+                    n.unwrap_or_default().to_string()
+                };
+                let (d, f) = (strip(&name), strip(&strip(&name)));
+                self.errs.spanned(
+                    path,
+                    format!("`{name}` would be a third derivative of `{f}`: `order = 2` makes `{d}` differentiable, but not its own derivatives, and third-order derivatives are not generated; second derivatives of `{f}` are `{f}_hvp`, `{f}_hessian` and the derivatives of `{f}_jvp` and `{f}_vjp`"),
                 );
             }
             Kind::Differentiable | Kind::Linear => {}

@@ -58,6 +58,7 @@ pub(super) fn callees(
             .collect()
     };
     let d = match (d, passes.second_order) {
+        (_, None) if passes.derived => return refused(Kind::ThirdOrder),
         (_, None) if !callable => return refused(Kind::Closed),
         (_, None) => return refused(Kind::FirstOrder),
         (None, Some(_)) => return quote!(),
@@ -75,6 +76,7 @@ pub(super) fn callees(
     };
     let passes = Passes {
         second_order: None,
+        derived: true,
         ..passes
     };
     let name = item.sig.ident.to_string();
