@@ -9,7 +9,8 @@
 //! (`SECONDS`, default 1, is each function's `min_seconds`) prints the
 //! tables and writes them to `gradbench/results.md`, which the benchmark
 //! report (`cargo run -p linear-ad-bench --bin report`) puts in
-//! BENCHMARKS.md.
+//! BENCHMARKS.md. `REPORT_EVALS=llsq,det` times those evals only and
+//! writes nothing (for before-and-after comparisons of one change).
 //!
 //! Inputs are drawn as the evals draw them (uniform on [0, 1), GMM as
 //! ADBench's generator, LSTM's sequence as 14-bit characters), from a
@@ -281,14 +282,17 @@ const BEST_NESTED: &[(&str, &str)] =
 /// `particle` and `saddle` have no primal to divide by: every function is
 /// the whole nested optimisation, in one of four pairs of modes. Their
 /// medians, at the evals' default inputs (`w = 0`, `start = (1, 1)`).
-fn nested_table(seconds: f64) -> String {
+fn nested_table(seconds: f64, only: &dyn Fn(&str) -> bool) -> String {
     let mut out = String::from(
         "| eval | ff | fr | rf | rr | GradBench's best |\n|---|---:|---:|---:|---:|---|\n",
     );
     for (module, input) in [
         ("particle", json!({"w": 0.0})),
         ("saddle", json!({"start": [1.0, 1.0]})),
-    ] {
+    ]
+    .into_iter()
+    .filter(|(m, _)| only(m))
+    {
         let times: Vec<String> = ["ff", "fr", "rf", "rr"]
             .iter()
             .map(|f| show(median_seconds(module, f, &input, seconds)))
@@ -306,12 +310,14 @@ fn main() {
     let seconds: f64 = std::env::args()
         .nth(1)
         .map_or(1.0, |s| s.parse().expect("SECONDS"));
+    let evals = std::env::var("REPORT_EVALS").ok();
+    let only = |m: &str| evals.as_ref().is_none_or(|e| e.split(',').any(|x| x == m));
     let mut rng = Rng(31337);
     let mut out = String::from(
         "| eval | workload | primal | derivative | ratio |\n|---|---|---:|---:|---:|\n",
     );
     let mut by_eval: Vec<(&str, Vec<f64>)> = Vec::new();
-    for w in workloads(&mut rng) {
+    for w in workloads(&mut rng).into_iter().filter(|w| only(w.module)) {
         let p = median_seconds(w.module, w.functions[0], &w.input, seconds);
         let d = median_seconds(w.module, w.functions[1], &w.input, seconds);
         let row = format!(
@@ -340,10 +346,13 @@ fn main() {
     println!("\n{summary}");
     out.push('\n');
     out.push_str(&summary);
-    let nested = nested_table(seconds);
+    let nested = nested_table(seconds, &only);
     println!("\n{nested}");
     out.push('\n');
     out.push_str(&nested);
+    if evals.is_some() {
+        return;
+    }
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/results.md");
     std::fs::write(path, &out).expect("write gradbench/results.md");
 }
