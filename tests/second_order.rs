@@ -322,3 +322,29 @@ fn binomial_checkpointing_at_first_order() {
         }
     }
 }
+
+/// Where `f_vjp` is differentiable (straight-line code), `f_hessian`
+/// linearizes the gradient once (`f_vjp_lin`) and applies the map per
+/// direction: forward over reverse, where `f_hvp` is reverse over
+/// forward. Each row agrees with `f_hvp` along its unit vector, and the
+/// value and gradient with the first-order functions, for a generic
+/// function at both float types too.
+#[test]
+fn hessian_rows_from_the_linearized_gradient_are_the_hvps() {
+    for (x, y) in [(-1.2, 1.0), (0.3, -0.7)] {
+        let (v, g, h) = rosenbrock_hessian(x, y);
+        assert_eq!((v, g), rosenbrock_vjp(x, y, 1.0));
+        for (row, (dx, dy)) in [(1.0, 0.0), (0.0, 1.0)].into_iter().enumerate() {
+            let (_, _, hv) = rosenbrock_hvp(x, y, dx, dy);
+            assert!(
+                close(h[row][0], hv.0, 1e-12) && close(h[row][1], hv.1, 1e-12),
+                "row {row}: {:?} against {hv:?}",
+                h[row]
+            );
+        }
+        let (_, g, h) = cubic_hessian(x, y);
+        assert_eq!(g, cubic_vjp(x, y, 1.0).1);
+        let (_, _, hv) = cubic_hvp(x, y, 0.0, 1.0);
+        assert!(close(h[1][0], hv.0, 1e-12) && close(h[1][1], hv.1, 1e-12));
+    }
+}

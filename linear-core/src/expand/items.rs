@@ -873,13 +873,18 @@ pub(super) fn generate(
         }
         None => (None, None),
     };
-    let derived = derived::callees(
+    let (derived, vjp_lin) = derived::callees(
         item,
         l,
         &sig,
         (directional.as_ref(), &stages, passes),
         callable,
     );
+    // After the derived callees: the Hessian linearizes `f_vjp` once
+    // where `f_vjp_lin` exists.
+    let hessian = directional
+        .is_some()
+        .then(|| second::hessian(item, &sig, vjp_lin));
     let companions = if callable {
         let float = (sig.float.decl(None), &sig.float.where_clause);
         let c = companions(
@@ -899,7 +904,7 @@ pub(super) fn generate(
     Ok(Generated {
         fns: {
             let lin_fns = &lin.fns;
-            quote!(#jvp_fn #lin_fns #vjp_fn #second_fns)
+            quote!(#jvp_fn #lin_fns #vjp_fn #second_fns #hessian)
         },
         items: {
             let lin_items = &lin.items;

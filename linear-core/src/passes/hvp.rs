@@ -39,7 +39,7 @@
 
 use super::{erase::erase, inline::inline, simplify::simplify, PassError};
 use crate::check::check;
-use crate::ir::{Binder, Expr, Func, Program, Stmt, Ty, Var};
+use crate::ir::{Binder, Expr, Func, Iter, Program, Stmt, Ty, Var};
 use crate::visit::Fresh;
 
 /// Step 1: `f.jvp(x.., v..) -> (y.., ẏ..)`, J's output for `f` with
@@ -115,8 +115,10 @@ fn as_one_function(
 ///
 /// `None` when the composition keeps a tape of lists or sums of reals (a
 /// loop's records, a branch's), which J would differentiate as constants
-/// (see the module doc); straight-line code's tape is a tuple of reals,
-/// which the inliner and simplifier dissolve.
+/// (see the module doc), or replays a loop's states (binomial
+/// checkpointing: the snapshots are such a tape, kept at run time);
+/// straight-line code's tape is a tuple of reals, which the inliner and
+/// simplifier dissolve.
 pub fn first_vjp(transposed: &Program, f: &str) -> Result<Option<Func>, PassError> {
     let name = Var::new(f);
     let forward = find(transposed, &format!("{f}.jvp.nl"))?;
@@ -134,7 +136,11 @@ pub fn first_vjp(transposed: &Program, f: &str) -> Result<Option<Func>, PassErro
     let vjp = composed_vjp(forward, reverse, None, &name)?;
     let vjp = as_one_function(forward, reverse, vjp, &name)?;
     let taped = crate::visit::binder_types(&vjp).values().any(holds_tape);
-    Ok((!taped).then_some(vjp))
+    let replays = crate::visit::any_subexpr(
+        &vjp.body,
+        &mut |e| matches!(e, Expr::Loop(l) if matches!(l.iter, Iter::Replay { .. })),
+    );
+    Ok((!taped && !replays).then_some(vjp))
 }
 
 /// Whether a value of type `t` holds lists or sums of reals, to which J

@@ -40,15 +40,17 @@ use crate::signature::{callee_items, Kind};
 /// or where `order = 2` was refused) and the first-order pipeline's
 /// `stages`. Where they cannot be differentiated, their signatures only,
 /// so that a caller's error says why (`f` at order 1, `f` not callable).
+/// Also returns whether `f_vjp` is differentiable (its `f_vjp_lin`
+/// exists).
 pub(super) fn callees(
     item: &syn::ItemFn,
     l: &Lowered,
     sig: &Sig,
     (d, stages, passes): (Option<&Func>, &Stages, Passes),
     callable: bool,
-) -> TokenStream {
+) -> (TokenStream, bool) {
     if !matches!(sig.owner, Owner::Free) {
-        return quote!();
+        return (quote!(), false);
     }
     let refused = |kind: Kind| -> TokenStream {
         [Which::Jvp, Which::Vjp]
@@ -58,10 +60,10 @@ pub(super) fn callees(
             .collect()
     };
     let d = match (d, passes.second_order) {
-        (_, None) if passes.derived => return refused(Kind::ThirdOrder),
-        (_, None) if !callable => return refused(Kind::Closed),
-        (_, None) => return refused(Kind::FirstOrder),
-        (None, Some(_)) => return quote!(),
+        (_, None) if passes.derived => return (refused(Kind::ThirdOrder), false),
+        (_, None) if !callable => return (refused(Kind::Closed), false),
+        (_, None) => return (refused(Kind::FirstOrder), false),
+        (None, Some(_)) => return (quote!(), false),
         // Reads of `#[nondiff]` data arrays: J reads an array as data
         // where a constant binds it, not the copies inlining makes.
         (Some(_), Some(_))
@@ -70,7 +72,7 @@ pub(super) fn callees(
                 || !l.externs.is_empty()
                 || !crate::visit::data_arrays(&l.func.body).is_empty() =>
         {
-            return refused(Kind::Closed)
+            return (refused(Kind::Closed), false)
         }
         (Some(d), Some(_)) => d,
     };
@@ -86,7 +88,9 @@ pub(super) fn callees(
     };
     let jvp = emit(jvp, passes, item.sig.ident.span());
     let groups = [1, sig.active.len()];
-    let vjp = match first_vjp(&stages.transposed, &name) {
+    let vjp_first = first_vjp(&stages.transposed, &name);
+    let differentiable = matches!(vjp_first, Ok(Some(_)));
+    let vjp = match vjp_first {
         Ok(Some(f)) => emit(
             tupled(&f, &groups)
                 .map_err(|e| e.msg)
@@ -101,7 +105,7 @@ pub(super) fn callees(
         },
         Err(e) => emit(Err(e.msg), passes, item.sig.ident.span()),
     };
-    quote!(#jvp #vjp)
+    (quote!(#jvp #vjp), differentiable)
 }
 
 /// The signature macro and alias of the derived function `d_item`, of
