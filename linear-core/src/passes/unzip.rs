@@ -476,6 +476,33 @@ fn is_nothing(e: &Expr) -> bool {
     matches!(e, Expr::Ret { nl, lin } if nl.is_empty() && lin.is_empty())
 }
 
+/// UCase's split: the forward case on `scrut` with `arms`, bound to
+/// `binders` (its `results`, then its tape if it has one), returning the
+/// results, and the residual `lin`.
+fn case_split(
+    scrut: &Var,
+    binders: Vec<Binder>,
+    results: Vec<Binder>,
+    arms: Vec<Arm>,
+    lin: Expr,
+) -> Split {
+    Split {
+        ctx: vec![Stmt::Let {
+            nl: binders,
+            lin: vec![],
+            rhs: Expr::Case {
+                scrut: scrut.clone(),
+                arms,
+            },
+        }],
+        nl: Expr::Ret {
+            nl: results.into_iter().map(|b| b.var).collect(),
+            lin: vec![],
+        },
+        lin,
+    }
+}
+
 /// Whether a residual does nothing: it reads no linear variable and has
 /// no linear result, so by linearity it computes the zero of no space.
 fn inert(lin: &Expr) -> bool {
@@ -798,24 +825,11 @@ impl Unzip<'_> {
         let results = self.fresh_binders("r", result_tys.unwrap_or_default());
         let mut binders = results.clone();
         binders.push(Binder::new(tape.clone(), sum));
-        Ok(Split {
-            ctx: vec![Stmt::Let {
-                nl: binders,
-                lin: vec![],
-                rhs: Expr::Case {
-                    scrut: scrut.clone(),
-                    arms: fwd_arms,
-                },
-            }],
-            nl: Expr::Ret {
-                nl: results.into_iter().map(|b| b.var).collect(),
-                lin: vec![],
-            },
-            lin: Expr::Case {
-                scrut: tape,
-                arms: lin_arms,
-            },
-        })
+        let lin = Expr::Case {
+            scrut: tape,
+            arms: lin_arms,
+        };
+        Ok(case_split(scrut, binders, results, fwd_arms, lin))
     }
 
     /// UCase for a case whose arms have no linear work: no linear result
@@ -851,21 +865,13 @@ impl Unzip<'_> {
             });
         }
         let results = self.fresh_binders("r", result_tys.unwrap_or_default());
-        Ok(Split {
-            ctx: vec![Stmt::Let {
-                nl: results.clone(),
-                lin: vec![],
-                rhs: Expr::Case {
-                    scrut: scrut.clone(),
-                    arms: fwd_arms,
-                },
-            }],
-            nl: Expr::Ret {
-                nl: results.into_iter().map(|b| b.var).collect(),
-                lin: vec![],
-            },
-            lin: nothing(),
-        })
+        Ok(case_split(
+            scrut,
+            results.clone(),
+            results,
+            fwd_arms,
+            nothing(),
+        ))
     }
 
     /// ULoop. A replay (only in U's own output, met when differentiating
