@@ -112,8 +112,9 @@ fn empty_params(f: &Func) -> HashMap<Var, Ty> {
 }
 
 /// Drops, where the body starts (after unpacking its tape), every linear
-/// parameter of vector type it no longer reads (a known zero whose reads were all simplified away): each linear
-/// variable is consumed exactly once.
+/// parameter of vector type it no longer reads (a known zero whose reads
+/// were all simplified away): each linear variable is consumed exactly
+/// once.
 fn drop_unread_linear(f: &mut Func) {
     let read = free_vars(&f.body).lin;
     // A linear array may go unread (invariant 11 of `check`).
