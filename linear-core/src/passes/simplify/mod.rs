@@ -507,15 +507,7 @@ impl Simp<'_> {
                 let mut pre = Vec::new();
                 let inits: Vec<Var> = l.lin.iter().map(|(_, v)| v.clone()).collect();
                 let inits = self.values(&inits, &mut pre);
-                let init_zero = inits.iter().map(|v| self.is_zero(v)).collect();
-                let z = zeros::zero_state(l, init_zero, &Default::default(), &|v| {
-                    self.is_zero(&self.r(v))
-                });
-                for ((b, _), z) in l.lin.iter().zip(&z) {
-                    if *z {
-                        self.zero.insert(b.var.clone(), b.ty.clone());
-                    }
-                }
+                let z = self.zero_state(l, &inits);
                 let lin = l.lin.iter().map(|(b, _)| b.clone()).zip(inits).collect();
                 let mut bound: Vec<&Var> = l.nl.iter().map(|(b, _)| &b.var).collect();
                 bound.extend(l.iter.binders().into_iter().map(|b| &b.var));
@@ -628,6 +620,52 @@ impl Simp<'_> {
         };
         stmts.insert(0, run);
         Expr::block(stmts, ret)
+    }
+
+    /// ZLoop's first half: which linear state components of `l` (starting
+    /// from `inits`) stay zero; their binders are known zeros from here.
+    fn zero_state(&mut self, l: &Loop, inits: &[Var]) -> Vec<bool> {
+        let init_zero = inits.iter().map(|v| self.is_zero(v)).collect();
+        let outer = |v: &Var| self.is_zero(&self.r(v));
+        let z = zeros::zero_state(l, init_zero, &Default::default(), &outer);
+        for ((b, _), z) in l.lin.iter().zip(&z) {
+            if *z {
+                self.zero.insert(b.var.clone(), b.ty.clone());
+            }
+        }
+        z
+    }
+
+    /// ZCase on a binding `nl; lin = rhs` (rhs simplified): binds the
+    /// case's other results to it in `out`, then the zeros; returns
+    /// whether it applied (else `rhs` is unchanged).
+    fn zero_case(
+        &mut self,
+        nl: &[Binder],
+        lin: &[Binder],
+        rhs: &mut Expr,
+        out: &mut Vec<Stmt>,
+    ) -> bool {
+        let z = self.trim_case(lin, rhs);
+        if !z.contains(&true) {
+            return false;
+        }
+        let (kept, zero): (Vec<_>, Vec<_>) = lin.iter().zip(z).partition(|(_, z)| !z);
+        let rhs = std::mem::replace(
+            rhs,
+            Expr::Ret {
+                nl: vec![],
+                lin: vec![],
+            },
+        );
+        out.push(Stmt::Let {
+            nl: nl.to_vec(),
+            lin: kept.into_iter().map(|(b, _)| b.clone()).collect(),
+            rhs,
+        });
+        let zero: Vec<Binder> = zero.into_iter().map(|(b, _)| b.clone()).collect();
+        self.zeros(out, &zero);
+        true
     }
 
     /// ZCase: removes from the arms of `rhs`, a case bound to `lin`, the
@@ -751,16 +789,8 @@ impl Simp<'_> {
                 if self.array_stmt(nl, lin, &rhs, out) {
                     return;
                 }
-                let z = self.trim_case(lin, &mut rhs);
-                if z.contains(&true) {
-                    let (kept, zero): (Vec<_>, Vec<_>) = lin.iter().zip(z).partition(|(_, z)| !z);
-                    out.push(Stmt::Let {
-                        nl: nl.clone(),
-                        lin: kept.into_iter().map(|(b, _)| b.clone()).collect(),
-                        rhs,
-                    });
-                    let zero: Vec<Binder> = zero.into_iter().map(|(b, _)| b.clone()).collect();
-                    return self.zeros(out, &zero);
+                if self.zero_case(nl, lin, &mut rhs, out) {
+                    return;
                 }
                 match &rhs {
                     Expr::Ret { nl: xs, lin: ys }
