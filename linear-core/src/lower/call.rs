@@ -485,21 +485,15 @@ impl Lowerer<'_> {
                 );
             }
             Kind::FirstOrder => {
-                let f = name
-                    .strip_suffix("_jvp")
-                    .or_else(|| name.strip_suffix("_vjp"))
-                    .unwrap_or(&name);
+                let f = derivative_of(&name);
                 self.errs.spanned(
                     path,
                     format!("`{name}` is a derivative, which differentiable code can call only if `{f}` is differentiable twice: write `#[differentiable(order = 2)]` on `{f}`"),
                 );
             }
             Kind::ThirdOrder => {
-                let strip = |n: &str| -> String {
-                    let n = n.strip_suffix("_jvp").or_else(|| n.strip_suffix("_vjp"));
-                    n.unwrap_or_default().to_string()
-                };
-                let (d, f) = (strip(&name), strip(&strip(&name)));
+                let d = derivative_of(&name);
+                let f = derivative_of(d);
                 self.errs.spanned(
                     path,
                     format!("`{name}` would be a third derivative of `{f}`: `order = 2` makes `{d}` differentiable, but not its own derivatives, and third-order derivatives are not generated; second derivatives of `{f}` are `{f}_hvp`, `{f}_hessian` and the derivatives of `{f}_jvp` and `{f}_vjp`"),
@@ -537,4 +531,12 @@ impl Lowerer<'_> {
         let f = tys.iter().find_map(first).unwrap_or(self.float());
         Some((param, crate::codegen::float_ty(f)))
     }
+}
+
+/// The function `name` is a derivative of: `f` for `f_jvp` or `f_vjp`
+/// (`name` itself otherwise).
+fn derivative_of(name: &str) -> &str {
+    name.strip_suffix("_jvp")
+        .or_else(|| name.strip_suffix("_vjp"))
+        .unwrap_or(name)
 }
