@@ -305,3 +305,162 @@ fn a_derived_callee_reads_constant_slices() {
         assert!(close(d, fd, 1e-7), "{d} against {fd}");
     }
 }
+
+/// A loop with a branch in it: `damped_vjp` keeps a record per iteration
+/// (the state and which arm ran), which `passes::records` makes arrays so
+/// that J differentiates them: its derived functions are forward over
+/// reverse through the records.
+#[differentiable(order = 2)]
+pub fn damped(x: f64, y: [f64; 2]) -> f64 {
+    let mut s = y[0];
+    let mut acc = 0.0;
+    for i in 0..5 {
+        let t = (x * s + i as f64 * 0.3).sin();
+        if t > 0.0 {
+            acc += t * y[1];
+        } else {
+            acc -= 0.5 * t * t;
+        }
+        s = s * 0.9 + t;
+    }
+    acc + s * s
+}
+
+/// Points where no iteration sits at the branch point `t = 0`.
+const DAMPED_AT: [(f64, [f64; 2]); 3] =
+    [(0.7, [0.4, -1.2]), (-1.3, [1.1, 0.5]), (2.1, [-0.6, 0.8])];
+
+#[test]
+fn the_jvp_of_the_vjp_of_a_loop_with_a_branch_is_its_derivative() {
+    for (x, y) in DAMPED_AT {
+        let ct = 0.8;
+        for (ex, ey, ect) in [
+            (1.0, [0.0, 0.0], 0.0),
+            (0.0, [0.6, -0.4], 0.0),
+            (0.3, [0.2, 0.9], -1.5),
+        ] {
+            let at = |t: f64| damped_vjp(x + t * ex, axpy(t, ey, y), ct + t * ect);
+            let ((v, (gx, gy)), (tv, (tgx, tgy))) = damped_vjp_jvp(x, y, ct, ex, ey, ect);
+            assert_eq!((v, (gx, gy)), damped_vjp(x, y, ct));
+            let (p, m) = (at(EPS), at(-EPS));
+            let fd = |a: f64, b: f64| (a - b) / (2.0 * EPS);
+            assert!(close(tv, fd(p.0, m.0), 1e-7), "value tangent {tv}");
+            assert!(
+                close(tgx, fd(p.1 .0, m.1 .0), 1e-6),
+                "{tgx} against {}",
+                fd(p.1 .0, m.1 .0)
+            );
+            for k in 0..2 {
+                let want = fd(p.1 .1[k], m.1 .1[k]);
+                assert!(close(tgy[k], want, 1e-6), "{tgy:?} against {want}");
+            }
+        }
+    }
+}
+
+#[test]
+fn the_vjp_of_the_vjp_of_a_loop_with_a_branch_agrees_with_its_jvp() {
+    use linear_ad::LinearMap;
+    for (x, y) in DAMPED_AT {
+        let ct = -0.6;
+        let u = (0.4, [-0.3, 1.1], 0.9);
+        let w = (0.7, (-1.2, [0.5, 0.35]));
+        let (_, (tv, (tgx, tgy))) = damped_vjp_jvp(x, y, ct, u.0, u.1, u.2);
+        let (_, (cx, cy, cct)) = damped_vjp_vjp(x, y, ct, w);
+        let lhs = tv * w.0 + tgx * w.1 .0 + tgy[0] * w.1 .1[0] + tgy[1] * w.1 .1[1];
+        let rhs = u.0 * cx + u.1[0] * cy[0] + u.1[1] * cy[1] + u.2 * cct;
+        assert!(close(lhs, rhs, 1e-12), "{lhs} against {rhs}");
+        // The linearization applies both maps from one forward pass.
+        let (v, map) = damped_vjp_lin(x, y, ct);
+        assert_eq!(v, damped_vjp(x, y, ct));
+        assert_eq!(map.apply(u), damped_vjp_jvp(x, y, ct, u.0, u.1, u.2).1);
+        assert_eq!(map.transpose(w), damped_vjp_vjp(x, y, ct, w).1);
+    }
+}
+
+#[test]
+fn the_hessian_of_a_loop_with_a_branch_has_the_hvps_as_rows() {
+    for (x, y) in DAMPED_AT {
+        let (v, (gx, gy), h) = damped_hessian(x, y);
+        assert_eq!(v, damped(x, y));
+        let dirs = [(1.0, [0.0, 0.0]), (0.0, [1.0, 0.0]), (0.0, [0.0, 1.0])];
+        for (row, (ex, ey)) in h.iter().zip(dirs) {
+            let (_, (hx, hy), (hvx, hvy)) = damped_hvp(x, y, ex, ey);
+            assert!(close(hx, gx, 1e-14) && close(hy[0], gy[0], 1e-14));
+            let want = [hvx, hvy[0], hvy[1]];
+            for k in 0..3 {
+                assert!(close(row[k], want[k], 1e-12), "{row:?} against {want:?}");
+            }
+        }
+    }
+}
+
+/// Gradient descent on `damped(x, ·)`, its gradient by reverse mode
+/// through the loop and branch: differentiable in `x` and `y0`.
+#[differentiable]
+pub fn damped_descent(x: f64, y0: [f64; 2]) -> f64 {
+    let mut y = y0;
+    for _ in 0..6 {
+        let (_, (_, g)) = damped_vjp(x, y, 1.0);
+        y = [y[0] - 0.02 * g[0], y[1] - 0.02 * g[1]];
+    }
+    damped(x, y)
+}
+
+#[test]
+fn gradients_through_a_descent_on_a_loop_with_a_branch_match_finite_differences() {
+    for (x, y0) in DAMPED_AT {
+        let (v, (dx, dy0)) = damped_descent_vjp(x, y0, 1.0);
+        assert_eq!(v, damped_descent(x, y0));
+        let fd = |ex: f64, ey: [f64; 2]| {
+            (damped_descent(x + EPS * ex, axpy(EPS, ey, y0))
+                - damped_descent(x - EPS * ex, axpy(-EPS, ey, y0)))
+                / (2.0 * EPS)
+        };
+        let want = [
+            fd(1.0, [0.0, 0.0]),
+            fd(0.0, [1.0, 0.0]),
+            fd(0.0, [0.0, 1.0]),
+        ];
+        let got = [dx, dy0[0], dy0[1]];
+        for k in 0..3 {
+            assert!(close(got[k], want[k], 1e-6), "{got:?} against {want:?}");
+        }
+        let (_, d) = damped_descent_jvp(x, y0, 0.0, [1.0, 0.0]);
+        assert!(close(d, dy0[0], 1e-12), "{d} against {}", dy0[0]);
+    }
+}
+
+/// Binomial checkpointing: the reverse pass replays the loop's states;
+/// the derived functions store them instead, so that J sees where each
+/// state came from.
+#[differentiable(order = 2, checkpoint = "binomial", snapshots = 2)]
+pub fn decay(y0: f64, k: f64, #[nondiff] steps: usize) -> f64 {
+    let mut y = y0;
+    for _ in 0..steps {
+        y = y - 0.1 * k * y * y;
+    }
+    y
+}
+
+#[test]
+fn the_vjp_of_a_replayed_loop_is_differentiated_through_its_states() {
+    for (y0, k) in [(0.8, 1.0), (1.5, -0.4)] {
+        let at = |t: f64| decay_vjp(y0 + t * 0.5, k - t, 7, 1.0);
+        let (v, (ty, (tgy, tgk))) = decay_vjp_jvp(y0, k, 7, 1.0, 0.5, -1.0, 0.0);
+        assert_eq!(v, decay_vjp(y0, k, 7, 1.0));
+        let (p, m) = (at(EPS), at(-EPS));
+        let fd = |a: f64, b: f64| (a - b) / (2.0 * EPS);
+        assert!(close(ty, fd(p.0, m.0), 1e-7));
+        assert!(
+            close(tgy, fd(p.1 .0, m.1 .0), 1e-6),
+            "{tgy} against {}",
+            fd(p.1 .0, m.1 .0)
+        );
+        assert!(
+            close(tgk, fd(p.1 .1, m.1 .1), 1e-6),
+            "{tgk} against {}",
+            fd(p.1 .1, m.1 .1)
+        );
+    }
+}

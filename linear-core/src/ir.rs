@@ -123,6 +123,24 @@ impl Ty {
         matches!(self, Ty::Array(e, _) if e.is_vector())
     }
 
+    /// Whether a value of this type holds reals, at any depth: whether J
+    /// gives it a tangent with scalars.
+    pub fn has_reals(&self) -> bool {
+        match self {
+            Ty::Real(_) => true,
+            Ty::Tuple(ts) | Ty::Sum(ts) => ts.iter().any(Ty::has_reals),
+            Ty::List(e, _) | Ty::Array(e, _) => e.has_reals(),
+            Ty::Int | Ty::Bool | Ty::Tape(_) => false,
+        }
+    }
+
+    /// Whether this is an array J gives a linear array as its tangent: of
+    /// reals, tuples of them, or (a loop's records, `passes::records`)
+    /// tuples and sums holding reals beside integers and booleans.
+    pub fn has_tangent_array(&self) -> bool {
+        matches!(self, Ty::Array(e, _) if e.has_reals() && e.tangent().is_vector())
+    }
+
     /// Whether values of this type can be bound to linear variables: vector
     /// types and linear arrays.
     pub fn can_be_linear(&self) -> bool {
@@ -141,15 +159,17 @@ impl Ty {
 
     /// The type of the tangents of values of this type (J): reals for
     /// reals, the empty tuple for integers and booleans (they have no
-    /// derivative), componentwise for tuples.
+    /// derivative), componentwise for tuples, the tuple of the
+    /// alternatives' tangents for a sum (the alternative taken has its
+    /// tangent there, the others a zero), an array of the elements'
+    /// tangents for an array holding reals. Lists have none: J refuses
+    /// lists of reals (`passes::records` makes them arrays first).
     pub fn tangent(&self) -> Ty {
         match self {
             Ty::Real(_) => self.clone(),
-            Ty::Tuple(ts) => Ty::Tuple(ts.iter().map(Ty::tangent).collect()),
-            Ty::Array(e, n) if e.is_vector() => Ty::Array(Box::new(e.tangent()), *n),
-            Ty::Int | Ty::Bool | Ty::Sum(_) | Ty::List(..) | Ty::Array(..) | Ty::Tape(_) => {
-                Ty::Tuple(vec![])
-            }
+            Ty::Tuple(ts) | Ty::Sum(ts) => Ty::Tuple(ts.iter().map(Ty::tangent).collect()),
+            Ty::Array(e, n) if self.has_tangent_array() => Ty::Array(Box::new(e.tangent()), *n),
+            Ty::Int | Ty::Bool | Ty::List(..) | Ty::Array(..) | Ty::Tape(_) => Ty::Tuple(vec![]),
         }
     }
 

@@ -18,12 +18,15 @@
 //! 4. [`hvp`], for one real result: that at `w = 1`,
 //!    `f.hvp(x.., v..) -> (y, H·v.., ∇f..)`.
 //!
-//! This is reverse over forward. Forward over reverse (J of the VJP)
-//! would differentiate U's tape, whose loop records are lists and whose
-//! branch records are sums, and J gives lists and sums no tangent (they
-//! are piecewise constant in every program lowering makes); here the
-//! second pipeline runs on J's output, which holds no tape: loops, cases
-//! on booleans and arrays, as the first did.
+//! This is reverse over forward: the second pipeline runs on J's output,
+//! which holds no tape (loops, cases on booleans and arrays, as the first
+//! did), so it takes every function the first does. Forward over reverse,
+//! J of the VJP ([`first_vjp`], for `order = 2`'s derived `f_vjp`), must
+//! differentiate U's tape: a loop's records are lists, which J gives no
+//! tangent, so [`crate::passes::records`] makes them arrays first (a
+//! linear array of tangents each), and a branch's records are sums, whose
+//! tangent is the tuple of their alternatives'. Records of a loop inside
+//! a loop or a branch (an array of arrays, an array in a sum) are refused.
 //!
 //! No second rule set: every step is one of the paper's passes, and the
 //! result inherits their theorems. Work (Thm 5.1, 6.2, 7.1, Lemma 4.3):
@@ -37,9 +40,11 @@
 //! [`hvp`]: a program of one non-linear function that type-checks in
 //! Linear A, simplified.
 
-use super::{erase::erase, inline::inline, simplify::simplify, PassError};
+use super::{
+    erase::erase, inline::inline, records::records_as_arrays, simplify::simplify, PassError,
+};
 use crate::check::check;
-use crate::ir::{Binder, Expr, Func, Iter, Program, Stmt, Ty, Var};
+use crate::ir::{Binder, Expr, Func, Program, Stmt, Ty, Var};
 use crate::visit::Fresh;
 
 /// Step 1: `f.jvp(x.., v..) -> (y.., ẏ..)`, J's output for `f` with
@@ -113,12 +118,12 @@ fn as_one_function(
 /// the VJP as a differentiable function. `transposed` is the pipeline's
 /// output for `f`, whose parameters must not be arrays read by index.
 ///
-/// `None` when the composition keeps a tape of lists or sums of reals (a
-/// loop's records, a branch's), which J would differentiate as constants
-/// (see the module doc), or replays a loop's states (binomial
-/// checkpointing: the snapshots are such a tape, kept at run time);
-/// straight-line code's tape is a tuple of reals, which the inliner and
-/// simplifier dissolve.
+/// Straight-line code's tape is a tuple of reals, which the inliner and
+/// simplifier dissolve; a loop's records become arrays
+/// ([`records_as_arrays`]: a replayed loop, under binomial checkpointing,
+/// stores its states there). `None` when a record's type has no tangent
+/// J can carry: records of nested loops, or of a loop in a branch (see
+/// `has_tangent`), and external functions' tapes.
 pub fn first_vjp(transposed: &Program, f: &str) -> Result<Option<Func>, PassError> {
     let name = Var::new(f);
     let forward = find(transposed, &format!("{f}.jvp.nl"))?;
@@ -135,32 +140,36 @@ pub fn first_vjp(transposed: &Program, f: &str) -> Result<Option<Func>, PassErro
     }
     let vjp = composed_vjp(forward, reverse, None, &name)?;
     let vjp = as_one_function(forward, reverse, vjp, &name)?;
-    let taped = crate::visit::binder_types(&vjp).values().any(holds_tape);
-    let replays = crate::visit::any_subexpr(
-        &vjp.body,
-        &mut |e| matches!(e, Expr::Loop(l) if matches!(l.iter, Iter::Replay { .. })),
-    );
-    Ok((!taped && !replays).then_some(vjp))
+    let vjp = records_as_arrays(&vjp)?;
+    let program = Program {
+        externs: vec![],
+        funcs: vec![vjp],
+    };
+    check(&program)
+        .map_err(|e| PassError::new(&name, &format!("the VJP with records as arrays {e}")))?;
+    let vjp = program
+        .funcs
+        .into_iter()
+        .next()
+        .ok_or_else(|| PassError::new(&name, "no function"))?;
+    let differentiable = crate::visit::binder_types(&vjp).values().all(has_tangent);
+    Ok(differentiable.then_some(vjp))
 }
 
-/// Whether a value of type `t` holds lists or sums of reals, to which J
-/// gives no tangent (lists and sums of integers and booleans are
-/// piecewise constant: their empty tangent is exact).
-fn holds_tape(t: &Ty) -> bool {
-    fn reals(t: &Ty) -> bool {
-        match t {
-            Ty::Real(_) | Ty::Tape(_) => true,
-            Ty::Tuple(ts) | Ty::Sum(ts) => ts.iter().any(reals),
-            Ty::List(e, _) | Ty::Array(e, _) => reals(e),
-            Ty::Int | Ty::Bool => false,
-        }
-    }
+/// Whether J gives values of type `t` their exact tangent: reals,
+/// integers and booleans; tuples and sums of such types that hold no
+/// array of reals (J passes an array on only by itself: a loop's records
+/// inside a branch's are refused); arrays of such types (not arrays of
+/// arrays of reals: the records of nested loops). Lists and external
+/// functions' tapes, whose contents J cannot see, are refused.
+fn has_tangent(t: &Ty) -> bool {
+    let array_of_reals = |t: &Ty| matches!(t, Ty::Array(..)) && t.has_reals();
     match t {
-        Ty::Sum(_) | Ty::List(..) => reals(t),
-        Ty::Tape(_) => true,
-        Ty::Tuple(ts) => ts.iter().any(holds_tape),
-        Ty::Array(e, _) => holds_tape(e),
-        Ty::Real(_) | Ty::Int | Ty::Bool => false,
+        Ty::Real(_) | Ty::Int | Ty::Bool => true,
+        Ty::Tuple(ts) | Ty::Sum(ts) => ts.iter().all(|t| has_tangent(t) && !array_of_reals(t)),
+        Ty::Array(e, _) => has_tangent(e) && (!e.has_reals() || t.has_tangent_array()),
+        Ty::List(e, _) => !e.has_reals(),
+        Ty::Tape(_) => false,
     }
 }
 

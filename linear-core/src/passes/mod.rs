@@ -6,6 +6,7 @@ pub mod fold;
 pub mod hvp;
 pub mod inline;
 pub mod jvp;
+pub mod records;
 pub mod simplify;
 pub mod transpose;
 pub mod unzip;

@@ -18,8 +18,8 @@
 //! the linearization, companions, signature macro and alias any callee
 //! has. No derivative is written here.
 //!
-//! Where `f_vjp` cannot be differentiated (its tape holds loop or branch
-//! records), it gets a signature of kind [`Kind::Tape`], so a caller gets
+//! Where `f_vjp` cannot be differentiated (its tape holds records of
+//! nested loops, see [`crate::passes::records`]), it gets a signature of kind [`Kind::Tape`], so a caller gets
 //! an error at its call that says so. Methods, and functions other
 //! differentiable code cannot call (arrays read by index, structs), get
 //! neither.

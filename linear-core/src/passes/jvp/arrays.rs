@@ -141,7 +141,7 @@ impl Jvp<'_> {
         let dv = ds
             .next()
             .ok_or_else(|| self.err("`fill` without a value tangent"))?;
-        if !ty.is_linear_array() {
+        if !ty.has_tangent_array() {
             out.push(drop_stmt(dv));
             return Ok(Expr::block(out, self.with_zero_tangent(e.clone(), ty)));
         }
@@ -275,7 +275,7 @@ impl Jvp<'_> {
         let ty = self.ty(arr)?;
         let mut out = Vec::new();
         let read: Vec<Var> = idx.into_iter().chain([val]).cloned().collect();
-        if !ty.is_linear_array() {
+        if !ty.has_tangent_array() {
             let mut all = read;
             all.push(arr.clone());
             let ds = self.occurrences(&mut out, &all, &mut sigma)?;
@@ -327,7 +327,7 @@ impl Jvp<'_> {
         };
         let elem = (**elem).clone();
         let mut out = Vec::new();
-        let da = if ty.is_linear_array() {
+        let da = if ty.has_tangent_array() {
             Some(self.take_owned(arr)?)
         } else {
             let ds = self.occurrences(&mut out, std::slice::from_ref(arr), &mut sigma)?;
@@ -441,7 +441,7 @@ impl Jvp<'_> {
     /// array if it is one (read in place, consumed once), else in Σ.
     pub(super) fn bind_tangent(&mut self, sigma: &mut Sigma, b: &Binder, d: Var) {
         self.types.insert(b.var.clone(), b.ty.clone());
-        if b.ty.is_linear_array() {
+        if b.ty.has_tangent_array() {
             self.arrays.insert(b.var.clone(), d);
             self.owned.insert(b.var.clone());
         } else {

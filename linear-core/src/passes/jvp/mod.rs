@@ -32,7 +32,14 @@
 //!   `le`) drop their input tangents and return a zero tangent.
 //!
 //! * Tangent types: `Ty::tangent`, reals for reals and the empty tuple for
-//!   integers, booleans, sums and lists, which have no derivative. The
+//!   integers and booleans, which have no derivative; for a sum (a
+//!   branch's record, met when differentiating a VJP), the tuple of its
+//!   alternatives' tangents. Lists have none: J refuses a loop that
+//!   collects or reads a list of reals (`passes::records` makes a VJP's
+//!   records arrays first).
+//! * JInj: `inj(v, k)` has the tuple with `v̇` at `k` and zeros elsewhere as
+//!   its tangent; JCase on a sum unpacks the scrutinee's tangent in every
+//!   arm, binds component `k` to arm `k`'s value and drops the others. The
 //!   discrete primitives (integer arithmetic, comparisons, boolean
 //!   operators, conversions) and inactive Rust code (`const` with
 //!   arguments) are piecewise constant: operand tangents dropped, a zero
@@ -41,8 +48,8 @@
 //!   zero derivative at `x = 0` too.
 //! * JCase: a case of the J'd arms on the same scrutinee. The tangents of
 //!   the case's free variables are split once (`dup`) and consumed by every
-//!   arm, which drops those it does not read; the scrutinee's tangent is
-//!   dropped. The derivative is that of the arm taken: at a branch point
+//!   arm, which drops those it does not read; a boolean scrutinee's tangent
+//!   is dropped (a sum's: JInj above). The derivative is that of the arm taken: at a branch point
 //!   (`x < 0` at `x = 0`) it is the derivative of the branch the primal
 //!   runs, as in JAX and Enzyme.
 //! * JLoop: the loop carries its state's tangents beside the state, and the
@@ -56,7 +63,9 @@
 //!   constant: the condition runs on primal values only.
 //!
 //! * Arrays (invariant 11 of [`crate::check`]). An array of reals (or
-//!   tuples of them) has a linear array as its tangent; it is kept out of
+//!   tuples of them; or, for a VJP's records, tuples and sums holding reals
+//!   beside integers: `Ty::has_tangent_array`) has a linear array as its
+//!   tangent; it is kept out of
 //!   Σ, never split or dropped, and read in place: JIndex is
 //!   `index(a, i)` with tangent `lindex(ȧ, i)`, so k reads of an array
 //!   are k element reads, not k copies. Loops and cases read it from
@@ -154,7 +163,7 @@ pub fn jvp_func(
     for b in &f.nl_params {
         let d = j.tangent_of(&b.var);
         j.types.insert(b.var.clone(), b.ty.clone());
-        if b.ty.is_linear_array() {
+        if b.ty.has_tangent_array() {
             j.arrays.insert(b.var.clone(), d.clone());
         } else {
             sigma.insert(b.var.clone(), d.clone());
@@ -408,15 +417,7 @@ impl Jvp<'_> {
             }
             Expr::Int(_) => Ok(self.with_zero_tangent(e.clone(), Ty::Int)),
             Expr::Bool(_) => Ok(self.with_zero_tangent(e.clone(), Ty::Bool)),
-            Expr::Inj { sum, val, .. } => {
-                let mut out = Vec::new();
-                let ds = self.occurrences(&mut out, std::slice::from_ref(val), &mut sigma)?;
-                out.extend(ds.into_iter().map(drop_stmt));
-                Ok(Expr::block(
-                    out,
-                    self.with_zero_tangent(e.clone(), sum.clone()),
-                ))
-            }
+            Expr::Inj { sum, tag, val } => self.inj(e, sum, *tag, val, sigma),
             Expr::Case { scrut, arms } => self.case(scrut, arms, sigma),
             Expr::Loop(l) => self.loop_(l, sigma),
             Expr::Prim { prim, args } => {
@@ -552,7 +553,14 @@ impl Jvp<'_> {
                     // tape.
                     let data_read =
                         matches!(rhs, Expr::Index { arr, .. } if self.data.contains(arr));
-                    if is_constant(rhs) || data_read {
+                    // A tuple or sum of constants (the empty records
+                    // `passes::records` starts arrays with) is one too.
+                    let of_constants = match rhs {
+                        Expr::Tup(vs) => vs.iter().all(|v| self.constant.contains(v)),
+                        Expr::Inj { val, .. } => self.constant.contains(val),
+                        _ => false,
+                    };
+                    if is_constant(rhs) || data_read || of_constants {
                         self.constant.extend(nl.iter().map(|b| b.var.clone()));
                     }
                     // Types first: the right-hand side's nested blocks may
@@ -562,7 +570,7 @@ impl Jvp<'_> {
                     for b in nl {
                         let d = self.tangent_of(&b.var);
                         self.bind_tangent(&mut sigma, b, d.clone());
-                        if b.ty.is_linear_array() {
+                        if b.ty.has_tangent_array() {
                             scope.push(b.var.clone());
                         }
                         dl.push(Binder::new(d, b.ty.tangent()));
@@ -617,10 +625,61 @@ fn nl_vars(fv: crate::visit::FreeVars, bound: &[&Var]) -> Vec<Var> {
 }
 
 impl Jvp<'_> {
-    /// JCase: a case of the J'd arms. The scrutinee's tangent (empty) is
-    /// dropped; every arm consumes the tangents of the case's free
-    /// variables, dropping those of variables only other arms read; an
-    /// arm's bound value (a sum alternative) gets a zero tangent. An outer
+    /// JInj: the tangent of alternative `tag` of a sum is the tuple of the
+    /// alternatives' tangents, the value's at `tag` and zeros elsewhere.
+    fn inj(
+        &mut self,
+        e: &Expr,
+        sum: &Ty,
+        tag: usize,
+        val: &Var,
+        mut sigma: Sigma,
+    ) -> Result<Expr, PassError> {
+        let Ty::Sum(alts) = sum else {
+            return Err(self.err(&format!("injection into {sum}, which is not a sum")));
+        };
+        let mut out = Vec::new();
+        let mut dval = self
+            .occurrences(&mut out, std::slice::from_ref(val), &mut sigma)?
+            .into_iter()
+            .next();
+        let mut comps = Vec::with_capacity(alts.len());
+        for (i, t) in alts.iter().enumerate() {
+            match dval.take_if(|_| i == tag) {
+                Some(d) => comps.push(d),
+                None => {
+                    let (z, st) = self.zero_let("dalt", t.tangent());
+                    out.push(st);
+                    comps.push(z);
+                }
+            }
+        }
+        out.extend(dval.map(drop_stmt));
+        let (t, dt) = (self.fresh.var("s"), self.fresh.var("ds"));
+        out.push(Stmt::Let {
+            nl: vec![Binder::new(t.clone(), sum.clone())],
+            lin: vec![],
+            rhs: e.clone(),
+        });
+        out.push(Stmt::Let {
+            nl: vec![],
+            lin: vec![Binder::new(dt.clone(), sum.tangent())],
+            rhs: Expr::LinTup(comps),
+        });
+        Ok(Expr::block(
+            out,
+            Expr::Ret {
+                nl: vec![t],
+                lin: vec![dt],
+            },
+        ))
+    }
+
+    /// JCase: a case of the J'd arms. A boolean scrutinee's tangent (empty)
+    /// is dropped; a sum's is unpacked in every arm, whose bound value
+    /// takes its component and drops the others. Every arm consumes the
+    /// tangents of the case's free variables, dropping those of variables
+    /// only other arms read. An outer
     /// array some arm writes or returns is consumed by every arm: an arm
     /// that does not frees its tangent (JFree), so that the arms agree.
     fn case(&mut self, scrut: &Var, arms: &[Arm], mut sigma: Sigma) -> Result<Expr, PassError> {
@@ -643,9 +702,21 @@ impl Jvp<'_> {
         let mut needed = vec![scrut.clone()];
         needed.extend(union.iter().cloned());
         let mut ds = self.occurrences(&mut out, &needed, &mut sigma)?.into_iter();
-        if let Some(d) = ds.next() {
-            out.push(drop_stmt(d));
-        }
+        // A sum's tangent is the tuple of its alternatives' tangents: arm
+        // k takes component k as its bound value's tangent and drops the
+        // others (zeros, by JInj).
+        let alts = match self.ty(scrut)? {
+            Ty::Sum(alts) => Some(alts),
+            _ => None,
+        };
+        let dscrut = match (ds.next(), &alts) {
+            (Some(d), Some(_)) => Some(d),
+            (Some(d), None) => {
+                out.push(drop_stmt(d));
+                None
+            }
+            (None, _) => None,
+        };
         let tangents: HashMap<Var, Var> = union.iter().cloned().zip(ds).collect();
         let mut new_arms = Vec::new();
         // Outer arrays an arm writes or returns (consumes): each arm starts
@@ -653,7 +724,7 @@ impl Jvp<'_> {
         // another does not are freed at the end of that other arm.
         let outer = self.owned_arrays();
         let mut consumed: Vec<Vec<Var>> = Vec::new();
-        for (a, fv) in arms.iter().zip(frees) {
+        for (k, (a, fv)) in arms.iter().zip(frees).enumerate() {
             self.own_again(&outer, |_| true);
             let mut stmts = Vec::new();
             let mut local = Sigma::default();
@@ -664,19 +735,41 @@ impl Jvp<'_> {
                     stmts.push(drop_stmt(tangents[v].clone()));
                 }
             }
-            if let Some(b) = &a.bind {
-                self.types.insert(b.var.clone(), b.ty.clone());
-                if fv_contains(&a.body, &b.var) {
-                    let z = self.fresh.var(&format!("d{}", base(&b.var)));
-                    let t = b.ty.tangent();
-                    stmts.push(Stmt::Let {
-                        nl: vec![],
-                        lin: vec![Binder::new(z.clone(), t.clone())],
-                        rhs: Expr::LinZero(t),
-                    });
-                    local.insert(b.var.clone(), z);
+            let mut bound_d = None;
+            if let (Some(d), Some(alts)) = (&dscrut, &alts) {
+                let comps: Vec<Binder> = alts
+                    .iter()
+                    .map(|t| Binder::new(self.fresh.var("dalt"), t.tangent()))
+                    .collect();
+                stmts.push(Stmt::LinUnpack {
+                    vars: comps.clone(),
+                    tuple: d.clone(),
+                });
+                for (i, c) in comps.into_iter().enumerate() {
+                    if i == k {
+                        bound_d = Some(c.var);
+                    } else {
+                        stmts.push(drop_stmt(c.var));
+                    }
                 }
             }
+            if let Some(b) = &a.bind {
+                self.types.insert(b.var.clone(), b.ty.clone());
+                let d = match bound_d.take() {
+                    Some(d) => d,
+                    None => {
+                        let (z, st) = self.zero_let(&format!("d{}", base(&b.var)), b.ty.tangent());
+                        stmts.push(st);
+                        z
+                    }
+                };
+                if fv_contains(&a.body, &b.var) {
+                    self.bind_tangent(&mut local, b, d);
+                } else {
+                    stmts.push(drop_stmt(d));
+                }
+            }
+            stmts.extend(bound_d.map(drop_stmt));
             let body = self.expr(&a.body, local)?;
             consumed.push(
                 outer
@@ -715,6 +808,16 @@ impl Jvp<'_> {
         }
         if !l.lin.is_empty() {
             return Err(self.err("J applies to non-linear loops only"));
+        }
+        // A list has no tangent: one of reals would be differentiated as a
+        // constant (`passes::records` makes records arrays first).
+        let listed = match &l.iter {
+            Iter::Each { list, .. } | Iter::Zip { list, .. } => Some(self.ty(list)?),
+            Iter::Range { .. } | Iter::While { .. } | Iter::Replay { .. } => None,
+        };
+        if l.collect.iter().chain(&listed).any(Ty::has_reals) {
+            return Err(self
+                .err("J gives lists no tangent, and this loop collects or reads a list of reals"));
         }
         for b in l
             .iter
@@ -808,7 +911,7 @@ impl Jvp<'_> {
                 stmts.push(z);
                 d
             };
-            if b.ty.is_linear_array() {
+            if b.ty.has_tangent_array() {
                 // An array state is the body's to consume (JFree if only
                 // read); its tangent is kept out of Σ.
                 self.bind_tangent(&mut local, b, d);
@@ -958,7 +1061,7 @@ fn is_constant(e: &Expr) -> bool {
 /// Whether values of this type have a tangent with no scalars (an array
 /// of reals has one: its scalars are only known at run time).
 fn trivial(t: &Ty) -> bool {
-    t.tangent().scalars() == 0 && !t.is_linear_array()
+    t.tangent().scalars() == 0 && !t.has_tangent_array()
 }
 
 impl Jvp<'_> {

@@ -1,10 +1,16 @@
 use linear_ad::differentiable;
 
+// A loop inside a loop: the reverse pass reads a list of records per
+// outer iteration, which J cannot differentiate yet.
 #[differentiable(order = 2)]
 fn looped(x: f64) -> f64 {
     let mut s = 0.0;
     for i in 0..3 {
-        s += (x * i as f64).sin();
+        let mut p = x;
+        for _ in 0..i {
+            p = (p * x).sin();
+        }
+        s += p;
     }
     s
 }

@@ -1,0 +1,606 @@
+//! Records as arrays: a composed VJP's loop records, kept in lists, are
+//! rewritten into arrays, so that J differentiates them with its array
+//! rules (forward over reverse, `passes::hvp::first_vjp`).
+//!
+//! U keeps a loop's per-iteration residuals in a list (`collect`), which
+//! the transposed loop reads back in reverse (`each .. rev`); a list has
+//! no tangent in J, so a VJP whose tape holds lists of reals could not be
+//! differentiated. Here every list becomes an array of run-time length,
+//! which J gives a linear array of tangents, read in place:
+//!
+//! * a loop's collected output becomes carried state, an array that
+//!   starts empty (`fill(0, zero)`) and is pushed to once per iteration
+//!   (`push`, whose tangent is `lpush`);
+//! * `each x in l` becomes a range loop over `0..len(l)` (reversed as the
+//!   loop is) that reads `x = index(l, k)` (tangent `lindex(l̇, k)`);
+//! * a zipped loop keeps its range and counts the list's position beside
+//!   it, in carried integer state;
+//! * a replay (binomial checkpointing) becomes the loop that computes its
+//!   states and a loop over them first (`passes::unreplay`): the states
+//!   are then stored, since J must see where each came from.
+//!
+//! Types follow: `list(τ)` becomes `array(τ')` wherever it occurs, `τ'`
+//! being `τ` rewritten the same way. The rewriting changes how values are
+//! kept, never which values are computed: the function's results are the
+//! same, bit for bit, and its work grows by a constant per iteration.
+//!
+//! Input: a non-linear function that type-checks (L of the composed VJP,
+//! inlined). Output: the same function, with no list type, no `collect`
+//! and no `each`, `zip` or replay loop, type-checking again.
+
+use rustc_hash::FxHashMap as HashMap;
+
+use super::PassError;
+use crate::ir::{Arm, Binder, Expr, Func, Iter, Loop, Prim, Stmt, Ty, Var};
+use crate::visit::Fresh;
+
+/// `f` with its lists turned into arrays (see the module doc).
+pub fn records_as_arrays(f: &Func) -> Result<Func, PassError> {
+    let mut r = Records {
+        fresh: Fresh::for_func(f),
+        name: f.name.clone(),
+        types: crate::visit::binder_types(f),
+    };
+    let mut out = f.clone();
+    for b in out.nl_params.iter_mut().chain(out.lin_params.iter_mut()) {
+        b.ty = array_ty(&b.ty);
+    }
+    for t in out.nl_rets.iter_mut().chain(out.lin_rets.iter_mut()) {
+        *t = array_ty(t);
+    }
+    out.body = r.expr(forward_tuples(f.body.clone()))?;
+    Ok(out)
+}
+
+/// Whether a value of type `t` holds a list.
+fn holds_list(t: &Ty) -> bool {
+    match t {
+        Ty::List(..) => true,
+        Ty::Tuple(ts) | Ty::Sum(ts) => ts.iter().any(holds_list),
+        Ty::Array(e, _) => holds_list(e),
+        Ty::Real(_) | Ty::Int | Ty::Bool | Ty::Tape(_) => false,
+    }
+}
+
+/// `e` with every tuple holding a list that is built (`tup`) and then
+/// unpacked in one block (U's tape, inlined) taken apart: the unpacked
+/// names are replaced by the tuple's components, and the tuple is gone
+/// if nothing else reads it. J passes an array on only by itself, never
+/// inside a tuple.
+fn forward_tuples(e: Expr) -> Expr {
+    match e {
+        Expr::Block { stmts, tail } => {
+            let mut tups: HashMap<Var, Vec<Var>> = HashMap::default();
+            let mut rest: std::collections::VecDeque<Stmt> = stmts.into();
+            let mut tail = *tail;
+            let mut kept = Vec::new();
+            while let Some(st) = rest.pop_front() {
+                match st {
+                    Stmt::Unpack { vars, tuple } if tups.contains_key(&tuple) => {
+                        let map: HashMap<Var, Var> = vars
+                            .into_iter()
+                            .map(|b| b.var)
+                            .zip(tups[&tuple].iter().cloned())
+                            .collect();
+                        let mut later = Expr::Block {
+                            stmts: rest.drain(..).collect(),
+                            tail: Box::new(tail),
+                        };
+                        crate::visit::rename_all(&mut later, &map);
+                        let Expr::Block { stmts, tail: t } = later else {
+                            unreachable!("a block renamed is a block")
+                        };
+                        rest = stmts.into();
+                        tail = *t;
+                    }
+                    st => {
+                        if let Stmt::Let {
+                            nl,
+                            lin,
+                            rhs: Expr::Tup(vs),
+                        } = &st
+                        {
+                            if let ([b], []) = (nl.as_slice(), lin.as_slice()) {
+                                if holds_list(&b.ty) {
+                                    tups.insert(b.var.clone(), vs.clone());
+                                }
+                            }
+                        }
+                        kept.push(st);
+                    }
+                }
+            }
+            let uses = crate::visit::use_counts(&Expr::Block {
+                stmts: kept.clone(),
+                tail: Box::new(tail.clone()),
+            });
+            let kept = kept
+                .into_iter()
+                .filter(|st| match st {
+                    Stmt::Let { nl, .. } => {
+                        !(nl.len() == 1
+                            && tups.contains_key(&nl[0].var)
+                            && !uses.contains_key(&nl[0].var))
+                    }
+                    Stmt::Unpack { .. } | Stmt::LinUnpack { .. } => true,
+                })
+                .map(|st| match st {
+                    Stmt::Let { nl, lin, rhs } => Stmt::Let {
+                        nl,
+                        lin,
+                        rhs: forward_tuples(rhs),
+                    },
+                    st => st,
+                })
+                .collect();
+            Expr::Block {
+                stmts: kept,
+                tail: Box::new(forward_tuples(tail)),
+            }
+        }
+        Expr::Case { scrut, arms } => Expr::Case {
+            scrut,
+            arms: arms
+                .into_iter()
+                .map(|a| Arm {
+                    bind: a.bind,
+                    body: forward_tuples(a.body),
+                })
+                .collect(),
+        },
+        Expr::Loop(mut l) => {
+            l.body = forward_tuples(l.body);
+            Expr::Loop(l)
+        }
+        Expr::Drop(inner) => Expr::Drop(Box::new(forward_tuples(*inner))),
+        e => e,
+    }
+}
+
+/// `t` with every `list(τ)` in it an `array(τ')` of run-time length.
+pub fn array_ty(t: &Ty) -> Ty {
+    match t {
+        Ty::List(e, n) => Ty::Array(Box::new(array_ty(e)), *n),
+        Ty::Array(e, n) => Ty::Array(Box::new(array_ty(e)), *n),
+        Ty::Tuple(ts) => Ty::Tuple(ts.iter().map(array_ty).collect()),
+        Ty::Sum(ts) => Ty::Sum(ts.iter().map(array_ty).collect()),
+        Ty::Real(_) | Ty::Int | Ty::Bool | Ty::Tape(_) => t.clone(),
+    }
+}
+
+/// What [`Records::body`] adds to a loop: its state and outputs, the
+/// extra state (counter, arrays), and whether the arrays have the trip
+/// count's size (written at the counter) or grow (pushed to).
+#[derive(Clone, Copy)]
+struct Extra<'a> {
+    nl: &'a [(Binder, Var)],
+    collect: &'a [Ty],
+    lin: &'a [(Binder, Var)],
+    extra: &'a [(Binder, Var)],
+    counter: Option<&'a (Var, Var, bool)>,
+    fixed: bool,
+}
+
+struct Records {
+    fresh: Fresh,
+    name: Var,
+    /// The input's types, for the lengths of lists known at compile time.
+    types: HashMap<Var, Ty>,
+}
+
+fn binder(b: &Binder) -> Binder {
+    Binder::new(b.var.clone(), array_ty(&b.ty))
+}
+
+fn let_(v: &Var, ty: Ty, rhs: Expr) -> Stmt {
+    Stmt::Let {
+        nl: vec![Binder::new(v.clone(), ty)],
+        lin: vec![],
+        rhs,
+    }
+}
+
+impl Records {
+    fn err(&self, msg: &str) -> PassError {
+        PassError::new(&self.name, msg)
+    }
+
+    fn expr(&mut self, e: Expr) -> Result<Expr, PassError> {
+        Ok(match e {
+            Expr::Block { stmts, tail } => {
+                let stmts = stmts
+                    .into_iter()
+                    .map(|s| self.stmt(s))
+                    .collect::<Result<_, _>>()?;
+                Expr::Block {
+                    stmts,
+                    tail: Box::new(self.expr(*tail)?),
+                }
+            }
+            Expr::Case { scrut, arms } => Expr::Case {
+                scrut,
+                arms: arms
+                    .into_iter()
+                    .map(|a| {
+                        Ok(Arm {
+                            bind: a.bind.as_ref().map(binder),
+                            body: self.expr(a.body)?,
+                        })
+                    })
+                    .collect::<Result<_, PassError>>()?,
+            },
+            Expr::Drop(inner) => Expr::Drop(Box::new(self.expr(*inner)?)),
+            Expr::Loop(l) => self.loop_(*l)?,
+            Expr::Inj { sum, tag, val } => Expr::Inj {
+                sum: array_ty(&sum),
+                tag,
+                val,
+            },
+            Expr::Const { name, args, ty } => Expr::Const {
+                name,
+                args,
+                ty: array_ty(&ty),
+            },
+            Expr::LinZero(t) => Expr::LinZero(array_ty(&t)),
+            Expr::LinZeros { ty, len } => Expr::LinZeros {
+                ty: array_ty(&ty),
+                len,
+            },
+            e @ (Expr::Ret { .. }
+            | Expr::App { .. }
+            | Expr::Lit { .. }
+            | Expr::Tup(_)
+            | Expr::Prim { .. }
+            | Expr::LinTup(_)
+            | Expr::LinAdd(..)
+            | Expr::LinNeg(_)
+            | Expr::LinScale(..)
+            | Expr::Dup(_)
+            | Expr::Int(_)
+            | Expr::Bool(_)
+            | Expr::Index { .. }
+            | Expr::Len(_)
+            | Expr::LinIndex { .. }
+            | Expr::LinAccum { .. }
+            | Expr::Fill { .. }
+            | Expr::Set { .. }
+            | Expr::LinSet { .. }
+            | Expr::LinFree { .. }
+            | Expr::Push { .. }
+            | Expr::Pop { .. }
+            | Expr::LinPush { .. }
+            | Expr::LinPop { .. }) => e,
+        })
+    }
+
+    fn stmt(&mut self, s: Stmt) -> Result<Stmt, PassError> {
+        Ok(match s {
+            Stmt::Let { nl, lin, rhs } => Stmt::Let {
+                nl: nl.iter().map(binder).collect(),
+                lin: lin.iter().map(binder).collect(),
+                rhs: self.expr(rhs)?,
+            },
+            Stmt::Unpack { vars, tuple } => Stmt::Unpack {
+                vars: vars.iter().map(binder).collect(),
+                tuple,
+            },
+            Stmt::LinUnpack { vars, tuple } => Stmt::LinUnpack {
+                vars: vars.iter().map(binder).collect(),
+                tuple,
+            },
+        })
+    }
+
+    /// A fresh non-linear variable bound to `rhs` by a statement in `out`.
+    fn bind(&mut self, out: &mut Vec<Stmt>, hint: &str, ty: Ty, rhs: Expr) -> Var {
+        let v = self.fresh.var(hint);
+        out.push(let_(&v, ty, rhs));
+        v
+    }
+
+    /// A value of type `t` (its zeros), to fill an empty array with.
+    fn zero_value(&mut self, t: &Ty, out: &mut Vec<Stmt>) -> Result<Var, PassError> {
+        let rhs = match t {
+            Ty::Real(f) => Expr::Lit {
+                value: 0.0,
+                float: *f,
+            },
+            Ty::Int => Expr::Int(0),
+            Ty::Bool => Expr::Bool(false),
+            Ty::Tuple(ts) => Expr::Tup(
+                ts.iter()
+                    .map(|t| self.zero_value(t, out))
+                    .collect::<Result<_, _>>()?,
+            ),
+            Ty::Sum(ts) => {
+                let first = ts.first().ok_or_else(|| self.err("an empty sum"))?;
+                Expr::Inj {
+                    sum: t.clone(),
+                    tag: 0,
+                    val: self.zero_value(first, out)?,
+                }
+            }
+            Ty::Array(e, n) => {
+                let len = self.bind(out, "n", Ty::Int, Expr::Int(n.unwrap_or(0) as i64));
+                Expr::Fill {
+                    len,
+                    val: self.zero_value(e, out)?,
+                    size: *n,
+                }
+            }
+            Ty::List(..) | Ty::Tape(_) => {
+                return Err(self.err(&format!(
+                    "a loop record of type {t}, which has no value to start an array with"
+                )))
+            }
+        };
+        Ok(self.bind(out, "z", t.clone(), rhs))
+    }
+
+    /// A loop with its list header and collected lists as arrays; a
+    /// block returning what the loop returned.
+    fn loop_(&mut self, l: Loop) -> Result<Expr, PassError> {
+        if matches!(l.iter, Iter::Replay { .. }) {
+            let mut types = HashMap::default();
+            let e = super::unreplay(&l, &mut self.fresh, &mut types)
+                .ok_or_else(|| self.err("a replay that is not one"))?;
+            return self.expr(e);
+        }
+        let Loop {
+            iter,
+            nl,
+            lin,
+            collect,
+            body,
+        } = l;
+        let body = self.expr(body)?;
+        let nl: Vec<(Binder, Var)> = nl.iter().map(|(b, v)| (binder(b), v.clone())).collect();
+        let lin: Vec<(Binder, Var)> = lin.iter().map(|(b, v)| (binder(b), v.clone())).collect();
+        let collect: Vec<Ty> = collect.iter().map(array_ty).collect();
+        let mut pre = Vec::new();
+        let mut front = Vec::new();
+        // A range loop with a constant trip count collects into arrays of
+        // that size, written at the iteration's number (no heap, as U's
+        // lists of known length have none); others push.
+        let trip = match (&iter, collect.is_empty()) {
+            (Iter::Range { trip: Some(n), .. }, false) => Some(*n),
+            _ => None,
+        };
+        let (iter, mut counter) = self.header(iter, &mut pre, &mut front)?;
+        if trip.is_some() {
+            let k0 = self.bind(&mut pre, "k", Ty::Int, Expr::Int(0));
+            counter = Some((self.fresh.var("k"), k0, false));
+        }
+        // Extra state: the counter, then one array per collected output.
+        let mut extra: Vec<(Binder, Var)> = Vec::new();
+        if let Some((k, k0, _)) = &counter {
+            extra.push((Binder::new(k.clone(), Ty::Int), k0.clone()));
+        }
+        for t in &collect {
+            let zero = self.zero_value(t, &mut pre)?;
+            let n =
+                i64::try_from(trip.unwrap_or(0)).map_err(|_| self.err("a trip count too large"))?;
+            let len = self.bind(&mut pre, "n", Ty::Int, Expr::Int(n));
+            let arr_ty = Ty::Array(Box::new(t.clone()), trip);
+            let empty = self.bind(
+                &mut pre,
+                "acc",
+                arr_ty.clone(),
+                Expr::Fill {
+                    len,
+                    val: zero,
+                    size: trip,
+                },
+            );
+            extra.push((Binder::new(self.fresh.var("acc"), arr_ty), empty));
+        }
+        let shape = Extra {
+            nl: &nl,
+            collect: &collect,
+            lin: &lin,
+            extra: &extra,
+            counter: counter.as_ref(),
+            fixed: trip.is_some(),
+        };
+        let body = self.body(body, &shape, front)?;
+        let fin: Vec<Binder> = nl
+            .iter()
+            .map(|(b, _)| b.ty.clone())
+            .chain(extra.iter().map(|(b, _)| b.ty.clone()))
+            .map(|t| Binder::new(self.fresh.var("s"), t))
+            .collect();
+        let dfin: Vec<Binder> = lin
+            .iter()
+            .map(|(b, _)| Binder::new(self.fresh.var("ds"), b.ty.clone()))
+            .collect();
+        let mut all_nl = nl.clone();
+        all_nl.extend(extra.iter().cloned());
+        pre.push(Stmt::Let {
+            nl: fin.clone(),
+            lin: dfin.clone(),
+            rhs: Expr::Loop(Box::new(Loop {
+                iter,
+                nl: all_nl,
+                lin,
+                collect: vec![],
+                body,
+            })),
+        });
+        let mut ret: Vec<Var> = fin[..nl.len()].iter().map(|b| b.var.clone()).collect();
+        let mut rest = fin[nl.len()..].iter();
+        if counter.is_some() {
+            if let Some(k) = rest.next() {
+                pre.push(Stmt::drop_nl(&k.var));
+            }
+        }
+        ret.extend(rest.map(|b| b.var.clone()));
+        Ok(Expr::block(
+            pre,
+            Expr::Ret {
+                nl: ret,
+                lin: dfin.into_iter().map(|b| b.var).collect(),
+            },
+        ))
+    }
+
+    /// The loop's header over a range: an `each` over `0..len(l)`, a
+    /// zipped loop over its own range, with the element read at the top of
+    /// the body (`front`). A zipped loop's list position is carried: its
+    /// binder, initial value and whether it counts down.
+    fn header(
+        &mut self,
+        iter: Iter,
+        pre: &mut Vec<Stmt>,
+        front: &mut Vec<Stmt>,
+    ) -> Result<(Iter, Option<(Var, Var, bool)>), PassError> {
+        Ok(match iter {
+            Iter::Each { elem, list, rev } => {
+                let lo = self.bind(pre, "zero", Ty::Int, Expr::Int(0));
+                // A list of known length: a loop of that trip count, whose
+                // own records (differentiated again) are of known length.
+                let trip = match self.types.get(&list) {
+                    Some(Ty::List(_, Some(n))) => Some(*n),
+                    _ => None,
+                };
+                let hi = match trip.map(i64::try_from) {
+                    Some(Ok(n)) => self.bind(pre, "n", Ty::Int, Expr::Int(n)),
+                    _ => self.bind(pre, "n", Ty::Int, Expr::Len(list.clone())),
+                };
+                let k = self.fresh.var("k");
+                front.push(let_(
+                    &elem.var,
+                    array_ty(&elem.ty),
+                    Expr::Index {
+                        arr: list,
+                        idx: k.clone(),
+                    },
+                ));
+                let iter = Iter::Range {
+                    index: Binder::new(k, Ty::Int),
+                    lo,
+                    hi,
+                    step: None,
+                    rev,
+                    trip,
+                };
+                (iter, None)
+            }
+            Iter::Zip {
+                index,
+                lo,
+                hi,
+                step,
+                desc,
+                elem,
+                list,
+                rev,
+            } => {
+                let k0 = if rev {
+                    let n = self.bind(pre, "n", Ty::Int, Expr::Len(list.clone()));
+                    let one = self.bind(pre, "one", Ty::Int, Expr::Int(1));
+                    self.bind(
+                        pre,
+                        "k",
+                        Ty::Int,
+                        Expr::Prim {
+                            prim: Prim::ISub,
+                            args: vec![n, one],
+                        },
+                    )
+                } else {
+                    self.bind(pre, "k", Ty::Int, Expr::Int(0))
+                };
+                let k = self.fresh.var("k");
+                front.push(let_(
+                    &elem.var,
+                    array_ty(&elem.ty),
+                    Expr::Index {
+                        arr: list,
+                        idx: k.clone(),
+                    },
+                ));
+                let iter = Iter::Range {
+                    index,
+                    lo,
+                    hi,
+                    step,
+                    rev: desc != rev,
+                    trip: None,
+                };
+                (iter, Some((k, k0, rev)))
+            }
+            Iter::Range { .. } | Iter::While { .. } => (iter, None),
+            Iter::Replay { .. } => return Err(self.err("a replay left in a loop header")),
+        })
+    }
+
+    /// The loop body: `front`, the old body's results bound, the counter
+    /// moved on and each collected value pushed (or written at the
+    /// counter); returns the state, then the extra state, then the linear
+    /// state.
+    fn body(&mut self, body: Expr, x: &Extra, mut stmts: Vec<Stmt>) -> Result<Expr, PassError> {
+        let Extra {
+            nl,
+            collect,
+            lin,
+            extra,
+            counter,
+            fixed,
+        } = *x;
+        if counter.is_none() && collect.is_empty() {
+            return Ok(Expr::block(stmts, body));
+        }
+        let r: Vec<Binder> = nl
+            .iter()
+            .map(|(b, _)| b.ty.clone())
+            .chain(collect.iter().cloned())
+            .map(|t| Binder::new(self.fresh.var("r"), t))
+            .collect();
+        let dr: Vec<Binder> = lin
+            .iter()
+            .map(|(b, _)| Binder::new(self.fresh.var("dr"), b.ty.clone()))
+            .collect();
+        stmts.push(Stmt::Let {
+            nl: r.clone(),
+            lin: dr.clone(),
+            rhs: body,
+        });
+        let mut ret: Vec<Var> = r[..nl.len()].iter().map(|b| b.var.clone()).collect();
+        let mut extra = extra.iter();
+        if let Some((k, _, down)) = counter {
+            extra.next();
+            let one = self.bind(&mut stmts, "one", Ty::Int, Expr::Int(1));
+            let prim = if *down { Prim::ISub } else { Prim::IAdd };
+            let next = self.bind(
+                &mut stmts,
+                "k",
+                Ty::Int,
+                Expr::Prim {
+                    prim,
+                    args: vec![k.clone(), one],
+                },
+            );
+            ret.push(next);
+        }
+        for ((acc, _), val) in extra.zip(&r[nl.len()..]) {
+            let (arr, val) = (acc.var.clone(), val.var.clone());
+            let rhs = match counter {
+                Some((k, ..)) if fixed => Expr::Set {
+                    arr,
+                    idx: k.clone(),
+                    val,
+                },
+                _ => Expr::Push { arr, val },
+            };
+            let written = self.bind(&mut stmts, "acc", acc.ty.clone(), rhs);
+            ret.push(written);
+        }
+        Ok(Expr::block(
+            stmts,
+            Expr::Ret {
+                nl: ret,
+                lin: dr.into_iter().map(|b| b.var).collect(),
+            },
+        ))
+    }
+}
