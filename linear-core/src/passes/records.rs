@@ -36,8 +36,9 @@ use crate::visit::Fresh;
 
 /// `f` with its lists turned into arrays (see the module doc).
 pub fn records_as_arrays(f: &Func) -> Result<Func, PassError> {
+    let mut fresh = Fresh::for_func(f);
     let mut r = Records {
-        fresh: Fresh::for_func(f),
+        fresh: &mut fresh,
         name: f.name.clone(),
         types: crate::visit::binder_types(f),
     };
@@ -181,8 +182,33 @@ struct Extra<'a> {
     fixed: bool,
 }
 
-struct Records {
-    fresh: Fresh,
+/// A replay (`Iter::Replay`, U's binomial checkpointing) as the loop that
+/// computes its states into an array and a loop over them: how J
+/// differentiates one (through the states, not as constants). `fresh`
+/// is the function's supply of names; `types` takes the new binders.
+pub(crate) fn unreplayed(
+    l: &Loop,
+    func: &Var,
+    fresh: &mut Fresh,
+    types: &mut HashMap<Var, Ty>,
+) -> Result<Option<Expr>, PassError> {
+    let Some(e) = super::unreplay(l, fresh, types) else {
+        return Ok(None);
+    };
+    let mut r = Records {
+        fresh,
+        name: func.clone(),
+        types: HashMap::default(),
+    };
+    let e = r.expr(e)?;
+    crate::visit::for_each_binder(&e, &mut |b, _| {
+        types.insert(b.var.clone(), b.ty.clone());
+    });
+    Ok(Some(e))
+}
+
+struct Records<'a> {
+    fresh: &'a mut Fresh,
     name: Var,
     /// The input's types, for the lengths of lists known at compile time.
     types: HashMap<Var, Ty>,
@@ -200,7 +226,7 @@ fn let_(v: &Var, ty: Ty, rhs: Expr) -> Stmt {
     }
 }
 
-impl Records {
+impl Records<'_> {
     fn err(&self, msg: &str) -> PassError {
         PassError::new(&self.name, msg)
     }
@@ -342,7 +368,7 @@ impl Records {
     fn loop_(&mut self, l: Loop) -> Result<Expr, PassError> {
         if matches!(l.iter, Iter::Replay { .. }) {
             let mut types = HashMap::default();
-            let e = super::unreplay(&l, &mut self.fresh, &mut types)
+            let e = super::unreplay(&l, self.fresh, &mut types)
                 .ok_or_else(|| self.err("a replay that is not one"))?;
             return self.expr(e);
         }

@@ -35,8 +35,8 @@
 //!   integers and booleans, which have no derivative; for a sum (a
 //!   branch's record, met when differentiating a VJP), the tuple of its
 //!   alternatives' tangents. Lists have none: J refuses a loop that
-//!   collects or reads a list of reals (`passes::records` makes a VJP's
-//!   records arrays first).
+//!   collects a list of reals (`passes::records` makes a VJP's records
+//!   arrays first); a list parameter is held fixed, as an integer is.
 //! * JInj: `inj(v, k)` has the tuple with `v̇` at `k` and zeros elsewhere as
 //!   its tangent; JCase on a sum unpacks the scrutinee's tangent in every
 //!   arm, binds component `k` to arm `k`'s value and drops the others. The
@@ -801,23 +801,25 @@ impl Jvp<'_> {
     /// constant: their tangents are dropped, and the index's is zero.
     ///
     /// A replay (only in U's output, met when differentiating again) is
-    /// first rewritten into loops with these rules ([`super::unreplay`]).
+    /// first rewritten into a loop computing its states into an array and
+    /// a loop over them ([`super::records::unreplayed`]), which these rules
+    /// differentiate through the states.
     fn loop_(&mut self, l: &Loop, sigma: Sigma) -> Result<Expr, PassError> {
-        if let Some(e) = super::unreplay(l, &mut self.fresh, &mut self.types) {
+        if let Some(e) = super::records::unreplayed(l, self.func, &mut self.fresh, &mut self.types)?
+        {
             return self.expr(&e, sigma);
         }
         if !l.lin.is_empty() {
             return Err(self.err("J applies to non-linear loops only"));
         }
-        // A list has no tangent: one of reals would be differentiated as a
-        // constant (`passes::records` makes records arrays first).
-        let listed = match &l.iter {
-            Iter::Each { list, .. } | Iter::Zip { list, .. } => Some(self.ty(list)?),
-            Iter::Range { .. } | Iter::While { .. } | Iter::Replay { .. } => None,
-        };
-        if l.collect.iter().chain(&listed).any(Ty::has_reals) {
-            return Err(self
-                .err("J gives lists no tangent, and this loop collects or reads a list of reals"));
+        // A list has no tangent: one of reals made here would be
+        // differentiated as a constant (`passes::records` makes records
+        // arrays first). A list parameter is one, as an integer is: the
+        // derivative holds it fixed, as its empty tangent type says.
+        if l.collect.iter().any(Ty::has_reals) {
+            return Err(
+                self.err("J gives lists no tangent, and this loop collects a list of reals")
+            );
         }
         for b in l
             .iter
