@@ -5,7 +5,10 @@
 //! `UPDATE_EXPECT=1 cargo test -p linear-core --test golden`, then read the
 //! diff. A first line `// checkpoint: binomial N` (or `state`, or `adjoint`, the macro's
 //! default) unzips with
-//! that policy instead of saving everything.
+//! that policy instead of saving everything. A line `// vjp` among the
+//! leading comments also prints the last function's composed VJP as
+//! `order = 2` differentiates it (`hvp::first_vjp`: records as arrays),
+//! and J of it.
 
 use std::fmt::Write;
 use std::path::Path;
@@ -13,7 +16,8 @@ use std::path::Path;
 use linear_core::check::{check, check_linear_b};
 use linear_core::parse::parse_program;
 use linear_core::passes::{
-    erase::erase, fold::fold, jvp::jvp, simplify::simplify, transpose::transpose, unzip,
+    erase::erase, fold::fold, hvp::first_vjp, jvp::jvp, simplify::simplify,
+    transpose::transpose, unzip,
 };
 
 fn stages(src: &str) -> String {
@@ -70,6 +74,25 @@ fn stages(src: &str) -> String {
         } else {
             let _ = writeln!(out, "{prog}");
         }
+    }
+    let vjp = src
+        .lines()
+        .take_while(|l| l.starts_with("//"))
+        .any(|l| l.trim() == "// vjp");
+    if vjp {
+        let main = p.funcs.last().expect("a function").name.clone();
+        let f = first_vjp(&ts, main.as_str())
+            .expect("first_vjp applies")
+            .expect("the VJP is differentiable");
+        let v = linear_core::Program {
+            externs: vec![],
+            funcs: vec![f],
+        };
+        check(&v).expect("the VJP type-checks");
+        let jv = simplify(&jvp(&v).expect("J applies to the VJP"));
+        check(&jv).expect("J of the VJP type-checks");
+        let _ = writeln!(out, "== first_vjp (records as arrays) ==\n{v}");
+        let _ = writeln!(out, "== J(first_vjp), simplified ==\n{jv}");
     }
     out
 }

@@ -169,6 +169,10 @@ pub fn array_ty(t: &Ty) -> Ty {
     }
 }
 
+/// A counter carried by a loop: its binder, its initial value, and
+/// whether it counts down.
+type Counter = (Var, Var, bool);
+
 /// What [`Records::body`] adds to a loop: its state and outputs, the
 /// extra state (counter, arrays), and whether the arrays have the trip
 /// count's size (written at the counter) or grow (pushed to).
@@ -178,7 +182,7 @@ struct Extra<'a> {
     collect: &'a [Ty],
     lin: &'a [(Binder, Var)],
     extra: &'a [(Binder, Var)],
-    counter: Option<&'a (Var, Var, bool)>,
+    counter: Option<&'a Counter>,
     fixed: bool,
 }
 
@@ -397,29 +401,7 @@ impl Records<'_> {
             let k0 = self.bind(&mut pre, "k", Ty::Int, Expr::Int(0));
             counter = Some((self.fresh.var("k"), k0, false));
         }
-        // Extra state: the counter, then one array per collected output.
-        let mut extra: Vec<(Binder, Var)> = Vec::new();
-        if let Some((k, k0, _)) = &counter {
-            extra.push((Binder::new(k.clone(), Ty::Int), k0.clone()));
-        }
-        for t in &collect {
-            let zero = self.zero_value(t, &mut pre)?;
-            let n =
-                i64::try_from(trip.unwrap_or(0)).map_err(|_| self.err("a trip count too large"))?;
-            let len = self.bind(&mut pre, "n", Ty::Int, Expr::Int(n));
-            let arr_ty = Ty::Array(Box::new(t.clone()), trip);
-            let empty = self.bind(
-                &mut pre,
-                "acc",
-                arr_ty.clone(),
-                Expr::Fill {
-                    len,
-                    val: zero,
-                    size: trip,
-                },
-            );
-            extra.push((Binder::new(self.fresh.var("acc"), arr_ty), empty));
-        }
+        let extra = self.extra_state(counter.as_ref(), &collect, trip, &mut pre)?;
         let shape = Extra {
             nl: &nl,
             collect: &collect,
@@ -469,6 +451,41 @@ impl Records<'_> {
         ))
     }
 
+    /// A loop's extra state: the counter, then one array per collected
+    /// output, of `trip` elements (or empty, to push to), its initial
+    /// value made in `pre`.
+    fn extra_state(
+        &mut self,
+        counter: Option<&Counter>,
+        collect: &[Ty],
+        trip: Option<u64>,
+        pre: &mut Vec<Stmt>,
+    ) -> Result<Vec<(Binder, Var)>, PassError> {
+        let mut extra: Vec<(Binder, Var)> = Vec::new();
+        if let Some((k, k0, _)) = counter {
+            extra.push((Binder::new(k.clone(), Ty::Int), k0.clone()));
+        }
+        for t in collect {
+            let zero = self.zero_value(t, pre)?;
+            let n =
+                i64::try_from(trip.unwrap_or(0)).map_err(|_| self.err("a trip count too large"))?;
+            let len = self.bind(pre, "n", Ty::Int, Expr::Int(n));
+            let arr_ty = Ty::Array(Box::new(t.clone()), trip);
+            let empty = self.bind(
+                pre,
+                "acc",
+                arr_ty.clone(),
+                Expr::Fill {
+                    len,
+                    val: zero,
+                    size: trip,
+                },
+            );
+            extra.push((Binder::new(self.fresh.var("acc"), arr_ty), empty));
+        }
+        Ok(extra)
+    }
+
     /// The loop's header over a range: an `each` over `0..len(l)`, a
     /// zipped loop over its own range, with the element read at the top of
     /// the body (`front`). A zipped loop's list position is carried: its
@@ -478,7 +495,7 @@ impl Records<'_> {
         iter: Iter,
         pre: &mut Vec<Stmt>,
         front: &mut Vec<Stmt>,
-    ) -> Result<(Iter, Option<(Var, Var, bool)>), PassError> {
+    ) -> Result<(Iter, Option<Counter>), PassError> {
         Ok(match iter {
             Iter::Each { elem, list, rev } => {
                 let lo = self.bind(pre, "zero", Ty::Int, Expr::Int(0));

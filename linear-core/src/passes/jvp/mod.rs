@@ -675,6 +675,28 @@ impl Jvp<'_> {
         ))
     }
 
+    /// In arm `k` of a case on a sum whose tangent is `d`: `d` unpacked,
+    /// every component but the `k`-th dropped, that one returned.
+    fn alternative(&mut self, d: &Var, alts: &[Ty], k: usize, stmts: &mut Vec<Stmt>) -> Var {
+        let comps: Vec<Binder> = alts
+            .iter()
+            .map(|t| Binder::new(self.fresh.var("dalt"), t.tangent()))
+            .collect();
+        stmts.push(Stmt::LinUnpack {
+            vars: comps.clone(),
+            tuple: d.clone(),
+        });
+        let mut taken = None;
+        for (i, c) in comps.into_iter().enumerate() {
+            if i == k {
+                taken = Some(c.var);
+            } else {
+                stmts.push(drop_stmt(c.var));
+            }
+        }
+        taken.unwrap_or_else(|| d.clone())
+    }
+
     /// JCase: a case of the J'd arms. A boolean scrutinee's tangent (empty)
     /// is dropped; a sum's is unpacked in every arm, whose bound value
     /// takes its component and drops the others. Every arm consumes the
@@ -735,24 +757,10 @@ impl Jvp<'_> {
                     stmts.push(drop_stmt(tangents[v].clone()));
                 }
             }
-            let mut bound_d = None;
-            if let (Some(d), Some(alts)) = (&dscrut, &alts) {
-                let comps: Vec<Binder> = alts
-                    .iter()
-                    .map(|t| Binder::new(self.fresh.var("dalt"), t.tangent()))
-                    .collect();
-                stmts.push(Stmt::LinUnpack {
-                    vars: comps.clone(),
-                    tuple: d.clone(),
-                });
-                for (i, c) in comps.into_iter().enumerate() {
-                    if i == k {
-                        bound_d = Some(c.var);
-                    } else {
-                        stmts.push(drop_stmt(c.var));
-                    }
-                }
-            }
+            let mut bound_d = match (&dscrut, &alts) {
+                (Some(d), Some(alts)) => Some(self.alternative(d, alts, k, &mut stmts)),
+                _ => None,
+            };
             if let Some(b) = &a.bind {
                 self.types.insert(b.var.clone(), b.ty.clone());
                 let d = match bound_d.take() {
