@@ -1,7 +1,9 @@
 //! Second derivatives: `f_hvp` against `f_vjp` (the gradient) and a
 //! hand-written HVP on the extended Rosenbrock function, `f_hessian`
-//! against num-dual's hyper-dual `hessian` on a six-coordinate energy;
-//! every variant checked against the others before it is timed.
+//! against num-dual's hyper-dual `hessian` on a six-coordinate energy
+//! and on a loop (`orbit`: the linearized gradient through the loop's
+//! records, against one `f_hvp` per direction); every variant checked
+//! against the others before it is timed.
 //! `cargo bench -p linear-ad-bench --bench second_order`.
 
 use std::hint::black_box;
@@ -100,9 +102,64 @@ fn hessian_bench(c: &mut Criterion) {
     grp.finish();
 }
 
+/// `orbit` on num-dual's hyper-dual vectors.
+fn orbit_dual(q: SVector<Dual2SVec64<4>, 4>) -> Dual2SVec64<4> {
+    let (mut x, mut y, mut vx, mut vy) = (q[0], q[1], q[2], q[3]);
+    for _ in 0..20 {
+        let r2 = x * x + y * y + 0.1;
+        let inv = (r2 * r2.sqrt()).recip();
+        vx -= x * inv * 0.05;
+        vy -= y * inv * 0.05;
+        x += vx * 0.05;
+        y += vy * 0.05;
+    }
+    x * x + y * y * 2.0 + vx * vy
+}
+
+/// The Hessian of `orbit` from four `f_hvp` calls, one per unit
+/// direction: the schedule `f_hessian` had before `f_vjp` of a loop
+/// could be linearized.
+fn orbit_hessian_by_hvps(q: [f64; 4]) -> [[f64; 4]; 4] {
+    let mut h = [[0.0; 4]; 4];
+    for (k, row) in h.iter_mut().enumerate() {
+        let mut e = [0.0; 4];
+        e[k] = 1.0;
+        *row = orbit_hvp(q, e).2;
+    }
+    h
+}
+
+fn hessian_loop_bench(c: &mut Criterion) {
+    let q = [0.8, -0.3, 0.2, 0.9];
+    let (v, g, h) = orbit_hessian(q);
+    let (v2, g2, h2) = hessian(orbit_dual, &SVector::from(q));
+    let h3 = orbit_hessian_by_hvps(q);
+    close(v, v2, "value");
+    for i in 0..4 {
+        close(g[i], g2[i], "gradient");
+        for j in 0..4 {
+            close(h[i][j], h2[(i, j)], "hessian");
+            close(h[i][j], h3[i][j], "hessian by HVPs");
+        }
+    }
+    let mut grp = c.benchmark_group("hessian_orbit_4");
+    grp.bench_function("primal", |b| b.iter(|| orbit(black_box(q))));
+    grp.bench_function("linear_ad_vjp", |b| b.iter(|| orbit_vjp(black_box(q), 1.0)));
+    grp.bench_function("linear_ad_hessian", |b| {
+        b.iter(|| orbit_hessian(black_box(q)))
+    });
+    grp.bench_function("linear_ad_hvp_x4", |b| {
+        b.iter(|| orbit_hessian_by_hvps(black_box(q)))
+    });
+    grp.bench_function("num_dual_hessian", |b| {
+        b.iter(|| hessian(orbit_dual, &SVector::from(black_box(q))))
+    });
+    grp.finish();
+}
+
 criterion_group! {
     name = benches;
     config = config();
-    targets = hvp_bench, hessian_bench
+    targets = hvp_bench, hessian_bench, hessian_loop_bench
 }
 criterion_main!(benches);

@@ -46,3 +46,22 @@ pub fn coulomb(p: [f64; 6]) -> f64 {
     let tether = ax * ax + ay * ay + bx * bx + by * by + cx * cx + cy * cy;
     1.0 / ab + 1.0 / bc + 1.0 / ca + 0.5 * tether
 }
+
+/// Twenty steps of symplectic Euler for a particle in a softened central
+/// field, from the position and velocity `q`, scored by a quadratic of
+/// the final state: a loop whose `f_vjp` keeps a record per step, so
+/// `f_hessian` linearizes the gradient through those records once.
+#[differentiable(order = 2)]
+pub fn orbit(q: [f64; 4]) -> f64 {
+    let [x0, y0, vx0, vy0] = q;
+    let (mut x, mut y, mut vx, mut vy) = (x0, y0, vx0, vy0);
+    for _ in 0..20 {
+        let r2 = x * x + y * y + 0.1;
+        let inv = 1.0 / (r2 * r2.sqrt());
+        vx -= 0.05 * x * inv;
+        vy -= 0.05 * y * inv;
+        x += 0.05 * vx;
+        y += 0.05 * vy;
+    }
+    x * x + 2.0 * y * y + vx * vy
+}

@@ -16,8 +16,8 @@ use std::path::Path;
 use linear_core::check::{check, check_linear_b};
 use linear_core::parse::parse_program;
 use linear_core::passes::{
-    erase::erase, fold::fold, hvp::first_vjp, jvp::jvp, simplify::simplify,
-    transpose::transpose, unzip,
+    erase::erase, fold::fold, hvp::first_vjp, jvp::jvp, simplify::simplify, transpose::transpose,
+    unzip,
 };
 
 fn stages(src: &str) -> String {
