@@ -222,6 +222,18 @@ fn binder(b: &Binder) -> Binder {
     Binder::new(b.var.clone(), array_ty(&b.ty))
 }
 
+/// `let elem = index(list, k)`: a list's element, read from its array.
+fn read(elem: &Binder, list: Var, k: &Var) -> Stmt {
+    let_(
+        &elem.var,
+        array_ty(&elem.ty),
+        Expr::Index {
+            arr: list,
+            idx: k.clone(),
+        },
+    )
+}
+
 fn let_(v: &Var, ty: Ty, rhs: Expr) -> Stmt {
     Stmt::Let {
         nl: vec![Binder::new(v.clone(), ty)],
@@ -510,14 +522,7 @@ impl Records<'_> {
                     _ => self.bind(pre, "n", Ty::Int, Expr::Len(list.clone())),
                 };
                 let k = self.fresh.var("k");
-                front.push(let_(
-                    &elem.var,
-                    array_ty(&elem.ty),
-                    Expr::Index {
-                        arr: list,
-                        idx: k.clone(),
-                    },
-                ));
+                front.push(read(&elem, list, &k));
                 let iter = Iter::Range {
                     index: Binder::new(k, Ty::Int),
                     lo,
@@ -554,14 +559,7 @@ impl Records<'_> {
                     self.bind(pre, "k", Ty::Int, Expr::Int(0))
                 };
                 let k = self.fresh.var("k");
-                front.push(let_(
-                    &elem.var,
-                    array_ty(&elem.ty),
-                    Expr::Index {
-                        arr: list,
-                        idx: k.clone(),
-                    },
-                ));
+                front.push(read(&elem, list, &k));
                 let iter = Iter::Range {
                     index,
                     lo,
