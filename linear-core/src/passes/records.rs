@@ -401,14 +401,15 @@ impl Records<'_> {
         let collect: Vec<Ty> = collect.iter().map(array_ty).collect();
         let mut pre = Vec::new();
         let mut front = Vec::new();
-        // A range loop with a constant trip count collects into arrays of
-        // that size, written at the iteration's number (no heap, as U's
-        // lists of known length have none); others push.
-        let trip = match (&iter, collect.is_empty()) {
-            (Iter::Range { trip: Some(n), .. }, false) => Some(*n),
+        let (iter, mut counter) = self.header(iter, &mut pre, &mut front)?;
+        // A range loop with a constant trip count (a list of known length,
+        // too) collects into arrays of that size, written at the
+        // iteration's number (no heap, as U's lists of known length have
+        // none); others push. A zipped loop's range has no known count.
+        let trip = match (&iter, collect.is_empty(), &counter) {
+            (Iter::Range { trip: Some(n), .. }, false, None) => Some(*n),
             _ => None,
         };
-        let (iter, mut counter) = self.header(iter, &mut pre, &mut front)?;
         if trip.is_some() {
             let k0 = self.bind(&mut pre, "k", Ty::Int, Expr::Int(0));
             counter = Some((self.fresh.var("k"), k0, false));
@@ -570,7 +571,13 @@ impl Records<'_> {
                 };
                 (iter, Some((k, k0, rev)))
             }
-            Iter::Range { .. } | Iter::While { .. } => (iter, None),
+            Iter::While { cond } => (
+                Iter::While {
+                    cond: Box::new(self.expr(*cond)?),
+                },
+                None,
+            ),
+            Iter::Range { .. } => (iter, None),
             Iter::Replay { .. } => return Err(self.err("a replay left in a loop header")),
         })
     }
