@@ -168,7 +168,7 @@ fn has_tangent(t: &Ty) -> bool {
         Ty::Real(_) | Ty::Int | Ty::Bool => true,
         Ty::Tuple(ts) | Ty::Sum(ts) => ts.iter().all(|t| has_tangent(t) && !array_of_reals(t)),
         Ty::Array(e, _) => has_tangent(e) && (!e.has_reals() || t.has_tangent_array()),
-        Ty::List(e, _) => !e.has_reals(),
+        Ty::List(e, _) => has_tangent(e) && !e.has_reals(),
         Ty::Tape(_) => false,
     }
 }
