@@ -677,7 +677,13 @@ impl Jvp<'_> {
 
     /// In arm `k` of a case on a sum whose tangent is `d`: `d` unpacked,
     /// every component but the `k`-th dropped, that one returned.
-    fn alternative(&mut self, d: &Var, alts: &[Ty], k: usize, stmts: &mut Vec<Stmt>) -> Var {
+    fn alternative(
+        &mut self,
+        d: &Var,
+        alts: &[Ty],
+        k: usize,
+        stmts: &mut Vec<Stmt>,
+    ) -> Result<Var, PassError> {
         let comps: Vec<Binder> = alts
             .iter()
             .map(|t| Binder::new(self.fresh.var("dalt"), t.tangent()))
@@ -694,7 +700,12 @@ impl Jvp<'_> {
                 stmts.push(drop_stmt(c.var));
             }
         }
-        taken.unwrap_or_else(|| d.clone())
+        taken.ok_or_else(|| {
+            self.err(&format!(
+                "arm {k} of a case on a sum of {} alternatives",
+                alts.len()
+            ))
+        })
     }
 
     /// JCase: a case of the J'd arms. A boolean scrutinee's tangent (empty)
@@ -758,7 +769,7 @@ impl Jvp<'_> {
                 }
             }
             let mut bound_d = match (&dscrut, &alts) {
-                (Some(d), Some(alts)) => Some(self.alternative(d, alts, k, &mut stmts)),
+                (Some(d), Some(alts)) => Some(self.alternative(d, alts, k, &mut stmts)?),
                 _ => None,
             };
             if let Some(b) = &a.bind {
