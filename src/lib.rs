@@ -452,6 +452,7 @@ macro_rules! for_tuples {
 
 mod replay;
 mod structs;
+pub mod tape_pool;
 
 /// The float types the functions `#[differentiable]` generates for a
 /// function generic in its float type (`fn f<T: Float>`) accept: `f32`
@@ -836,8 +837,11 @@ pub mod __private {
         Else(B),
     }
 
-    /// The tape of a loop holds one record per iteration.
     pub use ::std::vec::Vec;
+
+    /// The tape of a loop holds one record per iteration, in a buffer
+    /// recycled from call to call.
+    pub use crate::tape_pool::{IntoRev, Tape};
 
     /// Appends one iteration's record to the tape of a loop whose trip
     /// count was known when the tape was allocated with room for all of

@@ -97,14 +97,42 @@ pub fn inline_len(t: &Ty) -> Option<u64> {
     }
 }
 
-/// The Rust type of a list of elements of Rust type `elem`.
-pub fn list_type(t: &Ty, elem: TokenStream) -> TokenStream {
-    match inline_len(t) {
-        Some(n) => {
+/// Whether a list of `elem`s that no other list holds is a
+/// `linear_ad::__private::Tape`, whose buffer is recycled from call to
+/// call (`linear_ad::tape_pool`), rather than a `Vec`: the pool is keyed
+/// by type, so its element types must be `'static`, which a callee's
+/// linearization (it borrows the callee's array inputs) and the user's
+/// generic float type are not known to be.
+///
+/// The tapes of loops inside loops, which the outer loop's records hold,
+/// stay `Vec`s: they are allocated once per outer iteration, usually
+/// small (below the pool's smallest buffer), and a buffer that may come
+/// from the pool has no known provenance, so LLVM must assume that the
+/// reversed inner loop's reads of it alias its writes to the gradient:
+/// `llsq`'s reversed inner loop was no longer vectorised, and its
+/// gradient took 1.7 times the instructions.
+pub fn pooled(elem: &Ty) -> bool {
+    match elem {
+        Ty::Real(f) => *f != Float::Generic,
+        Ty::Int | Ty::Bool => true,
+        Ty::Tuple(ts) | Ty::Sum(ts) => ts.iter().all(pooled),
+        Ty::List(e, _) | Ty::Array(e, _) => pooled(e),
+        Ty::Tape(_) => false,
+    }
+}
+
+/// The Rust type of a list of elements of Rust type `elem`, held by
+/// another list's elements or not (`in_list`; see [`pooled`]).
+pub fn list_type(t: &Ty, elem: TokenStream, in_list: bool) -> TokenStream {
+    match (inline_len(t), t) {
+        (Some(n), _) => {
             let n = Literal::usize_unsuffixed(n as usize);
             quote!(::linear_ad::__private::ArrayVec<#elem, #n>)
         }
-        None => quote!(::linear_ad::__private::Vec<#elem>),
+        (None, Ty::List(e, _)) if !in_list && pooled(e) => {
+            quote!(::linear_ad::__private::Tape<#elem>)
+        }
+        (None, _) => quote!(::linear_ad::__private::Vec<#elem>),
     }
 }
 
@@ -116,6 +144,9 @@ pub struct Names {
     types: HashMap<Var, Ty>,
     holds: HashMap<Var, Hold>,
     next: usize,
+    /// How many loops' bodies are being generated: a loop inside one
+    /// records into a `Vec`, not a recycled tape ([`pooled`]).
+    loops: usize,
 }
 
 impl Names {
@@ -1177,14 +1208,14 @@ fn list_iter(
     let e = names.ident(&elem.var);
     let h = Names::part_hold(&elem.ty, whole);
     names.holds.insert(elem.var.clone(), h);
-    let mut src = if whole == Hold::Owned {
-        quote!(#lid.into_iter())
-    } else {
-        quote!(#lid.iter())
+    // An owned tape is read last first by popping, which leaves its
+    // buffer to be recycled (`linear_ad::tape_pool`).
+    let src = match (whole == Hold::Owned, rev) {
+        (true, true) => quote!(::linear_ad::__private::IntoRev::into_rev(#lid)),
+        (true, false) => quote!(#lid.into_iter()),
+        (false, true) => quote!(#lid.iter().rev()),
+        (false, false) => quote!(#lid.iter()),
     };
-    if rev {
-        src = quote!(#src.rev());
-    }
     let bind = if whole != Hold::Owned && h == Hold::Owned {
         quote!(let #e = *#item;)
     } else {
@@ -1287,7 +1318,10 @@ fn gen_loop(l: &Loop, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
             .collect();
     let cols: Vec<syn::Ident> = l.collect.iter().map(|_| names.temp("tape")).collect();
     let (header, bind_item) = loop_header(&l.iter, &item, names);
+    let recycled = names.loops == 0;
+    names.loops += 1;
     let body = gen_expr(&l.body, names, calls);
+    names.loops -= 1;
     let next: Vec<syn::Ident> =
         l.nl.iter()
             .chain(&l.lin)
@@ -1298,10 +1332,12 @@ fn gen_loop(l: &Loop, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
     let unpack_state = quote!(let (#(#state,)*) = #st;);
     // The body's and the loop's results are tuples unless there is one
     // (see `tuple_of`).
-    let results = |ids: Vec<&syn::Ident>| match ids.as_slice() {
-        [one] => quote!(#one),
-        _ => quote!((#(#ids,)*)),
-    };
+    fn results<T: quote::ToTokens>(ids: Vec<T>) -> TokenStream {
+        match ids.as_slice() {
+            [one] => quote!(#one),
+            _ => quote!((#(#ids,)*)),
+        }
+    }
     let body_out = results(next_nl.iter().chain(&outs).chain(next_lin).collect());
     let (inline, pushes) = appends(l, &cols, &outs);
     let step = quote! {
@@ -1340,13 +1376,19 @@ fn gen_loop(l: &Loop, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
     };
     // Each collected list is allocated once: inline when its length is a
     // small constant, else a `Vec` with room for every iteration known.
-    let cols_init = cols.iter().zip(&inline).map(|(c, inline)| {
-        if *inline {
-            quote!(let mut #c = ::linear_ad::__private::ArrayVec::new();)
-        } else {
-            quote!(let mut #c = ::linear_ad::__private::Vec::with_capacity(#capacity);)
-        }
-    });
+    let cols_init = cols
+        .iter()
+        .zip(&inline)
+        .zip(&l.collect)
+        .map(|((c, inline), t)| {
+            if *inline {
+                quote!(let mut #c = ::linear_ad::__private::ArrayVec::new();)
+            } else if recycled && pooled(t) {
+                quote!(let mut #c = ::linear_ad::__private::Tape::buffer(#capacity);)
+            } else {
+                quote!(let mut #c = ::linear_ad::__private::Vec::with_capacity(#capacity);)
+            }
+        });
     let looped = quote!(#setup #(#cols_init)* #looped);
     let fin: Vec<syn::Ident> =
         l.nl.iter()
@@ -1354,7 +1396,26 @@ fn gen_loop(l: &Loop, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
             .map(|_| names.temp("fin"))
             .collect();
     let (fin_nl, fin_lin) = fin.split_at(l.nl.len());
-    let outs: Vec<&syn::Ident> = fin_nl.iter().chain(&cols).chain(fin_lin).collect();
+    // A recycled tape is a plain `Vec` while the loop records into it
+    // (see `linear_ad::__private::Tape::buffer`), and a `Tape` after.
+    let tapes: Vec<TokenStream> = cols
+        .iter()
+        .zip(&inline)
+        .zip(&l.collect)
+        .map(|((c, inline), t)| {
+            if !*inline && recycled && pooled(t) {
+                quote!(::linear_ad::__private::Tape::from(#c))
+            } else {
+                quote!(#c)
+            }
+        })
+        .collect();
+    let outs: Vec<TokenStream> = fin_nl
+        .iter()
+        .map(|f| quote!(#f))
+        .chain(tapes)
+        .chain(fin_lin.iter().map(|f| quote!(#f)))
+        .collect();
     // A loop with no result ends its block with the unpacking (a trailing
     // `()` would be linted as unneeded).
     let loop_out = if outs.is_empty() {

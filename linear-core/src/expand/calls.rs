@@ -104,6 +104,13 @@ impl Calls<'_> {
     /// The Rust type of an IR type, with callee tapes as the callees'
     /// linearization types.
     pub(super) fn rust_ty(&self, t: &Ty) -> TokenStream {
+        self.rust_ty_in(t, false)
+    }
+
+    /// [`Self::rust_ty`] of a type that a list's elements hold or not
+    /// (`in_list`): a list is a recycled tape only if none holds it
+    /// (`codegen::pooled`).
+    fn rust_ty_in(&self, t: &Ty, in_list: bool) -> TokenStream {
         match t {
             Ty::Tape(name) => match self.site(name) {
                 Some((site, _)) => {
@@ -113,13 +120,15 @@ impl Calls<'_> {
                 None => quote!(()),
             },
             Ty::Tuple(ts) => {
-                let ts = ts.iter().map(|t| self.rust_ty(t));
+                let ts = ts.iter().map(|t| self.rust_ty_in(t, in_list));
                 quote!((#(#ts,)*))
             }
-            Ty::Sum(ts) => {
-                crate::codegen::sum_type(&ts.iter().map(|t| self.rust_ty(t)).collect::<Vec<_>>())
-            }
-            Ty::List(e, _) => crate::codegen::list_type(t, self.rust_ty(e)),
+            Ty::Sum(ts) => crate::codegen::sum_type(
+                &ts.iter()
+                    .map(|t| self.rust_ty_in(t, in_list))
+                    .collect::<Vec<_>>(),
+            ),
+            Ty::List(e, _) => crate::codegen::list_type(t, self.rust_ty_in(e, true), in_list),
             // Integers on a tape are array indices read by the residual
             // (`lindex`), so `usize`, and replay trip counts, which U
             // counts from literals and `Replay::new` takes as `usize`.

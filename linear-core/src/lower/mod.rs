@@ -2849,7 +2849,13 @@ pub fn ty_rust(t: &Ty) -> TokenStream {
         Ty::Tape(_) | Ty::Int => quote!(_),
         Ty::Bool => quote!(bool),
         Ty::Sum(ts) => crate::codegen::sum_type(&ts.iter().map(ty_rust).collect::<Vec<_>>()),
-        Ty::List(e, _) => crate::codegen::list_type(t, ty_rust(e)),
+        // A loop's tape: inline (`ArrayVec`, whose length this says), or
+        // a recycled `Tape` or a `Vec` by where the loop is
+        // (`codegen::pooled`), which the code that builds it says.
+        Ty::List(e, _) if crate::codegen::inline_len(t).is_some() => {
+            crate::codegen::list_type(t, ty_rust(e), false)
+        }
+        Ty::List(..) => quote!(_),
         // A non-linear array is an input, borrowed (on a tape too); a
         // linear one is a cotangent buffer, owned: [`owned_array`].
         Ty::Array(e, Some(n)) => {
