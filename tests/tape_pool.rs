@@ -4,6 +4,9 @@
 //!
 //! Each test runs on its own thread, so each has a pool of its own.
 
+// Index loops, as numeric code is often written.
+#![allow(clippy::needless_range_loop)]
+
 use linear_ad::{differentiable, tape_pool, LinearMap};
 
 /// A range loop (its trip count known when its tape is allocated) and a
