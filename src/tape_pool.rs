@@ -7,19 +7,26 @@
 //! glibc serves blocks above its mmap threshold (at most 32 MiB) by
 //! `mmap`, and gives a freed heap top back to the operating system, so
 //! every call faults the tape's pages in again, one per 4 KiB. GradBench's
-//! `det` at ℓ = 9 (an 80 MB tape) ran its gradient at 7.4× the primal's
-//! time with glibc's defaults and 2.9× with trimming off; `llsq`'s nested
-//! loop frees thousands of 1 KiB tapes per call the same way.
+//! `det` at ℓ = 9 (an 80 MB tape) ran its gradient at 7.3× the primal's
+//! time with a fresh tape per call, and at 3.0× with this pool.
 //!
-//! So generated code keeps its tapes in [`Tape`], a `Vec` that goes back
-//! to a per-thread pool when dropped, and takes them from there: after the
-//! first call, a gradient in a loop allocates nothing. The pool holds at
-//! most [`limit`] bytes per thread (256 MiB unless [`set_limit`] says
-//! otherwise); [`release`] frees what the calling thread holds. Buffers
-//! are pooled by element type, so no memory is reinterpreted and nothing
-//! here is `unsafe`. Tapes whose records borrow (a callee's linearization)
-//! or hold a generic float type are plain `Vec`s: a pool keyed by type
-//! needs `'static` types.
+//! So generated code keeps the tapes of its outermost loops in [`Tape`],
+//! a `Vec` that goes back to a per-thread pool when dropped, and takes
+//! them from there: after the first call, those loops allocate nothing.
+//! Buffers under 128 KiB are not pooled: `malloc` serves them from the
+//! heap's free lists without faulting pages in, and a lookup here would
+//! only add to that. The pool holds at most [`limit`] bytes per thread
+//! (256 MiB unless [`set_limit`] says otherwise); [`release`] frees what
+//! the calling thread holds. Buffers are pooled by element type, so no
+//! memory is reinterpreted and nothing here is `unsafe`.
+//!
+//! Plain `Vec`s remain for tapes whose records borrow (a callee's
+//! linearization) or hold a generic float type, since a pool keyed by
+//! type needs `'static` types, and for the tapes of loops inside loops,
+//! one per outer iteration: a buffer that may come from the pool has no
+//! provenance LLVM knows, and it then cannot prove that a reversed inner
+//! loop's reads of its tape do not alias its writes to the gradient
+//! (`llsq`'s inner loop stopped being vectorised).
 //!
 //! ```
 //! use linear_ad::{differentiable, tape_pool};
@@ -64,10 +71,8 @@ struct Pool {
 /// The pool's default size per thread.
 const DEFAULT_LIMIT: usize = 256 << 20;
 
-/// The smallest buffer the pool keeps. Below glibc's default mmap
-/// threshold, `malloc` serves a tape from the heap's free lists faster
-/// than the pool's thread-local lookup would: `llsq`'s 16,392 inner
-/// tapes of 1 KiB each ran its gradient 30% slower pooled.
+/// The smallest buffer the pool keeps: glibc's default mmap threshold,
+/// below which `malloc` serves a tape from the heap's free lists.
 const SMALLEST: usize = 128 << 10;
 
 impl Pool {
