@@ -1302,6 +1302,42 @@ fn appends(l: &Loop, cols: &[syn::Ident], outs: &[syn::Ident]) -> (Vec<bool>, Ve
     (inline, pushes)
 }
 
+/// Per list `l` collects (named `cols`, `inline` as [`appends`] says):
+/// the statement allocating it before the loop, and the expression of
+/// the list after it.
+///
+/// Each list is allocated once: inline when its length is a small
+/// constant, else with room for every iteration known. A loop that no
+/// other loop holds (`recycled`) takes a buffer from the tape pool if
+/// its records can go there ([`pooled`]); it records into a plain `Vec`
+/// (see `linear_ad::__private::Tape::buffer`) and makes it a `Tape`
+/// after the loop.
+fn tapes(
+    l: &Loop,
+    cols: &[syn::Ident],
+    inline: &[bool],
+    recycled: bool,
+    capacity: &TokenStream,
+) -> (Vec<TokenStream>, Vec<TokenStream>) {
+    cols.iter()
+        .zip(inline)
+        .zip(&l.collect)
+        .map(|((c, inline), t)| {
+            if *inline {
+                let init = quote!(let mut #c = ::linear_ad::__private::ArrayVec::new(););
+                (init, quote!(#c))
+            } else if recycled && pooled(t) {
+                let init = quote!(let mut #c = ::linear_ad::__private::Tape::buffer(#capacity););
+                (init, quote!(::linear_ad::__private::Tape::from(#c)))
+            } else {
+                let init =
+                    quote!(let mut #c = ::linear_ad::__private::Vec::with_capacity(#capacity););
+                (init, quote!(#c))
+            }
+        })
+        .unzip()
+}
+
 fn gen_loop(l: &Loop, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
     let st = names.temp("state");
     let it = names.temp("it");
@@ -1374,21 +1410,7 @@ fn gen_loop(l: &Loop, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
             )
         }
     };
-    // Each collected list is allocated once: inline when its length is a
-    // small constant, else a `Vec` with room for every iteration known.
-    let cols_init = cols
-        .iter()
-        .zip(&inline)
-        .zip(&l.collect)
-        .map(|((c, inline), t)| {
-            if *inline {
-                quote!(let mut #c = ::linear_ad::__private::ArrayVec::new();)
-            } else if recycled && pooled(t) {
-                quote!(let mut #c = ::linear_ad::__private::Tape::buffer(#capacity);)
-            } else {
-                quote!(let mut #c = ::linear_ad::__private::Vec::with_capacity(#capacity);)
-            }
-        });
+    let (cols_init, tapes) = tapes(l, &cols, &inline, recycled, &capacity);
     let looped = quote!(#setup #(#cols_init)* #looped);
     let fin: Vec<syn::Ident> =
         l.nl.iter()
@@ -1396,20 +1418,6 @@ fn gen_loop(l: &Loop, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
             .map(|_| names.temp("fin"))
             .collect();
     let (fin_nl, fin_lin) = fin.split_at(l.nl.len());
-    // A recycled tape is a plain `Vec` while the loop records into it
-    // (see `linear_ad::__private::Tape::buffer`), and a `Tape` after.
-    let tapes: Vec<TokenStream> = cols
-        .iter()
-        .zip(&inline)
-        .zip(&l.collect)
-        .map(|((c, inline), t)| {
-            if !*inline && recycled && pooled(t) {
-                quote!(::linear_ad::__private::Tape::from(#c))
-            } else {
-                quote!(#c)
-            }
-        })
-        .collect();
     let outs: Vec<TokenStream> = fin_nl
         .iter()
         .map(|f| quote!(#f))
