@@ -121,14 +121,6 @@ impl<T: 'static> Tape<T> {
     pub fn with_capacity(n: usize) -> Tape<T> {
         Tape(Tape::buffer(n))
     }
-
-    /// The records, last first, taking the tape: a reversed loop over an
-    /// owned tape, which leaves the buffer to go back to the pool (a
-    /// `Vec`'s `IntoIter` frees it).
-    #[inline]
-    pub fn into_rev(self) -> Rev<T> {
-        Rev(self)
-    }
 }
 
 /// A pooled buffer of `T`s with room for `n`, if the calling thread has
@@ -221,7 +213,7 @@ impl<T: std::fmt::Debug + 'static> std::fmt::Debug for Tape<T> {
 }
 
 /// The records in order, taking the tape. The buffer is freed, not
-/// pooled: generated code reads owned tapes in reverse ([`Tape::into_rev`]).
+/// pooled: generated code reads owned tapes in reverse ([`IntoRev`]).
 impl<T: 'static> IntoIterator for Tape<T> {
     type Item = T;
     type IntoIter = std::vec::IntoIter<T>;
@@ -231,7 +223,9 @@ impl<T: 'static> IntoIterator for Tape<T> {
 }
 
 #[doc(hidden)]
-/// [`Tape::into_rev`]'s iterator: pops records off the tape.
+/// [`IntoRev::into_rev`]'s iterator for a [`Tape`]: pops records off it,
+/// which leaves the buffer to go back to the pool (a `Vec`'s `IntoIter`
+/// frees it).
 pub struct Rev<T: 'static>(Tape<T>);
 
 impl<T: 'static> Iterator for Rev<T> {
@@ -406,7 +400,7 @@ mod tests {
         release();
         let mut t: Tape<u32> = Tape::with_capacity(BIG);
         t.extend([1, 2, 3]);
-        let rev = t.into_rev();
+        let rev = IntoRev::into_rev(t);
         assert_eq!(rev.len(), 3);
         assert_eq!(rev.collect::<Vec<_>>(), [3, 2, 1]);
         assert_eq!(pooled(), BIG * 4);
