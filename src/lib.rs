@@ -875,6 +875,36 @@ pub mod __private {
         v
     }
 
+    /// The panic of a loop over `lo..hi` (visited downwards if
+    /// `descending`) that reads past the end of one of the arrays of
+    /// lengths `lens` (in the order the loop's body reads them), raised
+    /// before the loop: the message is that of the first access to fail,
+    /// in the first iteration that fails (the first, downwards; upwards,
+    /// the first index past the shortest array), the first array too
+    /// short for it. Generated code tests `lo < hi && (hi > len || ..)`
+    /// itself, in line: after that test LLVM knows every index of the loop
+    /// is in bounds, drops the checks inside the loop and can vectorise it
+    /// (a reversed loop that accumulates `grad[i] += ..` is not vectorised
+    /// with a check in it). A helper doing the test loses that knowledge.
+    #[cold]
+    #[inline(never)]
+    #[track_caller]
+    pub fn out_of_bounds<const K: usize>(
+        lens: [usize; K],
+        lo: usize,
+        hi: usize,
+        descending: bool,
+    ) -> ! {
+        let shortest = lens.iter().copied().min().unwrap_or(usize::MAX);
+        let index = if descending { hi - 1 } else { lo.max(shortest) };
+        let len = lens
+            .iter()
+            .copied()
+            .find(|&n| n <= index)
+            .unwrap_or(shortest);
+        panic!("index out of bounds: the len is {len} but the index is {index}")
+    }
+
     /// `v` without its last element, and that element: the reverse of a
     /// `push`, which ran before, so `v` is not empty.
     pub fn pop<T>(mut v: Vec<T>) -> (Vec<T>, T) {

@@ -22,7 +22,9 @@
 //! `loop` (`while`), never unrolled. A loop's state is one `let mut` tuple
 //! (its components are reals, integers and tangents: `Copy`), its
 //! collected outputs `Vec`s allocated once from the iterator's size hint
-//! (grown for `while`).
+//! (grown for `while`). The bounds checks of the arrays a range loop
+//! indexes by its index are made once before it ([`bounds`]), so that
+//! LLVM removes them from the loop and can vectorise it.
 //!
 //! Tapes are read, not copied: the forward pass owns the values it builds,
 //! but `apply` and `transpose` receive the tape as a tuple of the struct's
@@ -41,6 +43,8 @@ use quote::{format_ident, quote};
 
 use crate::ir::{Arm, Binder, Expr, Float, Func, Iter, Loop, Prim, Stmt, Ty, Var};
 use crate::lower::ty_rust;
+
+mod bounds;
 
 /// How a generated local holds the value of its IR variable.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -1431,15 +1435,47 @@ fn gen_loop(l: &Loop, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
     } else {
         results(outs)
     };
+    let checks = hoisted_checks(l, names);
     // Mutable even when the loop carries nothing: each step still
     // assigns the (empty) state.
     quote!({
+        #checks
         #[allow(unused_mut)]
         let mut #st = (#(#inits,)*);
         #looped
         let (#(#fin,)*) = #st;
         #loop_out
     })
+}
+
+/// The bounds checks of the arrays `l` indexes by its index, made once
+/// before it ([`bounds`]).
+fn hoisted_checks(l: &Loop, names: &mut Names) -> TokenStream {
+    let Some(h) = bounds::hoisted(l) else {
+        return quote!();
+    };
+    let (lo, hi, desc) = (names.ident(h.lo), names.ident(h.hi), h.descending);
+    let arrays: Vec<syn::Ident> = h.arrays.iter().map(|a| names.ident(a)).collect();
+    // Downwards the test is written in two equivalent forms (`lo < hi`
+    // makes `hi - 1` safe): LLVM decided the loop's own checks from
+    // `hi > len` in least squares' reversed loop, and in the dot product's
+    // transpose only from `hi - 1 >= len`, the form it gives them once it
+    // has made them loop-invariant; either form alone left the checks in
+    // the other loop (so clippy's `int_plus_one` is allowed). Upwards
+    // `hi > len` does.
+    let past: Vec<TokenStream> = arrays
+        .iter()
+        .map(|a| match desc {
+            true => quote!(#hi > #a.len() || #hi - 1 >= #a.len()),
+            false => quote!(#hi > #a.len()),
+        })
+        .collect();
+    quote! {
+        #[allow(clippy::int_plus_one)]
+        if #lo < #hi && (#(#past)||*) {
+            ::linear_ad::__private::out_of_bounds([#(#arrays.len()),*], #lo, #hi, #desc)
+        }
+    }
 }
 
 /// The setup, list capacity and loop of a replay header: `linear_ad`'s
