@@ -81,11 +81,16 @@ pub(super) fn hoisted(l: &Loop) -> Option<Hoisted<'_>> {
     let Expr::Block { stmts, tail } = &l.body else {
         return None;
     };
-    let mut arrays: Vec<&Var> = Vec::new();
+    // Each array once, in the order the body first reads it: the sources
+    // cost a pass over the body each.
+    let mut indexed: Vec<&Var> = Vec::new();
     for arr in stmts.iter().filter_map(|s| indexed_by(s, index)) {
-        let Some(source) = source(arr, l, stmts, tail) else {
-            continue;
-        };
+        if !indexed.contains(&arr) {
+            indexed.push(arr);
+        }
+    }
+    let mut arrays: Vec<&Var> = Vec::new();
+    for source in indexed.iter().filter_map(|a| source(a, l, stmts, tail)) {
         if !arrays.contains(&source) {
             arrays.push(source);
         }
