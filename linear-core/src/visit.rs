@@ -313,6 +313,13 @@ pub fn stmt_binds(s: &Stmt, f: &mut impl FnMut(&Var, bool)) {
     }
 }
 
+/// Whether statement `s` itself binds `v`.
+pub fn binds(s: &Stmt, v: &Var) -> bool {
+    let mut found = false;
+    stmt_binds_typed(s, &mut |b| found |= b.var == *v);
+    found
+}
+
 /// Free variables of an expression, split by linearity, each listed once in
 /// order of first use. Relies on unique binding within a function.
 #[derive(Clone, Debug, Default)]

@@ -39,6 +39,7 @@
 use rustc_hash::FxHashMap as HashMap;
 
 use crate::ir::{Expr, Iter, Loop, Stmt, Var};
+use crate::visit::binds;
 
 /// The checks to make before a loop: the loop's bounds and direction, and
 /// the arrays (variables in scope before the loop: outer arrays, or the
@@ -128,10 +129,9 @@ fn indexed_by<'a>(s: &'a Stmt, index: &Var) -> Option<&'a Var> {
 /// value if it is carried state of unchanging length; `None` for an array
 /// the body binds, or state the body may replace.
 fn source<'a>(arr: &'a Var, l: &'a Loop, stmts: &[Stmt], tail: &Expr) -> Option<&'a Var> {
-    let state = l.nl.iter().chain(&l.lin).position(|(b, _)| &b.var == arr);
-    if let Some(k) = state {
+    let state = l.nl.iter().chain(&l.lin).enumerate();
+    if let Some((k, (b, init))) = state.clone().find(|(_, (b, _))| &b.var == arr) {
         let out = state_out(l, tail, k)?;
-        let (b, init) = l.nl.iter().chain(&l.lin).nth(k)?;
         return passed_on(stmts, out, &b.var).then_some(init);
     }
     let bound_in_body =
@@ -171,29 +171,19 @@ fn passed_on(stmts: &[Stmt], out: &Var, binder: &Var) -> bool {
         if v == binder {
             return true;
         }
-        v = match defs.get(v) {
+        let from = match defs.get(v) {
             Some(Expr::LinAccum { arr, .. } | Expr::Set { arr, .. } | Expr::LinSet { arr, .. }) => {
-                arr
+                Some(arr)
             }
-            Some(Expr::Ret { nl, lin }) if nl.len() + lin.len() == 1 => {
-                match nl.iter().chain(lin).next() {
-                    Some(w) => w,
-                    None => return false,
-                }
-            }
-            _ => return false,
+            Some(Expr::Ret { nl, lin }) if nl.len() + lin.len() == 1 => nl.iter().chain(lin).next(),
+            _ => None,
         };
+        let Some(from) = from else {
+            return false;
+        };
+        v = from;
     }
     false
-}
-
-fn binds(s: &Stmt, v: &Var) -> bool {
-    match s {
-        Stmt::Let { nl, lin, .. } => nl.iter().chain(lin).any(|b| &b.var == v),
-        Stmt::Unpack { vars, .. } | Stmt::LinUnpack { vars, .. } => {
-            vars.iter().any(|b| &b.var == v)
-        }
-    }
 }
 
 #[cfg(test)]

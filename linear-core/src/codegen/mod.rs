@@ -1370,14 +1370,6 @@ fn gen_loop(l: &Loop, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
     let (next_nl, next_lin) = next.split_at(l.nl.len());
     let outs: Vec<syn::Ident> = l.collect.iter().map(|_| names.temp("out")).collect();
     let unpack_state = quote!(let (#(#state,)*) = #st;);
-    // The body's and the loop's results are tuples unless there is one
-    // (see `tuple_of`).
-    fn results<T: quote::ToTokens>(ids: Vec<T>) -> TokenStream {
-        match ids.as_slice() {
-            [one] => quote!(#one),
-            _ => quote!((#(#ids,)*)),
-        }
-    }
     let body_out = results(next_nl.iter().chain(&outs).chain(next_lin).collect());
     let (inline, pushes) = appends(l, &cols, &outs);
     let step = quote! {
@@ -1416,6 +1408,37 @@ fn gen_loop(l: &Loop, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
     };
     let (cols_init, tapes) = tapes(l, &cols, &inline, recycled, &capacity);
     let looped = quote!(#setup #(#cols_init)* #looped);
+    let (fin, loop_out) = loop_results(l, tapes, names);
+    let checks = hoisted_checks(l, names);
+    // Mutable even when the loop carries nothing: each step still
+    // assigns the (empty) state.
+    quote!({
+        #checks
+        #[allow(unused_mut)]
+        let mut #st = (#(#inits,)*);
+        #looped
+        let (#(#fin,)*) = #st;
+        #loop_out
+    })
+}
+
+/// A loop body's or a loop's results: a tuple unless there is one (see
+/// `tuple_of`).
+fn results<T: quote::ToTokens>(ids: Vec<T>) -> TokenStream {
+    match ids.as_slice() {
+        [one] => quote!(#one),
+        _ => quote!((#(#ids,)*)),
+    }
+}
+
+/// The names the final state of `l` is unpacked into, and the loop's
+/// result: the final non-linear state, the collected lists (`tapes`),
+/// then the final linear state.
+fn loop_results(
+    l: &Loop,
+    tapes: Vec<TokenStream>,
+    names: &mut Names,
+) -> (Vec<syn::Ident>, TokenStream) {
     let fin: Vec<syn::Ident> =
         l.nl.iter()
             .chain(&l.lin)
@@ -1435,17 +1458,7 @@ fn gen_loop(l: &Loop, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
     } else {
         results(outs)
     };
-    let checks = hoisted_checks(l, names);
-    // Mutable even when the loop carries nothing: each step still
-    // assigns the (empty) state.
-    quote!({
-        #checks
-        #[allow(unused_mut)]
-        let mut #st = (#(#inits,)*);
-        #looped
-        let (#(#fin,)*) = #st;
-        #loop_out
-    })
+    (fin, loop_out)
 }
 
 /// The bounds checks of the arrays `l` indexes by its index, made once

@@ -917,16 +917,6 @@ fn name_or_field(e: &syn::Expr) -> bool {
     }
 }
 
-/// Whether `s` binds `v`.
-fn binds(s: &Stmt, v: &Var) -> bool {
-    match s {
-        Stmt::Let { nl, lin, .. } => nl.iter().chain(lin).any(|b| b.var == *v),
-        Stmt::Unpack { vars, .. } | Stmt::LinUnpack { vars, .. } => {
-            vars.iter().any(|b| b.var == *v)
-        }
-    }
-}
-
 /// Whether a `Vec` is part of the type `t`.
 fn holds_vec(t: &syn::Type) -> bool {
     match t {
@@ -2147,7 +2137,9 @@ impl Lowerer<'_> {
             // array) is copied, as arrays are values.
             return Some(match rhs {
                 Val::Active(v, ty @ Ty::Array(..))
-                    if !self.out[before..].iter().any(|s| binds(s, &v)) =>
+                    if !self.out[before..]
+                        .iter()
+                        .any(|s| crate::visit::binds(s, &v)) =>
                 {
                     self.array_copy(v, &ty)
                 }
