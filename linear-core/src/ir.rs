@@ -209,6 +209,8 @@ pub struct Var(&'static Name);
 struct Name {
     text: &'static str,
     hash: u64,
+    /// `N` for a name `base.N` ([`Var::number`]).
+    number: u64,
 }
 
 impl Var {
@@ -228,12 +230,26 @@ impl Var {
             use std::hash::{BuildHasher, BuildHasherDefault};
             BuildHasherDefault::<rustc_hash::FxHasher>::default().hash_one(text)
         };
-        let n: &'static Name = Box::leak(Box::new(Name { text, hash }));
+        let number = match text.rsplit_once('.') {
+            Some((_, n)) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => {
+                n.parse().unwrap_or(0)
+            }
+            _ => 0,
+        };
+        let n: &'static Name = Box::leak(Box::new(Name { text, hash, number }));
         table.insert(text, n);
         Var(n)
     }
     pub fn as_str(&self) -> &str {
         self.0.text
+    }
+
+    /// The number after the last `.` if that is all the name has after
+    /// it (as in the names [`crate::visit::Fresh`] makes), else 0: a
+    /// supply of fresh names numbers its names past every number the
+    /// function already has, with no set of the names taken.
+    pub fn number(&self) -> u64 {
+        self.0.number
     }
 }
 

@@ -81,22 +81,22 @@ fn lowering_of_the_quickstart_function() {
           (r.3;)
 
         def f.jvp.nl(x: f64, y: f64;) -> (f64, (f64, f64, f64);) =
-          let z.5: f64; = x * y in
-          let z.10: f64; = sin(z.5) in
-          let c.11: f64; = cos(z.5) in
-          let z.14: f64; = z.10 + x in
-          let tape.2: (f64, f64, f64); = tup(x, y, c.11) in
-          (z.14, tape.2;)
+          let z.8: f64; = x * y in
+          let z.13: f64; = sin(z.8) in
+          let c.14: f64; = cos(z.8) in
+          let z.17: f64; = z.13 + x in
+          let tape.20: (f64, f64, f64); = tup(x, y, c.14) in
+          (z.17, tape.20;)
 
-        def f.jvp.lin(tape.2: (f64, f64, f64); dx.1: f64, dy.2: f64) -> (; f64) =
-          unpack (x: f64, y: f64, c.11: f64) = tape.2 in
-          let ; dx.3: f64, dx.4: f64 = dup(dx.1) in
-          let ; dz.6: f64 = x * dy.2 in
-          let ; dz.7: f64 = y * dx.3 in
-          let ; dz.8: f64 = dz.6 + dz.7 in
-          let ; dz.12: f64 = c.11 * dz.8 in
-          let ; dz.15: f64 = dz.12 + dx.4 in
-          (; dz.15)
+        def f.jvp.lin(tape.20: (f64, f64, f64); dx.4: f64, dy.5: f64) -> (; f64) =
+          unpack (x: f64, y: f64, c.14: f64) = tape.20 in
+          let ; dx.6: f64, dx.7: f64 = dup(dx.4) in
+          let ; dz.9: f64 = x * dy.5 in
+          let ; dz.10: f64 = y * dx.6 in
+          let ; dz.11: f64 = dz.9 + dz.10 in
+          let ; dz.15: f64 = c.14 * dz.11 in
+          let ; dz.18: f64 = dz.15 + dx.7 in
+          (; dz.18)
     "#]]
     .assert_eq(&lowered(SOURCES[0]));
 }
@@ -118,36 +118,36 @@ fn lowering_of_calls_constants_and_arrays() {
         extern call.1.jvp.lin(tape(call.1.jvp); f64) -> (; (f64, f64))
 
         def h.jvp.nl(x: f64;) -> (f64, (tape(call.1.jvp), f64, f64, f64);) =
-          let u.1: (f64, f64), w.2: tape(call.1.jvp); = call.1.jvp.nl(x;) in
-          unpack (t.2: f64, t.3: f64) = u.1 in
-          let z.7: f64; = powi(t.2, 3) in
-          let c.8: f64; = powi(t.2, 2) in
-          let k.9: f64; = 3.0 in
-          let c.10: f64; = k.9 * c.8 in
-          let z.13: f64; = atan2(t.3, x) in
-          let c.14: f64; = t.3 * t.3 in
-          let c.15: f64; = x * x in
-          let c.16: f64; = c.14 + c.15 in
-          let c.17: f64; = recip(c.16) in
-          let c.18: f64; = x * c.17 in
-          let c.19: f64; = t.3 * c.17 in
-          let n.20: f64; = -c.19 in
-          let z.25: f64; = z.7 - z.13 in
-          let tape.4: (tape(call.1.jvp), f64, f64, f64); = tup(w.2, c.10, c.18, n.20) in
-          (z.25, tape.4;)
+          let u.34: (f64, f64), w.35: tape(call.1.jvp); = call.1.jvp.nl(x;) in
+          unpack (t.2: f64, t.3: f64) = u.34 in
+          let z.13: f64; = powi(t.2, 3) in
+          let c.14: f64; = powi(t.2, 2) in
+          let k.15: f64; = 3.0 in
+          let c.16: f64; = k.15 * c.14 in
+          let z.19: f64; = atan2(t.3, x) in
+          let c.20: f64; = t.3 * t.3 in
+          let c.21: f64; = x * x in
+          let c.22: f64; = c.20 + c.21 in
+          let c.23: f64; = recip(c.22) in
+          let c.24: f64; = x * c.23 in
+          let c.25: f64; = t.3 * c.23 in
+          let n.26: f64; = -c.25 in
+          let z.31: f64; = z.13 - z.19 in
+          let tape.37: (tape(call.1.jvp), f64, f64, f64); = tup(w.35, c.16, c.24, n.26) in
+          (z.31, tape.37;)
 
-        def h.jvp.lin(tape.4: (tape(call.1.jvp), f64, f64, f64); dx.1: f64) -> (; f64) =
-          unpack (w.2: tape(call.1.jvp), c.10: f64, c.18: f64, n.20: f64) = tape.4 in
-          let ; dx.2: f64, dx.3: f64 = dup(dx.1) in
-          let ; dt.4: (f64, f64) = call.1.jvp.lin(w.2; dx.2) in
-          unpack ; (dt.5: f64, dt.6: f64) = dt.4 in
-          let ; dz.11: f64 = c.10 * dt.5 in
-          let ; dz.21: f64 = c.18 * dt.6 in
-          let ; dz.22: f64 = n.20 * dx.3 in
-          let ; dz.23: f64 = dz.21 + dz.22 in
-          let ; dz.26: f64 = -dz.23 in
-          let ; dz.27: f64 = dz.11 + dz.26 in
-          (; dz.27)
+        def h.jvp.lin(tape.37: (tape(call.1.jvp), f64, f64, f64); dx.7: f64) -> (; f64) =
+          unpack (w.35: tape(call.1.jvp), c.16: f64, c.24: f64, n.26: f64) = tape.37 in
+          let ; dx.8: f64, dx.9: f64 = dup(dx.7) in
+          let ; dt.10: (f64, f64) = call.1.jvp.lin(w.35; dx.8) in
+          unpack ; (dt.11: f64, dt.12: f64) = dt.10 in
+          let ; dz.17: f64 = c.16 * dt.11 in
+          let ; dz.27: f64 = c.24 * dt.12 in
+          let ; dz.28: f64 = n.26 * dx.9 in
+          let ; dz.29: f64 = dz.27 + dz.28 in
+          let ; dz.32: f64 = -dz.29 in
+          let ; dz.33: f64 = dz.17 + dz.32 in
+          (; dz.33)
     "#]]
     .assert_eq(&lowered(SOURCES[2]));
 }
