@@ -112,7 +112,7 @@ use std::fmt;
 use crate::ir::{
     Arm, Binder, Expr, Extern, Float, Func, Iter, Kind, Loop, Prim, Program, Sig, Stmt, Ty, Var,
 };
-use crate::visit::free_vars;
+use crate::visit::{binder_count, free_vars};
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct TypeError {
@@ -173,12 +173,9 @@ pub fn check_mode(p: &Program, mode: Mode) -> Result<(), TypeError> {
             sigs: &sigs,
             externs: &p.externs,
             mode,
-            env: HashMap::default(),
-            bound: HashSet::default(),
-            uses: HashMap::default(),
+            vars: HashMap::default(),
             lin_reads: 0,
             written: HashSet::default(),
-            depth: HashMap::default(),
             loops: 0,
         }
         .func(f)
@@ -194,23 +191,31 @@ struct Checker<'a> {
     sigs: &'a HashMap<Var, &'a Func>,
     externs: &'a [Extern],
     mode: Mode,
-    /// Variables in scope: type and linearity.
-    env: HashMap<Var, (Ty, bool)>,
-    /// Every variable bound so far in this function, with its linearity.
-    bound: HashSet<Var>,
-    uses: HashMap<Var, usize>,
+    /// Every variable bound so far in this function. One map, not one
+    /// per property: a binding is then one insertion, which in an
+    /// unoptimised macro costs about 2,000 instructions.
+    vars: HashMap<Var, Slot>,
     /// Count of linear reads so far: an expression read a linear variable
     /// iff the count moved while checking it.
     lin_reads: usize,
     /// Non-linear arrays consumed by `set`: written in place, so nothing
     /// reads them again (invariant 11).
     written: HashSet<Var>,
-    /// The loop nesting depth at which each variable was bound: `set`
-    /// writes only arrays bound in the innermost loop body (or carried
-    /// state), never one a later iteration would read again.
-    depth: HashMap<Var, usize>,
     /// The current loop nesting depth.
     loops: usize,
+}
+
+/// What the checker knows of one bound variable.
+struct Slot {
+    ty: Ty,
+    linear: bool,
+    /// Whether the block that binds it is still being checked.
+    in_scope: bool,
+    uses: usize,
+    /// The loop nesting depth at which it was bound: `set` writes only
+    /// arrays bound in the innermost loop body (or carried state), never
+    /// one a later iteration would read again.
+    depth: usize,
 }
 
 fn kind(linear: bool) -> &'static str {
@@ -254,22 +259,35 @@ impl Checker<'_> {
     }
 
     fn bind(&mut self, b: &Binder, linear: bool) -> Res<()> {
-        if !self.bound.insert(b.var.clone()) {
-            return Err(format!(
-                "variable `{}` is bound twice; bindings must be unique within a function",
-                b.var
-            ));
-        }
         if linear && !b.ty.can_be_linear() {
             return Err(format!(
                 "linear variable `{}` has type {}, which has no zero, sum or scaling and is not an array of such values",
                 b.var, b.ty
             ));
         }
-        self.env.insert(b.var.clone(), (b.ty.clone(), linear));
-        self.uses.insert(b.var.clone(), 0);
-        self.depth.insert(b.var.clone(), self.loops);
+        let slot = Slot {
+            ty: b.ty.clone(),
+            linear,
+            in_scope: true,
+            uses: 0,
+            depth: self.loops,
+        };
+        if self.vars.insert(b.var.clone(), slot).is_some() {
+            return Err(format!(
+                "variable `{}` is bound twice; bindings must be unique within a function",
+                b.var
+            ));
+        }
         Ok(())
+    }
+
+    /// The slot of `v` if it is in scope.
+    fn in_scope(&self, v: &Var) -> Option<&Slot> {
+        self.vars.get(v).filter(|s| s.in_scope)
+    }
+
+    fn uses_of(&self, v: &Var) -> usize {
+        self.vars.get(v).map_or(0, |s| s.uses)
     }
 
     /// Leaves the scope of `bs`, checking how often each was used.
@@ -281,13 +299,14 @@ impl Checker<'_> {
     /// which may leave a linear array unconsumed (invariant 11).
     fn unbind_as(&mut self, bs: &[(Var, bool)], params: bool) -> Res<()> {
         for (v, linear) in bs {
-            let array = self
-                .env
-                .get(v)
-                .is_some_and(|(t, _)| matches!(t, Ty::Array(..)));
+            let (array, n) = match self.vars.get_mut(v) {
+                Some(s) => {
+                    s.in_scope = false;
+                    (matches!(s.ty, Ty::Array(..)), s.uses)
+                }
+                None => (false, 0),
+            };
             let borrowed = params && array;
-            self.env.remove(v);
-            let n = self.uses.get(v).copied().unwrap_or(0);
             if *linear && borrowed && n <= 1 {
                 continue;
             }
@@ -314,8 +333,8 @@ impl Checker<'_> {
     }
 
     fn use_var(&mut self, v: &Var, linear: bool) -> Res<Ty> {
-        let Some((ty, is_lin)) = self.env.get(v).cloned() else {
-            return Err(if self.bound.contains(v) {
+        let Some((ty, is_lin)) = self.in_scope(v).map(|s| (s.ty.clone(), s.linear)) else {
+            return Err(if self.vars.contains_key(v) {
                 format!("variable `{v}` is used outside the block that binds it")
             } else {
                 format!("variable `{v}` is not bound")
@@ -336,7 +355,9 @@ impl Checker<'_> {
         if linear {
             self.lin_reads += 1;
         }
-        *self.uses.entry(v.clone()).or_insert(0) += 1;
+        if let Some(s) = self.vars.get_mut(v) {
+            s.uses += 1;
+        }
         Ok(ty)
     }
 
@@ -363,7 +384,7 @@ impl Checker<'_> {
     /// Invariant 11 for `lindex(ȧ, i)`: a read in place of a linear array
     /// not consumed yet; it counts as a linear read (Def. 6.1), not a use.
     fn read_in_place(&mut self, a: &Var) -> Res<Ty> {
-        let Some((t, true)) = self.env.get(a).cloned() else {
+        let Some((t, true)) = self.in_scope(a).map(|s| (s.ty.clone(), s.linear)) else {
             return Err(format!(
                 "`lindex` reads `{a}`, which is not a linear array in scope"
             ));
@@ -371,7 +392,7 @@ impl Checker<'_> {
         let Ty::Array(elem, _) = &t else {
             return Err(format!("`lindex` reads `{a}: {t}`, which is not an array"));
         };
-        if self.uses.get(a).copied().unwrap_or(0) > 0 {
+        if self.uses_of(a) > 0 {
             return Err(format!(
                 "linear array `{a}` is read after it was consumed; in-place reads come before the array is consumed"
             ));
@@ -394,6 +415,9 @@ impl Checker<'_> {
                     .into(),
             );
         }
+        // Sized once (see `visit::binder_count`).
+        self.vars
+            .reserve(f.nl_params.len() + f.lin_params.len() + binder_count(&f.body));
         let mut params = Vec::new();
         for b in &f.nl_params {
             self.bind(b, false)?;
@@ -663,7 +687,7 @@ impl Checker<'_> {
     /// array is bound in the innermost loop body (or carried by it), and
     /// nothing reads it afterwards.
     fn in_place(&mut self, arr: &Var, what: &str) -> Res<()> {
-        if self.depth.get(arr).copied().unwrap_or(0) < self.loops {
+        if self.vars.get(arr).map_or(0, |s| s.depth) < self.loops {
             return Err(format!(
                 "`{what}` writes `{arr}`, which is bound outside the loop; carry it as loop state"
             ));
@@ -692,9 +716,8 @@ impl Checker<'_> {
         let mut arrays = Vec::new();
         crate::visit::for_each_consumed(e, &mut |v| {
             if self
-                .env
-                .get(v)
-                .is_some_and(|(t, l)| *l && t.is_linear_array())
+                .in_scope(v)
+                .is_some_and(|s| s.linear && s.ty.is_linear_array())
             {
                 arrays.push(v.clone());
             }
@@ -777,10 +800,10 @@ impl Checker<'_> {
     /// The use counts of the linear variables in scope.
     fn linear_uses(&self) -> Uses {
         let mut u: Uses = self
-            .env
+            .vars
             .iter()
-            .filter(|(_, (_, lin))| *lin)
-            .map(|(v, _)| (v.clone(), self.uses.get(v).copied().unwrap_or(0)))
+            .filter(|(_, s)| s.in_scope && s.linear)
+            .map(|(v, s)| (v.clone(), s.uses))
             .collect();
         u.sort();
         u
@@ -788,7 +811,9 @@ impl Checker<'_> {
 
     fn restore_uses(&mut self, u: &Uses) {
         for (v, n) in u {
-            self.uses.insert(v.clone(), *n);
+            if let Some(s) = self.vars.get_mut(v) {
+                s.uses = *n;
+            }
         }
     }
 
