@@ -418,8 +418,9 @@ impl Fresh {
     }
 
     /// `hint` itself if this supply has not given it out, else a new name
-    /// built from it. `hint` has no `.`, as a Rust identifier has none, so
-    /// it is never one of [`Fresh::var`]'s names.
+    /// built from it. Lowering's hints are Rust identifiers, which have no
+    /// `.`, so they are never one of [`Fresh::var`]'s names; a hint with a
+    /// `.` could be, and is never kept.
     pub fn named(&mut self, hint: &str) -> Var {
         let v = Var::new(hint);
         if !hint.contains('.') && self.named.insert(v.clone()) {
