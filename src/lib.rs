@@ -796,6 +796,22 @@ pub mod __private {
 
     impl LinearSlot for LinSlot {}
 
+    /// How the second derivatives of a function reach those of the
+    /// functions it calls: `g`'s linearization type names `g_jvp`'s, whose
+    /// `__jvp_lin`, `__jvp_apply` and `__jvp_transpose` take `g`'s
+    /// arguments and tangent slots as `g`'s own `__jvp` does. Implemented
+    /// by `#[differentiable(order = 2)]` on functions other differentiable
+    /// code can call.
+    #[diagnostic::on_unimplemented(
+        message = "a function with `order = 2` calls a function that is not differentiable twice",
+        label = "`{Self}` is the linearization of a function differentiable once",
+        note = "second derivatives of a function need those of every function it calls: write `#[differentiable(order = 2)]` on the called function too"
+    )]
+    pub trait SecondOrder {
+        /// The linearization type of the callee's `_jvp`.
+        type JvpLin;
+    }
+
     /// How differentiable code names the linearization type of a method it
     /// calls: `<Particle as Method<{ method_key("energy") }>>::Linearization`.
     /// A method lives in an `impl` block, where no alias or signature macro

@@ -157,9 +157,44 @@ fn hessian_loop_bench(c: &mut Criterion) {
     grp.finish();
 }
 
+/// `coulomb_calls` (three calls of an `order = 2` callee) against
+/// `coulomb` (the same terms inline): what second derivatives through
+/// calls cost.
+fn hessian_calls_bench(c: &mut Criterion) {
+    let p = [0.9, -0.2, -0.4, 0.7, 0.1, -0.8];
+    let (v, g, h) = coulomb_hessian(p);
+    let (v2, g2, h2) = coulomb_calls_hessian(p);
+    close(v, v2, "value");
+    for i in 0..6 {
+        close(g[i], g2[i], "gradient");
+        for j in 0..6 {
+            close(h[i][j], h2[i][j], "hessian");
+        }
+    }
+    let e = [1.0, 0.0, 0.0, 0.0, 0.0, 0.0];
+    let mut grp = c.benchmark_group("hessian_coulomb_calls_6");
+    grp.bench_function("primal", |b| b.iter(|| coulomb_calls(black_box(p))));
+    grp.bench_function("linear_ad_vjp", |b| {
+        b.iter(|| coulomb_calls_vjp(black_box(p), 1.0))
+    });
+    grp.bench_function("linear_ad_hvp", |b| {
+        b.iter(|| coulomb_calls_hvp(black_box(p), black_box(e)))
+    });
+    grp.bench_function("inline_hvp", |b| {
+        b.iter(|| coulomb_hvp(black_box(p), black_box(e)))
+    });
+    grp.bench_function("linear_ad_hessian", |b| {
+        b.iter(|| coulomb_calls_hessian(black_box(p)))
+    });
+    grp.bench_function("inline_hessian", |b| {
+        b.iter(|| coulomb_hessian(black_box(p)))
+    });
+    grp.finish();
+}
+
 criterion_group! {
     name = benches;
     config = config();
-    targets = hvp_bench, hessian_bench, hessian_loop_bench
+    targets = hvp_bench, hessian_bench, hessian_loop_bench, hessian_calls_bench
 }
 criterion_main!(benches);

@@ -47,6 +47,24 @@ pub fn coulomb(p: [f64; 6]) -> f64 {
     1.0 / ab + 1.0 / bc + 1.0 / ca + 0.5 * tether
 }
 
+/// `1/r` between two charges: the callee of [`coulomb_calls`].
+#[differentiable(order = 2)]
+pub fn inverse_distance(ax: f64, ay: f64, bx: f64, by: f64) -> f64 {
+    1.0 / ((ax - bx) * (ax - bx) + (ay - by) * (ay - by)).sqrt()
+}
+
+/// [`coulomb`] with each pair's term a call: its second derivatives go
+/// through the callee's (`order = 2` on both).
+#[differentiable(order = 2)]
+pub fn coulomb_calls(p: [f64; 6]) -> f64 {
+    let [ax, ay, bx, by, cx, cy] = p;
+    let tether = ax * ax + ay * ay + bx * bx + by * by + cx * cx + cy * cy;
+    inverse_distance(ax, ay, bx, by)
+        + inverse_distance(bx, by, cx, cy)
+        + inverse_distance(cx, cy, ax, ay)
+        + 0.5 * tether
+}
+
 /// Twenty steps of symplectic Euler for a particle in a softened central
 /// field, from the position and velocity `q`, scored by a quadratic of
 /// the final state: a loop whose `f_vjp` keeps a record per step, so

@@ -113,6 +113,12 @@ impl Calls<'_> {
     fn rust_ty_in(&self, t: &Ty, in_list: bool) -> TokenStream {
         match t {
             Ty::Tape(name) => match self.site(name) {
+                // The tape of a call of the callee's `_jvp`, in a second
+                // derivative (`order = 2`).
+                Some((site, rest)) if rest == "jvp.jvp" => {
+                    let p = &site.callee;
+                    quote!(<#p as ::linear_ad::__private::SecondOrder>::JvpLin)
+                }
                 Some((site, _)) => {
                     let p = &site.callee;
                     quote!(#p)
@@ -241,6 +247,9 @@ impl CallGen for Calls<'_> {
                 let (tape, ct) = (nl.first()?, lin.first()?);
                 transpose_call(site, &c_transpose, (tape, ct), names)
             }
+            "jvp.jvp" | "jvp.jvp.nl" | "jvp.jvp.lin" | "jvp.jvp.lin.t" => {
+                return second_order_call(site, &stage, (nl, lin), span, names)
+            }
             _ => return None,
         })
     }
@@ -277,4 +286,163 @@ fn transpose_call(
         quote!((#(#outs,)*))
     };
     quote!({ let (#(#pats,)*) = #c_transpose(&#tape, #ct_rust); #out })
+}
+
+/// A call of the callee's `_jvp` differentiated again, in a second
+/// derivative (`order = 2`): the IR's `g.jvp.jvp`'s forward pass, residual
+/// or transpose (`stage`), through the callee's `_jvp` linearization's
+/// functions in the callee's own calling convention (see
+/// `companions::jvp_companions`). The IR passes the active arguments, then
+/// their directions (`g.jvp`'s parameters, linearity erased); `f.hvp` is
+/// erased too (its calls pass every argument as non-linear), so the
+/// arguments are read in order whatever their linearity.
+fn second_order_call(
+    site: &CallSite,
+    stage: &str,
+    (nl, lin): (&[syn::Ident], &[syn::Ident]),
+    span: Span,
+    names: &mut Names,
+) -> Option<TokenStream> {
+    let ty = &site.callee;
+    let f = |name: &str| {
+        let name = syn::Ident::new(name, span);
+        quote_spanned!(span=> <<#ty as ::linear_ad::__private::SecondOrder>::JvpLin>::#name)
+    };
+    let inactive = quote!(::linear_ad::__private::Inactive);
+    let active = site
+        .args
+        .iter()
+        .filter(|a| matches!(a, CallArg::Active(..)))
+        .count();
+    // One slot per parameter: the `k`-th active argument's IR value from
+    // `vals`, else `Inactive`.
+    let slots = |vals: &[syn::Ident], names: &mut Names| -> Option<Vec<TokenStream>> {
+        let mut out = Vec::new();
+        let mut k = 0;
+        for a in &site.args {
+            match a {
+                CallArg::Active(s, span) => {
+                    let v = vals.get(k)?;
+                    let conv = from_ir(quote!(#v), s, names);
+                    out.push(quote_spanned!(*span=> ::core::convert::identity(#conv)));
+                    k += 1;
+                }
+                CallArg::Inactive(..) => out.push(inactive.clone()),
+                CallArg::Origin(..) => return None,
+            }
+        }
+        Some(out)
+    };
+    let (r, dr, l) = (
+        syn::Ident::new("__r", Span::mixed_site()),
+        syn::Ident::new("__dr", Span::mixed_site()),
+        syn::Ident::new("__l", Span::mixed_site()),
+    );
+    let r_ir = result_to_ir(quote!(#r), &site.ret, names);
+    let dr_ir = result_to_ir(quote!(#dr), &site.ret, names);
+    let all: Vec<syn::Ident> = nl.iter().chain(lin).cloned().collect();
+    let (tape, rest) = match stage {
+        "jvp.jvp" | "jvp.jvp.nl" => (None, &all[..]),
+        _ => (Some(all.first()?), all.get(1..)?),
+    };
+    Some(match (stage, tape) {
+        ("jvp.jvp" | "jvp.jvp.nl", _) => {
+            // J's own call (`g_jvp`'s forward mode) passes the tangents
+            // of the arguments and directions after them.
+            let (point, tangents) = match stage {
+                "jvp.jvp" => rest.split_at(2 * active),
+                _ => (rest, &[][..]),
+            };
+            let (xs, dxs) = (point.get(..active)?, point.get(active..)?);
+            let mut args = Vec::new();
+            let mut k = 0;
+            for a in &site.args {
+                match a {
+                    CallArg::Active(s, _) => {
+                        let v = xs.get(k)?;
+                        args.push(from_ir(quote!(#v), s, names));
+                        k += 1;
+                    }
+                    CallArg::Inactive(id, _) => args.push(quote!(#id)),
+                    CallArg::Origin(..) => return None,
+                }
+            }
+            let d_slots = slots(dxs, names)?;
+            let c = f("__jvp_lin");
+            let lin_call = quote!(let ((#r, #dr), #l) = #c(#(#args,)* #(#d_slots,)*););
+            if stage == "jvp.jvp.nl" {
+                quote!({ #lin_call (#r_ir, #dr_ir, #l) })
+            } else {
+                // Forward mode as the linearization applied once: the
+                // callee generates no forward mode of its `_jvp` in its
+                // own calling convention.
+                let (txs, tdxs) = (tangents.get(..active)?, tangents.get(active..)?);
+                let (e, g) = (slots(txs, names)?, slots(tdxs, names)?);
+                let (tr, tdr) = (
+                    syn::Ident::new("__tr", Span::mixed_site()),
+                    syn::Ident::new("__tdr", Span::mixed_site()),
+                );
+                let tr_ir = result_to_ir(quote!(#tr), &site.ret, names);
+                let tdr_ir = result_to_ir(quote!(#tdr), &site.ret, names);
+                let apply = f("__jvp_apply");
+                quote!({
+                    #lin_call
+                    let (#tr, #tdr) = #apply(&#l, #(#e,)* #(#g,)*);
+                    (#r_ir, #dr_ir, #tr_ir, #tdr_ir)
+                })
+            }
+        }
+        ("jvp.jvp.lin", Some(tape)) => {
+            let (xs, dxs) = (rest.get(..active)?, rest.get(active..)?);
+            let (e, g) = (slots(xs, names)?, slots(dxs, names)?);
+            let c = f("__jvp_apply");
+            quote!({ let (#r, #dr) = #c(&#tape, #(#e,)* #(#g,)*); (#r_ir, #dr_ir) })
+        }
+        (_, Some(tape)) => {
+            let (ct, dct) = (rest.first()?, rest.get(1)?);
+            second_order_transpose(site, &f("__jvp_transpose"), tape, (ct, dct), names)?
+        }
+        (_, None) => return None,
+    })
+}
+
+/// `g.jvp.jvp`'s transpose (`call`, the callee's `__jvp_transpose`) on its
+/// `tape` and the cotangents of its two results: the cotangents of the
+/// active arguments, then of their directions, as IR values.
+fn second_order_transpose(
+    site: &CallSite,
+    call: &TokenStream,
+    tape: &syn::Ident,
+    (ct, dct): (&syn::Ident, &syn::Ident),
+    names: &mut Names,
+) -> Option<TokenStream> {
+    let ct = arg_from_ir(quote!(#ct), &site.ret, names);
+    let dct = arg_from_ir(quote!(#dct), &site.ret, names);
+    let mut pats = (Vec::new(), Vec::new());
+    let mut outs = (Vec::new(), Vec::new());
+    for a in &site.args {
+        match a {
+            CallArg::Active(s, span) => {
+                let t = s.rust();
+                for (pats, outs) in [(&mut pats.0, &mut outs.0), (&mut pats.1, &mut outs.1)] {
+                    let c = names.temp("c");
+                    let got = quote_spanned!(*span=> <_ as ::linear_ad::__private::Tangent<#t>>::tangent(#c));
+                    outs.push(to_ir(got, s, names));
+                    pats.push(quote!(#c));
+                }
+            }
+            CallArg::Inactive(..) => {
+                pats.0.push(quote!(_));
+                pats.1.push(quote!(_));
+            }
+            CallArg::Origin(..) => return None,
+        }
+    }
+    let (p0, p1) = pats;
+    let all: Vec<TokenStream> = outs.0.into_iter().chain(outs.1).collect();
+    let out = match all.as_slice() {
+        [one] => one.clone(),
+        many => quote!((#(#many,)*)),
+    };
+    Some(quote!({ let ((#(#p0,)*), (#(#p1,)*)) = #call(&#tape, (#ct, #dct)); #out }))
 }

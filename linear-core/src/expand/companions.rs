@@ -298,3 +298,124 @@ fn transpose_parts(
         .unzip();
     (ct, quote!(#unpack (#(#per_param,)*)), per_param_ty)
 }
+
+/// The second-order half of the calling convention, for an `order = 2`
+/// function `f` whose `f_jvp` is a differentiable callee: associated
+/// functions of `f_jvp`'s linearization type (`jvp_map`) that take `f`'s
+/// arguments and one tangent slot per parameter of `f`, as `f`'s own
+/// `__jvp` does, and pass them on to `f_jvp`'s `__lin`, `__apply` and
+/// `__transpose` (whose parameters are `f`'s followed by one direction per
+/// differentiable parameter of `f`, a count the caller does not know):
+///
+/// * `__jvp_lin(a.., d..) -> ((y, ẏ), lin)`;
+/// * `__jvp_apply(&lin, ȧ.., ḋ..) -> (ẏ', ẏ'')`, one slot per parameter
+///   of `f` for each half;
+/// * `__jvp_transpose(&lin, (c, ċ)) -> ((ā..), (d̄..))`, `Inactive` for a
+///   constant parameter's.
+///
+/// A caller of `f` with `order = 2` differentiates its call to `f_jvp`
+/// through these (reached by [`linear_ad::__private::SecondOrder`], which
+/// `f`'s linearization implements). `None` where a parameter or the result
+/// is a struct: struct crossings are not implemented here.
+pub(super) fn jvp_companions(
+    params: &[Param],
+    (map_name, jvp_map, (generics, where_clause)): (
+        &syn::Ident,
+        &syn::Ident,
+        (TokenStream, &TokenStream),
+    ),
+    (ret_ty, ret_tan): (&TokenStream, &TokenStream),
+    allow: &TokenStream,
+) -> Option<TokenStream> {
+    if params.iter().any(|p| {
+        !matches!(crossing(p), Crossing::Plain)
+            || p.active.as_ref().is_some_and(|(s, _)| s.has_struct())
+    }) {
+        return None;
+    }
+    let idents = |tag: &str| -> Vec<syn::Ident> {
+        (0..params.len())
+            .map(|i| format_ident!("__{}{}", tag, i, span = Span::mixed_site()))
+            .collect()
+    };
+    let (a, d, e, g) = (idents("a"), idents("d"), idents("e"), idents("g"));
+    let tys: Vec<&syn::Type> = params.iter().map(|p| &p.ty).collect();
+    let constant = quote!(impl ::linear_ad::__private::Constant);
+    let any = quote!(impl ::core::marker::Sized);
+    let slots = |c: &TokenStream| -> Vec<TokenStream> {
+        params
+            .iter()
+            .map(|p| Crossing::Plain.slot_ty(p, c))
+            .collect()
+    };
+    let (jvp_slots, apply_slots) = (slots(&constant), slots(&any));
+    let active: Vec<usize> = (0..params.len())
+        .filter(|&i| params[i].active.is_some())
+        .collect();
+    fn pick<'v>(v: &'v [syn::Ident], active: &[usize], on: bool) -> Vec<&'v syn::Ident> {
+        (0..v.len())
+            .filter(|i| active.contains(i) == on)
+            .map(|i| &v[i])
+            .collect()
+    }
+    let (d_on, d_off) = (pick(&d, &active, true), pick(&d, &active, false));
+    let (g_on, g_off) = (pick(&g, &active, true), pick(&g, &active, false));
+    // `f_jvp`'s transpose: one cotangent per parameter of `f_jvp`, then
+    // spread over `f`'s parameters twice.
+    let c: Vec<syn::Ident> = (0..params.len() + active.len())
+        .map(|k| format_ident!("__c{}", k, span = Span::mixed_site()))
+        .collect();
+    let inactive = quote!(::linear_ad::__private::Inactive);
+    let (mut dirs, mut dir_tys) = (Vec::new(), Vec::new());
+    let mut next = c[params.len()..].iter();
+    for p in params {
+        match (&p.active, next.next().filter(|_| p.active.is_some())) {
+            (Some((s, _)), Some(ck)) => {
+                dirs.push(quote!(#ck));
+                dir_tys.push(s.rust());
+            }
+            _ => {
+                dirs.push(inactive.clone());
+                dir_tys.push(inactive.clone());
+            }
+        }
+    }
+    let per_param: Vec<TokenStream> = params
+        .iter()
+        .map(|p| match &p.active {
+            Some((s, _)) => s.rust(),
+            None => inactive.clone(),
+        })
+        .collect();
+    let firsts = &c[..params.len()];
+    let ct = syn::Ident::new("__ct", Span::mixed_site());
+    Some(quote! {
+        #[doc(hidden)]
+        #allow
+        impl #generics #jvp_map #generics #where_clause {
+            #[inline]
+            pub fn __jvp_lin(#(#a: #tys,)* #(#d: #jvp_slots,)*) -> ((#ret_ty, #ret_tan), Self) {
+                #(let _ = #d_off;)*
+                <Self>::__lin(#(#a,)* #(::linear_ad::__private::Tangent::tangent(#d_on),)*)
+            }
+
+            #[inline]
+            pub fn __jvp_apply(&self, #(#e: #apply_slots,)* #(#g: #apply_slots,)*) -> (#ret_tan, #ret_tan) {
+                #(let _ = #g_off;)*
+                <Self>::__apply(self, #(#e,)* #(#g_on,)*)
+            }
+
+            #[inline]
+            pub fn __jvp_transpose(&self, #ct: (#ret_tan, #ret_tan)) -> ((#(#per_param,)*), (#(#dir_tys,)*)) {
+                let (#(#c,)*) = <Self>::__transpose(self, #ct);
+                ((#(#firsts,)*), (#(#dirs,)*))
+            }
+        }
+
+        #[doc(hidden)]
+        #allow
+        impl #generics ::linear_ad::__private::SecondOrder for #map_name #generics #where_clause {
+            type JvpLin = #jvp_map #generics;
+        }
+    })
+}

@@ -34,9 +34,13 @@
 //! preserves it and T adds at most the sizes of inputs and outputs, so
 //! an HVP costs a constant multiple of `f`.
 //!
-//! Refused, with a message the macro reports: callees outside the program
-//! (externs: their own second derivatives do not exist); [`hvp`] also
-//! refuses results other than one real. Output of [`second_adjoint`] and
+//! Calls of other functions (externs) stay calls: J(f) calls their JVPs
+//! `g.jvp`, which L makes non-linear externs ([`directional_externs`]),
+//! and the second pipeline differentiates those as externs again
+//! (`g.jvp.jvp`, unzipped and transposed), which the callee must provide
+//! (the macro's `order = 2` does). Their tapes are opaque, so
+//! [`first_vjp`] refuses them. [`hvp`] refuses results other than one
+//! real. Output of [`second_adjoint`] and
 //! [`hvp`]: a program of one non-linear function that type-checks in
 //! Linear A, simplified.
 
@@ -44,18 +48,29 @@ use super::{
     erase::erase, inline::inline, records::records_as_arrays, simplify::simplify, PassError,
 };
 use crate::check::check;
-use crate::ir::{Binder, Expr, Func, Program, Stmt, Ty, Var};
+use crate::ir::{Binder, Expr, Extern, Func, Program, Stmt, Ty, Var};
 use crate::visit::Fresh;
 
 /// Step 1: `f.jvp(x.., v..) -> (y.., ẏ..)`, J's output for `f` with
 /// linearity erased, as one function.
+/// The calls it makes to other functions' JVPs (`g.jvp`, J's externs)
+/// stay calls, to non-linear externs ([`directional_externs`]): the
+/// pipeline differentiates them as it does any extern, into calls of
+/// `g.jvp.jvp`'s forward pass, residual and transpose, which the callee
+/// provides when it is differentiable to second order.
 pub fn directional(jvp: &Program, f: &str) -> Result<Func, PassError> {
-    let name = Var::new(f);
-    if !jvp.externs.is_empty() {
-        return Err(PassError::new(&name, "second derivatives (`order = 2`) of functions that call other differentiable functions are not supported yet"));
-    }
     let erased = erase(jvp)?;
     inline(&erased, &format!("{f}.jvp"))
+}
+
+/// The externs [`directional`]'s function calls: J's externs with
+/// linearity erased (`g.jvp(x.., ẋ..) -> (y.., ẏ..)`, all non-linear).
+pub fn directional_externs(jvp: &Program) -> Result<Vec<Extern>, PassError> {
+    Ok(erase(&Program {
+        externs: jvp.externs.clone(),
+        funcs: vec![],
+    })?
+    .externs)
 }
 
 /// Step 3: `f.soa(x.., v.., w..) -> (y.., H_w·v.., f'(x)ᵀw..)` from the
@@ -69,47 +84,48 @@ pub fn second_adjoint(transposed: &Program, d: &Func, f: &str) -> Result<Program
     // The cotangent of `y..` is zero: half of the results.
     let zeroed = forward.nl_rets.len().saturating_sub(1) / 2;
     let vjp = composed_vjp(forward, reverse, Some(zeroed), &name)?;
-    let mut soa = as_one_function(forward, reverse, vjp, &name)?;
+    let (mut soa, externs) = as_one_function(forward, reverse, vjp, &transposed.externs, &name)?;
     soa.name = Var::new(&format!("{f}.soa"));
     Ok(Program {
-        externs: vec![],
+        externs,
         funcs: vec![soa],
     })
 }
 
 /// The VJP composed of `forward` and `reverse` (see [`composed_vjp`]) as
 /// one non-linear function: inlined, simplified, L, inlined and
-/// simplified again.
+/// simplified again; with the externs it calls (`externs`, the
+/// pipeline's, with linearity erased).
 fn as_one_function(
     forward: &Func,
     reverse: &Func,
     vjp: Func,
+    externs: &[Extern],
     name: &Var,
-) -> Result<Func, PassError> {
+) -> Result<(Func, Vec<Extern>), PassError> {
     let err = |msg: &str| PassError::new(name, msg);
     let vjp_name = vjp.name.clone();
     let program = Program {
-        externs: vec![],
+        externs: externs.to_vec(),
         funcs: vec![forward.clone(), reverse.clone(), vjp],
     };
     check(&program).map_err(|e| err(&format!("the composed VJP {e}")))?;
     // Inlined and simplified before L, which would make the zero
     // cotangents of `y..` literals the simplifier no longer propagates.
     let vjp = simplify(&Program {
-        externs: vec![],
+        externs: externs.to_vec(),
         funcs: vec![inline(&program, vjp_name.as_str())?],
     });
     check(&vjp).map_err(|e| err(&format!("the inlined VJP {e}")))?;
     let erased = erase(&vjp)?;
     let out = simplify(&Program {
-        externs: vec![],
+        externs: erased.externs.clone(),
         funcs: vec![inline(&erased, vjp_name.as_str())?],
     });
     check(&out).map_err(|e| err(&format!("the erased VJP {e}")))?;
-    out.funcs
-        .into_iter()
-        .next()
-        .ok_or_else(|| err("no function"))
+    let Program { externs, funcs } = out;
+    let f = funcs.into_iter().next().ok_or_else(|| err("no function"))?;
+    Ok((f, externs))
 }
 
 /// `f.vjp(x.., ȳ..) -> (y.., x̄..)`: the first-order pipeline's forward
@@ -138,8 +154,12 @@ pub fn first_vjp(transposed: &Program, f: &str) -> Result<Option<Func>, PassErro
             "the VJP of a function of arrays read by index is not differentiable yet",
         ));
     }
+    // A callee's tape is opaque to J: its VJP is not differentiated.
+    if !transposed.externs.is_empty() {
+        return Ok(None);
+    }
     let vjp = composed_vjp(forward, reverse, None, &name)?;
-    let vjp = as_one_function(forward, reverse, vjp, &name)?;
+    let (vjp, _) = as_one_function(forward, reverse, vjp, &[], &name)?;
     let vjp = records_as_arrays(&vjp)?;
     let program = Program {
         externs: vec![],
@@ -304,7 +324,7 @@ pub fn hvp(transposed: &Program, d: &Func, f: &str) -> Result<Program, PassError
         ),
     };
     let out = simplify(&Program {
-        externs: vec![],
+        externs: soa.externs.clone(),
         funcs: vec![hvp],
     });
     check(&out).map_err(|e| err(&format!("the HVP {e}")))?;

@@ -18,11 +18,17 @@
 //! the linearization, companions, signature macro and alias any callee
 //! has. No derivative is written here.
 //!
+//! `f`'s calls of other functions stay calls in `f_jvp`, of their `_jvp`s
+//! (J's externs, linearity erased, at `f`'s call sites); its pipeline
+//! differentiates them into calls of those callees' own second-order
+//! companions (`companions::jvp_companions`, which `f` gets here too, so
+//! that second derivatives of its callers can go through it).
+//!
 //! Where `f_vjp` cannot be differentiated (its tape holds records of
-//! nested loops, see [`crate::passes::records`]), it gets a signature of kind [`Kind::Tape`], so a caller gets
-//! an error at its call that says so. Methods, and functions other
-//! differentiable code cannot call (arrays read by index, structs), get
-//! neither.
+//! nested loops, see [`crate::passes::records`], or its callees' tapes),
+//! it gets a signature of kind [`Kind::Tape`], so a caller gets an error
+//! at its call that says so. Methods, and functions other differentiable
+//! code cannot call (arrays read by index, structs), get neither.
 
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote};
@@ -32,7 +38,7 @@ use crate::expand::{Passes, Stages};
 use crate::ir::Func;
 use crate::layout::Structs;
 use crate::lower::{Lowered, Param, Shape};
-use crate::passes::hvp::{first_vjp, tupled};
+use crate::passes::hvp::{directional_externs, first_vjp, tupled};
 use crate::signature::{callee_items, Kind};
 
 /// The derived callees `f_jvp` and `f_vjp`, from `d` (the directional
@@ -69,7 +75,6 @@ pub(super) fn callees(
         (Some(_), Some(_))
             if !callable
                 || !l.data.is_empty()
-                || !l.externs.is_empty()
                 || !crate::visit::data_arrays(&l.func.body).is_empty() =>
         {
             return (refused(Kind::Closed), false)
@@ -82,11 +87,31 @@ pub(super) fn callees(
         ..passes
     };
     let name = item.sig.ident.to_string();
-    let jvp = match tupled(d, &[1, 1]) {
-        Ok(f) => derived(item, l, sig, &f, Which::Jvp),
-        Err(e) => Err(e.msg),
+    // `f_jvp` calls what `f` calls, through their `_jvp`s: its externs
+    // are J's, linearity erased, at `f`'s call sites.
+    let jvp = tupled(d, &[1, 1])
+        .and_then(|f| Ok((f, directional_externs(&stages.jvp)?)))
+        .map_err(|e| e.msg)
+        .and_then(|(f, externs)| {
+            let (d_item, mut d_l) = derived(item, l, sig, &f, Which::Jvp)?;
+            d_l.externs = externs;
+            d_l.calls = l.calls.clone();
+            Ok((d_item, d_l))
+        });
+    let second = match &jvp {
+        Ok((d_item, _)) if !l.ret.has_struct() => {
+            let float = (sig.float.decl(None), &sig.float.where_clause);
+            crate::expand::companions::jvp_companions(
+                &l.params,
+                (&map_name(item), &map_name(d_item), float),
+                (&sig.ret_ty, &sig.ret_tan),
+                &sig.allow,
+            )
+        }
+        _ => None,
     };
     let jvp = emit(jvp, passes, item.sig.ident.span());
+    let jvp = quote!(#jvp #second);
     let groups = [1, sig.active.len()];
     let vjp_first = first_vjp(&stages.transposed, &name);
     let differentiable = matches!(vjp_first, Ok(Some(_)));

@@ -19,7 +19,7 @@ use crate::codegen::{body, Names};
 use crate::expand::calls::Calls;
 use crate::expand::{pipeline, Passes, Stages};
 use crate::ir::{Func, Program};
-use crate::lower::{Lowered, Shape, SliceKind};
+use crate::lower::{CallArg, Lowered, Shape, SliceKind};
 
 /// `f_hvp`, or the stubs of `f_hvp` and `f_hessian` and the error at
 /// `span`; and the directional derivative `f_jvp` is made of, which
@@ -40,6 +40,9 @@ pub(super) fn items(
             syn::ReturnType::Default => "()".into(),
         };
         let msg = format!("second derivatives (`order = 2`) need a function returning one float; `{name}` returns `{ret}`");
+        return (refused(item, sig, span, &msg), None);
+    }
+    if let Some(msg) = unsupported_call(calls) {
         return (refused(item, sig, span, &msg), None);
     }
     let (hvp, d) = match hvp_program(&stages.jvp, &name, passes) {
@@ -84,6 +87,33 @@ pub(super) fn items(
     (hvp_fn, Some(d))
 }
 
+/// Why second derivatives cannot go through one of the calls `f` makes,
+/// if one cannot: a call reaches the callee's second derivatives through
+/// its `_jvp`'s linearization, which free functions have (with `order =
+/// 2`) and methods do not, and whose functions pass no struct.
+fn unsupported_call(calls: &Calls) -> Option<String> {
+    let mut sites: Vec<_> = calls.sites.iter().collect();
+    sites.sort_by_key(|(v, _)| v.number());
+    sites.into_iter().find_map(|(_, site)| {
+        let path = &site.path;
+        let name = quote!(#path).to_string().replace(' ', "");
+        let method = matches!(&site.callee, syn::Type::Path(p) if p.qself.is_some());
+        let structs = site.ret.has_struct()
+            || site.args.iter().any(|a| match a {
+                CallArg::Active(s, _) => s.has_struct(),
+                CallArg::Origin(..) => true,
+                CallArg::Inactive(..) => false,
+            });
+        if method {
+            Some(format!("second derivatives (`order = 2`) of functions that call methods are not supported yet: `{name}` is a method; call a free function instead"))
+        } else if structs {
+            Some(format!("second derivatives (`order = 2`) of functions that pass structs to the functions they call are not supported yet: the call of `{name}` passes or returns one"))
+        } else {
+            None
+        }
+    })
+}
+
 /// `f_hessian`, for the inputs it takes: a float, a tuple or fixed array
 /// of them, or a slice of floats; from `f_vjp_lin` where `vjp_lin` says it
 /// exists, else from `f_hvp`.
@@ -109,6 +139,7 @@ pub(super) fn hessian(item: &syn::ItemFn, sig: &Sig, vjp_lin: bool) -> TokenStre
 /// Also returns the directional derivative, the first step.
 fn hvp_program(jvp: &Program, name: &str, passes: Passes) -> Result<(Program, Func), String> {
     let d = crate::passes::hvp::directional(jvp, name).map_err(|e| e.msg)?;
+    let externs = crate::passes::hvp::directional_externs(jvp).map_err(|e| e.msg)?;
     let internal = |msg: String| format!("linear-ad internal error (please report it): {msg}");
     // Binomial checkpointing applies to the first-order functions only:
     // the HVP's reverse sweep keeps what the default policy keeps (a
@@ -123,7 +154,7 @@ fn hvp_program(jvp: &Program, name: &str, passes: Passes) -> Result<(Program, Fu
         checkpoint,
         ..passes
     };
-    let stages = pipeline(&d, &[], passes).map_err(internal)?;
+    let stages = pipeline(&d, &externs, passes).map_err(internal)?;
     let hvp = crate::passes::hvp::hvp(&stages.transposed, &d, name)
         .map_err(|e| internal(e.to_string()))?;
     Ok((hvp, d))

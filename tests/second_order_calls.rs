@@ -1,0 +1,177 @@
+//! Second derivatives (`order = 2`) of functions that call other
+//! differentiable functions: the caller's `f_hvp` and `f_hessian` go
+//! through each callee's own second derivatives (its `_jvp`
+//! differentiated again), never through an inlined copy of its body.
+//! Checked against each caller's twin with the callees written inline
+//! (whose Hessians `tests/second_order.rs` checks by hand), against
+//! central finite differences of the gradient, and for symmetry; in the
+//! crate's own build profile (debug in `cargo test`).
+#![deny(warnings)]
+
+use linear_ad::differentiable;
+
+fn close(a: f64, b: f64, tol: f64) -> bool {
+    (a - b).abs() <= tol * (1.0 + a.abs() + b.abs())
+}
+
+const EPS: f64 = 1e-5;
+
+#[differentiable(order = 2)]
+pub fn bump(x: f64, y: f64) -> f64 {
+    (x * y).sin() + x * x * y
+}
+
+/// A callee with a constant parameter and a count: neither has a
+/// direction, and callers pass them as they are.
+#[differentiable(order = 2)]
+pub fn damped(x: f64, #[nondiff] c: f64, n: usize) -> f64 {
+    let mut s = x;
+    for _ in 0..n {
+        s = (s * c).tanh() + 0.5 * s;
+    }
+    s
+}
+
+/// A callee of an array, calling another function in its turn.
+#[differentiable(order = 2)]
+pub fn spread(p: [f64; 2], t: f64) -> f64 {
+    let q = bump(p[0], t);
+    q * p[1] + (p[0] - p[1]).exp()
+}
+
+/// Straight-line calls, one of them with a constant argument.
+#[differentiable(order = 2)]
+pub fn outer(x: f64, y: f64) -> f64 {
+    let a = bump(x, y);
+    let b = bump(y, 2.0);
+    a * b + x.exp()
+}
+
+#[differentiable(order = 2)]
+pub fn outer_inline(x: f64, y: f64) -> f64 {
+    let a = (x * y).sin() + x * x * y;
+    let b = (y * 2.0).sin() + y * y * 2.0;
+    a * b + x.exp()
+}
+
+/// Calls in a loop and in a branch, of callees with constant parameters
+/// and of a callee that makes calls itself.
+#[differentiable(order = 2)]
+pub fn looped(x: f64, y: [f64; 2]) -> f64 {
+    let mut s = 0.0;
+    for k in 0..3 {
+        let t = k as f64 * 0.25;
+        if s < 1.0 {
+            s += damped(x + t, 0.75, 2) * y[0];
+        } else {
+            s -= bump(s, y[1]);
+        }
+        s += spread(y, x * t);
+    }
+    s
+}
+
+#[differentiable(order = 2)]
+pub fn looped_inline(x: f64, y: [f64; 2]) -> f64 {
+    let mut s = 0.0;
+    for k in 0..3 {
+        let t = k as f64 * 0.25;
+        if s < 1.0 {
+            let mut d = x + t;
+            for _ in 0..2 {
+                d = (d * 0.75).tanh() + 0.5 * d;
+            }
+            s += d * y[0];
+        } else {
+            s -= (s * y[1]).sin() + s * s * y[1];
+        }
+        let u = x * t;
+        let q = (y[0] * u).sin() + y[0] * y[0] * u;
+        s += q * y[1] + (y[0] - y[1]).exp();
+    }
+    s
+}
+
+/// Points and directions to test at.
+const AT: [(f64, f64, f64, f64); 3] = [
+    (0.3, -0.4, 1.0, 0.5),
+    (-1.2, 0.8, -0.25, 2.0),
+    (0.9, 1.7, 0.0, -1.0),
+];
+
+#[test]
+fn calls_have_the_hvp_of_their_inlined_twin() {
+    for (x, y, vx, vy) in AT {
+        let (v, g, hv) = outer_hvp(x, y, vx, vy);
+        let (w, h, hw) = outer_inline_hvp(x, y, vx, vy);
+        assert!(close(v, w, 1e-15), "value {v} against {w}");
+        for (a, b) in [(g.0, h.0), (g.1, h.1), (hv.0, hw.0), (hv.1, hw.1)] {
+            assert!(close(a, b, 1e-13), "{g:?} {hv:?} against {h:?} {hw:?}");
+        }
+    }
+}
+
+#[test]
+fn calls_have_the_finite_difference_hvp() {
+    for (x, y, vx, vy) in AT {
+        let (_, g, hv) = outer_hvp(x, y, vx, vy);
+        assert_eq!(g, outer_vjp(x, y, 1.0).1);
+        let grad = |t: f64| outer_vjp(x + t * vx, y + t * vy, 1.0).1;
+        let (p, m) = (grad(EPS), grad(-EPS));
+        let fd = ((p.0 - m.0) / (2.0 * EPS), (p.1 - m.1) / (2.0 * EPS));
+        assert!(close(hv.0, fd.0, 1e-7), "{hv:?} against {fd:?}");
+        assert!(close(hv.1, fd.1, 1e-7), "{hv:?} against {fd:?}");
+    }
+}
+
+#[test]
+fn calls_in_loops_and_branches_and_nested_calls() {
+    for (x, y0, y1) in [(0.3, 0.5, -0.2), (1.1, -0.7, 0.4), (-0.6, 1.3, 0.9)] {
+        let y = [y0, y1];
+        let (v, g, h) = looped_hessian(x, y);
+        let (w, gw, hw) = looped_inline_hessian(x, y);
+        assert!(close(v, w, 1e-14), "value {v} against {w}");
+        assert!(close(g.0, gw.0, 1e-13), "{g:?} against {gw:?}");
+        for k in 0..2 {
+            assert!(close(g.1[k], gw.1[k], 1e-13), "{g:?} against {gw:?}");
+        }
+        for i in 0..3 {
+            for j in 0..3 {
+                assert!(close(h[i][j], hw[i][j], 1e-12), "{h:?} against {hw:?}");
+                assert!(close(h[i][j], h[j][i], 1e-12), "not symmetric: {h:?}");
+            }
+        }
+        // Row 0 against finite differences of the gradient along x.
+        let (p, m) = (looped_vjp(x + EPS, y, 1.0).1, looped_vjp(x - EPS, y, 1.0).1);
+        let fd = [
+            (p.0 - m.0) / (2.0 * EPS),
+            (p.1[0] - m.1[0]) / (2.0 * EPS),
+            (p.1[1] - m.1[1]) / (2.0 * EPS),
+        ];
+        for j in 0..3 {
+            assert!(close(h[0][j], fd[j], 1e-7), "{:?} against {fd:?}", h[0]);
+        }
+    }
+}
+
+/// A callee's `_jvp` is differentiable when it makes calls itself, so
+/// other differentiable code can call it (`spread` calls `bump`).
+#[differentiable]
+pub fn slope(p: [f64; 2]) -> f64 {
+    let (_, d) = spread_jvp(p, 0.5, [1.0, 0.0], 0.0);
+    d * d
+}
+
+#[test]
+fn the_jvp_of_a_function_with_calls_is_a_callee() {
+    for p in [[0.3, -0.4], [1.2, 0.7]] {
+        let (_, g) = slope_vjp(p, 1.0);
+        for k in 0..2 {
+            let mut e = [0.0; 2];
+            e[k] = EPS;
+            let fd = (slope([p[0] + e[0], p[1] + e[1]]) - slope([p[0] - e[0], p[1] - e[1]]))
+                / (2.0 * EPS);
+            assert!(close(g[k], fd, 1e-7), "{g:?} against {fd}");
+        }
+    }
+}
