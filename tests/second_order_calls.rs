@@ -172,6 +172,10 @@ fn the_jvp_of_a_function_with_calls_is_a_callee() {
             let fd = (slope([p[0] + e[0], p[1] + e[1]]) - slope([p[0] - e[0], p[1] - e[1]]))
                 / (2.0 * EPS);
             assert!(close(g[k], fd, 1e-7), "{g:?} against {fd}");
+            // Forward mode of `slope`: J of `spread_jvp`, whose call of
+            // `bump` goes through `bump_jvp`'s linearization.
+            let (_, d) = slope_jvp(p, [e[0] / EPS, e[1] / EPS]);
+            assert!(close(d, g[k], 1e-12), "{d} against {g:?}");
         }
     }
 }

@@ -181,26 +181,7 @@ impl CallGen for Calls<'_> {
         };
         let (c_jvp, c_lin) = (f("__jvp"), f("__lin"));
         let (c_apply, c_transpose) = (f("__apply"), f("__transpose"));
-        let inactive = quote!(::linear_ad::__private::Inactive);
-        // Tangent slots in the callee's parameter order: the IR passes the
-        // active arguments only; each slot carries its argument's span, so a
-        // type error about it points at the argument.
-        let slots = |vals: &[syn::Ident], names: &mut Names| -> Option<Vec<TokenStream>> {
-            let mut out = Vec::new();
-            let mut k = 0;
-            for a in &site.args {
-                match a {
-                    CallArg::Active(s, span) | CallArg::Origin(s, _, span) => {
-                        let v = vals.get(k)?;
-                        let conv = from_ir(quote!(#v), s, names);
-                        out.push(quote_spanned!(*span=> ::core::convert::identity(#conv)));
-                        k += 1;
-                    }
-                    CallArg::Inactive(..) => out.push(inactive.clone()),
-                }
-            }
-            Some(out)
-        };
+        let slots = |vals: &[syn::Ident], names: &mut Names| tangent_slots(site, vals, names);
         let r = syn::Ident::new("__r", Span::mixed_site());
         let dr = syn::Ident::new("__dr", Span::mixed_site());
         let l = syn::Ident::new("__l", Span::mixed_site());
@@ -209,26 +190,7 @@ impl CallGen for Calls<'_> {
         let r_ir = result_to_ir(quote!(#r), &site.ret, names);
         Some(match stage.as_str() {
             "jvp" | "jvp.nl" => {
-                let mut args = Vec::new();
-                // The IR values of structs passed as their origins: equal
-                // to them (see `lower::structs`), so only marked used.
-                let mut unread = Vec::new();
-                let mut k = 0;
-                for a in &site.args {
-                    match a {
-                        CallArg::Active(s, _) => {
-                            let v = nl.get(k)?;
-                            args.push(from_ir(quote!(#v), s, names));
-                            k += 1;
-                        }
-                        CallArg::Origin(_, id, _) => {
-                            unread.push(nl.get(k)?);
-                            args.push(quote!(#id));
-                            k += 1;
-                        }
-                        CallArg::Inactive(id, _) => args.push(quote!(#id)),
-                    }
-                }
+                let (args, unread) = primal_args(site, nl, names)?;
                 let unread = quote!(#(let _ = &#unread;)*);
                 if stage == "jvp" {
                     let slots = slots(lin, names)?;
@@ -308,31 +270,12 @@ fn second_order_call(
         let name = syn::Ident::new(name, span);
         quote_spanned!(span=> <<#ty as ::linear_ad::__private::SecondOrder>::JvpLin>::#name)
     };
-    let inactive = quote!(::linear_ad::__private::Inactive);
     let active = site
         .args
         .iter()
         .filter(|a| matches!(a, CallArg::Active(..)))
         .count();
-    // One slot per parameter: the `k`-th active argument's IR value from
-    // `vals`, else `Inactive`.
-    let slots = |vals: &[syn::Ident], names: &mut Names| -> Option<Vec<TokenStream>> {
-        let mut out = Vec::new();
-        let mut k = 0;
-        for a in &site.args {
-            match a {
-                CallArg::Active(s, span) => {
-                    let v = vals.get(k)?;
-                    let conv = from_ir(quote!(#v), s, names);
-                    out.push(quote_spanned!(*span=> ::core::convert::identity(#conv)));
-                    k += 1;
-                }
-                CallArg::Inactive(..) => out.push(inactive.clone()),
-                CallArg::Origin(..) => return None,
-            }
-        }
-        Some(out)
-    };
+    let slots = |vals: &[syn::Ident], names: &mut Names| tangent_slots(site, vals, names);
     let (r, dr, l) = (
         syn::Ident::new("__r", Span::mixed_site()),
         syn::Ident::new("__dr", Span::mixed_site()),
@@ -350,23 +293,12 @@ fn second_order_call(
             // J's own call (`g_jvp`'s forward mode) passes the tangents
             // of the arguments and directions after them.
             let (point, tangents) = match stage {
-                "jvp.jvp" => rest.split_at(2 * active),
+                "jvp.jvp" => (rest.get(..2 * active)?, rest.get(2 * active..)?),
                 _ => (rest, &[][..]),
             };
             let (xs, dxs) = (point.get(..active)?, point.get(active..)?);
-            let mut args = Vec::new();
-            let mut k = 0;
-            for a in &site.args {
-                match a {
-                    CallArg::Active(s, _) => {
-                        let v = xs.get(k)?;
-                        args.push(from_ir(quote!(#v), s, names));
-                        k += 1;
-                    }
-                    CallArg::Inactive(id, _) => args.push(quote!(#id)),
-                    CallArg::Origin(..) => return None,
-                }
-            }
+            // Structs are refused at `order = 2`: no origins here.
+            let (args, _) = primal_args(site, xs, names)?;
             let d_slots = slots(dxs, names)?;
             let c = f("__jvp_lin");
             let lin_call = quote!(let ((#r, #dr), #l) = #c(#(#args,)* #(#d_slots,)*););
@@ -445,4 +377,58 @@ fn second_order_transpose(
         many => quote!((#(#many,)*)),
     };
     Some(quote!({ let ((#(#p0,)*), (#(#p1,)*)) = #call(&#tape, (#ct, #dct)); #out }))
+}
+
+/// One tangent slot per parameter of the callee, in its order: the IR
+/// passes the active arguments' (`vals`) only, the other slots are
+/// `Inactive`; each slot carries its argument's span, so a type error
+/// about it points at the argument.
+fn tangent_slots(
+    site: &CallSite,
+    vals: &[syn::Ident],
+    names: &mut Names,
+) -> Option<Vec<TokenStream>> {
+    let mut out = Vec::new();
+    let mut k = 0;
+    for a in &site.args {
+        match a {
+            CallArg::Active(s, span) | CallArg::Origin(s, _, span) => {
+                let v = vals.get(k)?;
+                let conv = from_ir(quote!(#v), s, names);
+                out.push(quote_spanned!(*span=> ::core::convert::identity(#conv)));
+                k += 1;
+            }
+            CallArg::Inactive(..) => out.push(quote!(::linear_ad::__private::Inactive)),
+        }
+    }
+    Some(out)
+}
+
+/// The callee's arguments in its order, the active ones from their IR
+/// values (`vals`), the constants from their prelude variables; and the
+/// IR values of structs passed as their origins, which are equal to them
+/// (see `lower::structs`) and only to be marked used.
+fn primal_args<'v>(
+    site: &CallSite,
+    vals: &'v [syn::Ident],
+    names: &mut Names,
+) -> Option<(Vec<TokenStream>, Vec<&'v syn::Ident>)> {
+    let (mut args, mut unread) = (Vec::new(), Vec::new());
+    let mut k = 0;
+    for a in &site.args {
+        match a {
+            CallArg::Active(s, _) => {
+                let v = vals.get(k)?;
+                args.push(from_ir(quote!(#v), s, names));
+                k += 1;
+            }
+            CallArg::Origin(_, id, _) => {
+                unread.push(vals.get(k)?);
+                args.push(quote!(#id));
+                k += 1;
+            }
+            CallArg::Inactive(id, _) => args.push(quote!(#id)),
+        }
+    }
+    Some((args, unread))
 }
