@@ -39,19 +39,26 @@ pub fn spread(p: [f64; 2], t: f64) -> f64 {
     q * p[1] + (p[0] - p[1]).exp()
 }
 
-/// Straight-line calls, one of them with a constant argument.
+/// A callee whose constant parameters come before and between its
+/// differentiable ones: its direction cotangents are not in step with its
+/// parameters.
+#[differentiable(order = 2)]
+pub fn weighted(k: usize, x: f64, #[nondiff] c: f64, y: f64) -> f64 {
+    k as f64 * x * (c * y).sin()
+}
+
+/// Straight-line calls, one of them with a constant argument (as the
+/// README writes it).
 #[differentiable(order = 2)]
 pub fn outer(x: f64, y: f64) -> f64 {
-    let a = bump(x, y);
-    let b = bump(y, 2.0);
-    a * b + x.exp()
+    bump(x, y) * bump(y, 2.0) + x.exp() + weighted(3, x, 0.5, y)
 }
 
 #[differentiable(order = 2)]
 pub fn outer_inline(x: f64, y: f64) -> f64 {
     let a = (x * y).sin() + x * x * y;
     let b = (y * 2.0).sin() + y * y * 2.0;
-    a * b + x.exp()
+    a * b + x.exp() + 3.0 * x * (0.5 * y).sin()
 }
 
 /// Calls in a loop and in a branch, of callees with constant parameters

@@ -174,6 +174,9 @@ impl CallGen for Calls<'_> {
             .segments
             .last()
             .map_or_else(Span::call_site, |s| s.ident.span());
+        if stage.starts_with("jvp.jvp") {
+            return second_order_call(site, &stage, (nl, lin), span, names);
+        }
         let ty = &site.callee;
         let f = |name: &str| {
             let name = syn::Ident::new(name, span);
@@ -208,9 +211,6 @@ impl CallGen for Calls<'_> {
             "jvp.lin.t" => {
                 let (tape, ct) = (nl.first()?, lin.first()?);
                 transpose_call(site, &c_transpose, (tape, ct), names)
-            }
-            "jvp.jvp" | "jvp.jvp.nl" | "jvp.jvp.lin" | "jvp.jvp.lin.t" => {
-                return second_order_call(site, &stage, (nl, lin), span, names)
             }
             _ => return None,
         })
@@ -330,11 +330,11 @@ fn second_order_call(
             let c = f("__jvp_apply");
             quote!({ let (#r, #dr) = #c(&#tape, #(#e,)* #(#g,)*); (#r_ir, #dr_ir) })
         }
-        (_, Some(tape)) => {
+        ("jvp.jvp.lin.t", Some(tape)) => {
             let (ct, dct) = (rest.first()?, rest.get(1)?);
             second_order_transpose(site, &f("__jvp_transpose"), tape, (ct, dct), names)?
         }
-        (_, None) => return None,
+        _ => return None,
     })
 }
 

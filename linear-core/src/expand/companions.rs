@@ -365,29 +365,9 @@ pub(super) fn jvp_companions(
     let c: Vec<syn::Ident> = (0..params.len() + active.len())
         .map(|k| format_ident!("__c{}", k, span = Span::mixed_site()))
         .collect();
-    let inactive = quote!(::linear_ad::__private::Inactive);
-    let (mut dirs, mut dir_tys) = (Vec::new(), Vec::new());
-    let mut next = c[params.len()..].iter();
-    for p in params {
-        match (&p.active, next.next().filter(|_| p.active.is_some())) {
-            (Some((s, _)), Some(ck)) => {
-                dirs.push(quote!(#ck));
-                dir_tys.push(s.rust());
-            }
-            _ => {
-                dirs.push(inactive.clone());
-                dir_tys.push(inactive.clone());
-            }
-        }
-    }
-    let per_param: Vec<TokenStream> = params
-        .iter()
-        .map(|p| match &p.active {
-            Some((s, _)) => s.rust(),
-            None => inactive.clone(),
-        })
-        .collect();
-    let firsts = &c[..params.len()];
+    let (firsts, directions) = c.split_at(params.len());
+    let (per_param, _) = spread(params, firsts.iter());
+    let (dir_tys, dirs) = spread(params, directions.iter());
     let ct = syn::Ident::new("__ct", Span::mixed_site());
     Some(quote! {
         #[doc(hidden)]
@@ -418,4 +398,23 @@ pub(super) fn jvp_companions(
             type JvpLin = #jvp_map #generics;
         }
     })
+}
+
+/// Cotangents spread over one slot per parameter of `f`: the next of
+/// `cts` for each differentiable parameter, `Inactive` for each constant
+/// one; their types, and the values.
+fn spread<'c>(
+    params: &[Param],
+    mut cts: impl Iterator<Item = &'c syn::Ident>,
+) -> (Vec<TokenStream>, Vec<TokenStream>) {
+    let inactive = quote!(::linear_ad::__private::Inactive);
+    params
+        .iter()
+        .map(
+            |p| match (&p.active, &p.active.as_ref().and_then(|_| cts.next())) {
+                (Some((s, _)), Some(ck)) => (s.rust(), quote!(#ck)),
+                _ => (inactive.clone(), inactive.clone()),
+            },
+        )
+        .unzip()
 }
