@@ -128,3 +128,76 @@ fn a_carried_local_array_is_passed_as_an_array() {
         );
     }
 }
+
+/// `c` is a constant, `n` a count: the caller passes a count it computes.
+#[differentiable]
+pub fn damped(x: f64, #[nondiff] c: f64, n: usize) -> f64 {
+    let mut s = x;
+    for _ in 0..n {
+        s = c * s.sin() + x;
+    }
+    s
+}
+
+#[differentiable]
+pub fn pick(x: f64, up: bool) -> f64 {
+    if up {
+        x * x
+    } else {
+        -x
+    }
+}
+
+/// Integers and bools computed in the function (from a loop index) are
+/// passed to the callees' constant parameters: as values, with no
+/// tangent.
+#[differentiable]
+pub fn computed_counts(x: [f64; 3]) -> f64 {
+    let mut s = 0.0;
+    for k in 0..3 {
+        s += damped(x[k], 0.75, k + 1) * pick(x[k], k % 2 == 0);
+    }
+    s
+}
+
+fn computed_counts_by_hand(x: [f64; 3]) -> f64 {
+    let mut s = 0.0;
+    for (k, &xk) in x.iter().enumerate() {
+        let mut d = xk;
+        for _ in 0..k + 1 {
+            d = 0.75 * d.sin() + xk;
+        }
+        let p = if k % 2 == 0 { xk * xk } else { -xk };
+        s += d * p;
+    }
+    s
+}
+
+#[test]
+fn computed_integers_and_bools_are_passed_to_constant_parameters() {
+    let x = [0.3, -0.4, 1.2];
+    let want = computed_counts_by_hand(x);
+    assert!((computed_counts(x) - want).abs() < 1e-14);
+    let (v, g) = computed_counts_vjp(x, 1.0);
+    assert_eq!(v, computed_counts(x));
+    for i in 0..3 {
+        let at = |t: f64| {
+            let mut p = x;
+            p[i] += t;
+            computed_counts_by_hand(p)
+        };
+        let nd = (at(1e-6) - at(-1e-6)) / 2e-6;
+        assert!(
+            (g[i] - nd).abs() < 1e-6 * (1.0 + nd.abs()),
+            "{i}: {} against {nd}",
+            g[i]
+        );
+    }
+    let d = [0.5, -1.0, 0.25];
+    let (_, t) = computed_counts_jvp(x, d);
+    let gd: f64 = (0..3).map(|i| g[i] * d[i]).sum();
+    assert!((t - gd).abs() < 1e-12 * (1.0 + t.abs()));
+    let (_, lin) = computed_counts_lin(x);
+    assert_eq!(lin.apply(d), t);
+    assert_eq!(lin.transpose(1.0), g);
+}

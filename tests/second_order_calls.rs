@@ -69,7 +69,8 @@ pub fn looped(x: f64, y: [f64; 2]) -> f64 {
     for k in 0..3 {
         let t = k as f64 * 0.25;
         if s < 1.0 {
-            s += damped(x + t, 0.75, 2) * y[0];
+            // A count computed from the loop index.
+            s += damped(x + t, 0.75, k + 1) * y[0];
         } else {
             s -= bump(s, y[1]);
         }
@@ -85,7 +86,7 @@ pub fn looped_inline(x: f64, y: [f64; 2]) -> f64 {
         let t = k as f64 * 0.25;
         if s < 1.0 {
             let mut d = x + t;
-            for _ in 0..2 {
+            for _ in 0..k + 1 {
                 d = (d * 0.75).tanh() + 0.5 * d;
             }
             s += d * y[0];

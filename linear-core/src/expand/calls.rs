@@ -239,6 +239,11 @@ fn transpose_call(
                 outs.push(to_ir(got, s, names));
                 pats.push(quote!(#c));
             }
+            // No cotangent: the IR's is the empty tuple.
+            CallArg::Discrete(_) => {
+                pats.push(quote!(_));
+                outs.push(quote!(()));
+            }
             CallArg::Inactive(..) => pats.push(quote!(_)),
         }
     }
@@ -273,7 +278,7 @@ fn second_order_call(
     let active = site
         .args
         .iter()
-        .filter(|a| matches!(a, CallArg::Active(..)))
+        .filter(|a| matches!(a, CallArg::Active(..) | CallArg::Discrete(_)))
         .count();
     let slots = |vals: &[syn::Ident], names: &mut Names| tangent_slots(site, vals, names);
     let (r, dr, l) = (
@@ -363,6 +368,12 @@ fn second_order_transpose(
                     pats.push(quote!(#c));
                 }
             }
+            CallArg::Discrete(_) => {
+                pats.0.push(quote!(_));
+                pats.1.push(quote!(_));
+                outs.0.push(quote!(()));
+                outs.1.push(quote!(()));
+            }
             CallArg::Inactive(..) => {
                 pats.0.push(quote!(_));
                 pats.1.push(quote!(_));
@@ -398,6 +409,13 @@ fn tangent_slots(
                 out.push(quote_spanned!(*span=> ::core::convert::identity(#conv)));
                 k += 1;
             }
+            // The IR passes its tangent, the empty tuple; the callee's
+            // parameter is a constant.
+            CallArg::Discrete(_) => {
+                let v = vals.get(k)?;
+                out.push(quote!({ let () = #v; ::linear_ad::__private::Inactive }));
+                k += 1;
+            }
             CallArg::Inactive(..) => out.push(quote!(::linear_ad::__private::Inactive)),
         }
     }
@@ -425,6 +443,11 @@ fn primal_args<'v>(
             CallArg::Origin(_, id, _) => {
                 unread.push(vals.get(k)?);
                 args.push(quote!(#id));
+                k += 1;
+            }
+            CallArg::Discrete(_) => {
+                let v = vals.get(k)?;
+                args.push(quote!(#v));
                 k += 1;
             }
             CallArg::Inactive(id, _) => args.push(quote!(#id)),

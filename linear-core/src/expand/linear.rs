@@ -345,6 +345,9 @@ impl CallGen for LinearCalls<'_> {
                     outs.push(to_ir(got, s, names));
                     pats.push(quote!(#c));
                 }
+                // Lowering makes none in a `#[linear]` function, whose
+                // integers are all constants of the prelude.
+                CallArg::Discrete(_) => return None,
                 CallArg::Inactive(id, span) => {
                     slots.push(quote_spanned!(*span=> ::linear_ad::__private::Coef(#id)));
                     pats.push(quote!(_));

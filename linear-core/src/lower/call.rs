@@ -53,6 +53,11 @@ pub enum CallArg {
     /// variable borrows, which is passed instead (its tangent and
     /// cotangent cross as flat values).
     Origin(Shape, syn::Ident, Span),
+    /// An integer or bool the function computes (`k + 1` of a loop index
+    /// `k`, `i % 2 == 0`): the next non-linear IR argument, passed as its
+    /// value. It has no tangent: the callee's slot for it is `Inactive`,
+    /// and the IR's tangent and cotangent of it are the empty tuple.
+    Discrete(Span),
     /// A constant, held in this prelude variable, written at this span.
     Inactive(syn::Ident, Span),
 }
@@ -272,6 +277,11 @@ impl Lowerer<'_> {
                     let msg = self.not_passable(&v, &ty).unwrap_or_default();
                     self.errs.spanned(a, msg);
                     return self.placeholder();
+                }
+                Val::Active(v, ty @ (Ty::Int | Ty::Bool)) if !linear => {
+                    args.push(CallArg::Discrete(a.span()));
+                    vars.push(v);
+                    tys.push(ty);
                 }
                 Val::Active(v, ty) => {
                     let Some(arg) = self.active_arg(&v, a) else {

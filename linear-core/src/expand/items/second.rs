@@ -102,7 +102,7 @@ fn unsupported_call(calls: &Calls) -> Option<String> {
             || site.args.iter().any(|a| match a {
                 CallArg::Active(s, _) => s.has_struct(),
                 CallArg::Origin(..) => true,
-                CallArg::Inactive(..) => false,
+                CallArg::Discrete(_) | CallArg::Inactive(..) => false,
             });
         if method {
             Some(format!("second derivatives (`order = 2`) of functions that call methods are not supported yet: `{name}` is a method; call a free function instead"))
