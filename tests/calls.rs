@@ -152,6 +152,7 @@ pub fn pick(x: f64, up: bool) -> f64 {
 /// passed to the callees' constant parameters: as values, with no
 /// tangent.
 #[differentiable]
+#[allow(clippy::needless_range_loop)]
 pub fn computed_counts(x: [f64; 3]) -> f64 {
     let mut s = 0.0;
     for k in 0..3 {
