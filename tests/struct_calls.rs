@@ -11,7 +11,7 @@ mod support;
 
 use linear_ad::{differentiable, LinearMap};
 use shapes::{Body, BodyTangent, Vec2, Vec2Tangent};
-use support::check;
+use support::{check, check_xy};
 
 mod shapes {
     use linear_ad::{differentiable, Differentiable};
@@ -142,4 +142,28 @@ fn a_callee_s_struct_gradient_reaches_the_caller() {
     assert_eq!(v, 50.0);
     // d/dv (m v²) = 2 m v, d/dm = v² = 25; the position does not count.
     assert_eq!(flat_body(&db), vec![0.0, 0.0, 12.0, -16.0, 25.0]);
+}
+
+/// A struct that the function's signature does not name, built in its
+/// body and passed on: its layout is fetched when lowering meets it.
+#[differentiable]
+fn built_inside(x: f64, y: f64) -> f64 {
+    let p = Vec2 { x, y: x * y };
+    let q = shapes::shifted(y, p, 0.5);
+    q.x * q.y + p.x
+}
+
+#[test]
+fn a_struct_named_only_in_the_body_is_built_and_passed() {
+    let by_hand = |x: f64, y: f64| (x + 0.5 * y) * ((x * y) * y.sin()) + x;
+    for (x, y) in [(0.3, -1.2), (1.5, 0.7)] {
+        assert!((built_inside(x, y) - by_hand(x, y)).abs() < 1e-14);
+        check_xy(
+            (x, y),
+            by_hand,
+            built_inside_jvp,
+            built_inside_vjp,
+            built_inside_lin,
+        );
+    }
 }

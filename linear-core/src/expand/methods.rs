@@ -144,8 +144,10 @@ pub fn methods_with(tokens: TokenStream, known: &Structs, sigs: &Sigs) -> TokenS
     }
     if !missing.is_empty() {
         let (attr, known) = (TokenStream::new(), (known, sigs));
+        let checks = super::derive_checks(&missing.layouts);
         let job = Job::awaiting(Kind::Methods, attr, tokens, known, missing);
-        return job.next();
+        let next = job.next();
+        return quote!(#checks #next);
     }
     let (impl_token, brace) = (block.impl_token, block.brace_token);
     let (generics, where_clause) = (&block.generics, &block.generics.where_clause);

@@ -323,9 +323,10 @@ fn expand_fn(
     );
     if !missing.is_empty() {
         let item = quote!(#item_fn);
+        let checks = derive_checks(&missing.layouts);
         let job = Job::awaiting(Kind::Differentiable, attr, item, (structs, sigs), missing);
         let next = job.next();
-        return quote!(#clean #next);
+        return quote!(#clean #checks #next);
     }
     finish(item_fn, clean, lowered, errs, |l| {
         let g = items::generate(item_fn, l, args.dump, passes, items::Owner::Free)?;

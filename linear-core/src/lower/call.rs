@@ -41,6 +41,9 @@ pub struct CallSite {
     pub args: Vec<CallArg>,
     /// The Rust shape of the result.
     pub ret: Shape,
+    /// Whether a struct argument crosses the call (as its flat value or
+    /// as its origin).
+    pub passes_struct: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -260,6 +263,7 @@ impl Lowerer<'_> {
         let linear = self.mode == Mode::Linear;
         let f = self.float();
         let (mut args, mut vars, mut tys) = (Vec::new(), Vec::new(), Vec::new());
+        let mut passes_struct = false;
         for (a, lowered) in args_in {
             // `g(&s)`: a struct crosses as its value whichever way the
             // callee takes it; a constant keeps its `&`.
@@ -284,6 +288,7 @@ impl Lowerer<'_> {
                     tys.push(ty);
                 }
                 Val::Active(v, ty) => {
+                    passes_struct |= matches!(self.shape_of(&v), Shape::Struct(_));
                     let Some(arg) = self.active_arg(&v, a) else {
                         return self.placeholder();
                     };
@@ -327,6 +332,7 @@ impl Lowerer<'_> {
             callee,
             args,
             ret,
+            passes_struct,
         };
         let v = self.emit_call(name, site, vars, tys, hint);
         if let (true, Val::Active(r, _)) = (assumed, &v) {

@@ -458,6 +458,14 @@ impl Lowerer<'_> {
         let path = self.at_function_float(&e.path);
         let st = match StructShape::resolve(&path, false, &self.structs) {
             Ok(st) => Rc::new(st),
+            // A struct the signature does not name: its layout is fetched
+            // and the function lowered again (see `layout`).
+            Err(_) if self.structs.get(&e.path).is_none() => {
+                if !self.missing_layouts.contains(&e.path) {
+                    self.missing_layouts.push(e.path.clone());
+                }
+                return self.placeholder();
+            }
             Err(msg) => {
                 let msg = if self.structs.get(&e.path).is_some() {
                     msg

@@ -42,8 +42,8 @@ pub(super) fn items(
         let msg = format!("second derivatives (`order = 2`) need a function returning one float; `{name}` returns `{ret}`");
         return (refused(item, sig, span, &msg), None);
     }
-    if let Some(msg) = unsupported_call(calls) {
-        return (refused(item, sig, span, &msg), None);
+    if let Some((at, msg)) = unsupported_call(calls) {
+        return (refused(item, sig, at, &msg), None);
     }
     let (hvp, d) = match hvp_program(&stages.jvp, &name, passes) {
         Ok(p) => p,
@@ -88,26 +88,29 @@ pub(super) fn items(
 }
 
 /// Why second derivatives cannot go through one of the calls `f` makes,
-/// if one cannot: a call reaches the callee's second derivatives through
-/// its `_jvp`'s linearization, which free functions have (with `order =
-/// 2`) and methods do not, and whose functions pass no struct.
-fn unsupported_call(calls: &Calls) -> Option<String> {
+/// if one cannot, at the callee's name in the call: a call reaches the
+/// callee's second derivatives through its `_jvp`'s linearization, which
+/// free functions have (with `order = 2`) and methods do not, and whose
+/// functions pass no struct.
+fn unsupported_call(calls: &Calls) -> Option<(Span, String)> {
     let mut sites: Vec<_> = calls.sites.iter().collect();
     sites.sort_by_key(|(v, _)| v.number());
     sites.into_iter().find_map(|(_, site)| {
         let path = &site.path;
         let name = quote!(#path).to_string().replace(' ', "");
+        let at = path.segments.last().map_or_else(Span::call_site, |s| s.ident.span());
         let method = matches!(&site.callee, syn::Type::Path(p) if p.qself.is_some());
-        let structs = site.ret.has_struct()
+        let structs = site.passes_struct
+            || site.ret.has_struct()
             || site.args.iter().any(|a| match a {
                 CallArg::Active(s, _) => s.has_struct(),
                 CallArg::Origin(..) => true,
                 CallArg::Discrete(_) | CallArg::Inactive(..) => false,
             });
         if method {
-            Some(format!("second derivatives (`order = 2`) of functions that call methods are not supported yet: `{name}` is a method; call a free function instead"))
+            Some((at, format!("second derivatives (`order = 2`) of functions that call methods are not supported yet: `{name}` is a method; call a free function instead")))
         } else if structs {
-            Some(format!("second derivatives (`order = 2`) of functions that pass structs to the functions they call are not supported yet: the call of `{name}` passes or returns one"))
+            Some((at, format!("second derivatives (`order = 2`) of functions that pass structs to the functions they call are not supported yet: this call of `{name}` passes or returns one; pass its fields instead")))
         } else {
             None
         }
