@@ -109,11 +109,44 @@ impl Kind {
     }
 }
 
+/// How many times callers can differentiate their calls of a callee
+/// (those with `order = 2` differentiate them twice, through the
+/// callee's `SecondOrder` impl, and refuse a call that cannot be, once, at
+/// the call).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Order {
+    /// Once: `order = 1`, or no `#[differentiable]` attribute of its own.
+    Once,
+    /// Twice: `order = 2`, and its linearization implements
+    /// `SecondOrder`.
+    Twice,
+    /// `order = 2` for its own `f_hvp`, but not through calls: its
+    /// parameters or result are structs, or it reads `#[nondiff]` data
+    /// arrays.
+    OwnOnly,
+    /// `f_jvp` or `f_vjp` of an `order = 2` function: differentiable once,
+    /// so a caller with `order = 2` would take third derivatives.
+    Derived,
+}
+
+impl Order {
+    fn name(self) -> &'static str {
+        match self {
+            Order::Once => "once",
+            Order::Twice => "twice",
+            Order::OwnOnly => "own_only",
+            Order::Derived => "derived",
+        }
+    }
+}
+
 /// What a caller knows of a callee: its `fn` line, its kind, and the
 /// layouts of the structs the line names.
 #[derive(Debug)]
 pub struct Sig {
     pub kind: Kind,
+    /// The callee's order, as callers see it.
+    pub order: Order,
     /// The signature as written, parameter markers (`#[nondiff]`,
     /// `#[linear]`) included.
     pub sig: syn::Signature,
@@ -126,8 +159,9 @@ pub type Sigs = ByPath<Sig>;
 impl ToTokens for Sig {
     fn to_tokens(&self, out: &mut TokenStream) {
         let kind = syn::Ident::new(self.kind.name(), proc_macro2::Span::call_site());
+        let order = syn::Ident::new(self.order.name(), proc_macro2::Span::call_site());
         let (sig, structs) = (&self.sig, &self.structs);
-        out.extend(quote!(#kind { #sig } [ #structs ]));
+        out.extend(quote!(#kind #order { #sig } [ #structs ]));
     }
 }
 
@@ -146,11 +180,17 @@ impl Parse for Sig {
         let Some(kind) = kinds.into_iter().find(|k| id == k.name()) else {
             return Err(syn::Error::new(id.span(), "unknown signature kind"));
         };
+        let id: syn::Ident = input.parse()?;
+        let orders = [Order::Once, Order::Twice, Order::OwnOnly, Order::Derived];
+        let Some(order) = orders.into_iter().find(|o| id == o.name()) else {
+            return Err(syn::Error::new(id.span(), "unknown signature order"));
+        };
         let (sig, structs);
         syn::braced!(sig in input);
         syn::bracketed!(structs in input);
         Ok(Sig {
             kind,
+            order,
             sig: sig.parse()?,
             structs: structs.parse()?,
         })
@@ -235,7 +275,7 @@ pub fn lookup(path: &syn::Path) -> bool {
 /// linearization type `map` (generic as `f` is).
 pub fn callee_items(
     f: &syn::ItemFn,
-    kind: Kind,
+    (kind, order): (Kind, Order),
     structs: &Structs,
     map: &syn::Ident,
 ) -> TokenStream {
@@ -259,6 +299,7 @@ pub fn callee_items(
     }
     let sig = Sig {
         kind,
+        order,
         sig: f.sig.clone(),
         structs: structs.clone(),
     };
@@ -283,6 +324,7 @@ mod tests {
     fn signatures_round_trip_with_their_markers() {
         let sig = Sig {
             kind: Kind::Linear,
+            order: Order::OwnOnly,
             sig: syn::parse_quote!(fn g(#[linear] x: (f64, f64), #[nondiff] c: f64) -> [f64; 2]),
             structs: Structs::default(),
         };
@@ -293,6 +335,7 @@ mod tests {
         assert_eq!(back.to_token_stream().to_string(), text);
         let g = back.get(&syn::parse_quote!(geo::g)).unwrap();
         assert_eq!(g.kind, Kind::Linear);
+        assert_eq!(g.order, Order::OwnOnly);
         assert_eq!(g.sig.inputs.len(), 2);
     }
 

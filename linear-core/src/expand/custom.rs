@@ -82,7 +82,10 @@ pub(super) fn custom_derivative(
     );
     let callee = crate::signature::callee_items(
         item,
-        crate::signature::Kind::Differentiable,
+        (
+            crate::signature::Kind::Differentiable,
+            crate::signature::Order::Once,
+        ),
         &Default::default(),
         &map_name,
     );

@@ -687,6 +687,8 @@ pub(super) struct Generated {
     /// Whether other differentiable functions can call `f`: its
     /// linearization has the companions they call.
     pub(super) callable: bool,
+    /// How many times callers can differentiate their calls of `f`.
+    pub(super) order: crate::signature::Order,
 }
 
 impl quote::ToTokens for Generated {
@@ -873,7 +875,11 @@ pub(super) fn generate(
         }
         None => (None, None),
     };
-    let (derived, vjp_lin) = derived::callees(
+    let derived::Callees {
+        items: derived,
+        vjp_lin,
+        twice,
+    } = derived::callees(
         item,
         l,
         &sig,
@@ -911,6 +917,11 @@ pub(super) fn generate(
             quote!(#lin_items #companions #derived)
         },
         callable,
+        order: match (passes.second_order, twice) {
+            (None, _) => crate::signature::Order::Once,
+            (Some(_), true) => crate::signature::Order::Twice,
+            (Some(_), false) => crate::signature::Order::OwnOnly,
+        },
     })
 }
 

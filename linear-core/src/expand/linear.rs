@@ -106,7 +106,10 @@ fn generate_linear(
     let companion = linear_companion(item, l, &map_name, &allow);
     let callee = crate::signature::callee_items(
         item,
-        crate::signature::Kind::Linear,
+        (
+            crate::signature::Kind::Linear,
+            crate::signature::Order::Once,
+        ),
         &Default::default(),
         &map_name,
     );

@@ -194,6 +194,7 @@ fn own_sigs(block: &syn::ItemImpl, self_ty: &syn::Type, known: &Structs, sigs: &
         path.segments.push(f.sig.ident.clone().into());
         let sig = Sig {
             kind,
+            order: crate::signature::Order::Once,
             sig: f.sig,
             structs: known.clone(),
         };

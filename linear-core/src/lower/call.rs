@@ -44,6 +44,8 @@ pub struct CallSite {
     /// Whether a struct argument crosses the call (as its flat value or
     /// as its origin).
     pub passes_struct: bool,
+    /// The callee's kind and order, if its signature is known.
+    pub order: Option<(Kind, crate::signature::Order)>,
 }
 
 #[derive(Clone, Debug)]
@@ -333,6 +335,7 @@ impl Lowerer<'_> {
             args,
             ret,
             passes_struct,
+            order: self.sigs.get(&path).map(|s| (s.kind, s.order)),
         };
         let v = self.emit_call(name, site, vars, tys, hint);
         if let (true, Val::Active(r, _)) = (assumed, &v) {

@@ -39,24 +39,27 @@ use crate::ir::Func;
 use crate::layout::Structs;
 use crate::lower::{Lowered, Param, Shape};
 use crate::passes::hvp::{directional_externs, first_vjp, tupled};
-use crate::signature::{callee_items, Kind};
+use crate::signature::{callee_items, Kind, Order};
 
 /// The derived callees `f_jvp` and `f_vjp`, from `d` (the directional
 /// derivative [`crate::passes::hvp::directional`] made, `None` at order 1
 /// or where `order = 2` was refused) and the first-order pipeline's
 /// `stages`. Where they cannot be differentiated, their signatures only,
 /// so that a caller's error says why (`f` at order 1, `f` not callable).
-/// Also returns whether `f_vjp` is differentiable (its `f_vjp_lin`
-/// exists).
 pub(super) fn callees(
     item: &syn::ItemFn,
     l: &Lowered,
     sig: &Sig,
     (d, stages, passes): (Option<&Func>, &Stages, Passes),
     callable: bool,
-) -> (TokenStream, bool) {
+) -> Callees {
+    let none = |items| Callees {
+        items,
+        vjp_lin: false,
+        twice: false,
+    };
     if !matches!(sig.owner, Owner::Free) {
-        return (quote!(), false);
+        return none(quote!());
     }
     let refused = |kind: Kind| -> TokenStream {
         [Which::Jvp, Which::Vjp]
@@ -66,10 +69,10 @@ pub(super) fn callees(
             .collect()
     };
     let d = match (d, passes.second_order) {
-        (_, None) if passes.derived => return (refused(Kind::ThirdOrder), false),
-        (_, None) if !callable => return (refused(Kind::Closed), false),
-        (_, None) => return (refused(Kind::FirstOrder), false),
-        (None, Some(_)) => return (quote!(), false),
+        (_, None) if passes.derived => return none(refused(Kind::ThirdOrder)),
+        (_, None) if !callable => return none(refused(Kind::Closed)),
+        (_, None) => return none(refused(Kind::FirstOrder)),
+        (None, Some(_)) => return none(quote!()),
         // Reads of `#[nondiff]` data arrays: J reads an array as data
         // where a constant binds it, not the copies inlining makes.
         (Some(_), Some(_))
@@ -77,7 +80,7 @@ pub(super) fn callees(
                 || !l.data.is_empty()
                 || !crate::visit::data_arrays(&l.func.body).is_empty() =>
         {
-            return (refused(Kind::Closed), false)
+            return none(refused(Kind::Closed))
         }
         (Some(d), Some(_)) => d,
     };
@@ -110,6 +113,7 @@ pub(super) fn callees(
         }
         _ => None,
     };
+    let twice = second.is_some();
     let jvp = emit(jvp, passes, item.sig.ident.span());
     let jvp = quote!(#jvp #second);
     let groups = [1, sig.active.len()];
@@ -130,13 +134,32 @@ pub(super) fn callees(
         },
         Err(e) => emit(Err(e.msg), passes, item.sig.ident.span()),
     };
-    (quote!(#jvp #vjp), differentiable)
+    Callees {
+        items: quote!(#jvp #vjp),
+        vjp_lin: differentiable,
+        twice,
+    }
+}
+
+/// What [`callees`] generates, and what it says of `f`.
+pub(super) struct Callees {
+    pub(super) items: TokenStream,
+    /// Whether `f_vjp` is differentiable (its `f_vjp_lin` exists).
+    pub(super) vjp_lin: bool,
+    /// Whether callers can differentiate `f` twice: its linearization
+    /// implements `SecondOrder`.
+    pub(super) twice: bool,
 }
 
 /// The signature macro and alias of the derived function `d_item`, of
 /// kind `kind`, as any callee has.
 fn signature(d_item: &syn::ItemFn, kind: Kind) -> TokenStream {
-    callee_items(d_item, kind, &Structs::default(), &map_name(d_item))
+    callee_items(
+        d_item,
+        (kind, Order::Derived),
+        &Structs::default(),
+        &map_name(d_item),
+    )
 }
 
 /// A derived function's parameter after `f`'s: pattern, type, shape.

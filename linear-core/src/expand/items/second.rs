@@ -20,6 +20,7 @@ use crate::expand::calls::Calls;
 use crate::expand::{pipeline, Passes, Stages};
 use crate::ir::{Func, Program};
 use crate::lower::{CallArg, Lowered, Shape, SliceKind};
+use crate::signature::{Kind, Order};
 
 /// `f_hvp`, or the stubs of `f_hvp` and `f_hessian` and the error at
 /// `span`; and the directional derivative `f_jvp` is made of, which
@@ -112,9 +113,27 @@ fn unsupported_call(calls: &Calls) -> Option<(Span, String)> {
         } else if structs {
             Some((at, format!("second derivatives (`order = 2`) of functions that pass structs to the functions they call are not supported yet: this call of `{name}` passes or returns one; pass its fields instead")))
         } else {
-            None
+            match site.order {
+                Some((_, Order::Twice)) | None => None,
+                Some((kind, order)) => Some((at, not_twice(&name, kind, order))),
+            }
         }
     })
+}
+
+/// Why a function with `order = 2` cannot call `name`, a callee of
+/// `kind` and `order` that callers cannot differentiate twice.
+fn not_twice(name: &str, kind: Kind, order: Order) -> String {
+    let why = match (kind, order) {
+        (Kind::Linear, _) => format!("`{name}` is `#[linear]`, and calls of `#[linear]` functions are not differentiated twice yet; make it `#[differentiable(order = 2)]`"),
+        (_, Order::Derived) => format!("`{name}` is a derivative, differentiable once: second derivatives through it would be third derivatives, which are not generated"),
+        (_, Order::OwnOnly) => format!("`{name}` has `order = 2`, but callers cannot differentiate it twice yet, since it reads `#[nondiff]` data arrays or its parameters or result are structs"),
+        (Kind::Differentiable, _) => format!("`{name}` is differentiable once: write `#[differentiable(order = 2)]` on it"),
+        (Kind::Closed | Kind::Unmarked | Kind::Tape | Kind::FirstOrder | Kind::ThirdOrder, _) => {
+            format!("`{name}` is not differentiable twice")
+        }
+    };
+    format!("second derivatives (`order = 2`) of a function need those of every function it calls: {why}")
 }
 
 /// `f_hessian`, for the inputs it takes: a float, a tuple or fixed array
