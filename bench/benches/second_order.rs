@@ -151,7 +151,9 @@ fn hessian_loop_bench(c: &mut Criterion) {
     }
     let mut grp = c.benchmark_group("hessian_orbit_4");
     grp.bench_function("primal", |b| b.iter(|| orbit(*black_box(&q))));
-    grp.bench_function("linear_ad_vjp", |b| b.iter(|| orbit_vjp(*black_box(&q), 1.0)));
+    grp.bench_function("linear_ad_vjp", |b| {
+        b.iter(|| orbit_vjp(*black_box(&q), 1.0))
+    });
     grp.bench_function("linear_ad_hessian", |b| {
         b.iter(|| orbit_hessian(*black_box(&q)))
     });
