@@ -339,7 +339,9 @@ fn expand_fn(
 /// The paths that may name derived structs in `f`'s differentiable
 /// parameters and result. Struct literals and patterns in the body are
 /// resolved against these and the structs they nest (see
-/// [`Structs::with_nested`]): looking up every path in the body would
+/// [`Structs::with_nested`]); a struct literal with differentiable fields
+/// that names another struct is fetched when lowering meets it
+/// (`Lowerer::struct_expr`). Looking up every path in the body would
 /// fail on structs of constant code that have no derive.
 fn fn_struct_paths(f: &syn::ItemFn) -> Vec<syn::Path> {
     let mut paths = Vec::new();

@@ -43,8 +43,12 @@ pub(super) fn items(
         let msg = format!("second derivatives (`order = 2`) need a function returning one float; `{name}` returns `{ret}`");
         return (refused(item, sig, span, &msg), None);
     }
-    if let Some((at, msg)) = unsupported_call(calls) {
-        return (refused(item, sig, at, &msg), None);
+    if let [(at, msg), rest @ ..] = unsupported_calls(calls).as_slice() {
+        let more = rest
+            .iter()
+            .map(|(at, msg)| quote_spanned!(*at=> ::core::compile_error!(#msg);));
+        let first = refused(item, sig, *at, msg);
+        return (quote!(#first #(#more)*), None);
     }
     let (hvp, d) = match hvp_program(&stages.jvp, &name, passes) {
         Ok(p) => p,
@@ -88,15 +92,16 @@ pub(super) fn items(
     (hvp_fn, Some(d))
 }
 
-/// Why second derivatives cannot go through one of the calls `f` makes,
-/// if one cannot, at the callee's name in the call: a call reaches the
+/// Why second derivatives cannot go through the calls `f` makes that
+/// they cannot go through, each at the callee's name in the call, in
+/// source order: a call reaches the
 /// callee's second derivatives through its `_jvp`'s linearization, which
 /// free functions have (with `order = 2`) and methods do not, and whose
 /// functions pass no struct.
-fn unsupported_call(calls: &Calls) -> Option<(Span, String)> {
+fn unsupported_calls(calls: &Calls) -> Vec<(Span, String)> {
     let mut sites: Vec<_> = calls.sites.iter().collect();
     sites.sort_by_key(|(v, _)| v.number());
-    sites.into_iter().find_map(|(_, site)| {
+    sites.into_iter().filter_map(|(_, site)| {
         let path = &site.path;
         let name = quote!(#path).to_string().replace(' ', "");
         let at = path.segments.last().map_or_else(Span::call_site, |s| s.ident.span());
@@ -118,7 +123,7 @@ fn unsupported_call(calls: &Calls) -> Option<(Span, String)> {
                 Some((kind, order)) => Some((at, not_twice(&name, kind, order))),
             }
         }
-    })
+    }).collect()
 }
 
 /// Why a function with `order = 2` cannot call `name`, a callee of
