@@ -230,22 +230,9 @@ fn transpose_call(
     let mut pats = Vec::new();
     let mut outs = Vec::new();
     for a in &site.args {
-        match a {
-            CallArg::Active(s, span) | CallArg::Origin(s, _, span) => {
-                let c = names.temp("c");
-                let t = s.rust();
-                let got =
-                    quote_spanned!(*span=> <_ as ::linear_ad::__private::Tangent<#t>>::tangent(#c));
-                outs.push(to_ir(got, s, names));
-                pats.push(quote!(#c));
-            }
-            // No cotangent: the IR's is the empty tuple.
-            CallArg::Discrete(_) => {
-                pats.push(quote!(_));
-                outs.push(quote!(()));
-            }
-            CallArg::Inactive(..) => pats.push(quote!(_)),
-        }
+        let (pat, out) = arg_cotangent(a, names);
+        pats.push(pat);
+        outs.extend(out);
     }
     let out = if outs.len() == 1 {
         outs[0].clone()
@@ -358,27 +345,13 @@ fn second_order_transpose(
     let mut pats = (Vec::new(), Vec::new());
     let mut outs = (Vec::new(), Vec::new());
     for a in &site.args {
-        match a {
-            CallArg::Active(s, span) => {
-                let t = s.rust();
-                for (pats, outs) in [(&mut pats.0, &mut outs.0), (&mut pats.1, &mut outs.1)] {
-                    let c = names.temp("c");
-                    let got = quote_spanned!(*span=> <_ as ::linear_ad::__private::Tangent<#t>>::tangent(#c));
-                    outs.push(to_ir(got, s, names));
-                    pats.push(quote!(#c));
-                }
-            }
-            CallArg::Discrete(_) => {
-                pats.0.push(quote!(_));
-                pats.1.push(quote!(_));
-                outs.0.push(quote!(()));
-                outs.1.push(quote!(()));
-            }
-            CallArg::Inactive(..) => {
-                pats.0.push(quote!(_));
-                pats.1.push(quote!(_));
-            }
-            CallArg::Origin(..) => return None,
+        if matches!(a, CallArg::Origin(..)) {
+            return None;
+        }
+        for (pats, outs) in [(&mut pats.0, &mut outs.0), (&mut pats.1, &mut outs.1)] {
+            let (pat, out) = arg_cotangent(a, names);
+            pats.push(pat);
+            outs.extend(out);
         }
     }
     let (p0, p1) = pats;
@@ -388,6 +361,23 @@ fn second_order_transpose(
         many => quote!((#(#many,)*)),
     };
     Some(quote!({ let ((#(#p0,)*), (#(#p1,)*)) = #call(&#tape, (#ct, #dct)); #out }))
+}
+
+/// What a callee's transpose returns for the argument `a`: the pattern
+/// that binds it and, unless `a` is a constant, its cotangent as an IR
+/// value (the empty tuple for a [`CallArg::Discrete`]).
+fn arg_cotangent(a: &CallArg, names: &mut Names) -> (TokenStream, Option<TokenStream>) {
+    match a {
+        CallArg::Active(s, span) | CallArg::Origin(s, _, span) => {
+            let c = names.temp("c");
+            let t = s.rust();
+            let got =
+                quote_spanned!(*span=> <_ as ::linear_ad::__private::Tangent<#t>>::tangent(#c));
+            (quote!(#c), Some(to_ir(got, s, names)))
+        }
+        CallArg::Discrete(_) => (quote!(_), Some(quote!(()))),
+        CallArg::Inactive(..) => (quote!(_), None),
+    }
 }
 
 /// One tangent slot per parameter of the callee, in its order: the IR

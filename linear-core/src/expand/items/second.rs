@@ -19,7 +19,7 @@ use crate::codegen::{body, Names};
 use crate::expand::calls::Calls;
 use crate::expand::{pipeline, Passes, Stages};
 use crate::ir::{Func, Program};
-use crate::lower::{CallArg, Lowered, Shape, SliceKind};
+use crate::lower::{Lowered, Shape, SliceKind};
 use crate::signature::{Kind, Order};
 
 /// `f_hvp`, or the stubs of `f_hvp` and `f_hessian` and the error at
@@ -106,13 +106,9 @@ fn unsupported_calls(calls: &Calls) -> Vec<(Span, String)> {
         let name = quote!(#path).to_string().replace(' ', "");
         let at = path.segments.last().map_or_else(Span::call_site, |s| s.ident.span());
         let method = matches!(&site.callee, syn::Type::Path(p) if p.qself.is_some());
-        let structs = site.passes_struct
-            || site.ret.has_struct()
-            || site.args.iter().any(|a| match a {
-                CallArg::Active(s, _) => s.has_struct(),
-                CallArg::Origin(..) => true,
-                CallArg::Discrete(_) | CallArg::Inactive(..) => false,
-            });
+        // Lowering refuses structs inside tuples and arrays, and passes a
+        // struct flat or as its origin, which `passes_struct` records.
+        let structs = site.passes_struct || site.ret.has_struct();
         if method {
             Some((at, format!("second derivatives (`order = 2`) of functions that call methods are not supported yet: `{name}` is a method; call a free function instead")))
         } else if structs {
