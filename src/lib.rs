@@ -402,6 +402,12 @@
 //! assert_eq!(axpy_transpose(2.0, 3.0), (6.0, 3.0));
 //! ```
 //!
+//! A linear function is differentiable too (`axpy_jvp`, `axpy_lin`,
+//! `axpy_vjp`, its coefficients differentiable unless it calls other
+//! functions), and `#[linear(order = 2)]` makes it differentiable twice,
+//! as `#[differentiable(order = 2)]` does, so that functions with
+//! `order = 2` can call it.
+//!
 //! ## Custom derivatives
 //!
 //! `#[differentiable(jvp = d)]` takes the derivative from `d`, a `#[linear]`
@@ -800,8 +806,8 @@ pub mod __private {
     /// functions it calls: `g`'s linearization type names `g_jvp`'s, whose
     /// `__jvp_lin`, `__jvp_apply` and `__jvp_transpose` take `g`'s
     /// arguments and tangent slots as `g`'s own `__jvp` does. Implemented
-    /// by `#[differentiable(order = 2)]` on functions other differentiable
-    /// code can call.
+    /// by `#[differentiable(order = 2)]` and `#[linear(order = 2)]` on
+    /// functions other differentiable code can call.
     #[diagnostic::on_unimplemented(
         message = "a function with `order = 2` calls a function that is not differentiable twice",
         label = "`{Self}` is the linearization of a function differentiable once",

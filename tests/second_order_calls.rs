@@ -8,7 +8,7 @@
 //! crate's own build profile (debug in `cargo test`).
 #![deny(warnings)]
 
-use linear_ad::differentiable;
+use linear_ad::{differentiable, linear};
 
 fn close(a: f64, b: f64, tol: f64) -> bool {
     (a - b).abs() <= tol * (1.0 + a.abs() + b.abs())
@@ -186,4 +186,82 @@ fn the_jvp_of_a_function_with_calls_is_a_callee() {
             assert!(close(d, g[k], 1e-12), "{d} against {g:?}");
         }
     }
+}
+
+/// `#[linear(order = 2)]` callees: `mix` with a coefficient the caller
+/// passes a differentiable value to (so its derivative is bilinear, not
+/// linear), `twice_mix` a linear function calling another (its
+/// coefficient held constant, as `#[linear]` holds those of functions
+/// with calls).
+#[linear(order = 2)]
+pub fn mix(a: f64, #[linear] x: f64, #[linear] y: f64) -> f64 {
+    a * x + 2.0 * y
+}
+
+#[linear(order = 2)]
+pub fn twice_mix(a: f64, #[linear] x: f64) -> f64 {
+    mix(a, x, -x) * 2.0
+}
+
+#[differentiable(order = 2)]
+pub fn blended(x: f64, y: f64) -> f64 {
+    let m = mix(x, x * y, y.sin());
+    m * x + twice_mix(3.0, x * y)
+}
+
+#[differentiable(order = 2)]
+pub fn blended_inline(x: f64, y: f64) -> f64 {
+    let m = x * (x * y) + 2.0 * y.sin();
+    let z = x * y;
+    m * x + (3.0 * z + 2.0 * -z) * 2.0
+}
+
+#[test]
+fn linear_callees_differentiated_twice() {
+    for (x, y, vx, vy) in AT {
+        let (v, g, h) = blended_hessian(x, y);
+        let (w, gw, hw) = blended_inline_hessian(x, y);
+        assert!(close(v, w, 1e-14), "value {v} against {w}");
+        assert!(
+            close(g.0, gw.0, 1e-13) && close(g.1, gw.1, 1e-13),
+            "{g:?} against {gw:?}"
+        );
+        for i in 0..2 {
+            for j in 0..2 {
+                assert!(close(h[i][j], hw[i][j], 1e-12), "{h:?} against {hw:?}");
+            }
+        }
+        // By hand: x^3 y + 2 x sin y + 2 x y.
+        let by_hand = [
+            [6.0 * x * y, 3.0 * x * x + 2.0 * y.cos() + 2.0],
+            [3.0 * x * x + 2.0 * y.cos() + 2.0, -2.0 * x * y.sin()],
+        ];
+        for i in 0..2 {
+            for j in 0..2 {
+                assert!(
+                    close(h[i][j], by_hand[i][j], 1e-12),
+                    "{h:?} against {by_hand:?}"
+                );
+            }
+        }
+        let (_, _, hv) = blended_hvp(x, y, vx, vy);
+        let grad = |t: f64| blended_vjp(x + t * vx, y + t * vy, 1.0).1;
+        let (p, m) = (grad(EPS), grad(-EPS));
+        let fd = ((p.0 - m.0) / (2.0 * EPS), (p.1 - m.1) / (2.0 * EPS));
+        assert!(
+            close(hv.0, fd.0, 1e-7) && close(hv.1, fd.1, 1e-7),
+            "{hv:?} against {fd:?}"
+        );
+    }
+}
+
+#[test]
+fn a_linear_function_with_order_2_keeps_its_transpose_and_has_a_hessian() {
+    // ⟨(x, y), mix_transpose(a, c)⟩ = ⟨mix(a, x, y), c⟩.
+    let (a, x, y, c) = (0.7, -1.3, 0.4, 2.5);
+    let (tx, ty) = mix_transpose(a, c);
+    assert!(close(x * tx + y * ty, mix(a, x, y) * c, 1e-15));
+    // a x + 2 y in (a, x, y): only the mixed term a x is curved.
+    let (_, _, h) = mix_hessian(a, x, y);
+    assert_eq!(h, [[0.0, 1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 0.0]]);
 }

@@ -32,7 +32,9 @@ use crate::signature::Sigs;
 ///   function is differentiable too (linearity erasure, then J). Its float
 ///   coefficients are differentiable when its body lowers without calls,
 ///   and constants otherwise (calls may touch coefficients with arbitrary
-///   functions).
+///   functions);
+/// * under `order = 2`, the second derivatives `#[differentiable(order =
+///   2)]` generates, so that callers with `order = 2` can call it.
 pub fn linear(attr: TokenStream, item: TokenStream) -> TokenStream {
     expand_linear(attr, item, &Sigs::default(), true)
 }
@@ -54,6 +56,7 @@ fn expand_linear(attr: TokenStream, item: TokenStream, sigs: &Sigs, first: bool)
     if let Some(path) = &args.jvp {
         errs.spanned(path, "`jvp = ..` belongs on `#[differentiable]`: a `#[linear]` function's derivative is itself");
     }
+    let order = super::second_order(&args, &mut errs);
     let clean = without_markers(&item_fn);
     let clean = first.then_some(&clean);
     let mut missing = Missing::default();
@@ -73,7 +76,7 @@ fn expand_linear(attr: TokenStream, item: TokenStream, sigs: &Sigs, first: bool)
         return quote!(#clean #next);
     }
     finish(&item_fn, clean, lowered, errs, |l| {
-        generate_linear(&item_fn, &without_markers(&item_fn), l, args.dump)
+        generate_linear(&item_fn, &without_markers(&item_fn), l, (args.dump, order))
     })
 }
 
@@ -81,7 +84,7 @@ fn generate_linear(
     item: &syn::ItemFn,
     clean: &syn::ItemFn,
     l: &Lowered,
-    dump: bool,
+    (dump, order): (bool, Option<Span>),
 ) -> Result<TokenStream, String> {
     let name = item.sig.ident.to_string();
     let source = Program {
@@ -99,17 +102,14 @@ fn generate_linear(
         &format!("{}Linearization", pascal(&name)),
         item.sig.ident.span(),
     );
-    let differentiable = derivatives(item, clean, &map_name)?;
+    let (differentiable, order) = derivatives(item, clean, &map_name, order)?;
     let user_allows = item.attrs.iter().filter(|a| a.path().is_ident("allow"));
     let allow = quote!(#[allow(clippy::too_many_arguments)] #(#user_allows)*);
     let transpose_fn = transpose_item(item, l, gt, &allow);
     let companion = linear_companion(item, l, &map_name, &allow);
     let callee = crate::signature::callee_items(
         item,
-        (
-            crate::signature::Kind::Linear,
-            crate::signature::Order::Once,
-        ),
+        (crate::signature::Kind::Linear, order),
         &Default::default(),
         &map_name,
     );
@@ -123,12 +123,18 @@ fn generate_linear(
 
 /// `g_jvp`, `g_lin`, `g_vjp`: the float coefficients differentiable if
 /// that lowers without calls, else held constant; only the type callers
-/// refer to when neither lowers.
+/// refer to when neither lowers. Under `order = 2` (at `order`), also
+/// `g_hvp`, `g_hessian` and the second-order companions, exactly as for
+/// `#[differentiable(order = 2)]`: a linear function is differentiated
+/// twice by the same pipeline (its derivative, linear in `(x, ẋ)` when the
+/// coefficients are constant, is bilinear in them otherwise). Returns the
+/// items and the order callers may differentiate `g` to.
 fn derivatives(
     item: &syn::ItemFn,
     clean: &syn::ItemFn,
     map_name: &syn::Ident,
-) -> Result<TokenStream, String> {
+    order: Option<Span>,
+) -> Result<(TokenStream, crate::signature::Order), String> {
     let mut errs = Errors::default();
     let diff = match lower_fn(clean, &mut errs) {
         Some(d) if errs.is_empty() && d.externs.is_empty() => Some((clean.clone(), d)),
@@ -143,16 +149,18 @@ fn derivatives(
     let vis = &item.vis;
     Ok(match &diff {
         Some((f, d)) => {
-            let g = generate(
-                f,
-                d,
-                false,
-                Passes::with(unzip::Checkpoint::SaveAll),
-                Owner::Free,
-            )?;
-            quote!(#g)
+            let passes = Passes {
+                second_order: order,
+                ..Passes::with(unzip::Checkpoint::SaveAll)
+            };
+            let g = generate(f, d, false, passes, Owner::Free)?;
+            let order = g.order;
+            (quote!(#g), order)
         }
-        None => quote!(#[doc(hidden)] #vis struct #map_name;),
+        None => (
+            quote!(#[doc(hidden)] #vis struct #map_name;),
+            crate::signature::Order::Once,
+        ),
     })
 }
 

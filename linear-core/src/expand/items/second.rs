@@ -126,10 +126,10 @@ fn unsupported_calls(calls: &Calls) -> Vec<(Span, String)> {
 /// `kind` and `order` that callers cannot differentiate twice.
 fn not_twice(name: &str, kind: Kind, order: Order) -> String {
     let why = match (kind, order) {
-        (Kind::Linear, _) => format!("`{name}` is `#[linear]`, and calls of `#[linear]` functions are not differentiated twice yet; make it `#[differentiable(order = 2)]`"),
         (_, Order::Derived) => format!("`{name}` is a derivative, differentiable once: second derivatives through it would be third derivatives, which are not generated"),
         (_, Order::OwnOnly) => format!("`{name}` has `order = 2`, but callers cannot differentiate it twice yet, since it reads `#[nondiff]` data arrays or its parameters or result are structs"),
         (Kind::Differentiable, _) => format!("`{name}` is differentiable once: write `#[differentiable(order = 2)]` on it"),
+        (Kind::Linear, _) => format!("`{name}` is differentiable once: write `#[linear(order = 2)]` on it"),
         (Kind::Closed | Kind::Unmarked | Kind::Tape | Kind::FirstOrder | Kind::ThirdOrder, _) => {
             format!("`{name}` is not differentiable twice")
         }
