@@ -202,3 +202,43 @@ fn computed_integers_and_bools_are_passed_to_constant_parameters() {
     assert_eq!(lin.apply(d), t);
     assert_eq!(lin.transpose(1.0), g);
 }
+
+/// A plain Rust function, not differentiable: differentiable code may
+/// call it on constants.
+pub fn weight(k: usize) -> f64 {
+    1.0 / (k as f64 + 1.0)
+}
+
+/// Calls whose only non-constant arguments are loop indices, with no
+/// annotation: each takes its float type from its context (the other
+/// operand, or the variable it is added to), whether the callee is plain
+/// Rust or differentiable.
+#[differentiable]
+pub fn weighted_sum(x: f64, y: f64) -> f64 {
+    let mut s = 0.0;
+    for k in 0..4 {
+        s += damped(2.0, 0.75, k);
+        s += x * weight(k) + weight(k + 1) * y;
+        s -= (weight(k) * 2.0) * x * y;
+    }
+    s
+}
+
+#[test]
+fn calls_on_loop_indices_take_their_type_from_their_context() {
+    let (x, y) = (0.7, -1.3);
+    let mut want = 0.0;
+    let (mut gx, mut gy) = (0.0, 0.0);
+    for k in 0..4 {
+        want += damped(2.0, 0.75, k) + x * weight(k) + weight(k + 1) * y - weight(k) * 2.0 * x * y;
+        gx += weight(k) - 2.0 * weight(k) * y;
+        gy += weight(k + 1) - 2.0 * weight(k) * x;
+    }
+    assert!((weighted_sum(x, y) - want).abs() < 1e-14 * (1.0 + want.abs()));
+    let (v, (dx, dy)) = weighted_sum_vjp(x, y, 1.0);
+    assert_eq!(v, weighted_sum(x, y));
+    assert!(
+        (dx - gx).abs() < 1e-14 && (dy - gy).abs() < 1e-14,
+        "({dx}, {dy}) against ({gx}, {gy})"
+    );
+}

@@ -284,6 +284,12 @@ impl Lowerer<'_> {
         }
     }
 
+    /// The float type `e` has, if it can tell: the context its operand or
+    /// assigned value gets (see `Lowerer::context`).
+    pub(super) fn float_context(&self, e: &syn::Expr) -> Option<Ty> {
+        self.infer(e).filter(|t| matches!(t, Ty::Real(_)))
+    }
+
     fn infer_block(&self, b: &syn::Block) -> Option<Ty> {
         match b.stmts.last() {
             Some(syn::Stmt::Expr(e, None)) => self.infer(e),
@@ -574,7 +580,12 @@ impl Lowerer<'_> {
     /// rule of its own (indexing data with a loop index, integer methods,
     /// calls): kept as Rust, in place, as a value of the type its syntax
     /// (or the expected result) gives; `None` for everything else.
-    pub(super) fn in_place(&mut self, e: &syn::Expr, ret_hint: Option<&Shape>) -> Option<Val> {
+    pub(super) fn in_place(
+        &mut self,
+        e: &syn::Expr,
+        ret_hint: Option<&Shape>,
+        context: Option<&Ty>,
+    ) -> Option<Val> {
         let structural = matches!(
             e,
             syn::Expr::Path(_)
@@ -608,6 +619,7 @@ impl Lowerer<'_> {
             return None;
         }
         let hinted = ret_hint.map(Shape::ty).filter(|t| matches!(t, Ty::Real(_)));
+        let hinted = hinted.or_else(|| context.cloned());
         Some(match self.infer(e).or(hinted) {
             Some(t) => Val::Active(self.opaque(e, t.clone()), t),
             None => {

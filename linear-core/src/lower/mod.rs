@@ -1161,6 +1161,12 @@ struct Lowerer<'a> {
     /// The result shape expected of the call being lowered (from a `let`
     /// annotation or the function's return type).
     ret_hint: Option<Shape>,
+    /// The float type the context of the expression being lowered gives
+    /// it: the other operand of an arithmetic operator, the variable a
+    /// (compound) assignment writes. Only code kept as Rust in place reads
+    /// it (`Lowerer::in_place`), to type a call that reads a loop variable
+    /// (`x * weight(k)`), whose signature it cannot see.
+    context: Option<Ty>,
     fn_ret: Option<Shape>,
     externs: Vec<Extern>,
     calls: HashMap<Var, CallSite>,
@@ -1240,6 +1246,7 @@ impl<'e> Lowerer<'e> {
             tail: None,
             shapes: HashMap::default(),
             ret_hint: None,
+            context: None,
             fn_ret: None,
             externs: Vec::new(),
             calls: HashMap::default(),
@@ -2130,6 +2137,7 @@ impl Lowerer<'_> {
         };
         let hint = id.to_string();
         let before = self.out.len();
+        self.context = self.float_context(left);
         let rhs = self.expr(right, &hint);
         let Some(op) = op else {
             // An array variable is given a new array: one this expression
@@ -2336,6 +2344,7 @@ impl Lowerer<'_> {
         // The expected result shape applies to this expression only if it is
         // a call (possibly parenthesised), not to calls nested inside it.
         let ret_hint = self.ret_hint.take();
+        let context = self.context.take();
         let tokens = e.to_token_stream();
         if self.mentions_poisoned(tokens.clone()) {
             return self.placeholder();
@@ -2354,7 +2363,7 @@ impl Lowerer<'_> {
         if !self.mentions_active(tokens.clone()) {
             return Val::Inactive(self.rename_inactive(e));
         }
-        if let Some(v) = self.in_place(e, ret_hint.as_ref()) {
+        if let Some(v) = self.in_place(e, ret_hint.as_ref(), context.as_ref()) {
             return v;
         }
         match e {
@@ -2388,10 +2397,12 @@ impl Lowerer<'_> {
             }
             syn::Expr::Paren(p) => {
                 self.ret_hint = ret_hint;
+                self.context = context;
                 self.expr(&p.expr, hint)
             }
             syn::Expr::Group(g) => {
                 self.ret_hint = ret_hint;
+                self.context = context;
                 self.expr(&g.expr, hint)
             }
             syn::Expr::Binary(b) => self.binary_expr(e, b, hint),

@@ -90,7 +90,13 @@ impl Lowerer<'_> {
                 return self.placeholder();
             }
         };
+        self.context = self.float_context(&b.right);
         let a = self.expr(&b.left, hint);
+        self.context = match &a {
+            Val::Active(_, t @ Ty::Real(_)) => Some(t.clone()),
+            Val::Active(..) => None,
+            Val::Inactive(_) => self.float_context(&b.left),
+        };
         let c = self.expr(&b.right, hint);
         if let Some(st) = self.struct_of(&a) {
             let name = match op {
