@@ -157,10 +157,19 @@ fn derivatives(
             let order = g.order;
             (quote!(#g), order)
         }
-        None => (
-            quote!(#[doc(hidden)] #vis struct #map_name;),
-            crate::signature::Order::Once,
-        ),
+        None => {
+            // Asked for, but there is nothing to differentiate twice: say
+            // so where it was asked, not at each caller.
+            let refusal = order.map(|span| {
+                quote_spanned!(span=> ::core::compile_error!(
+                    "`order = 2` cannot be generated for this `#[linear]` function: its derivatives are not generated (its body does not lower as a differentiable function)"
+                );)
+            });
+            (
+                quote!(#[doc(hidden)] #vis struct #map_name; #refusal),
+                crate::signature::Order::Once,
+            )
+        }
     })
 }
 
