@@ -242,3 +242,28 @@ fn calls_on_loop_indices_take_their_type_from_their_context() {
         "({dx}, {dy}) against ({gx}, {gy})"
     );
 }
+
+/// The same calls written into array elements and tuple fields: each
+/// takes the element's or field's float type.
+#[differentiable]
+pub fn weighted_parts(x: f64) -> ([f64; 2], (f64, f64)) {
+    let mut a = [x, 0.0];
+    let mut t = (x, x * x);
+    for k in 0..3 {
+        a[1] += weight(k);
+        a[0] = weight(k + 1);
+        t.1 += weight(k);
+    }
+    (a, t)
+}
+
+#[test]
+fn calls_on_loop_indices_written_into_elements_and_fields() {
+    let x = 0.6;
+    let w: f64 = (0..3).map(weight).sum();
+    let (a, t) = weighted_parts(x);
+    assert_eq!((a, t), ([weight(3), w], (x, x * x + w)));
+    let (_, dx) = weighted_parts_vjp(x, ([0.0, 1.0], (1.0, 1.0)));
+    // d/dx of a[1] + t.0 + t.1 = 0 + 1 + 2x.
+    assert!((dx - (1.0 + 2.0 * x)).abs() < 1e-15, "{dx}");
+}

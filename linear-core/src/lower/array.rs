@@ -1055,6 +1055,7 @@ impl Lowerer<'_> {
     ) {
         let Ty::Array(elem, _) = &ty else { return };
         let elem = (**elem).clone();
+        self.context = matches!(elem, Ty::Real(_)).then(|| elem.clone());
         let rhs = self.expr(right, name);
         let value = match op {
             None => rhs,

@@ -104,15 +104,20 @@ impl Lowerer<'_> {
             }
         }
         let hint = p.name.clone();
+        let context = self.float_context(target);
         let value = match op {
             Some(op) => {
                 let cur = self.expr(target, &hint);
+                self.context = context;
                 let rhs = self.expr(right, &hint);
                 let sym = super::ops::assign_symbol(op);
                 let whole = quote::quote!(#target #sym #right);
                 self.binary(op, cur, rhs, target.span(), right.span(), &whole, &hint)
             }
-            None => self.expr(right, &hint),
+            None => {
+                self.context = context;
+                self.expr(right, &hint)
+            }
         };
         let root = self.expr(p.root, &hint);
         let Some(new) = self.replace_part(root, &p.path, value, right.span()) else {
