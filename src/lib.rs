@@ -811,7 +811,7 @@ pub mod __private {
     #[diagnostic::on_unimplemented(
         message = "a function with `order = 2` calls a function that is not differentiable twice",
         label = "`{Self}` is the linearization of a function differentiable once",
-        note = "second derivatives of a function need those of every function it calls: write `#[differentiable(order = 2)]` on the called function too"
+        note = "second derivatives of a function need those of every function it calls: write `#[differentiable(order = 2)]` (or `#[linear(order = 2)]`) on the called function too"
     )]
     pub trait SecondOrder {
         /// The linearization type of the callee's `_jvp`.

@@ -272,24 +272,7 @@ impl Lowerer<'_> {
                 _ => None,
             },
             syn::Expr::If(i) => self.infer_block(&i.then_branch),
-            // A field of a tuple (not of a tuple struct, whose IR tuple
-            // leaves out its constant fields).
-            syn::Expr::Field(f) => {
-                let syn::Expr::Path(p) = &*f.base else {
-                    return None;
-                };
-                let Binding::Active(v, Ty::Tuple(ts), _) =
-                    self.lookup(&p.path.get_ident()?.to_string())?
-                else {
-                    return None;
-                };
-                match (&f.member, self.shapes.get(v)) {
-                    (syn::Member::Unnamed(i), None | Some(Shape::Tuple(_))) => {
-                        ts.get(i.index as usize).cloned()
-                    }
-                    _ => None,
-                }
-            }
+            syn::Expr::Field(f) => self.infer_field(f),
             // A tuple (not an array: the IR's tuple would not be the Rust
             // value's type).
             syn::Expr::Tuple(t) if !t.elems.is_empty() => t
@@ -298,6 +281,24 @@ impl Lowerer<'_> {
                 .map(|e| self.infer(e))
                 .collect::<Option<Vec<_>>>()
                 .map(Ty::Tuple),
+            _ => None,
+        }
+    }
+
+    /// The type of `t.k`, a field of a local tuple (not of a tuple
+    /// struct, whose IR tuple leaves out its constant fields).
+    fn infer_field(&self, f: &syn::ExprField) -> Option<Ty> {
+        let syn::Expr::Path(p) = &*f.base else {
+            return None;
+        };
+        let name = p.path.get_ident()?.to_string();
+        let Binding::Active(v, Ty::Tuple(ts), _) = self.lookup(&name)? else {
+            return None;
+        };
+        match (&f.member, self.shapes.get(v)) {
+            (syn::Member::Unnamed(i), None | Some(Shape::Tuple(_))) => {
+                ts.get(i.index as usize).cloned()
+            }
             _ => None,
         }
     }

@@ -2408,40 +2408,7 @@ impl Lowerer<'_> {
             syn::Expr::Binary(b) => self.binary_expr(e, b, hint),
             syn::Expr::Unary(u) => self.unary_expr(e, u, hint),
             syn::Expr::MethodCall(m) => self.method_expr(e, m, ret_hint.as_ref(), hint),
-            syn::Expr::Call(c) => {
-                let name = match &*c.func {
-                    syn::Expr::Path(p) if p.path.segments.len() == 2 => {
-                        let ty = p.path.segments[0].ident.to_string();
-                        let float = ty == "f64" || ty == "f32";
-                        let float = float || generic::float_type_path(&p.path.segments[0].ident);
-                        float.then(|| p.path.segments[1].ident.clone())
-                    }
-                    _ => None,
-                };
-                if let (Some(method), Mode::Linear) = (&name, self.mode) {
-                    let names = self.linear_names(e.to_token_stream());
-                    self.errs.spanned(
-                        e,
-                        format!("`{method}` of the linear value {names} is not linear: a `#[linear]` function may add, subtract and negate linear values and scale or divide them by coefficients"),
-                    );
-                    return self.placeholder();
-                }
-                let Some(method) = name else {
-                    return self.call_function(c, ret_hint, hint);
-                };
-                let mut it = c.args.iter();
-                let Some(first) = it.next() else {
-                    self.errs.spanned(c, "missing argument");
-                    return self.placeholder();
-                };
-                let recv = (self.expr(first, hint), first.span());
-                let rest: Vec<&syn::Expr> = it.collect();
-                let args: Vec<(Val, Span)> = rest
-                    .iter()
-                    .map(|a| (self.expr(a, hint), a.span()))
-                    .collect();
-                self.call_prim(&method.to_string(), method.span(), recv, args, &rest, hint)
-            }
+            syn::Expr::Call(c) => self.call_expr(e, c, ret_hint, hint),
             syn::Expr::Tuple(t) => {
                 let vals: Vec<(Val, Span, TokenStream)> = t
                     .elems
@@ -2489,6 +2456,50 @@ impl Lowerer<'_> {
                 self.placeholder()
             }
         }
+    }
+
+    /// `f(..)`: a float function by its type's path (`f64::max(a, b)`,
+    /// `T::sqrt(x)`), a primitive; any other call, a call of another
+    /// function ([`Lowerer::call_function`]).
+    fn call_expr(
+        &mut self,
+        e: &syn::Expr,
+        c: &syn::ExprCall,
+        ret_hint: Option<Shape>,
+        hint: &str,
+    ) -> Val {
+        let name = match &*c.func {
+            syn::Expr::Path(p) if p.path.segments.len() == 2 => {
+                let ty = p.path.segments[0].ident.to_string();
+                let float = ty == "f64" || ty == "f32";
+                let float = float || generic::float_type_path(&p.path.segments[0].ident);
+                float.then(|| p.path.segments[1].ident.clone())
+            }
+            _ => None,
+        };
+        if let (Some(method), Mode::Linear) = (&name, self.mode) {
+            let names = self.linear_names(e.to_token_stream());
+            self.errs.spanned(
+                e,
+                format!("`{method}` of the linear value {names} is not linear: a `#[linear]` function may add, subtract and negate linear values and scale or divide them by coefficients"),
+            );
+            return self.placeholder();
+        }
+        let Some(method) = name else {
+            return self.call_function(c, ret_hint, hint);
+        };
+        let mut it = c.args.iter();
+        let Some(first) = it.next() else {
+            self.errs.spanned(c, "missing argument");
+            return self.placeholder();
+        };
+        let recv = (self.expr(first, hint), first.span());
+        let rest: Vec<&syn::Expr> = it.collect();
+        let args: Vec<(Val, Span)> = rest
+            .iter()
+            .map(|a| (self.expr(a, hint), a.span()))
+            .collect();
+        self.call_prim(&method.to_string(), method.span(), recv, args, &rest, hint)
     }
 
     /// `base[i]`: an element of an array read by index, or a part of a
