@@ -312,8 +312,14 @@
 //! `#[differentiable(checkpoint = ..)]` chooses what loops keep for the
 //! reverse sweep; derivatives are the same bit for bit under every policy:
 //!
-//! * `"save"` (the default): every intermediate the derivative reads, per
-//!   iteration; the reverse sweep does linear work only.
+//! * `"auto"` (the default): as `"save"`, except that a loop over a range
+//!   whose reverse sweep needs nothing per iteration but its index (a
+//!   reduction over arrays, `s += f(x[i])`) keeps no record: the reverse
+//!   sweep reads the arrays again and recomputes what it multiplies by,
+//!   keeping per iteration only the results of math-library calls
+//!   (`exp`, `sin`, …), which would cost more to compute twice.
+//! * `"save"`: every intermediate the derivative reads, per iteration; the
+//!   reverse sweep does linear work only.
 //! * `"state"`: each iteration's loop state; the reverse sweep recomputes
 //!   the body's intermediates from it (about one more forward pass).
 //! * `"binomial"`, with `snapshots = N` (default 64): the loop's initial

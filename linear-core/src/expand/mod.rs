@@ -64,8 +64,9 @@ struct Args {
     jvp: Option<syn::Path>,
     /// What loops keep for the reverse sweep: `"auto"` (default: as
     /// `"save"`, except that a loop whose reverse sweep needs nothing per
-    /// iteration but its index, a reduction over arrays, keeps nothing and
-    /// reads the arrays again, a value that costs one operation to compute
+    /// iteration but its index, a reduction over arrays, keeps nothing but
+    /// the results of math-library calls and reads the arrays again, a
+    /// value that costs one operation to compute
     /// again from what the loop keeps anyway is computed again, and a
     /// value the same in every iteration is kept once), `"save"` (every intermediate the derivative
     /// reads, per iteration), `"state"` (the loop state per iteration; the
