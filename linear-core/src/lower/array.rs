@@ -846,7 +846,10 @@ impl Lowerer<'_> {
     /// the same way, and the reverse pass takes each slot's cotangent back
     /// out of the copy's buffer into the source's.
     pub(super) fn array_copy(&mut self, src: crate::ir::Var, ty: &Ty) -> Val {
-        let Ty::Array(elem, size) = ty else {
+        // A `[T; N]` of floats by value is a tuple in the IR, read by
+        // index as an array (`Shape::Array`): its copy is a local array.
+        let fixed = self.fixed_floats(&src, ty);
+        let Some(Ty::Array(elem, size)) = fixed.as_ref().or(Some(ty)) else {
             return Val::Active(src, ty.clone());
         };
         let (from, to, i) = (
@@ -873,6 +876,20 @@ impl Lowerer<'_> {
             super::Binding::Active(src, ty.clone(), false),
         );
         self.lowered_copy(code, &to, Some(from))
+    }
+
+    /// The local-array type of a copy of `src`, a by-value `[T; N]` of
+    /// floats (`N > 0`), whose IR type `ty` is a tuple; `None` for any
+    /// other value (a tuple of floats, written by field, is not one).
+    pub(super) fn fixed_floats(&self, src: &crate::ir::Var, ty: &Ty) -> Option<Ty> {
+        match (ty, self.shapes.get(src)) {
+            (Ty::Tuple(ts), Some(super::Shape::Array(e, n)))
+                if *n > 0 && matches!(**e, super::Shape::Float(_)) =>
+            {
+                Some(Ty::Array(Box::new(ts[0].clone()), Some(*n as u64)))
+            }
+            _ => None,
+        }
     }
 
     /// Lowers `code`, a block that builds the array `to`, in a scope of its

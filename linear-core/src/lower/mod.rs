@@ -1009,7 +1009,7 @@ impl Lowerer<'_> {
             // A `mut` array parameter is the function's own to write and
             // push: a local copy of the caller's array (Rust moved it in).
             let own = matches!(&pat, syn::Pat::Ident(i) if i.mutability.is_some())
-                && matches!(ty_ir, Ty::Array(..));
+                && (matches!(ty_ir, Ty::Array(..)) || self.fixed_floats(&v, &ty_ir).is_some());
             let value = if own {
                 self.array_copy(v.clone(), &ty_ir)
             } else {
@@ -1984,6 +1984,11 @@ impl Lowerer<'_> {
         // new local array, its elements copied in a loop.
         let v = match v {
             Val::Active(src, ty @ Ty::Array(..)) if mutable && !is_fill => {
+                self.array_copy(src, &ty)
+            }
+            Val::Active(src, ty @ Ty::Tuple(..))
+                if mutable && !is_fill && self.fixed_floats(&src, &ty).is_some() =>
+            {
                 self.array_copy(src, &ty)
             }
             v => v,
