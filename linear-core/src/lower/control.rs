@@ -94,6 +94,49 @@ pub(super) fn assigned(node: &impl ToTokens) -> Vec<String> {
     a.0
 }
 
+/// The names whose elements a function body writes at an index computed
+/// at run time (`a[i] = ..`, `a[i] op= ..`; `a[1] = ..` writes a part of
+/// a value, as `t.1 = ..` does), outside closures and nested items.
+pub(super) fn index_written(block: &syn::Block) -> Vec<String> {
+    struct Written(Vec<String>);
+    impl Written {
+        fn target(&mut self, e: &syn::Expr) {
+            let syn::Expr::Index(ix) = e else { return };
+            if matches!(&*ix.index, syn::Expr::Lit(_)) {
+                return;
+            }
+            if let syn::Expr::Path(p) = &*ix.expr {
+                if let Some(id) = p.path.get_ident() {
+                    self.0.push(id.to_string());
+                }
+            }
+        }
+    }
+    impl<'ast> Visit<'ast> for Written {
+        fn visit_expr_assign(&mut self, a: &'ast syn::ExprAssign) {
+            self.target(&a.left);
+            syn::visit::visit_expr_assign(self, a);
+        }
+        fn visit_expr_binary(&mut self, b: &'ast syn::ExprBinary) {
+            if matches!(
+                b.op,
+                syn::BinOp::AddAssign(_)
+                    | syn::BinOp::SubAssign(_)
+                    | syn::BinOp::MulAssign(_)
+                    | syn::BinOp::DivAssign(_)
+            ) {
+                self.target(&b.left);
+            }
+            syn::visit::visit_expr_binary(self, b);
+        }
+        fn visit_expr_closure(&mut self, _: &'ast syn::ExprClosure) {}
+        fn visit_item(&mut self, _: &'ast syn::Item) {}
+    }
+    let mut w = Written(Vec::new());
+    w.visit_block(block);
+    w.0
+}
+
 /// A match arm's pattern and its guard (`p if g`).
 fn split_guard(p: &syn::Pat) -> (&syn::Pat, Option<&syn::Expr>) {
     match p {

@@ -711,6 +711,7 @@ fn lower_body(
     ret: Option<Shape>,
 ) -> Option<Lowered> {
     let sig = &item.sig;
+    l.index_written = control::index_written(&item.block).into_iter().collect();
     let (params, nl_params) = l.params(sig);
     if mode == Mode::Linear && l.linear_params.is_empty() && l.errs.is_empty() {
         l.errs.spanned(
@@ -1009,7 +1010,9 @@ impl Lowerer<'_> {
             // A `mut` array parameter is the function's own to write and
             // push: a local copy of the caller's array (Rust moved it in).
             let own = matches!(&pat, syn::Pat::Ident(i) if i.mutability.is_some())
-                && (matches!(ty_ir, Ty::Array(..)) || self.fixed_floats(&v, &ty_ir).is_some());
+                && (matches!(ty_ir, Ty::Array(..))
+                    || (self.index_written.contains(&hint)
+                        && self.fixed_floats(&v, &ty_ir).is_some()));
             let value = if own {
                 self.array_copy(v.clone(), &ty_ir)
             } else {
@@ -1158,6 +1161,12 @@ struct Lowerer<'a> {
     /// Rust shapes of IR variables where they are not the IR type's
     /// default (arrays).
     shapes: HashMap<Var, Shape>,
+    /// The names whose elements the body writes at a run-time index
+    /// (`a[i] = ..`, see [`control::index_written`]): a `[T; N]`
+    /// by value bound `mut` to one of them is copied into a local array
+    /// ([`Lowerer::fixed_floats`]); others stay values, passed and
+    /// assigned whole.
+    index_written: HashSet<String>,
     /// The result shape expected of the call being lowered (from a `let`
     /// annotation or the function's return type).
     ret_hint: Option<Shape>,
@@ -1245,6 +1254,7 @@ impl<'e> Lowerer<'e> {
             linear_params: Vec::new(),
             tail: None,
             shapes: HashMap::default(),
+            index_written: HashSet::default(),
             ret_hint: None,
             context: None,
             fn_ret: None,
@@ -1987,7 +1997,10 @@ impl Lowerer<'_> {
                 self.array_copy(src, &ty)
             }
             Val::Active(src, ty @ Ty::Tuple(..))
-                if mutable && !is_fill && self.fixed_floats(&src, &ty).is_some() =>
+                if mutable
+                    && !is_fill
+                    && self.index_written.contains(&hint)
+                    && self.fixed_floats(&src, &ty).is_some() =>
             {
                 self.array_copy(src, &ty)
             }
