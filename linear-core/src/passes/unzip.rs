@@ -1777,7 +1777,7 @@ fn keep_costly(
 ) {
     let mut kept = Vec::new();
     slice.retain(|s| match s {
-        Stmt::Let { nl, lin, rhs } if lin.is_empty() && costly(rhs) => {
+        Stmt::Let { nl, lin: l, rhs } if l.is_empty() && costly(rhs) => {
             let real = |b: &Binder| matches!(types.get(&b.var), Some(Ty::Real(_)));
             if !nl.iter().all(real) {
                 return true;
