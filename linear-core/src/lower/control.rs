@@ -38,19 +38,7 @@ pub(super) fn assigned(node: &impl ToTokens) -> Vec<String> {
             syn::visit::visit_expr_assign(self, a);
         }
         fn visit_expr_binary(&mut self, b: &'ast syn::ExprBinary) {
-            if matches!(
-                b.op,
-                syn::BinOp::AddAssign(_)
-                    | syn::BinOp::SubAssign(_)
-                    | syn::BinOp::MulAssign(_)
-                    | syn::BinOp::DivAssign(_)
-                    | syn::BinOp::RemAssign(_)
-                    | syn::BinOp::BitAndAssign(_)
-                    | syn::BinOp::BitOrAssign(_)
-                    | syn::BinOp::BitXorAssign(_)
-                    | syn::BinOp::ShlAssign(_)
-                    | syn::BinOp::ShrAssign(_)
-            ) {
+            if compound_assign(&b.op) {
                 self.target(&b.left);
             }
             syn::visit::visit_expr_binary(self, b);
@@ -94,6 +82,23 @@ pub(super) fn assigned(node: &impl ToTokens) -> Vec<String> {
     a.0
 }
 
+/// Whether `op` assigns its left operand (`+=`, `<<=`, ...).
+fn compound_assign(op: &syn::BinOp) -> bool {
+    matches!(
+        op,
+        syn::BinOp::AddAssign(_)
+            | syn::BinOp::SubAssign(_)
+            | syn::BinOp::MulAssign(_)
+            | syn::BinOp::DivAssign(_)
+            | syn::BinOp::RemAssign(_)
+            | syn::BinOp::BitAndAssign(_)
+            | syn::BinOp::BitOrAssign(_)
+            | syn::BinOp::BitXorAssign(_)
+            | syn::BinOp::ShlAssign(_)
+            | syn::BinOp::ShrAssign(_)
+    )
+}
+
 /// The names whose elements a function body writes at an index computed
 /// at run time (`a[i] = ..`, `a[i] op= ..`; `a[1] = ..` writes a part of
 /// a value, as `t.1 = ..` does), outside closures and nested items.
@@ -118,13 +123,7 @@ pub(super) fn index_written(block: &syn::Block) -> Vec<String> {
             syn::visit::visit_expr_assign(self, a);
         }
         fn visit_expr_binary(&mut self, b: &'ast syn::ExprBinary) {
-            if matches!(
-                b.op,
-                syn::BinOp::AddAssign(_)
-                    | syn::BinOp::SubAssign(_)
-                    | syn::BinOp::MulAssign(_)
-                    | syn::BinOp::DivAssign(_)
-            ) {
+            if compound_assign(&b.op) {
                 self.target(&b.left);
             }
             syn::visit::visit_expr_binary(self, b);
