@@ -28,58 +28,60 @@ use syn::visit::Visit;
 use super::{Binding, Lowerer, Shape, Val};
 use crate::ir::{Arm, Binder, Cmp, Expr, Iter, Loop, Prim, Stmt, Ty, Var};
 
-/// The names a block assigns (`x = ..`, `x op= ..`), outside closures and
-/// nested items.
+/// Calls `found` on every place a block assigns: the left side of `=`
+/// and `op=`, and the receiver of `push` (which assigns the `Vec`),
+/// outside closures and nested items.
+struct Targets<F>(F);
+
+impl<'ast, F: FnMut(&syn::Expr)> Visit<'ast> for Targets<F> {
+    fn visit_expr_assign(&mut self, a: &'ast syn::ExprAssign) {
+        (self.0)(&a.left);
+        syn::visit::visit_expr_assign(self, a);
+    }
+    fn visit_expr_binary(&mut self, b: &'ast syn::ExprBinary) {
+        if compound_assign(&b.op) {
+            (self.0)(&b.left);
+        }
+        syn::visit::visit_expr_binary(self, b);
+    }
+    fn visit_expr_method_call(&mut self, m: &'ast syn::ExprMethodCall) {
+        if m.method == "push" {
+            (self.0)(&m.receiver);
+        }
+        syn::visit::visit_expr_method_call(self, m);
+    }
+    fn visit_expr_closure(&mut self, _: &'ast syn::ExprClosure) {}
+    fn visit_item(&mut self, _: &'ast syn::Item) {}
+}
+
+/// The names a block assigns (`x = ..`, `x op= ..`, `x.push(..)`),
+/// outside closures and nested items.
 pub(super) fn assigned(node: &impl ToTokens) -> Vec<String> {
-    struct Assigned(Vec<String>);
-    impl<'ast> Visit<'ast> for Assigned {
-        fn visit_expr_assign(&mut self, a: &'ast syn::ExprAssign) {
-            self.target(&a.left);
-            syn::visit::visit_expr_assign(self, a);
-        }
-        fn visit_expr_binary(&mut self, b: &'ast syn::ExprBinary) {
-            if compound_assign(&b.op) {
-                self.target(&b.left);
-            }
-            syn::visit::visit_expr_binary(self, b);
-        }
-        fn visit_expr_method_call(&mut self, m: &'ast syn::ExprMethodCall) {
-            // `y.push(e)` assigns the `Vec` `y`.
-            if m.method == "push" {
-                self.target(&m.receiver);
-            }
-            syn::visit::visit_expr_method_call(self, m);
-        }
-        fn visit_expr_closure(&mut self, _: &'ast syn::ExprClosure) {}
-        fn visit_item(&mut self, _: &'ast syn::Item) {}
-    }
-    impl Assigned {
-        fn target(&mut self, e: &syn::Expr) {
-            // An element write `a[i] = ..` assigns the array `a`, a part
-            // write `t.0 = ..` the tuple `t`.
-            match e {
-                syn::Expr::Index(ix) => return self.target(&ix.expr),
-                syn::Expr::Field(f) => return self.target(&f.base),
-                syn::Expr::Paren(p) => return self.target(&p.expr),
-                _ => {}
-            }
-            if let syn::Expr::Path(p) = e {
-                if let Some(id) = p.path.get_ident() {
-                    let n = id.to_string();
-                    if !self.0.contains(&n) {
-                        self.0.push(n);
-                    }
-                }
-            }
+    // An element write `a[i] = ..` assigns the array `a`, a part write
+    // `t.0 = ..` the tuple `t`.
+    fn root(e: &syn::Expr) -> Option<String> {
+        match e {
+            syn::Expr::Index(ix) => root(&ix.expr),
+            syn::Expr::Field(f) => root(&f.base),
+            syn::Expr::Paren(p) => root(&p.expr),
+            syn::Expr::Path(p) => p.path.get_ident().map(ToString::to_string),
+            _ => None,
         }
     }
-    let mut a = Assigned(Vec::new());
+    let mut names: Vec<String> = Vec::new();
+    let mut t = Targets(|e: &syn::Expr| {
+        if let Some(n) = root(e) {
+            if !names.contains(&n) {
+                names.push(n);
+            }
+        }
+    });
     if let Ok(e) = syn::parse2::<syn::Expr>(node.to_token_stream()) {
-        a.visit_expr(&e);
+        t.visit_expr(&e);
     } else if let Ok(b) = syn::parse2::<syn::Block>(quote!({ #node })) {
-        a.visit_block(&b);
+        t.visit_block(&b);
     }
-    a.0
+    names
 }
 
 /// Whether `op` assigns its left operand (`+=`, `<<=`, ...).
@@ -103,37 +105,18 @@ fn compound_assign(op: &syn::BinOp) -> bool {
 /// at run time (`a[i] = ..`, `a[i] op= ..`; `a[1] = ..` writes a part of
 /// a value, as `t.1 = ..` does), outside closures and nested items.
 pub(super) fn index_written(block: &syn::Block) -> Vec<String> {
-    struct Written(Vec<String>);
-    impl Written {
-        fn target(&mut self, e: &syn::Expr) {
-            let syn::Expr::Index(ix) = e else { return };
-            if matches!(&*ix.index, syn::Expr::Lit(_)) {
-                return;
-            }
-            if let syn::Expr::Path(p) = &*ix.expr {
-                if let Some(id) = p.path.get_ident() {
-                    self.0.push(id.to_string());
-                }
-            }
+    let mut names = Vec::new();
+    Targets(|e: &syn::Expr| {
+        let syn::Expr::Index(ix) = e else { return };
+        if matches!(&*ix.index, syn::Expr::Lit(_)) {
+            return;
         }
-    }
-    impl<'ast> Visit<'ast> for Written {
-        fn visit_expr_assign(&mut self, a: &'ast syn::ExprAssign) {
-            self.target(&a.left);
-            syn::visit::visit_expr_assign(self, a);
+        if let syn::Expr::Path(p) = &*ix.expr {
+            names.extend(p.path.get_ident().map(ToString::to_string));
         }
-        fn visit_expr_binary(&mut self, b: &'ast syn::ExprBinary) {
-            if compound_assign(&b.op) {
-                self.target(&b.left);
-            }
-            syn::visit::visit_expr_binary(self, b);
-        }
-        fn visit_expr_closure(&mut self, _: &'ast syn::ExprClosure) {}
-        fn visit_item(&mut self, _: &'ast syn::Item) {}
-    }
-    let mut w = Written(Vec::new());
-    w.visit_block(block);
-    w.0
+    })
+    .visit_block(block);
+    names
 }
 
 /// A match arm's pattern and its guard (`p if g`).

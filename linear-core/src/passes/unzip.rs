@@ -936,7 +936,7 @@ impl Unzip<'_> {
                 saved = state;
                 recompute = slice;
                 if self.policy == Checkpoint::Adjoint {
-                    keep_costly(&mut saved, &mut recompute, &sp.lin, &self.types);
+                    keep_costly(&mut saved, &mut recompute, &sp.lin, &self.inputs);
                 }
             }
         }
@@ -1769,41 +1769,22 @@ fn recomputable(s: &Stmt, inputs: &HashSet<Var>) -> bool {
 /// costs one store and one load: logsumexp's gradient went from 2.0 to 1.4
 /// times its primal. A reduction of arithmetic only (`s += x[i] * y[i]`)
 /// still records nothing.
-fn keep_costly(
-    saved: &mut Vec<Binder>,
-    slice: &mut Vec<Stmt>,
-    lin: &Expr,
-    types: &HashMap<Var, Ty>,
-) {
-    let mut kept = Vec::new();
+fn keep_costly(saved: &mut Vec<Binder>, slice: &mut Vec<Stmt>, lin: &Expr, inputs: &HashSet<Var>) {
+    let before = saved.len();
     slice.retain(|s| match s {
-        Stmt::Let { nl, lin: l, rhs } if l.is_empty() && costly(rhs) => {
-            let real = |b: &Binder| matches!(types.get(&b.var), Some(Ty::Real(_)));
-            if !nl.iter().all(real) {
-                return true;
-            }
-            kept.extend(nl.iter().cloned());
+        Stmt::Let { nl, lin: l, rhs }
+            if l.is_empty() && costly(rhs) && nl.iter().all(|b| matches!(b.ty, Ty::Real(_))) =>
+        {
+            saved.extend(nl.iter().cloned());
             false
         }
         _ => true,
     });
-    if kept.is_empty() {
-        return;
+    if saved.len() > before {
+        // What the residual still reads of the rest (every statement of
+        // the slice is recomputable: it is one).
+        *slice = backward_slice(slice, lin, inputs).0;
     }
-    saved.extend(kept);
-    // What the residual still reads of the slice, closed backwards.
-    let mut needed: HashSet<Var> = free_vars(lin).nl.into_iter().collect();
-    let mut keep = vec![false; slice.len()];
-    for (k, s) in slice.iter().enumerate().rev() {
-        let mut binds = false;
-        crate::visit::stmt_binds(s, &mut |v, _| binds |= needed.contains(v));
-        if binds {
-            keep[k] = true;
-            needed.extend(stmt_free_vars(s).nl);
-        }
-    }
-    let mut k = keep.into_iter();
-    slice.retain(|_| k.next().unwrap_or(true));
 }
 
 /// Whether evaluating `e` calls the math library (tens of cycles), as
