@@ -447,6 +447,8 @@ pub use linear_macros::Differentiable;
 /// their float type: `fn f<T: linear_ad::num_traits::Float>(x: T) -> T`.
 pub use num_traits;
 
+pub use lanes::Lanes;
+
 /// Invokes `$m!` once per tuple arity from 1 to 8, with each component's
 /// type parameter and index (`A 0, B 1`).
 macro_rules! for_tuples {
@@ -462,6 +464,7 @@ macro_rules! for_tuples {
     };
 }
 
+mod lanes;
 mod replay;
 mod structs;
 pub mod tape_pool;

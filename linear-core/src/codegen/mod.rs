@@ -330,6 +330,76 @@ impl Drop for FloatParam {
     }
 }
 
+thread_local! {
+    static LANES: std::cell::RefCell<Option<syn::Ident>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// While set, linear code is printed in lanes: every linear real of type
+/// `f64` or `f32` is a `linear_ad::Lanes<f64, K>` (`K` the named const
+/// parameter), so one run of a linear function carries `K` tangents
+/// (`apply_lanes`). Non-linear values (the tape, indices) are unchanged,
+/// and the linear forms need nothing else: `c * ẋ`, `ẋ + ẏ`, `-ẋ` and
+/// `ȧ[i] += ẋ` are `Lanes`' operators. A guard, as [`FloatParam`].
+pub struct LinearLanes(Option<syn::Ident>);
+
+impl LinearLanes {
+    pub fn set(k: Option<syn::Ident>) -> LinearLanes {
+        LinearLanes(LANES.with(|p| std::mem::replace(&mut *p.borrow_mut(), k)))
+    }
+
+    /// The lane count's name, while linear code is printed in lanes.
+    pub fn get() -> Option<syn::Ident> {
+        LANES.with(|p| p.borrow().clone())
+    }
+}
+
+impl Drop for LinearLanes {
+    fn drop(&mut self) {
+        let before = self.0.take();
+        LANES.with(|p| *p.borrow_mut() = before);
+    }
+}
+
+/// The Rust type of a linear real of type `float`: `float_ty`, or its
+/// lanes while [`LinearLanes`] is set (never for a generic float, which
+/// `apply_lanes` does not support).
+fn lin_float_ty(float: Float) -> TokenStream {
+    let t = float_ty(float);
+    match (LinearLanes::get(), float) {
+        (Some(k), Float::F64 | Float::F32) => quote!(::linear_ad::Lanes<#t, #k>),
+        (_, Float::F64 | Float::F32 | Float::Generic) => t,
+    }
+}
+
+/// The Rust type of a linear value: an owned buffer for an array
+/// ([`crate::lower::owned_array`]), its reals in lanes while
+/// [`LinearLanes`] is set.
+fn lin_ty(t: &Ty) -> TokenStream {
+    if LinearLanes::get().is_none() {
+        return crate::lower::owned_array(t);
+    }
+    match t {
+        Ty::Real(f) => lin_float_ty(*f),
+        Ty::Tuple(ts) => {
+            let ts = ts.iter().map(lin_ty);
+            quote!((#(#ts,)*))
+        }
+        Ty::Array(e, Some(n)) => {
+            let (e, n) = (lin_ty(e), Literal::usize_unsuffixed(*n as usize));
+            quote!([#e; #n])
+        }
+        Ty::Array(e, None) => {
+            let e = lin_ty(e);
+            quote!(::linear_ad::__private::Vec<#e>)
+        }
+        // Never linear (the checker forbids it).
+        Ty::Int | Ty::Bool | Ty::Sum(_) | Ty::List(..) | Ty::Tape(_) => {
+            crate::lower::owned_array(t)
+        }
+    }
+}
+
 /// The Rust type of a real of type `float`.
 pub fn float_ty(float: Float) -> TokenStream {
     match float {
@@ -436,10 +506,16 @@ fn std_constant(v: f64, float: Float) -> Option<&'static str> {
     })
 }
 
-/// The zero of a type.
+/// The zero of a linear type (in lanes while [`LinearLanes`] is set).
 pub fn zero(t: &Ty) -> TokenStream {
     match t {
-        Ty::Real(f) => float_lit(0.0, *f),
+        Ty::Real(f) => match (LinearLanes::get(), f) {
+            (Some(_), Float::F64 | Float::F32) => {
+                let l = lin_float_ty(*f);
+                quote!(<#l>::zero())
+            }
+            (_, Float::F64 | Float::F32 | Float::Generic) => float_lit(0.0, *f),
+        },
         Ty::Tuple(ts) => {
             let zs = ts.iter().map(zero);
             quote!((#(#zs,)*))
@@ -585,7 +661,10 @@ fn gen_stmts(
     if stmts.len() <= 2 * CHUNK {
         return stmts.iter().map(|s| gen_stmt(s, names, calls)).collect();
     }
-    let as_fns = stmts.len() > FN_CHUNKING && FloatParam::get().is_none();
+    // Nested functions cannot name the enclosing item's generics: the
+    // float type parameter, or the lane count of `apply_lanes`.
+    let as_fns =
+        stmts.len() > FN_CHUNKING && FloatParam::get().is_none() && LinearLanes::get().is_none();
     let mut runs: Vec<Run> = stmts
         .iter()
         .map(|s| {
@@ -812,7 +891,7 @@ fn pattern(bs: &[Binder], linear: bool, names: &mut Names) -> TokenStream {
     match ids.as_slice() {
         [one] => {
             let t = if linear {
-                crate::lower::owned_array(&bs[0].ty)
+                lin_ty(&bs[0].ty)
             } else if matches!(bs[0].ty, Ty::Array(..)) {
                 // A borrowed input or an owned local array (`fill`, `set`):
                 // the right-hand side says which.

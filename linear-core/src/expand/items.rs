@@ -847,7 +847,14 @@ pub(super) fn generate(
     // The forward pass `f_lin` and `f_vjp` share.
     let fwd_body = body(out.forward, &sig.primal_ir, &calls);
     let lin = lin_items(
-        item, l, &sig, &out, &fwd_body, &map_name, &calls, &mut names,
+        item,
+        l,
+        &sig,
+        &out,
+        (&fwd_body, passes.lanes),
+        &map_name,
+        &calls,
+        &mut names,
     )?;
     let jvp_fn = if lin.shares_jvp && sig.tangents_owned() {
         shared_jvp_item(item, &sig)
@@ -1291,7 +1298,7 @@ fn lin_items(
     l: &Lowered,
     sig: &Sig,
     out: &Outputs,
-    fwd_body: &TokenStream,
+    (fwd_body, lanes): (&TokenStream, Option<Span>),
     map_name: &syn::Ident,
     calls: &Calls,
     names: &mut Names,
@@ -1309,6 +1316,13 @@ fn lin_items(
     args.extend(ts.into_iter().map(|t| (t, Hold::Owned)));
     let apply = body_holding(out.residual, &args, calls);
     let conv = from_ir(quote!(#r), &l.ret, names);
+    let lanes = lanes.map(|span| match lanes_refusal(sig, l, out.residual) {
+        Some(why) => Err(quote::quote_spanned!(span=> ::core::compile_error!(#why);)),
+        None => {
+            let _lanes = crate::codegen::LinearLanes::set(Some(lane_count()));
+            Ok(body_holding(out.residual, &args, calls))
+        }
+    });
 
     let ct_ir = result_to_ir(quote!(#cotangent), &l.ret, names);
     let mut t_args = vec![(self_tape, Hold::Shallow), (ct_ir, Hold::Owned)];
@@ -1320,6 +1334,8 @@ fn lin_items(
         ct_check,
     } = lengths;
     let apply_body = quote!({ #unpack #(#tangent_checks)* let #r = #apply; #conv });
+    let lanes = lanes
+        .map(|b| b.map(|apply| quote!({ #unpack #(#tangent_checks)* let #r = #apply; #conv })));
     let tape_items = tape.items(map_name, sig, &map_doc, calls);
     let t_body = body_holding(out.transposed, &t_args, calls);
     let transpose_out = sig.pack_cotangents(names, t_body);
@@ -1355,6 +1371,7 @@ fn lin_items(
     );
     let maps = MapBodies {
         apply: apply_body,
+        lanes,
         ct_check,
         transpose: transpose_out,
     };
@@ -1374,6 +1391,9 @@ fn lin_items(
 /// the cotangent's length check `transpose` runs first.
 struct MapBodies {
     apply: TokenStream,
+    /// With `lanes`: the body of `apply_lanes`, or the error saying why
+    /// there is none.
+    lanes: Option<Result<TokenStream, TokenStream>>,
     ct_check: TokenStream,
     transpose: TokenStream,
 }
@@ -1391,9 +1411,15 @@ impl MapBodies {
     ) -> TokenStream {
         let MapBodies {
             apply,
+            lanes,
             ct_check,
             transpose,
         } = self;
+        let lanes = match lanes {
+            Some(Ok(body)) => lanes_method(sig, map_name, generics, tangent, body),
+            Some(Err(refusal)) => refusal,
+            None => quote!(),
+        };
         let (in_ty, ret_tan, allow) = (&sig.in_ty, &sig.ret_tan, &sig.allow);
         let where_clause = &sig.float.where_clause;
         let (shown_tangent, shown_cotangent) = (readable("tangent"), readable("cotangent"));
@@ -1424,8 +1450,89 @@ impl MapBodies {
                     #transpose
                 }
             }
+
+            #lanes
         }
     }
+}
+
+/// The const parameter naming the lane count of `apply_lanes`.
+fn lane_count() -> syn::Ident {
+    hidden("__K")
+}
+
+/// Why `apply_lanes` cannot be generated for `f`, if it cannot: its
+/// tangents must be floats, tuples and arrays of a concrete float type
+/// (whose floats become lanes), and its residual may not call another
+/// function's linear map, which has no lanes of its own.
+fn lanes_refusal(sig: &Sig, l: &Lowered, residual: &Func) -> Option<String> {
+    fn has_struct(s: &Shape) -> bool {
+        match s {
+            Shape::Struct(_) => true,
+            Shape::Float(_) => false,
+            Shape::Tuple(ss) => ss.iter().any(has_struct),
+            Shape::Array(s, _) | Shape::Slice(s, _) => has_struct(s),
+        }
+    }
+    let calls = crate::visit::any_subexpr(&residual.body, &mut |e| {
+        matches!(e, crate::ir::Expr::App { .. })
+    });
+    if crate::codegen::FloatParam::get().is_some() {
+        Some("`lanes` needs a concrete float type (`f64` or `f32`): `apply_lanes` of a function generic in its float type is not supported".into())
+    } else if sig.active.iter().any(|(_, s)| has_struct(s)) || has_struct(&l.ret) {
+        Some("`lanes` needs tangents of floats, tuples and arrays: `apply_lanes` of a function taking or returning a struct is not supported yet".into())
+    } else if calls {
+        Some("`lanes` is not supported yet for a function that calls other differentiable functions: their linear maps have no lanes".into())
+    } else {
+        None
+    }
+}
+
+/// `apply_lanes`, the residual of `apply` run on `K` tangents at once
+/// (`body`, printed in lanes): its tangent and result types are
+/// `apply`'s with each float `T` replaced by `linear_ad::Lanes<T, K>`.
+fn lanes_method(
+    sig: &Sig,
+    map_name: &syn::Ident,
+    generics: &TokenStream,
+    tangent: &syn::Ident,
+    body: TokenStream,
+) -> TokenStream {
+    let k = lane_count();
+    let (in_ty, ret_tan) = (in_lanes(&sig.in_ty, &k), in_lanes(&sig.ret_tan, &k));
+    let (allow, where_clause) = (&sig.allow, &sig.float.where_clause);
+    let shown = readable("tangent");
+    let doc = "Applies the derivative to `K` tangents at once, one per lane of each float (`linear_ad::Lanes`): lane `j` of the result is what `apply` gives for the tangent made of lane `j` of each input, computed by the same operations in one run over the tape. Generated by linear-ad for `#[differentiable(lanes)]`.";
+    quote! {
+        #allow
+        impl #generics #map_name #generics #where_clause {
+            #[doc = #doc]
+            #[inline]
+            pub fn apply_lanes<const #k: usize>(&self, #shown: #in_ty) -> #ret_tan {
+                let #tangent = #shown;
+                #body
+            }
+        }
+    }
+}
+
+/// A tangent type with each float type (`f64`, `f32`) replaced by its
+/// lanes, `linear_ad::Lanes<f64, K>`.
+fn in_lanes(t: &TokenStream, k: &syn::Ident) -> TokenStream {
+    t.clone()
+        .into_iter()
+        .map(|tt| match tt {
+            proc_macro2::TokenTree::Ident(i) if i == "f64" || i == "f32" => {
+                quote!(::linear_ad::Lanes<#i, #k>)
+            }
+            proc_macro2::TokenTree::Group(g) => {
+                let mut n = proc_macro2::Group::new(g.delimiter(), in_lanes(&g.stream(), k));
+                n.set_span(g.span());
+                quote!(#n)
+            }
+            other => quote!(#other),
+        })
+        .collect()
 }
 
 /// What [`lin_items`] generates: the linearization's items, `f_lin` with

@@ -89,6 +89,10 @@ struct Args {
     /// which adds `f_hvp` and `f_hessian` ([`crate::passes::hvp`]).
     #[darling(default)]
     order: Option<syn::LitInt>,
+    /// Adds `apply_lanes` to the linearization: the residual applied to
+    /// `K` tangents at once, in `linear_ad::Lanes` ([`crate::codegen::LinearLanes`]).
+    #[darling(default)]
+    lanes: darling::util::Flag,
 }
 
 /// How the pipeline runs for one function, as its attribute asks.
@@ -105,6 +109,9 @@ pub struct Passes {
     /// generated under `order = 2`): differentiable once, so the
     /// derivatives of its own derivatives are refused as third order.
     pub derived: bool,
+    /// Where `lanes` was asked for, if it was: the linearization gets
+    /// `apply_lanes`, or an error there says why it cannot.
+    pub lanes: Option<Span>,
 }
 
 impl Passes {
@@ -115,6 +122,7 @@ impl Passes {
             fold: true,
             second_order: None,
             derived: false,
+            lanes: None,
         }
     }
 }
@@ -126,6 +134,7 @@ fn passes(args: &Args, errs: &mut Errors) -> Passes {
         fold: args.fold.unwrap_or(true),
         second_order: second_order(args, errs),
         derived: false,
+        lanes: args.lanes.is_present().then(|| args.lanes.span()),
     }
 }
 

@@ -87,6 +87,7 @@ pub(super) fn callees(
     let passes = Passes {
         second_order: None,
         derived: true,
+        lanes: None,
         ..passes
     };
     let name = item.sig.ident.to_string();

@@ -1,0 +1,154 @@
+//! Tangents in lanes: `K` directional derivatives carried through one
+//! sweep of a linearization.
+//!
+//! A dense Jacobian of a function with few inputs is `K` applications of
+//! its linear map, one per input direction (JAX's `jacfwd`, a `vmap` of
+//! the JVP). Applying the map `K` times reads the tape `K` times and runs
+//! every loop `K` times. [`Lanes`] makes the `K` directions one value:
+//! `#[differentiable(lanes)]` adds `apply_lanes` to the linearization,
+//! the same residual code with every tangent float replaced by a
+//! `Lanes<f64, K>`. Each tape value is read once and scales all `K`
+//! lanes, which LLVM turns into packed arithmetic over the lanes.
+//!
+//! Lane `j` of every result is exactly what `apply` returns for the
+//! tangent made of the inputs' lane `j`: the same operations in the same
+//! order, applied lane by lane (no fused multiply-add, no reassociation).
+//!
+//! ```
+//! use linear_ad::{differentiable, Lanes, LinearMap};
+//!
+//! #[differentiable(lanes)]
+//! fn polar(r: f64, t: f64) -> (f64, f64) {
+//!     (r * t.cos(), r * t.sin())
+//! }
+//!
+//! let (_, lin) = polar_lin(2.0, 0.5);
+//! // Both columns of the 2×2 Jacobian in one sweep: lane j is ∂/∂(input j).
+//! let (dx, dy) = lin.apply_lanes((Lanes::unit(0), Lanes::unit(1)));
+//! assert_eq!([dx[0], dy[0]], [0.5f64.cos(), 0.5f64.sin()]);
+//! assert_eq!(dx[1], lin.apply((0.0, 1.0)).0);
+//! ```
+
+use core::ops::{Add, AddAssign, Index, IndexMut, Mul, Neg, Sub};
+
+/// `K` tangents (or cotangents) of one float, one per lane, computed
+/// together: the tangent type of `apply_lanes`
+/// ([module documentation](self)).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Lanes<T, const K: usize>(pub [T; K]);
+
+impl<T: num_traits::Zero + Copy, const K: usize> Lanes<T, K> {
+    /// Every lane `v`.
+    #[inline]
+    pub fn splat(v: T) -> Self {
+        Lanes([v; K])
+    }
+
+    /// Every lane zero.
+    #[inline]
+    pub fn zero() -> Self {
+        Lanes([T::zero(); K])
+    }
+}
+
+impl<T: num_traits::Zero + num_traits::One + Copy, const K: usize> Lanes<T, K> {
+    /// One in lane `j`, zero elsewhere: the tangent of input `j` among
+    /// `K` seeded at once (panics if `j >= K`).
+    #[inline]
+    pub fn unit(j: usize) -> Self {
+        let mut l = Self::zero();
+        l.0[j] = T::one();
+        l
+    }
+}
+
+impl<T: num_traits::Zero + Copy, const K: usize> Default for Lanes<T, K> {
+    #[inline]
+    fn default() -> Self {
+        Self::zero()
+    }
+}
+
+impl<T, const K: usize> Index<usize> for Lanes<T, K> {
+    type Output = T;
+    #[inline]
+    fn index(&self, j: usize) -> &T {
+        &self.0[j]
+    }
+}
+
+impl<T, const K: usize> IndexMut<usize> for Lanes<T, K> {
+    #[inline]
+    fn index_mut(&mut self, j: usize) -> &mut T {
+        &mut self.0[j]
+    }
+}
+
+impl<T: Add<Output = T> + Copy, const K: usize> Add for Lanes<T, K> {
+    type Output = Self;
+    #[inline]
+    fn add(self, o: Self) -> Self {
+        Lanes(core::array::from_fn(|j| self.0[j] + o.0[j]))
+    }
+}
+
+impl<T: Sub<Output = T> + Copy, const K: usize> Sub for Lanes<T, K> {
+    type Output = Self;
+    #[inline]
+    fn sub(self, o: Self) -> Self {
+        Lanes(core::array::from_fn(|j| self.0[j] - o.0[j]))
+    }
+}
+
+impl<T: AddAssign + Copy, const K: usize> AddAssign for Lanes<T, K> {
+    #[inline]
+    fn add_assign(&mut self, o: Self) {
+        for (a, b) in self.0.iter_mut().zip(o.0) {
+            *a += b;
+        }
+    }
+}
+
+impl<T: Neg<Output = T> + Copy, const K: usize> Neg for Lanes<T, K> {
+    type Output = Self;
+    #[inline]
+    fn neg(self) -> Self {
+        Lanes(self.0.map(|a| -a))
+    }
+}
+
+/// Scaling by a float, the one product linear code has (`c · ẋ`, with
+/// `c` from the tape). Written per float type: a blanket
+/// `impl<T> Mul<Lanes<T, K>> for T` is not allowed by the orphan rules.
+macro_rules! scale {
+    ($($t:ty),*) => {$(
+        impl<const K: usize> Mul<Lanes<$t, K>> for $t {
+            type Output = Lanes<$t, K>;
+            #[inline]
+            fn mul(self, l: Lanes<$t, K>) -> Lanes<$t, K> {
+                Lanes(l.0.map(|a| self * a))
+            }
+        }
+    )*};
+}
+scale!(f32, f64);
+
+#[cfg(test)]
+mod tests {
+    use super::Lanes;
+
+    #[test]
+    fn each_operation_is_the_scalar_one_per_lane() {
+        let a = Lanes([1.5f64, -2.0, 0.25]);
+        let b = Lanes([0.5f64, 4.0, -8.0]);
+        assert_eq!(a + b, Lanes([2.0, 2.0, -7.75]));
+        assert_eq!(a - b, Lanes([1.0, -6.0, 8.25]));
+        assert_eq!(-a, Lanes([-1.5, 2.0, -0.25]));
+        assert_eq!(3.0 * a, Lanes([4.5, -6.0, 0.75]));
+        let mut c = a;
+        c += b;
+        assert_eq!(c, a + b);
+        assert_eq!(Lanes::<f32, 3>::unit(1), Lanes([0.0, 1.0, 0.0]));
+        assert_eq!(Lanes::<f64, 2>::default(), Lanes::splat(0.0));
+    }
+}

@@ -1,0 +1,156 @@
+#![deny(warnings)]
+// Index loops, as numeric code writes them.
+#![allow(clippy::needless_range_loop)]
+
+//! `#[differentiable(lanes)]`: `apply_lanes` runs the linearization's
+//! residual on `K` tangents at once. Lane `j` of its result must be what
+//! `apply` gives for lane `j` of the inputs, bit for bit (the same
+//! operations in the same order), through loops, branches, local arrays,
+//! tuples, fixed arrays and `Vec` results, in `f64` and `f32`; and the
+//! lanes seeded with the unit vectors must be the Jacobian, whose rows
+//! `transpose` gives independently.
+
+use linear_ad::{differentiable, Lanes, LinearMap};
+
+/// Loops over slices, a data-dependent branch, a local array written in
+/// place and read at an offset, and a `Vec` result.
+#[differentiable(lanes)]
+fn smooth(x: &[f64], w: &[f64], #[nondiff] data: &[f64]) -> Vec<f64> {
+    let n = x.len();
+    let mut y = vec![0.0; n];
+    for i in 0..n {
+        let t = x[i] * data[i] + w[i % w.len()];
+        y[i] = if t > 0.5 {
+            t.sin() * x[i]
+        } else {
+            t * t - w[0]
+        };
+    }
+    for i in 1..n {
+        y[i] += 0.5 * y[i - 1] * x[i];
+    }
+    let mut s = 0.0;
+    for i in 0..n {
+        s += y[i].exp() * 0.1;
+    }
+    y.push(s);
+    y
+}
+
+/// Tuples, a fixed array and a scalar, with a `while` loop.
+#[differentiable(lanes)]
+fn spiral(p: (f64, f64), q: [f64; 3], r: f64) -> ([f64; 2], f64) {
+    let (mut a, mut b) = p;
+    let mut k = 0;
+    while k < 4 {
+        let c = a * q[k % 3].cos() - b * r;
+        b = b * a.sin() + q[(k + 1) % 3] * c;
+        a = c;
+        k += 1;
+    }
+    ([a * r, b + q[2]], (a * b).tanh())
+}
+
+/// The same in `f32`.
+#[differentiable(lanes)]
+fn spiral32(a: f32, b: f32) -> (f32, f32) {
+    let mut s = (a, b);
+    for k in 0..5 {
+        let t = s.0 * (k as f32 + 0.5) - s.1.sin();
+        s = (t * s.1, s.0 + t.cos());
+    }
+    s
+}
+
+/// Deterministic values in (-1, 1).
+fn values(n: usize, seed: u64) -> Vec<f64> {
+    let mut z = seed;
+    (0..n)
+        .map(|_| {
+            z = z
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((z >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
+        })
+        .collect()
+}
+
+#[test]
+fn each_lane_is_apply_of_that_lane_bit_for_bit() {
+    const K: usize = 5;
+    let n = 9;
+    let (x, w, data) = (values(n, 1), values(3, 2), values(n, 3));
+    let (y, lin) = smooth_lin(&x, &w, &data);
+    assert_eq!(y, smooth(&x, &w, &data));
+    // K random directions, held lane-wise.
+    let dirs: Vec<(Vec<f64>, Vec<f64>)> = (0..K)
+        .map(|j| (values(n, 10 + j as u64), values(3, 20 + j as u64)))
+        .collect();
+    let dx: Vec<Lanes<f64, K>> = (0..n)
+        .map(|i| Lanes(std::array::from_fn(|j| dirs[j].0[i])))
+        .collect();
+    let dw: Vec<Lanes<f64, K>> = (0..3)
+        .map(|i| Lanes(std::array::from_fn(|j| dirs[j].1[i])))
+        .collect();
+    let dy = lin.apply_lanes((dx, dw));
+    assert_eq!(dy.len(), y.len());
+    for (j, (a, b)) in dirs.iter().enumerate() {
+        let want = lin.apply((a.clone(), b.clone()));
+        let got: Vec<f64> = dy.iter().map(|l| l[j]).collect();
+        assert_eq!(got, want, "lane {j}");
+    }
+}
+
+#[test]
+fn unit_lanes_give_the_jacobian_whose_rows_transpose_gives() {
+    const K: usize = 6;
+    let n = K - 3;
+    let (x, w, data) = (values(n, 4), values(3, 5), values(n, 6));
+    let (y, lin) = smooth_lin(&x, &w, &data);
+    // Lane j seeds input j: x's n entries, then w's 3.
+    let dx = (0..n).map(Lanes::unit).collect();
+    let dw = (0..3).map(|i| Lanes::unit(n + i)).collect();
+    let cols: Vec<Lanes<f64, K>> = lin.apply_lanes((dx, dw));
+    for (r, row) in cols.iter().enumerate() {
+        let mut ct = vec![0.0; y.len()];
+        ct[r] = 1.0;
+        let (gx, gw) = lin.transpose(ct);
+        let want: Vec<f64> = gx.iter().chain(&gw).copied().collect();
+        for (j, g) in want.iter().enumerate() {
+            assert!(
+                (row[j] - g).abs() <= 1e-12 * (1.0 + g.abs()),
+                "J[{r}][{j}]: lanes {} against transpose {g}",
+                row[j]
+            );
+        }
+    }
+}
+
+#[test]
+fn tuples_fixed_arrays_and_while_loops() {
+    const K: usize = 6;
+    let (v, lin) = spiral_lin((0.3, -0.7), [0.2, 0.9, -0.4], 1.1);
+    assert_eq!(v, spiral((0.3, -0.7), [0.2, 0.9, -0.4], 1.1));
+    let u = Lanes::<f64, K>::unit;
+    let (dp, dq, dr) = ((u(0), u(1)), [u(2), u(3), u(4)], u(5));
+    let ([da, db], dt) = lin.apply_lanes((dp, dq, dr));
+    for j in 0..K {
+        let mut e = [0.0; K];
+        e[j] = 1.0;
+        let ([a, b], t) = lin.apply(((e[0], e[1]), [e[2], e[3], e[4]], e[5]));
+        assert_eq!([da[j], db[j], dt[j]], [a, b, t], "lane {j}");
+    }
+}
+
+#[test]
+fn f32_lanes() {
+    let (v, lin) = spiral32_lin(0.4, 0.8);
+    assert_eq!(v, spiral32(0.4, 0.8));
+    let (ds, dt) = lin.apply_lanes((Lanes([1.0f32, 0.0, 0.5]), Lanes([0.0f32, 1.0, -2.0])));
+    for (j, (a, b)) in [(1.0, 0.0), (0.0, 1.0), (0.5, -2.0)]
+        .into_iter()
+        .enumerate()
+    {
+        assert_eq!((ds[j], dt[j]), lin.apply((a, b)), "lane {j}");
+    }
+}
