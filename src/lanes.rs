@@ -24,7 +24,7 @@
 //!
 //! let (_, lin) = polar_lin(2.0, 0.5);
 //! // Both columns of the 2×2 Jacobian in one sweep: lane j is ∂/∂(input j).
-//! let (dx, dy) = lin.apply_lanes((Lanes::unit(0), Lanes::unit(1)));
+//! let (dx, dy) = lin.apply_lanes((Lanes::<f64, 2>::unit(0), Lanes::unit(1)));
 //! assert_eq!([dx[0], dy[0]], [0.5f64.cos(), 0.5f64.sin()]);
 //! assert_eq!(dx[1], lin.apply((0.0, 1.0)).0);
 //! ```
