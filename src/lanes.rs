@@ -14,6 +14,11 @@
 //! tangent made of the inputs' lane `j`: the same operations in the same
 //! order, applied lane by lane (no fused multiply-add, no reassociation).
 //!
+//! The operators are loops over the lanes in place, which LLVM unrolls
+//! and vectorises at any `K`. Written with `array::map` and
+//! `array::from_fn`, they were calls at 28 lanes, and GradBench's `ht`
+//! Jacobian took 6.7 times as long (107 against 16 times its primal).
+//!
 //! ```
 //! use linear_ad::{differentiable, Lanes, LinearMap};
 //!
@@ -87,16 +92,22 @@ impl<T, const K: usize> IndexMut<usize> for Lanes<T, K> {
 impl<T: Add<Output = T> + Copy, const K: usize> Add for Lanes<T, K> {
     type Output = Self;
     #[inline]
-    fn add(self, o: Self) -> Self {
-        Lanes(core::array::from_fn(|j| self.0[j] + o.0[j]))
+    fn add(mut self, o: Self) -> Self {
+        for (a, b) in self.0.iter_mut().zip(o.0) {
+            *a = *a + b;
+        }
+        self
     }
 }
 
 impl<T: Sub<Output = T> + Copy, const K: usize> Sub for Lanes<T, K> {
     type Output = Self;
     #[inline]
-    fn sub(self, o: Self) -> Self {
-        Lanes(core::array::from_fn(|j| self.0[j] - o.0[j]))
+    fn sub(mut self, o: Self) -> Self {
+        for (a, b) in self.0.iter_mut().zip(o.0) {
+            *a = *a - b;
+        }
+        self
     }
 }
 
@@ -112,8 +123,11 @@ impl<T: AddAssign + Copy, const K: usize> AddAssign for Lanes<T, K> {
 impl<T: Neg<Output = T> + Copy, const K: usize> Neg for Lanes<T, K> {
     type Output = Self;
     #[inline]
-    fn neg(self) -> Self {
-        Lanes(self.0.map(|a| -a))
+    fn neg(mut self) -> Self {
+        for a in self.0.iter_mut() {
+            *a = -*a;
+        }
+        self
     }
 }
 
@@ -125,8 +139,12 @@ macro_rules! scale {
         impl<const K: usize> Mul<Lanes<$t, K>> for $t {
             type Output = Lanes<$t, K>;
             #[inline]
-            fn mul(self, l: Lanes<$t, K>) -> Lanes<$t, K> {
-                Lanes(l.0.map(|a| self * a))
+            fn mul(self, mut l: Lanes<$t, K>) -> Lanes<$t, K> {
+                // `a * c` is `c * a` bit for bit (IEEE products commute).
+                for a in l.0.iter_mut() {
+                    *a *= self;
+                }
+                l
             }
         }
     )*};

@@ -738,6 +738,37 @@ pub mod __private {
         v
     }
 
+    /// Every unit vector at once, in lanes: lane `k` of coordinate `k` is
+    /// one, every other lane zero (`f_hessian` through `apply_lanes`).
+    pub fn lane_seeds<S: crate::Real, V: Coords<crate::Lanes<S, K>>, const K: usize>() -> V {
+        let mut v = V::zero();
+        for k in 0..V::LEN.min(K) {
+            v.coord_mut(k).0[k] = S::one();
+        }
+        v
+    }
+
+    /// Lanes are a tangent space, of one coordinate: `f_hessian` seeds
+    /// and reads its lanes through [`Coords`] as it does floats.
+    impl<T: crate::Real, const K: usize> Vector for crate::Lanes<T, K> {
+        #[inline]
+        fn zero() -> Self {
+            crate::Lanes::zero()
+        }
+    }
+
+    impl<T: crate::Real, const K: usize> Coords<crate::Lanes<T, K>> for crate::Lanes<T, K> {
+        const LEN: usize = 1;
+        #[inline]
+        fn coord(&self, _: usize) -> Self {
+            *self
+        }
+        #[inline]
+        fn coord_mut(&mut self, _: usize) -> &mut Self {
+            self
+        }
+    }
+
     /// What a caller may pass as the tangent of a differentiable parameter
     /// of type `T`: a tangent of type `T`, or [`Inactive`] (zero).
     #[diagnostic::on_unimplemented(

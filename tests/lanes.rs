@@ -154,3 +154,36 @@ fn f32_lanes() {
         assert_eq!((ds[j], dt[j]), lin.apply((a, b)), "lane {j}");
     }
 }
+
+/// A function of a fixed array and a float, differentiated twice.
+#[differentiable(order = 2)]
+fn energy(p: [f64; 4], k: f64) -> f64 {
+    let d = (p[0] - p[2]).hypot(p[1] - p[3]);
+    let mut s = k / d;
+    for i in 0..4 {
+        s += (p[i] * k).sin() * 0.25;
+    }
+    s
+}
+
+#[test]
+fn the_hessian_in_lanes_is_the_gradients_map_applied_per_direction() {
+    let (p, k) = ([0.3, -0.2, 1.1, 0.7], 0.9);
+    let (y, g, h) = energy_hessian(p, k);
+    assert_eq!(y, energy(p, k));
+    let ((y1, g1), map) = energy_vjp_lin(p, k, 1.0);
+    assert_eq!((y, g), (y1, g1));
+    for (r, row) in h.iter().enumerate() {
+        let mut e = [0.0; 5];
+        e[r] = 1.0;
+        let (_, (hp, hk)) = map.apply(([e[0], e[1], e[2], e[3]], e[4], 0.0));
+        assert_eq!(*row, [hp[0], hp[1], hp[2], hp[3], hk], "row {r}");
+    }
+    // And symmetric, as a Hessian is (to rounding: the rows come from
+    // different directions).
+    for i in 0..5 {
+        for j in 0..5 {
+            assert!((h[i][j] - h[j][i]).abs() <= 1e-12 * (1.0 + h[i][j].abs()));
+        }
+    }
+}

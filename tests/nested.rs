@@ -464,3 +464,32 @@ fn the_vjp_of_a_replayed_loop_is_differentiated_through_its_states() {
         );
     }
 }
+
+/// A loop, whose reverse sweep the derived `f_vjp` reads backwards.
+#[differentiable(order = 2)]
+pub fn swept(x: f64, y: [f64; 2]) -> f64 {
+    let mut s = x;
+    for i in 0..3 {
+        s = (s * y[i % 2]).sin() + x;
+    }
+    s
+}
+
+#[test]
+fn the_jvp_of_f_vjp_through_a_loop_is_the_derivative_of_f_vjp() {
+    // The derived `f_vjp` walks the loop's records from the last: its
+    // position counter once went below zero after the first record, an
+    // overflow that panicked here in a debug build.
+    for (x, y, ex, ey) in AT {
+        let at = |t: f64| swept_vjp(x + t * ex, axpy(t, ey, y), 1.0);
+        let ((v, g), (tv, (tgx, tgy))) = swept_vjp_jvp(x, y, 1.0, ex, ey, 0.0);
+        assert_eq!((v, g), swept_vjp(x, y, 1.0));
+        let (p, m) = (at(EPS), at(-EPS));
+        let fd = |a: f64, b: f64| (a - b) / (2.0 * EPS);
+        assert!(close(tv, fd(p.0, m.0), 1e-7));
+        assert!(close(tgx, fd(p.1 .0, m.1 .0), 1e-7), "{tgx}");
+        for k in 0..2 {
+            assert!(close(tgy[k], fd(p.1 .1[k], m.1 .1[k]), 1e-7), "{tgy:?}");
+        }
+    }
+}

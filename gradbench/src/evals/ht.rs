@@ -268,9 +268,9 @@ impl HtInput {
 
 /// Columns per run of `apply_lanes`: the 26 (or 28) columns in two runs.
 /// Measured (derivative ÷ primal, geometric mean of the four workloads):
-/// 8 lanes 21.9, 10 lanes 19.9, 14 lanes 17.2, 16 lanes 20.2, all 26 in
-/// one run 70 (a 208-byte `Lanes` is moved through memory), one column
-/// per `apply` 40 to 44.
+/// 8 lanes 22.1, 14 lanes 16.7, 28 lanes (one run) 16.1; one column per
+/// `apply`, 40. Each lane is a float operation of its own, so past a few
+/// lanes the run costs what its arithmetic costs.
 const LANES: usize = 14;
 
 /// The hand model, its matrices flattened row by row.

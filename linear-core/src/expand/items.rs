@@ -31,7 +31,7 @@ use super::companions::companions;
 use super::pieces::{join, pieces, Piece};
 use super::{
     find, from_ir, pascal, pattern_idents, pipeline, primal_from_ir, result_to_ir, to_ir,
-    wants_dump, Passes,
+    wants_dump, LanesAsk, Passes,
 };
 use crate::codegen::{body, body_holding, inline_always_optimised, Hold, Names};
 use crate::ir::{Func, Ty, Var};
@@ -689,6 +689,8 @@ pub(super) struct Generated {
     pub(super) callable: bool,
     /// How many times callers can differentiate their calls of `f`.
     pub(super) order: crate::signature::Order,
+    /// Whether `f`'s linearization has `apply_lanes`.
+    pub(super) lanes: bool,
 }
 
 impl quote::ToTokens for Generated {
@@ -885,6 +887,7 @@ pub(super) fn generate(
     let derived::Callees {
         items: derived,
         vjp_lin,
+        vjp_lanes,
         twice,
     } = derived::callees(
         item,
@@ -897,7 +900,7 @@ pub(super) fn generate(
     // where `f_vjp_lin` exists.
     let hessian = directional
         .is_some()
-        .then(|| second::hessian(item, &sig, vjp_lin));
+        .then(|| second::hessian(item, &sig, (vjp_lin, vjp_lanes)));
     let companions = if callable {
         let float = (sig.float.decl(None), &sig.float.where_clause);
         let c = companions(
@@ -924,6 +927,7 @@ pub(super) fn generate(
             quote!(#lin_items #companions #derived)
         },
         callable,
+        lanes: lin.lanes,
         order: match (passes.second_order, twice) {
             (None, _) => crate::signature::Order::Once,
             (Some(_), true) => crate::signature::Order::Twice,
@@ -1298,7 +1302,7 @@ fn lin_items(
     l: &Lowered,
     sig: &Sig,
     out: &Outputs,
-    (fwd_body, lanes): (&TokenStream, Option<Span>),
+    (fwd_body, lanes): (&TokenStream, LanesAsk),
     map_name: &syn::Ident,
     calls: &Calls,
     names: &mut Names,
@@ -1316,13 +1320,17 @@ fn lin_items(
     args.extend(ts.into_iter().map(|t| (t, Hold::Owned)));
     let apply = body_holding(out.residual, &args, calls);
     let conv = from_ir(quote!(#r), &l.ret, names);
-    let lanes = lanes.map(|span| match lanes_refusal(sig, l, out.residual) {
-        Some(why) => Err(quote::quote_spanned!(span=> ::core::compile_error!(#why);)),
-        None => {
+    let lanes = match (lanes, lanes_refusal(sig, l, out.residual)) {
+        (LanesAsk::No, _) | (LanesAsk::Quiet, Some(_)) => None,
+        (LanesAsk::Asked(span), Some(why)) => Some(Err(
+            quote::quote_spanned!(span=> ::core::compile_error!(#why);),
+        )),
+        (LanesAsk::Asked(_) | LanesAsk::Quiet, None) => {
             let _lanes = crate::codegen::LinearLanes::set(Some(lane_count()));
-            Ok(body_holding(out.residual, &args, calls))
+            Some(Ok(body_holding(out.residual, &args, calls)))
         }
-    });
+    };
+    let has_lanes = matches!(lanes, Some(Ok(_)));
 
     let ct_ir = result_to_ir(quote!(#cotangent), &l.ret, names);
     let mut t_args = vec![(self_tape, Hold::Shallow), (ct_ir, Hold::Owned)];
@@ -1380,6 +1388,7 @@ fn lin_items(
     let lin = Lin {
         items,
         fns: quote!(#forward #lin_fn),
+        lanes: has_lanes,
         // Not where `f_lin` would allocate a tape `f_jvp` does not need,
         // nor check tangent arrays' lengths under `apply`'s name.
         shares_jvp: tape.is_copy() && sig.arrays().is_empty(),
@@ -1518,7 +1527,7 @@ fn lanes_method(
 
 /// A tangent type with each float type (`f64`, `f32`) replaced by its
 /// lanes, `linear_ad::Lanes<f64, K>`.
-fn in_lanes(t: &TokenStream, k: &syn::Ident) -> TokenStream {
+fn in_lanes(t: &TokenStream, k: &impl quote::ToTokens) -> TokenStream {
     t.clone()
         .into_iter()
         .map(|tt| match tt {
@@ -1540,6 +1549,8 @@ fn in_lanes(t: &TokenStream, k: &syn::Ident) -> TokenStream {
 struct Lin {
     items: TokenStream,
     fns: TokenStream,
+    /// Whether the linearization has `apply_lanes`.
+    lanes: bool,
     shares_jvp: bool,
 }
 

@@ -109,9 +109,21 @@ pub struct Passes {
     /// generated under `order = 2`): differentiable once, so the
     /// derivatives of its own derivatives are refused as third order.
     pub derived: bool,
-    /// Where `lanes` was asked for, if it was: the linearization gets
-    /// `apply_lanes`, or an error there says why it cannot.
-    pub lanes: Option<Span>,
+    /// Whether the linearization gets `apply_lanes`.
+    pub lanes: LanesAsk,
+}
+
+/// Whether a linearization gets `apply_lanes`
+/// ([`crate::codegen::LinearLanes`]).
+#[derive(Clone, Copy, Debug)]
+pub enum LanesAsk {
+    No,
+    /// The user's `lanes`: where the function cannot have it, an error
+    /// there says why.
+    Asked(Span),
+    /// For generated code that uses it where it exists (`f_hessian`
+    /// through `f_vjp_lin`): no error where it cannot be had.
+    Quiet,
 }
 
 impl Passes {
@@ -122,7 +134,7 @@ impl Passes {
             fold: true,
             second_order: None,
             derived: false,
-            lanes: None,
+            lanes: LanesAsk::No,
         }
     }
 }
@@ -134,7 +146,10 @@ fn passes(args: &Args, errs: &mut Errors) -> Passes {
         fold: args.fold.unwrap_or(true),
         second_order: second_order(args, errs),
         derived: false,
-        lanes: args.lanes.is_present().then(|| args.lanes.span()),
+        lanes: match args.lanes.is_present() {
+            true => LanesAsk::Asked(args.lanes.span()),
+            false => LanesAsk::No,
+        },
     }
 }
 

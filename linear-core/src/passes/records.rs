@@ -169,9 +169,10 @@ pub fn array_ty(t: &Ty) -> Ty {
     }
 }
 
-/// A counter carried by a loop: its binder, its initial value, and
-/// whether it counts down.
-type Counter = (Var, Var, bool);
+/// A counter carried by a loop: its binder, its initial value, and, if
+/// it counts down, the position the iteration reads, one below it, which
+/// is its next value.
+type Counter = (Var, Var, Option<Var>);
 
 /// What [`Records::body`] adds to a loop: its state and outputs, the
 /// extra state (counter, arrays), and whether the arrays have the trip
@@ -412,7 +413,7 @@ impl Records<'_> {
         };
         if trip.is_some() {
             let k0 = self.bind(&mut pre, "k", Ty::Int, Expr::Int(0));
-            counter = Some((self.fresh.var("k"), k0, false));
+            counter = Some((self.fresh.var("k"), k0, None));
         }
         let extra = self.extra_state(counter.as_ref(), &collect, trip, &mut pre)?;
         let shape = Extra {
@@ -544,23 +545,30 @@ impl Records<'_> {
                 list,
                 rev,
             } => {
-                let k0 = if rev {
+                let k = self.fresh.var("k");
+                // Read backwards, the counter stays one past the element
+                // an iteration reads: it starts at the length, and the
+                // position read, one below, is its next value. No
+                // subtraction goes below zero (counting from `len - 1`,
+                // the last iteration's `0 - 1` overflowed, a panic in a
+                // debug build, and so did an empty list's `len - 1`).
+                let (k0, down) = if rev {
                     let n = self.bind(pre, "n", Ty::Int, Expr::Len(list.clone()));
-                    let one = self.bind(pre, "one", Ty::Int, Expr::Int(1));
-                    self.bind(
-                        pre,
+                    let one = self.bind(front, "one", Ty::Int, Expr::Int(1));
+                    let at = self.bind(
+                        front,
                         "k",
                         Ty::Int,
                         Expr::Prim {
                             prim: Prim::ISub,
-                            args: vec![n, one],
+                            args: vec![k.clone(), one],
                         },
-                    )
+                    );
+                    (n, Some(at))
                 } else {
-                    self.bind(pre, "k", Ty::Int, Expr::Int(0))
+                    (self.bind(pre, "k", Ty::Int, Expr::Int(0)), None)
                 };
-                let k = self.fresh.var("k");
-                front.push(read(&elem, list, &k));
+                front.push(read(&elem, list, down.as_ref().unwrap_or(&k)));
                 let iter = Iter::Range {
                     index,
                     lo,
@@ -569,7 +577,7 @@ impl Records<'_> {
                     rev: desc != rev,
                     trip: None,
                 };
-                (iter, Some((k, k0, rev)))
+                (iter, Some((k, k0, down)))
             }
             Iter::While { cond } => (
                 Iter::While {
@@ -617,17 +625,21 @@ impl Records<'_> {
         let mut extra = extra.iter();
         if let Some((k, _, down)) = counter {
             extra.next();
-            let one = self.bind(&mut stmts, "one", Ty::Int, Expr::Int(1));
-            let prim = if *down { Prim::ISub } else { Prim::IAdd };
-            let next = self.bind(
-                &mut stmts,
-                "k",
-                Ty::Int,
-                Expr::Prim {
-                    prim,
-                    args: vec![k.clone(), one],
-                },
-            );
+            let next = match down {
+                Some(at) => at.clone(),
+                None => {
+                    let one = self.bind(&mut stmts, "one", Ty::Int, Expr::Int(1));
+                    self.bind(
+                        &mut stmts,
+                        "k",
+                        Ty::Int,
+                        Expr::Prim {
+                            prim: Prim::IAdd,
+                            args: vec![k.clone(), one],
+                        },
+                    )
+                }
+            };
             ret.push(next);
         }
         for ((acc, _), val) in extra.zip(&r[nl.len()..]) {

@@ -34,7 +34,7 @@ use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote};
 
 use super::{generate, map_name, Owner, Sig};
-use crate::expand::{Passes, Stages};
+use crate::expand::{LanesAsk, Passes, Stages};
 use crate::ir::Func;
 use crate::layout::Structs;
 use crate::lower::{Lowered, Param, Shape};
@@ -56,6 +56,7 @@ pub(super) fn callees(
     let none = |items| Callees {
         items,
         vjp_lin: false,
+        vjp_lanes: false,
         twice: false,
     };
     if !matches!(sig.owner, Owner::Free) {
@@ -87,7 +88,7 @@ pub(super) fn callees(
     let passes = Passes {
         second_order: None,
         derived: true,
-        lanes: None,
+        lanes: LanesAsk::No,
         ..passes
     };
     let name = item.sig.ident.to_string();
@@ -115,29 +116,39 @@ pub(super) fn callees(
         _ => None,
     };
     let twice = second.is_some();
-    let jvp = emit(jvp, passes, item.sig.ident.span());
+    let (jvp, _) = emit(jvp, passes, item.sig.ident.span());
     let jvp = quote!(#jvp #second);
     let groups = [1, sig.active.len()];
     let vjp_first = first_vjp(&stages.transposed, &name);
     let differentiable = matches!(vjp_first, Ok(Some(_)));
-    let vjp = match vjp_first {
+    // `f_hessian` applies `f_vjp_lin`'s map to every unit direction at
+    // once where it can (a Hessian of a fixed size).
+    let vjp_passes = Passes {
+        lanes: match super::second::hessian_size(sig) {
+            Some(_) => LanesAsk::Quiet,
+            None => LanesAsk::No,
+        },
+        ..passes
+    };
+    let (vjp, vjp_lanes) = match vjp_first {
         Ok(Some(f)) => emit(
             tupled(&f, &groups)
                 .map_err(|e| e.msg)
                 .and_then(|f| derived(item, l, sig, &f, Which::Vjp)),
-            passes,
+            vjp_passes,
             item.sig.ident.span(),
         ),
         // Not differentiable: callers learn why at their call.
         Ok(None) => match derived_item(item, l, sig, Which::Vjp) {
-            Some((vjp_item, _)) => signature(&vjp_item, Kind::Tape),
-            None => quote!(),
+            Some((vjp_item, _)) => (signature(&vjp_item, Kind::Tape), false),
+            None => (quote!(), false),
         },
         Err(e) => emit(Err(e.msg), passes, item.sig.ident.span()),
     };
     Callees {
         items: quote!(#jvp #vjp),
         vjp_lin: differentiable,
+        vjp_lanes,
         twice,
     }
 }
@@ -147,6 +158,8 @@ pub(super) struct Callees {
     pub(super) items: TokenStream,
     /// Whether `f_vjp` is differentiable (its `f_vjp_lin` exists).
     pub(super) vjp_lin: bool,
+    /// Whether `f_vjp_lin`'s linearization has `apply_lanes`.
+    pub(super) vjp_lanes: bool,
     /// Whether callers can differentiate `f` twice: its linearization
     /// implements `SecondOrder`.
     pub(super) twice: bool,
@@ -174,21 +187,25 @@ enum Which {
 
 /// Everything `#[differentiable]` generates for a derived function, and
 /// its signature macro and alias; an internal error at `span` if the
-/// pipeline fails on it.
+/// pipeline fails on it. Also whether its linearization has
+/// `apply_lanes`.
 fn emit(
     derived: Result<(syn::ItemFn, Lowered), String>,
     passes: Passes,
     span: Span,
-) -> TokenStream {
+) -> (TokenStream, bool) {
     let generated = derived.and_then(|(d_item, d_l)| {
         let g = generate(&d_item, &d_l, false, passes, Owner::Free)?;
         let kind = Kind::differentiable(g.callable);
         let callee = signature(&d_item, kind);
-        Ok(quote!(#g #callee))
+        Ok((quote!(#g #callee), g.lanes))
     });
     generated.unwrap_or_else(|msg| {
         let msg = format!("linear-ad internal error (please report it): order = 2: {msg}");
-        quote::quote_spanned!(span=> ::core::compile_error!(#msg);)
+        (
+            quote::quote_spanned!(span=> ::core::compile_error!(#msg);),
+            false,
+        )
     })
 }
 

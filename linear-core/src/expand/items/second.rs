@@ -140,15 +140,10 @@ fn not_twice(name: &str, kind: Kind, order: Order) -> String {
 /// `f_hessian`, for the inputs it takes: a float, a tuple or fixed array
 /// of them, or a slice of floats; from `f_vjp_lin` where `vjp_lin` says it
 /// exists, else from `f_hvp`.
-pub(super) fn hessian(item: &syn::ItemFn, sig: &Sig, vjp_lin: bool) -> TokenStream {
-    let n = sig
-        .active
-        .iter()
-        .map(|(_, s)| coords(s))
-        .sum::<Option<usize>>();
+pub(super) fn hessian(item: &syn::ItemFn, sig: &Sig, vjp: (bool, bool)) -> TokenStream {
     let hvp_name = format_ident!("{}_hvp", item.sig.ident);
-    match (n, sig.active.as_slice()) {
-        (Some(n), _) => hessian_item(item, sig, n, vjp_lin),
+    match (hessian_size(sig), sig.active.as_slice()) {
+        (Some(n), _) => hessian_item(item, sig, n, vjp),
         (None, [(_, Shape::Slice(inner, _))]) if matches!(**inner, Shape::Float(_)) => {
             hessian_vec_item(item, sig, &hvp_name)
         }
@@ -183,6 +178,13 @@ fn hvp_program(jvp: &Program, name: &str, passes: Passes) -> Result<(Program, Fu
     Ok((hvp, d))
 }
 
+/// The size of `f_hessian`'s dense Hessian, if it has one of a size
+/// known at compile time: the real coordinates of the differentiable
+/// parameters.
+pub(super) fn hessian_size(sig: &Sig) -> Option<usize> {
+    sig.active.iter().map(|(_, s)| coords(s)).sum()
+}
+
 /// The number of real coordinates of a value of shape `s`, for the
 /// shapes `f_hessian` takes ([`linear_ad::__private::Coords`]).
 fn coords(s: &Shape) -> Option<usize> {
@@ -199,17 +201,25 @@ fn coords(s: &Shape) -> Option<usize> {
 
 /// `f_hessian(params..) -> (R, In, [[R; n]; n])`, row `k` the Hessian
 /// applied to the `k`-th unit direction: from the linearization of the
-/// gradient, `f_vjp_lin` at cotangent 1, applied `n` times along
-/// `(e_k, 0)` where `vjp_lin` (the gradient's forward pass runs once),
-/// else `n` calls of `f_hvp`.
-fn hessian_item(item: &syn::ItemFn, sig: &Sig, n: usize, vjp_lin: bool) -> TokenStream {
+/// gradient, `f_vjp_lin` at cotangent 1, applied along every `(e_k, 0)`
+/// where `vjp_lin` (the gradient's forward pass runs once): in one run
+/// of `apply_lanes`, lane `k` seeded with `e_k`, where `vjp_lanes`, else
+/// `n` runs of `apply`; without `vjp_lin`, `n` calls of `f_hvp`.
+fn hessian_item(
+    item: &syn::ItemFn,
+    sig: &Sig,
+    n: usize,
+    (vjp_lin, vjp_lanes): (bool, bool),
+) -> TokenStream {
     let fname = &item.sig.ident;
     let link = sig.owner.doc_path(fname, true);
     let (ret_ty, in_ty) = (&sig.ret_ty, &sig.in_ty);
     let name = format_ident!("{}_hessian", fname);
     let hvp_name = format_ident!("{}_hvp", fname);
     let lin_name = format_ident!("{}_vjp_lin", fname);
-    let cost = if vjp_lin {
+    let cost = if vjp_lanes {
+        format!("Linearizes the gradient once (`{lin_name}`: one forward pass, a constant multiple of `{fname}`'s cost) and applies the linear map to the {n} unit directions in one run over its tape, {n} lanes per float (`apply_lanes`): {n} times the arithmetic of one application")
+    } else if vjp_lin {
         format!("Linearizes the gradient once (`{lin_name}`: one forward pass, a constant multiple of `{fname}`'s cost) and applies the linear map {n} times, each a constant multiple of `{fname}`'s cost too, without the forward pass")
     } else {
         format!("Costs {n} Hessian-vector products (`{hvp_name}`), each a constant multiple of `{fname}`'s cost")
@@ -259,7 +269,27 @@ fn hessian_item(item: &syn::ItemFn, sig: &Sig, n: usize, vjp_lin: bool) -> Token
             }
         }
     };
-    let body = if vjp_lin {
+    let body = if vjp_lanes {
+        // Every unit direction at once: lane `k` of the seed is `e_k`,
+        // and lane `k` of coordinate `j` of the result is `H[k][j]`.
+        let map = hidden("__map");
+        let one = quote!(<#ret_ty as ::linear_ad::num_traits::One>::one());
+        let args = sig.passed.iter();
+        let seed_ty = super::in_lanes(in_ty, &n);
+        let r_lanes = super::in_lanes(ret_ty, &n);
+        quote! {
+            let mut #h = [[#zero_r; #n]; #n];
+            let ((#y, #g), #map) = #lin_name(#(#args,)* #one);
+            let #v: #seed_ty = ::linear_ad::__private::lane_seeds::<#ret_ty, _, #n>();
+            let (_, #hv) = #map.apply_lanes((#(#dirs,)* <#r_lanes>::zero(),));
+            for #k in 0..#n {
+                for #j in 0..#n {
+                    #h[#k][#j] = <#seed_ty as ::linear_ad::__private::Coords<#r_lanes>>::coord(&#hv, #j)[#k];
+                }
+            }
+            (#y, #g, #h)
+        }
+    } else if vjp_lin {
         // The map's input: the tangents of `f_vjp`'s differentiable
         // parameters, then of its cotangent (zero).
         let map = hidden("__map");
