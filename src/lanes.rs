@@ -32,6 +32,8 @@
 //! let (dx, dy) = lin.apply_lanes((Lanes::<f64, 2>::unit(0), Lanes::unit(1)));
 //! assert_eq!([dx[0], dy[0]], [0.5f64.cos(), 0.5f64.sin()]);
 //! assert_eq!(dx[1], lin.apply((0.0, 1.0)).0);
+//! // `lanes` also generates the whole Jacobian, from the same run.
+//! assert_eq!(polar_jacobian(2.0, 0.5).1, [dx.0, dy.0]);
 //! ```
 
 use core::ops::{Add, AddAssign, Index, IndexMut, Mul, Neg, Sub};

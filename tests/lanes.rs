@@ -187,3 +187,62 @@ fn the_hessian_in_lanes_is_the_gradients_map_applied_per_direction() {
         }
     }
 }
+
+/// A planar arm of three links: joint angles to the end effector and its
+/// heading, as forward kinematics is written.
+#[differentiable(lanes)]
+fn arm(q: &[f64; 3], lengths: (f64, f64)) -> ([f64; 2], f64) {
+    let mut p: [f64; 2] = [0.0, 0.0];
+    let mut angle = 0.0;
+    for i in 0..3 {
+        angle += q[i];
+        let l = if i == 0 { lengths.0 } else { lengths.1 };
+        p[0] += l * angle.cos();
+        p[1] += l * angle.sin();
+    }
+    (p, angle)
+}
+
+#[test]
+fn the_jacobian_is_apply_of_each_unit_vector_and_transpose_of_each() {
+    let (q, lengths) = ([0.3, -0.9, 1.4], (1.0, 0.6));
+    let (y, jac) = arm_jacobian(&q, lengths);
+    let (y1, lin) = arm_lin(&q, lengths);
+    assert_eq!(y, y1);
+    assert_eq!(y, arm(&q, lengths));
+    // 3 outputs (p, then the heading) by 5 inputs (q, then the lengths).
+    let unit = |j: usize| {
+        let mut e = [0.0; 5];
+        e[j] = 1.0;
+        e
+    };
+    for (j, e) in (0..5).map(|j| (j, unit(j))) {
+        let ([a, b], c) = lin.apply(([e[0], e[1], e[2]], (e[3], e[4])));
+        assert_eq!([jac[0][j], jac[1][j], jac[2][j]], [a, b, c], "column {j}");
+    }
+    for (i, row) in jac.iter().enumerate() {
+        let mut ct = ([0.0; 2], 0.0);
+        match i {
+            2 => ct.1 = 1.0,
+            _ => ct.0[i] = 1.0,
+        }
+        let (gq, (g0, g1)) = lin.transpose(ct);
+        let want = [gq[0], gq[1], gq[2], g0, g1];
+        for j in 0..5 {
+            assert!((row[j] - want[j]).abs() <= 1e-14, "J[{i}][{j}]");
+        }
+    }
+    // The heading is the sum of the angles, whatever the lengths.
+    assert_eq!(jac[2], [1.0, 1.0, 1.0, 0.0, 0.0]);
+}
+
+#[test]
+fn f32_jacobian() {
+    let (v, jac) = spiral32_jacobian(0.4, 0.8);
+    assert_eq!(v, spiral32(0.4, 0.8));
+    let (_, lin) = spiral32_lin(0.4, 0.8);
+    for j in 0..2 {
+        let (a, b) = lin.apply(if j == 0 { (1.0, 0.0) } else { (0.0, 1.0) });
+        assert_eq!([jac[0][j], jac[1][j]], [a, b], "column {j}");
+    }
+}

@@ -1,7 +1,8 @@
 //! The items `#[differentiable]` adds beside `f`: `f_jvp`, the
 //! linearization type with its `LinearMap` and `TapeSize` impls, `f_lin`,
-//! `f_vjp`, the companions other differentiable functions call, and with
-//! `order = 2` `f_hvp` and `f_hessian` ([`second`]).
+//! `f_vjp`, the companions other differentiable functions call, with
+//! `order = 2` `f_hvp` and `f_hessian` ([`second`]), and with `lanes`
+//! `apply_lanes` and `f_jacobian` ([`lanes`]).
 //!
 //! Each body is the Rust printing ([`crate::codegen`]) of one function of
 //! the pipeline's output: U(J(f))'s forward pass, its residual and T of the
@@ -21,6 +22,7 @@
 //! between Rust values and IR values) is computed once, in [`Sig`].
 
 mod derived;
+mod lanes;
 mod second;
 
 use proc_macro2::{Span, TokenStream};
@@ -864,6 +866,11 @@ pub(super) fn generate(
         jvp_item(item, l, &sig, out.jvp, &calls, &mut names)
     };
     let vjp_fn = vjp_item(item, l, &sig);
+    // `f_jacobian` where the user asked for lanes and the sizes are fixed.
+    let jacobian = match (passes.lanes, owner) {
+        (LanesAsk::Asked(_), Owner::Free) if lin.lanes => lanes::jacobian(item, l, &sig),
+        _ => None,
+    };
     // Other differentiable functions cannot pass arrays read by index,
     // nor structs in tuples or arrays, yet: no companions to call. They
     // can receive any result: a caller owns an array result as its own IR
@@ -920,7 +927,7 @@ pub(super) fn generate(
     Ok(Generated {
         fns: {
             let lin_fns = &lin.fns;
-            quote!(#jvp_fn #lin_fns #vjp_fn #second_fns #hessian)
+            quote!(#jvp_fn #lin_fns #vjp_fn #jacobian #second_fns #hessian)
         },
         items: {
             let lin_items = &lin.items;
@@ -1320,13 +1327,13 @@ fn lin_items(
     args.extend(ts.into_iter().map(|t| (t, Hold::Owned)));
     let apply = body_holding(out.residual, &args, calls);
     let conv = from_ir(quote!(#r), &l.ret, names);
-    let lanes = match (lanes, lanes_refusal(sig, l, out.residual)) {
+    let lanes = match (lanes, lanes::refusal(sig, l, out.residual)) {
         (LanesAsk::No, _) | (LanesAsk::Quiet, Some(_)) => None,
         (LanesAsk::Asked(span), Some(why)) => Some(Err(
             quote::quote_spanned!(span=> ::core::compile_error!(#why);),
         )),
         (LanesAsk::Asked(_) | LanesAsk::Quiet, None) => {
-            let _lanes = crate::codegen::LinearLanes::set(Some(lane_count()));
+            let _lanes = crate::codegen::LinearLanes::set(Some(lanes::count()));
             Some(Ok(body_holding(out.residual, &args, calls)))
         }
     };
@@ -1425,7 +1432,7 @@ impl MapBodies {
             transpose,
         } = self;
         let lanes = match lanes {
-            Some(Ok(body)) => lanes_method(sig, map_name, generics, tangent, body),
+            Some(Ok(body)) => lanes::method(sig, map_name, generics, tangent, body),
             Some(Err(refusal)) => refusal,
             None => quote!(),
         };
@@ -1463,85 +1470,6 @@ impl MapBodies {
             #lanes
         }
     }
-}
-
-/// The const parameter naming the lane count of `apply_lanes`.
-fn lane_count() -> syn::Ident {
-    hidden("__K")
-}
-
-/// Why `apply_lanes` cannot be generated for `f`, if it cannot: its
-/// tangents must be floats, tuples and arrays of a concrete float type
-/// (whose floats become lanes), and its residual may not call another
-/// function's linear map, which has no lanes of its own.
-fn lanes_refusal(sig: &Sig, l: &Lowered, residual: &Func) -> Option<String> {
-    fn has_struct(s: &Shape) -> bool {
-        match s {
-            Shape::Struct(_) => true,
-            Shape::Float(_) => false,
-            Shape::Tuple(ss) => ss.iter().any(has_struct),
-            Shape::Array(s, _) | Shape::Slice(s, _) => has_struct(s),
-        }
-    }
-    let calls = crate::visit::any_subexpr(&residual.body, &mut |e| {
-        matches!(e, crate::ir::Expr::App { .. })
-    });
-    if crate::codegen::FloatParam::get().is_some() {
-        Some("`lanes` needs a concrete float type (`f64` or `f32`): `apply_lanes` of a function generic in its float type is not supported".into())
-    } else if sig.active.iter().any(|(_, s)| has_struct(s)) || has_struct(&l.ret) {
-        Some("`lanes` needs tangents of floats, tuples and arrays: `apply_lanes` of a function taking or returning a struct is not supported yet".into())
-    } else if calls {
-        Some("`lanes` is not supported yet for a function that calls other differentiable functions: their linear maps have no lanes".into())
-    } else {
-        None
-    }
-}
-
-/// `apply_lanes`, the residual of `apply` run on `K` tangents at once
-/// (`body`, printed in lanes): its tangent and result types are
-/// `apply`'s with each float `T` replaced by `linear_ad::Lanes<T, K>`.
-fn lanes_method(
-    sig: &Sig,
-    map_name: &syn::Ident,
-    generics: &TokenStream,
-    tangent: &syn::Ident,
-    body: TokenStream,
-) -> TokenStream {
-    let k = lane_count();
-    let (in_ty, ret_tan) = (in_lanes(&sig.in_ty, &k), in_lanes(&sig.ret_tan, &k));
-    let (allow, where_clause) = (&sig.allow, &sig.float.where_clause);
-    let shown = readable("tangent");
-    let doc = "Applies the derivative to `K` tangents at once, one per lane of each float (`linear_ad::Lanes`): lane `j` of the result is what `apply` gives for the tangent made of lane `j` of each input, computed by the same operations in one run over the tape. Generated by linear-ad for `#[differentiable(lanes)]`.";
-    quote! {
-        #allow
-        impl #generics #map_name #generics #where_clause {
-            #[doc = #doc]
-            #[inline]
-            pub fn apply_lanes<const #k: usize>(&self, #shown: #in_ty) -> #ret_tan {
-                let #tangent = #shown;
-                #body
-            }
-        }
-    }
-}
-
-/// A tangent type with each float type (`f64`, `f32`) replaced by its
-/// lanes, `linear_ad::Lanes<f64, K>`.
-fn in_lanes(t: &TokenStream, k: &impl quote::ToTokens) -> TokenStream {
-    t.clone()
-        .into_iter()
-        .map(|tt| match tt {
-            proc_macro2::TokenTree::Ident(i) if i == "f64" || i == "f32" => {
-                quote!(::linear_ad::Lanes<#i, #k>)
-            }
-            proc_macro2::TokenTree::Group(g) => {
-                let mut n = proc_macro2::Group::new(g.delimiter(), in_lanes(&g.stream(), k));
-                n.set_span(g.span());
-                quote!(#n)
-            }
-            other => quote!(#other),
-        })
-        .collect()
 }
 
 /// What [`lin_items`] generates: the linearization's items, `f_lin` with

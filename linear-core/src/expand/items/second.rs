@@ -187,7 +187,7 @@ pub(super) fn hessian_size(sig: &Sig) -> Option<usize> {
 
 /// The number of real coordinates of a value of shape `s`, for the
 /// shapes `f_hessian` takes ([`linear_ad::__private::Coords`]).
-fn coords(s: &Shape) -> Option<usize> {
+pub(super) fn coords(s: &Shape) -> Option<usize> {
     match s {
         Shape::Float(_) => Some(1),
         Shape::Tuple(ss) => ss.iter().map(coords).sum(),
@@ -275,8 +275,8 @@ fn hessian_item(
         let map = hidden("__map");
         let one = quote!(<#ret_ty as ::linear_ad::num_traits::One>::one());
         let args = sig.passed.iter();
-        let seed_ty = super::in_lanes(in_ty, &n);
-        let r_lanes = super::in_lanes(ret_ty, &n);
+        let seed_ty = super::lanes::in_lanes(in_ty, &n);
+        let r_lanes = super::lanes::in_lanes(ret_ty, &n);
         quote! {
             let mut #h = [[#zero_r; #n]; #n];
             let ((#y, #g), #map) = #lin_name(#(#args,)* #one);
