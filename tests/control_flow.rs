@@ -425,3 +425,39 @@ fn checkpointing_loop_state_gives_the_same_derivatives_from_a_smaller_tape() {
         1e-6
     ));
 }
+
+/// Array literals without an annotation, carried through a loop and a
+/// branch: typed as `[f64; 2]` and `[[f64; 2]; 2]` would type them.
+#[differentiable]
+pub fn swept_arrays(q: &[f64], s: f64) -> f64 {
+    let mut p = [0.0, 0.0];
+    let mut m = [[0.0; 2]; 2];
+    let mut angle = 0.0;
+    for v in q.iter() {
+        angle += v * s;
+        p[0] += angle.cos();
+        p[1] += angle.sin();
+        if p[1] > 0.0 {
+            m[0][1] += p[0] * v;
+        } else {
+            m[1] = [p[1], s];
+        }
+    }
+    p[0] * p[1] + m[0][1] + m[1][0] * m[1][1]
+}
+
+#[test]
+fn array_literals_carried_without_an_annotation() {
+    let q = [0.4, -1.3, 0.8, 2.1, -0.2];
+    let (v, (gq, gs)) = swept_arrays_vjp(&q, 0.7, 1.0);
+    assert_eq!(v, swept_arrays(&q, 0.7));
+    assert!(close(gs, fd(|s| swept_arrays(&q, s), 0.7), 1e-7), "{gs}");
+    for i in 0..q.len() {
+        let at = |t: f64| {
+            let mut r = q;
+            r[i] = t;
+            swept_arrays(&r, 0.7)
+        };
+        assert!(close(gq[i], fd(at, q[i]), 1e-7), "{i}: {}", gq[i]);
+    }
+}

@@ -192,7 +192,7 @@ fn the_hessian_in_lanes_is_the_gradients_map_applied_per_direction() {
 /// heading, as forward kinematics is written.
 #[differentiable(lanes)]
 fn arm(q: &[f64; 3], lengths: (f64, f64)) -> ([f64; 2], f64) {
-    let mut p: [f64; 2] = [0.0, 0.0];
+    let mut p = [0.0, 0.0];
     let mut angle = 0.0;
     for i in 0..3 {
         angle += q[i];

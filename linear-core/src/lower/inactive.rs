@@ -316,6 +316,37 @@ impl Lowerer<'_> {
         }
     }
 
+    /// The shape of an array literal of floats (`[0.0, 0.0]`, `[x0; 3]`
+    /// with a literal length, arrays of them), as its `[f64; N]`
+    /// annotation would give it; `None` for anything else.
+    pub(super) fn array_literal_shape(&self, t: &TokenStream) -> Option<Shape> {
+        fn shape(l: &Lowerer<'_>, e: &syn::Expr) -> Option<Shape> {
+            match e {
+                syn::Expr::Array(a) => {
+                    let mut elems = a.elems.iter().map(|e| elem(l, e));
+                    let first = elems.next()??;
+                    elems
+                        .all(|s| s.as_ref() == Some(&first))
+                        .then(|| Shape::Array(Box::new(first), a.elems.len()))
+                }
+                syn::Expr::Repeat(r) => {
+                    let n = usize::try_from(super::int_literal(&r.len)?).ok()?;
+                    Some(Shape::Array(Box::new(elem(l, &r.expr)?), n))
+                }
+                syn::Expr::Paren(p) => shape(l, &p.expr),
+                syn::Expr::Group(g) => shape(l, &g.expr),
+                _ => None,
+            }
+        }
+        fn elem(l: &Lowerer<'_>, e: &syn::Expr) -> Option<Shape> {
+            match l.infer(e) {
+                Some(Ty::Real(f)) => Some(Shape::Float(f)),
+                _ => shape(l, e),
+            }
+        }
+        shape(self, &syn::parse2::<syn::Expr>(t.clone()).ok()?)
+    }
+
     pub(super) fn infer_tokens(&self, t: &TokenStream) -> Option<Ty> {
         self.infer(&syn::parse2::<syn::Expr>(t.clone()).ok()?)
     }

@@ -1824,12 +1824,21 @@ impl Lowerer<'_> {
                     }
                     Val::Inactive(tokens) => {
                         let id = self.new_inactive_name(&name);
-                        if let Some(t) =
-                            self.annotated.take().or_else(|| self.infer_tokens(&tokens))
-                        {
+                        // An array literal of floats is typed as its
+                        // annotation would type it (`[0.0, 0.0]` as
+                        // `[f64; 2]`, in the function's float type).
+                        let (annotated, shape) =
+                            match (self.annotated.take(), self.annotated_shape.take()) {
+                                (None, None) => match self.array_literal_shape(&tokens) {
+                                    Some(s) => (Some(s.ty()), Some(s)),
+                                    None => (None, None),
+                                },
+                                other => other,
+                            };
+                        if let Some(t) = annotated.or_else(|| self.infer_tokens(&tokens)) {
                             self.inactive_types.insert(id.to_string(), t);
                         }
-                        if let Some(shape) = self.annotated_shape.take() {
+                        if let Some(shape) = shape {
                             self.inactive_shapes.insert(id.to_string(), shape);
                         }
                         let tokens = unparen(tokens);
