@@ -506,6 +506,12 @@ fn bundle_adjustment(c: &mut Criterion) {
             let (_, (vc, vx, vw)) = reprojection_vjp(*cam, *x, *w, *feat, ybar);
             assert_eq!((vc, vx, vw), (dc, dx, dw));
         }
+        let (_, jac) = reprojection_jacobian(*cam, *x, *w, *feat);
+        for i in 0..2 {
+            for j in 0..15 {
+                close(jac[i][j], nd[i][j], "BA f_jacobian vs num-dual");
+            }
+        }
     }
     let mut g = c.benchmark_group("ba_jacobian_64_observations");
     g.bench_function("primal", |b| {
@@ -555,6 +561,13 @@ fn bundle_adjustment(c: &mut Criterion) {
                     *col = t;
                 }
                 black_box((value, cols));
+            }
+        })
+    });
+    g.bench_function("linear_ad_jacobian_lanes", |b| {
+        b.iter(|| {
+            for (cam, x, w, feat) in black_box(&obs) {
+                black_box(reprojection_jacobian(*cam, *x, *w, *feat));
             }
         })
     });

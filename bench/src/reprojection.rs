@@ -1,6 +1,6 @@
 /// The ADBench reprojection residual of one observation (see
 /// `examples/bundle_adjustment.rs`).
-#[differentiable]
+#[differentiable(lanes)]
 #[inline]
 pub fn reprojection(cam: [f64; 11], x: [f64; 3], w: f64, #[nondiff] feat: [f64; 2]) -> [f64; 2] {
     let [r0, r1, r2, c0, c1, c2, f, u0, v0, k1, k2] = cam;
