@@ -738,15 +738,26 @@ pub mod __private {
         v
     }
 
-    /// Every unit vector at once, in lanes: lane `k` of coordinate `k` is
-    /// one, every other lane zero (`f_hessian` through `apply_lanes`).
-    pub fn lane_seeds<S: crate::Real, V: Coords<crate::Lanes<S, K>>, const K: usize>() -> V {
+    /// `K` unit vectors at once, in lanes: lane `k` of coordinate
+    /// `first + k` is one, every other lane zero (`f_hessian` and
+    /// `f_jacobian` through `apply_lanes`, [`LANES`] coordinates a run).
+    pub fn lane_seeds<S: crate::Real, V: Coords<crate::Lanes<S, K>>, const K: usize>(
+        first: usize,
+    ) -> V {
         let mut v = V::zero();
-        for k in 0..V::LEN.min(K) {
-            v.coord_mut(k).0[k] = S::one();
+        for k in 0..K.min(V::LEN.saturating_sub(first)) {
+            v.coord_mut(first + k).0[k] = S::one();
         }
         v
     }
+
+    /// The most lanes `f_hessian` and `f_jacobian` run at once: more
+    /// coordinates take several runs. A run's floats are `LANES` wide,
+    /// which bounds every value of the generated code (and its stack in a
+    /// debug build, where each `let` has a slot of its own) whatever the
+    /// number of coordinates; GradBench's `ht` Jacobian ran as fast at 14
+    /// lanes a run as at 28, and 1.3 times slower at 8.
+    pub const LANES: usize = 16;
 
     /// Lanes are a tangent space, of one coordinate: `f_hessian` seeds
     /// and reads its lanes through [`Coords`] as it does floats.

@@ -246,3 +246,49 @@ fn f32_jacobian() {
         assert_eq!([jac[0][j], jac[1][j]], [a, b], "column {j}");
     }
 }
+
+/// Twenty coordinates: the Hessian and the Jacobian take two runs of
+/// lanes each (16, then 4).
+#[differentiable(order = 2, lanes)]
+fn chain20(x: [f64; 20]) -> f64 {
+    let mut s = 0.0;
+    for i in 1..20 {
+        s += (x[i] - x[i - 1] * x[i - 1]).sin() * (i as f64);
+    }
+    s
+}
+
+#[differentiable(lanes)]
+fn moments20(x: [f64; 20]) -> [f64; 3] {
+    let mut m = [0.0; 3];
+    for i in 0..20 {
+        m[0] += x[i];
+        m[1] += x[i] * x[i];
+        m[2] += (x[i] * (i as f64)).cos();
+    }
+    m
+}
+
+#[test]
+fn more_coordinates_than_lanes_take_several_runs() {
+    let x: [f64; 20] = std::array::from_fn(|i| 0.1 * i as f64 - 0.7);
+    let (y, g, h) = chain20_hessian(x);
+    assert_eq!(y, chain20(x));
+    let ((_, g1), map) = chain20_vjp_lin(x, 1.0);
+    assert_eq!(g, g1);
+    for (r, row) in h.iter().enumerate() {
+        let mut e = [0.0; 20];
+        e[r] = 1.0;
+        let (_, hv) = map.apply((e, 0.0));
+        assert_eq!(*row, hv, "row {r}");
+    }
+    let (m, jac) = moments20_jacobian(x);
+    assert_eq!(m, moments20(x));
+    let (_, lin) = moments20_lin(x);
+    for j in 0..20 {
+        let mut e = [0.0; 20];
+        e[j] = 1.0;
+        let col = lin.apply(e);
+        assert_eq!([jac[0][j], jac[1][j], jac[2][j]], col, "column {j}");
+    }
+}

@@ -218,7 +218,7 @@ fn hessian_item(
     let hvp_name = format_ident!("{}_hvp", fname);
     let lin_name = format_ident!("{}_vjp_lin", fname);
     let cost = if vjp_lanes {
-        format!("Linearizes the gradient once (`{lin_name}`: one forward pass, a constant multiple of `{fname}`'s cost) and applies the linear map to the {n} unit directions in one run over its tape, {n} lanes per float (`apply_lanes`): {n} times the arithmetic of one application")
+        format!("Linearizes the gradient once (`{lin_name}`: one forward pass, a constant multiple of `{fname}`'s cost) and applies the linear map to the {n} unit directions in runs over its tape of up to 16 lanes per float (`apply_lanes`): {n} times the arithmetic of one application in all")
     } else if vjp_lin {
         format!("Linearizes the gradient once (`{lin_name}`: one forward pass, a constant multiple of `{fname}`'s cost) and applies the linear map {n} times, each a constant multiple of `{fname}`'s cost too, without the forward pass")
     } else {
@@ -254,6 +254,7 @@ fn hessian_item(
             }
         })
         .collect();
+    let n_coords = n;
     let n = proc_macro2::Literal::usize_unsuffixed(n);
     let coords = quote!(::linear_ad::__private::Coords<#ret_ty>);
     let zero = |t: &TokenStream| quote!(<#t as ::linear_ad::__private::Vector>::zero());
@@ -275,16 +276,20 @@ fn hessian_item(
         let map = hidden("__map");
         let one = quote!(<#ret_ty as ::linear_ad::num_traits::One>::one());
         let args = sig.passed.iter();
-        let seed_ty = super::lanes::in_lanes(in_ty, &n);
-        let r_lanes = super::lanes::in_lanes(ret_ty, &n);
+        let width = super::lanes::run_width(n_coords);
+        let seed_ty = super::lanes::in_lanes(in_ty, &width);
+        let r_lanes = super::lanes::in_lanes(ret_ty, &width);
+        let first = hidden("__first");
         quote! {
             let mut #h = [[#zero_r; #n]; #n];
             let ((#y, #g), #map) = #lin_name(#(#args,)* #one);
-            let #v: #seed_ty = ::linear_ad::__private::lane_seeds::<#ret_ty, _, #n>();
-            let (_, #hv) = #map.apply_lanes((#(#dirs,)* <#r_lanes>::zero(),));
-            for #k in 0..#n {
-                for #j in 0..#n {
-                    #h[#k][#j] = <#seed_ty as ::linear_ad::__private::Coords<#r_lanes>>::coord(&#hv, #j)[#k];
+            for #first in (0..#n).step_by(#width) {
+                let #v: #seed_ty = ::linear_ad::__private::lane_seeds::<#ret_ty, _, #width>(#first);
+                let (_, #hv) = #map.apply_lanes((#(#dirs,)* <#r_lanes>::zero(),));
+                for #k in 0..::core::cmp::min(#width, #n - #first) {
+                    for #j in 0..#n {
+                        #h[#first + #k][#j] = <#seed_ty as ::linear_ad::__private::Coords<#r_lanes>>::coord(&#hv, #j)[#k];
+                    }
                 }
             }
             (#y, #g, #h)
