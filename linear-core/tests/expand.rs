@@ -54,6 +54,10 @@ proptest! {
         let attr: TokenStream = "dump = 3, nonsense".parse().unwrap();
         let out = std::panic::catch_unwind(|| differentiable(attr.clone(), item.clone()).to_string());
         prop_assert!(out.is_ok(), "expansion panicked on arguments: {}", attr);
+        // And with every derivative generated: lanes, second order.
+        let attr: TokenStream = "lanes, order = 2".parse().unwrap();
+        let out = std::panic::catch_unwind(|| differentiable(attr.clone(), item.clone()).to_string());
+        prop_assert!(out.is_ok(), "expansion panicked with `lanes, order = 2` on: {}", item);
     }
 }
 
