@@ -292,3 +292,47 @@ fn more_coordinates_than_lanes_take_several_runs() {
         assert_eq!([jac[0][j], jac[1][j], jac[2][j]], col, "column {j}");
     }
 }
+
+/// A segment of the arm, as a function of its own.
+#[differentiable(lanes)]
+fn segment(angle: f64, l: f64) -> [f64; 2] {
+    [l * angle.cos(), l * angle.sin()]
+}
+
+/// `arm` again, each link's offset a call: the caller's lanes run through
+/// the callee's own (`__apply_lanes`).
+#[differentiable(lanes)]
+fn arm_of_links(q: &[f64; 3], lengths: (f64, f64)) -> ([f64; 2], f64) {
+    let mut p = [0.0, 0.0];
+    let mut angle = 0.0;
+    for i in 0..3 {
+        angle += q[i];
+        let l = if i == 0 { lengths.0 } else { lengths.1 };
+        let d = segment(angle, l);
+        p[0] += d[0];
+        p[1] += d[1];
+    }
+    (p, angle)
+}
+
+#[test]
+fn lanes_run_through_calls() {
+    let (q, lengths) = ([0.3, -0.9, 1.4], (1.0, 0.6));
+    let (y, jac) = arm_of_links_jacobian(&q, lengths);
+    assert_eq!(y, arm_of_links(&q, lengths));
+    let (y_inline, jac_inline) = arm_jacobian(&q, lengths);
+    assert_eq!(y, y_inline);
+    for i in 0..3 {
+        for j in 0..5 {
+            assert!((jac[i][j] - jac_inline[i][j]).abs() <= 1e-14, "J[{i}][{j}]");
+        }
+    }
+    // Lane by lane, what `apply` gives through the callee's `__apply`.
+    let (_, lin) = arm_of_links_lin(&q, lengths);
+    for j in 0..5 {
+        let mut e = [0.0; 5];
+        e[j] = 1.0;
+        let ([a, b], c) = lin.apply(([e[0], e[1], e[2]], (e[3], e[4])));
+        assert_eq!([jac[0][j], jac[1][j], jac[2][j]], [a, b, c], "column {j}");
+    }
+}

@@ -147,6 +147,9 @@ pub struct Sig {
     pub kind: Kind,
     /// The callee's order, as callers see it.
     pub order: Order,
+    /// Whether its linearization has `apply_lanes` (`lanes`), which a
+    /// caller's `apply_lanes` calls.
+    pub lanes: bool,
     /// The signature as written, parameter markers (`#[nondiff]`,
     /// `#[linear]`) included.
     pub sig: syn::Signature,
@@ -160,8 +163,12 @@ impl ToTokens for Sig {
     fn to_tokens(&self, out: &mut TokenStream) {
         let kind = syn::Ident::new(self.kind.name(), proc_macro2::Span::call_site());
         let order = syn::Ident::new(self.order.name(), proc_macro2::Span::call_site());
+        let lanes = syn::Ident::new(
+            if self.lanes { "lanes" } else { "scalar" },
+            proc_macro2::Span::call_site(),
+        );
         let (sig, structs) = (&self.sig, &self.structs);
-        out.extend(quote!(#kind #order { #sig } [ #structs ]));
+        out.extend(quote!(#kind #order #lanes { #sig } [ #structs ]));
     }
 }
 
@@ -185,12 +192,19 @@ impl Parse for Sig {
         let Some(order) = orders.into_iter().find(|o| id == o.name()) else {
             return Err(syn::Error::new(id.span(), "unknown signature order"));
         };
+        let id: syn::Ident = input.parse()?;
+        let lanes = match id.to_string().as_str() {
+            "lanes" => true,
+            "scalar" => false,
+            _ => return Err(syn::Error::new(id.span(), "unknown signature lanes")),
+        };
         let (sig, structs);
         syn::braced!(sig in input);
         syn::bracketed!(structs in input);
         Ok(Sig {
             kind,
             order,
+            lanes,
             sig: sig.parse()?,
             structs: structs.parse()?,
         })
@@ -238,9 +252,72 @@ const STD_MACROS: [&str; 36] = [
     "thread_local",
 ];
 
+/// Rust's built-in attributes, which share the macro namespace: a
+/// signature macro named `inline` or `link` makes the name ambiguous
+/// (E0659) wherever it is in scope, so such functions have none.
+const BUILTIN_ATTRIBUTES: [&str; 54] = [
+    "allow",
+    "automatically_derived",
+    "bench",
+    "cfg",
+    "cfg_attr",
+    "cfg_eval",
+    "coverage",
+    "cold",
+    "collapse_debuginfo",
+    "crate_name",
+    "crate_type",
+    "debugger_visualizer",
+    "deny",
+    "deprecated",
+    "derive",
+    "doc",
+    "expect",
+    "export_name",
+    "feature",
+    "forbid",
+    "global_allocator",
+    "ignore",
+    "inline",
+    "instruction_set",
+    "link",
+    "link_name",
+    "link_ordinal",
+    "link_section",
+    "macro_export",
+    "macro_use",
+    "must_use",
+    "naked",
+    "no_builtins",
+    "no_implicit_prelude",
+    "no_link",
+    "no_main",
+    "no_mangle",
+    "no_std",
+    "non_exhaustive",
+    "panic_handler",
+    "path",
+    "proc_macro",
+    "proc_macro_attribute",
+    "proc_macro_derive",
+    "recursion_limit",
+    "repr",
+    "should_panic",
+    "target_feature",
+    "test",
+    "test_case",
+    "track_caller",
+    "type_length_limit",
+    "used",
+    "warn",
+];
+
 /// Whether a function of this name has a signature macro.
 fn has_macro(name: &syn::Ident) -> bool {
-    !STD_MACROS.iter().any(|m| name == m)
+    !STD_MACROS
+        .iter()
+        .chain(&BUILTIN_ATTRIBUTES)
+        .any(|m| name == m)
 }
 
 /// Whether `id` reads as a type's name (starts with a capital, as Rust's
@@ -275,7 +352,7 @@ pub fn lookup(path: &syn::Path) -> bool {
 /// linearization type `map` (generic as `f` is).
 pub fn callee_items(
     f: &syn::ItemFn,
-    (kind, order): (Kind, Order),
+    (kind, order, lanes): (Kind, Order, bool),
     structs: &Structs,
     map: &syn::Ident,
 ) -> TokenStream {
@@ -300,6 +377,7 @@ pub fn callee_items(
     let sig = Sig {
         kind,
         order,
+        lanes,
         sig: f.sig.clone(),
         structs: structs.clone(),
     };
@@ -325,6 +403,7 @@ mod tests {
         let sig = Sig {
             kind: Kind::Linear,
             order: Order::OwnOnly,
+            lanes: true,
             sig: syn::parse_quote!(fn g(#[linear] x: (f64, f64), #[nondiff] c: f64) -> [f64; 2]),
             structs: Structs::default(),
         };

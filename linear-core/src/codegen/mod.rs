@@ -372,6 +372,25 @@ fn lin_float_ty(float: Float) -> TokenStream {
     }
 }
 
+/// A tangent type with each float type (`f64`, `f32`) replaced by its
+/// lanes, `linear_ad::Lanes<f64, K>`.
+pub fn in_lanes(t: &TokenStream, k: &impl quote::ToTokens) -> TokenStream {
+    t.clone()
+        .into_iter()
+        .map(|tt| match tt {
+            proc_macro2::TokenTree::Ident(i) if i == "f64" || i == "f32" => {
+                quote!(::linear_ad::Lanes<#i, #k>)
+            }
+            proc_macro2::TokenTree::Group(g) => {
+                let mut n = proc_macro2::Group::new(g.delimiter(), in_lanes(&g.stream(), k));
+                n.set_span(g.span());
+                quote!(#n)
+            }
+            other => quote!(#other),
+        })
+        .collect()
+}
+
 /// The Rust type of a linear value: an owned buffer for an array
 /// ([`crate::lower::owned_array`]), its reals in lanes while
 /// [`LinearLanes`] is set.

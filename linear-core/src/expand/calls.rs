@@ -206,6 +206,15 @@ impl CallGen for Calls<'_> {
             "jvp.lin" => {
                 let tape = nl.first()?;
                 let slots = slots(lin, names)?;
+                // In `apply_lanes`, the callee's own lanes (its
+                // signature says it has them: `items::lanes::refusal`).
+                let c_apply = match crate::codegen::LinearLanes::get() {
+                    Some(k) => {
+                        let name = syn::Ident::new("__apply_lanes", span);
+                        quote_spanned!(span=> <#ty>::#name::<#k>)
+                    }
+                    None => c_apply,
+                };
                 quote!({ let #r = #c_apply(&#tape, #(#slots,)*); #r_ir })
             }
             "jvp.lin.t" => {

@@ -185,7 +185,7 @@ pub(super) fn companions(
     (ret_ty, ret_tan): (&TokenStream, &TokenStream),
     active: &[(usize, &Shape)],
     allow: &TokenStream,
-    owner: Option<&syn::Type>,
+    (owner, lanes): (Option<&syn::Type>, bool),
 ) -> TokenStream {
     let fname = &item.sig.ident;
     let (jvp, lin) = (
@@ -239,6 +239,19 @@ pub(super) fn companions(
         quote!((#(#owned_tangents,)*))
     };
     let (ct, transpose_body, per_param_ty) = transpose_parts(params, &crossings, active.len());
+    // A caller's `apply_lanes` applies `f`'s, `K` tangents per slot.
+    let apply_lanes = lanes.then(|| {
+        let k = syn::Ident::new("__K", Span::mixed_site());
+        let ret_lanes = crate::codegen::in_lanes(ret_tan, &k);
+        let slots = apply_slots.iter().map(|t| crate::codegen::in_lanes(t, &k));
+        quote! {
+            #[inline]
+            pub fn __apply_lanes<const #k: usize>(&self, #(#d: #slots,)*) -> #ret_lanes {
+                #(let _ = #constants;)*
+                self.apply_lanes(#packed)
+            }
+        }
+    });
     quote! {
         #[doc(hidden)]
         #allow
@@ -266,6 +279,8 @@ pub(super) fn companions(
             pub fn __transpose(&self, #ct: #ret_tan) -> (#(#per_param_ty,)*) {
                 #transpose_body
             }
+
+            #apply_lanes
         }
     }
 }

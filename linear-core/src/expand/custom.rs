@@ -78,13 +78,14 @@ pub(super) fn custom_derivative(
         (&ret_ty, &ret_ty),
         &active,
         &allow,
-        None,
+        (None, false),
     );
     let callee = crate::signature::callee_items(
         item,
         (
             crate::signature::Kind::Differentiable,
             crate::signature::Order::Once,
+            false,
         ),
         &Default::default(),
         &map_name,

@@ -917,7 +917,7 @@ pub(super) fn generate(
             (&sig.ret_ty, &sig.ret_tan),
             &sig.active,
             &sig.allow,
-            owner.callee_type(),
+            (owner.callee_type(), lin.lanes),
         );
         let m = owner.method_impl(&item.sig.ident, &map_name, float);
         quote!(#c #m)
@@ -1327,10 +1327,10 @@ fn lin_items(
     args.extend(ts.into_iter().map(|t| (t, Hold::Owned)));
     let apply = body_holding(out.residual, &args, calls);
     let conv = from_ir(quote!(#r), &l.ret, names);
-    let lanes = match (lanes, lanes::refusal(sig, l, out.residual)) {
+    let lanes = match (lanes, lanes::refusal(sig, l, out.residual, calls)) {
         (LanesAsk::No, _) | (LanesAsk::Quiet, Some(_)) => None,
-        (LanesAsk::Asked(span), Some(why)) => Some(Err(
-            quote::quote_spanned!(span=> ::core::compile_error!(#why);),
+        (LanesAsk::Asked(span), Some((why, at))) => Some(Err(
+            quote::quote_spanned!(at.unwrap_or(span)=> ::core::compile_error!(#why);),
         )),
         (LanesAsk::Asked(_) | LanesAsk::Quiet, None) => {
             let _lanes = crate::codegen::LinearLanes::set(Some(lanes::count()));

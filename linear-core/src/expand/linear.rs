@@ -109,7 +109,7 @@ fn generate_linear(
     let companion = linear_companion(item, l, &map_name, &allow);
     let callee = crate::signature::callee_items(
         item,
-        (crate::signature::Kind::Linear, order),
+        (crate::signature::Kind::Linear, order, false),
         &Default::default(),
         &map_name,
     );

@@ -195,6 +195,8 @@ fn own_sigs(block: &syn::ItemImpl, self_ty: &syn::Type, known: &Structs, sigs: &
         let sig = Sig {
             kind,
             order: crate::signature::Order::Once,
+            // Methods have no lanes yet.
+            lanes: false,
             sig: f.sig,
             structs: known.clone(),
         };

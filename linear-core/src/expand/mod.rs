@@ -355,7 +355,11 @@ fn expand_fn(
     }
     finish(item_fn, clean, lowered, errs, |l| {
         let g = items::generate(item_fn, l, args.dump, passes, items::Owner::Free)?;
-        let kind = (signature::Kind::differentiable(g.callable), g.order);
+        let kind = (
+            signature::Kind::differentiable(g.callable),
+            g.order,
+            g.lanes,
+        );
         let callee = signature::callee_items(item_fn, kind, structs, &items::map_name(item_fn));
         Ok(quote!(#g #callee))
     })

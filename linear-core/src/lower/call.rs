@@ -46,6 +46,9 @@ pub struct CallSite {
     pub passes_struct: bool,
     /// The callee's kind and order, if its signature is known.
     pub order: Option<(Kind, crate::signature::Order)>,
+    /// Whether the callee's linearization has `apply_lanes`, by its
+    /// signature.
+    pub lanes: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -336,6 +339,7 @@ impl Lowerer<'_> {
             ret,
             passes_struct,
             order: self.sigs.get(&path).map(|s| (s.kind, s.order)),
+            lanes: self.sigs.get(&path).is_some_and(|s| s.lanes),
         };
         let v = self.emit_call(name, site, vars, tys, hint);
         if let (true, Val::Active(r, _)) = (assumed, &v) {

@@ -170,7 +170,7 @@ pub(super) struct Callees {
 fn signature(d_item: &syn::ItemFn, kind: Kind) -> TokenStream {
     callee_items(
         d_item,
-        (kind, Order::Derived),
+        (kind, Order::Derived, false),
         &Structs::default(),
         &map_name(d_item),
     )

@@ -277,8 +277,8 @@ fn hessian_item(
         let one = quote!(<#ret_ty as ::linear_ad::num_traits::One>::one());
         let args = sig.passed.iter();
         let width = super::lanes::run_width(n_coords);
-        let seed_ty = super::lanes::in_lanes(in_ty, &width);
-        let r_lanes = super::lanes::in_lanes(ret_ty, &width);
+        let seed_ty = crate::codegen::in_lanes(in_ty, &width);
+        let r_lanes = crate::codegen::in_lanes(ret_ty, &width);
         let first = hidden("__first");
         quote! {
             let mut #h = [[#zero_r; #n]; #n];
