@@ -75,20 +75,30 @@ fn the_vjp_of_f_jvp_agrees_with_its_jvp() {
     }
 }
 
+/// What `f_vjp` returns for `wavy` and `swept`.
+type Vjp = (f64, (f64, [f64; 2]));
+
+/// `tangent` (from `f_vjp_jvp`) against central differences of `at`
+/// (`f_vjp` along the same direction, at `t`).
+fn matches_differences(tangent: Vjp, at: impl Fn(f64) -> Vjp) {
+    let (tv, (tgx, tgy)) = tangent;
+    let (p, m) = (at(EPS), at(-EPS));
+    let fd = |a: f64, b: f64| (a - b) / (2.0 * EPS);
+    assert!(close(tv, fd(p.0, m.0), 1e-7));
+    assert!(close(tgx, fd(p.1 .0, m.1 .0), 1e-7), "{tgx}");
+    for k in 0..2 {
+        assert!(close(tgy[k], fd(p.1 .1[k], m.1 .1[k]), 1e-7), "{tgy:?}");
+    }
+}
+
 #[test]
 fn the_jvp_of_f_vjp_is_the_derivative_of_f_vjp() {
     for (x, y, ex, ey) in AT {
         for ct in [1.0, -0.4] {
             let at = |t: f64| wavy_vjp(x + t * ex, axpy(t, ey, y), ct + t * 0.3);
-            let ((v, (gx, gy)), (tv, (tgx, tgy))) = wavy_vjp_jvp(x, y, ct, ex, ey, 0.3);
+            let ((v, (gx, gy)), tangent) = wavy_vjp_jvp(x, y, ct, ex, ey, 0.3);
             assert_eq!((v, (gx, gy)), wavy_vjp(x, y, ct));
-            let (p, m) = (at(EPS), at(-EPS));
-            let fd = |a: f64, b: f64| (a - b) / (2.0 * EPS);
-            assert!(close(tv, fd(p.0, m.0), 1e-7));
-            assert!(close(tgx, fd(p.1 .0, m.1 .0), 1e-7), "{tgx}");
-            for k in 0..2 {
-                assert!(close(tgy[k], fd(p.1 .1[k], m.1 .1[k]), 1e-7), "{tgy:?}");
-            }
+            matches_differences(tangent, at);
         }
     }
 }
@@ -482,14 +492,8 @@ fn the_jvp_of_f_vjp_through_a_loop_is_the_derivative_of_f_vjp() {
     // overflow that panicked here in a debug build.
     for (x, y, ex, ey) in AT {
         let at = |t: f64| swept_vjp(x + t * ex, axpy(t, ey, y), 1.0);
-        let ((v, g), (tv, (tgx, tgy))) = swept_vjp_jvp(x, y, 1.0, ex, ey, 0.0);
+        let ((v, g), tangent) = swept_vjp_jvp(x, y, 1.0, ex, ey, 0.0);
         assert_eq!((v, g), swept_vjp(x, y, 1.0));
-        let (p, m) = (at(EPS), at(-EPS));
-        let fd = |a: f64, b: f64| (a - b) / (2.0 * EPS);
-        assert!(close(tv, fd(p.0, m.0), 1e-7));
-        assert!(close(tgx, fd(p.1 .0, m.1 .0), 1e-7), "{tgx}");
-        for k in 0..2 {
-            assert!(close(tgy[k], fd(p.1 .1[k], m.1 .1[k]), 1e-7), "{tgy:?}");
-        }
+        matches_differences(tangent, at);
     }
 }

@@ -299,40 +299,57 @@ fn is_keyword(s: &str) -> bool {
     )
 }
 
+/// A name in force while one function is printed, held by a thread
+/// local: [`Scoped::set`] returns a guard, and the name that was set
+/// before comes back when it drops, so the next function the macro
+/// expands in this thread starts without one, and a guard set within
+/// another's scope (a derive's, a method's) does not clear it.
+type Slot = std::thread::LocalKey<std::cell::RefCell<Option<syn::Ident>>>;
+
+/// The guard of a [`Slot`]: the slot, and the name it held before.
+pub struct Scoped(&'static Slot, Option<syn::Ident>);
+
+impl Scoped {
+    fn set(slot: &'static Slot, name: Option<syn::Ident>) -> Scoped {
+        Scoped(
+            slot,
+            slot.with(|p| std::mem::replace(&mut *p.borrow_mut(), name)),
+        )
+    }
+
+    fn get(slot: &'static Slot) -> Option<syn::Ident> {
+        slot.with(|p| p.borrow().clone())
+    }
+}
+
+impl Drop for Scoped {
+    fn drop(&mut self) {
+        let before = self.1.take();
+        self.0.with(|p| *p.borrow_mut() = before);
+    }
+}
+
 thread_local! {
     static FLOAT_PARAM: std::cell::RefCell<Option<syn::Ident>> =
+        const { std::cell::RefCell::new(None) };
+    static LANES: std::cell::RefCell<Option<syn::Ident>> =
         const { std::cell::RefCell::new(None) };
 }
 
 /// The user's name for [`Float::Generic`] (the `T` of `fn f<T: Float>`)
 /// while one generic function is lowered and printed: lowering reads `T`
-/// as that type, code generation spells it `T`. A guard: the name that
-/// was set before comes back when it drops, so the next function the
-/// macro expands in this thread starts without one, and a guard set
-/// within another's scope (a derive's, a method's) does not clear it.
-pub struct FloatParam(Option<syn::Ident>);
+/// as that type, code generation spells it `T`.
+pub struct FloatParam;
 
 impl FloatParam {
-    pub fn set(name: Option<syn::Ident>) -> FloatParam {
-        FloatParam(FLOAT_PARAM.with(|p| std::mem::replace(&mut *p.borrow_mut(), name)))
+    pub fn set(name: Option<syn::Ident>) -> Scoped {
+        Scoped::set(&FLOAT_PARAM, name)
     }
 
     /// The name, if a generic function is being expanded.
     pub fn get() -> Option<syn::Ident> {
-        FLOAT_PARAM.with(|p| p.borrow().clone())
+        Scoped::get(&FLOAT_PARAM)
     }
-}
-
-impl Drop for FloatParam {
-    fn drop(&mut self) {
-        let before = self.0.take();
-        FLOAT_PARAM.with(|p| *p.borrow_mut() = before);
-    }
-}
-
-thread_local! {
-    static LANES: std::cell::RefCell<Option<syn::Ident>> =
-        const { std::cell::RefCell::new(None) };
 }
 
 /// While set, linear code is printed in lanes: every linear real of type
@@ -340,24 +357,17 @@ thread_local! {
 /// parameter), so one run of a linear function carries `K` tangents
 /// (`apply_lanes`). Non-linear values (the tape, indices) are unchanged,
 /// and the linear forms need nothing else: `c * ẋ`, `ẋ + ẏ`, `-ẋ` and
-/// `ȧ[i] += ẋ` are `Lanes`' operators. A guard, as [`FloatParam`].
-pub struct LinearLanes(Option<syn::Ident>);
+/// `ȧ[i] += ẋ` are `Lanes`' operators.
+pub struct LinearLanes;
 
 impl LinearLanes {
-    pub fn set(k: Option<syn::Ident>) -> LinearLanes {
-        LinearLanes(LANES.with(|p| std::mem::replace(&mut *p.borrow_mut(), k)))
+    pub fn set(k: Option<syn::Ident>) -> Scoped {
+        Scoped::set(&LANES, k)
     }
 
     /// The lane count's name, while linear code is printed in lanes.
     pub fn get() -> Option<syn::Ident> {
-        LANES.with(|p| p.borrow().clone())
-    }
-}
-
-impl Drop for LinearLanes {
-    fn drop(&mut self) {
-        let before = self.0.take();
-        LANES.with(|p| *p.borrow_mut() = before);
+        Scoped::get(&LANES)
     }
 }
 
