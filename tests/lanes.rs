@@ -336,3 +336,20 @@ fn lanes_run_through_calls() {
         assert_eq!([jac[0][j], jac[1][j], jac[2][j]], [a, b, c], "column {j}");
     }
 }
+
+#[test]
+fn a_tangent_of_the_wrong_length_is_named_under_apply_lanes() {
+    let (x, w, data) = (values(4, 1), values(3, 2), values(4, 3));
+    let (_, lin) = smooth_lin(&x, &w, &data);
+    let err = std::panic::catch_unwind(|| {
+        let dx = vec![Lanes::<f64, 2>::zero(); 5];
+        let dw = vec![Lanes::zero(); 3];
+        lin.apply_lanes((dx, dw))
+    })
+    .expect_err("a tangent of 5 for an input of 4 panics");
+    let msg = err.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert!(
+        msg.contains("`apply_lanes` of `smooth_lin`'s linearization: the tangent of parameter 1 has the wrong length"),
+        "{msg}"
+    );
+}

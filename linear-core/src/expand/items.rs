@@ -1227,6 +1227,8 @@ struct Lengths {
     len_inits: Vec<TokenStream>,
     /// `apply`'s checks of its tangent arrays.
     tangent_checks: Vec<TokenStream>,
+    /// The same checks, as `apply_lanes` reports them.
+    lanes_checks: Vec<TokenStream>,
     /// `transpose`'s check of its cotangent array (if the result is one).
     ct_check: TokenStream,
 }
@@ -1248,7 +1250,8 @@ impl Lengths {
     ) -> Lengths {
         let name = &l.func.name;
         let lin_name = format!("{name}_lin");
-        let (mut len_inits, mut tangent_checks) = (Vec::new(), Vec::new());
+        let (mut len_inits, mut tangent_checks, mut lanes_checks) =
+            (Vec::new(), Vec::new(), Vec::new());
         let pieces = sig.pieces.iter().filter(|p| p.is_array());
         for (k, ((s, len), piece)) in sig.arrays().into_iter().zip(pieces).enumerate() {
             let field = format_ident!("__len{}", k);
@@ -1258,9 +1261,14 @@ impl Lengths {
                 len_inits.push(quote!(#field: #len));
                 let i = sig.active[piece.param].0 + 1;
                 let what = piece.describe(i);
-                let msg = format!("`LinearMap::apply` of `{lin_name}`'s linearization: the tangent of {what} has the wrong length");
                 let t = piece.of(&sig.tangent_part(piece.param, tangent), false);
-                tangent_checks.push(length_check(&t, &quote!(self.#field), &msg));
+                for (method, checks) in [
+                    ("LinearMap::apply", &mut tangent_checks),
+                    ("apply_lanes", &mut lanes_checks),
+                ] {
+                    let msg = format!("`{method}` of `{lin_name}`'s linearization: the tangent of {what} has the wrong length");
+                    checks.push(length_check(&t, &quote!(self.#field), &msg));
+                }
             }
         }
         // The cotangent of a result of run-time length has its length.
@@ -1276,6 +1284,7 @@ impl Lengths {
         Lengths {
             len_inits,
             tangent_checks,
+            lanes_checks,
             ct_check,
         }
     }
@@ -1346,11 +1355,12 @@ fn lin_items(
     let Lengths {
         len_inits,
         tangent_checks,
+        lanes_checks,
         ct_check,
     } = lengths;
     let apply_body = quote!({ #unpack #(#tangent_checks)* let #r = #apply; #conv });
-    let lanes = lanes
-        .map(|b| b.map(|apply| quote!({ #unpack #(#tangent_checks)* let #r = #apply; #conv })));
+    let lanes =
+        lanes.map(|b| b.map(|apply| quote!({ #unpack #(#lanes_checks)* let #r = #apply; #conv })));
     let tape_items = tape.items(map_name, sig, &map_doc, calls);
     let t_body = body_holding(out.transposed, &t_args, calls);
     let transpose_out = sig.pack_cotangents(names, t_body);
