@@ -7,7 +7,8 @@
 //! every loop `K` times. [`Lanes`] makes the `K` directions one value:
 //! `#[differentiable(lanes)]` adds `apply_lanes` to the linearization,
 //! the same residual code with every tangent float replaced by a
-//! `Lanes<f64, K>`. Each tape value is read once and scales all `K`
+//! `Lanes<f64, K>`, and `f_jvp_lanes`, forward mode itself in lanes (no
+//! tape), and, for inputs and results of fixed size, `f_jacobian`. Each tape value is read once and scales all `K`
 //! lanes, which LLVM turns into packed arithmetic over the lanes.
 //!
 //! Lane `j` of every result is exactly what `apply` returns for the

@@ -353,3 +353,69 @@ fn a_tangent_of_the_wrong_length_is_named_under_apply_lanes() {
         "{msg}"
     );
 }
+
+#[test]
+fn f_jvp_lanes_is_f_jvp_lane_by_lane() {
+    const K: usize = 3;
+    let n = 6;
+    let (x, w, data) = (values(n, 7), values(3, 8), values(n, 9));
+    let dirs: Vec<(Vec<f64>, Vec<f64>)> = (0..K)
+        .map(|j| (values(n, 30 + j as u64), values(3, 40 + j as u64)))
+        .collect();
+    let dx: Vec<Lanes<f64, K>> = (0..n)
+        .map(|i| Lanes(std::array::from_fn(|j| dirs[j].0[i])))
+        .collect();
+    let dw: Vec<Lanes<f64, K>> = (0..3)
+        .map(|i| Lanes(std::array::from_fn(|j| dirs[j].1[i])))
+        .collect();
+    let (y, dy) = smooth_jvp_lanes(&x, &w, &data, &dx, &dw);
+    assert_eq!(y, smooth(&x, &w, &data));
+    for (j, (a, b)) in dirs.iter().enumerate() {
+        let (_, want) = smooth_jvp(&x, &w, &data, a, b);
+        let got: Vec<f64> = dy.iter().map(|l| l[j]).collect();
+        assert_eq!(got, want, "lane {j}");
+    }
+    // Through a `while` loop, tuples and arrays; and in f32.
+    let u = Lanes::<f64, 6>::unit;
+    let (v, ([da, db], dt)) = spiral_jvp_lanes(
+        (0.3, -0.7),
+        [0.2, 0.9, -0.4],
+        1.1,
+        (u(0), u(1)),
+        [u(2), u(3), u(4)],
+        u(5),
+    );
+    assert_eq!(v, spiral((0.3, -0.7), [0.2, 0.9, -0.4], 1.1));
+    for j in 0..6 {
+        let mut e = [0.0; 6];
+        e[j] = 1.0;
+        let (_, ([a, b], t)) = spiral_jvp(
+            (0.3, -0.7),
+            [0.2, 0.9, -0.4],
+            1.1,
+            (e[0], e[1]),
+            [e[2], e[3], e[4]],
+            e[5],
+        );
+        assert_eq!([da[j], db[j], dt[j]], [a, b, t], "lane {j}");
+    }
+    let (_, (ds, dt)) = spiral32_jvp_lanes(0.4, 0.8, Lanes([1.0f32, 0.0]), Lanes([0.0f32, 1.0]));
+    assert_eq!((ds[0], dt[0]), spiral32_jvp(0.4, 0.8, 1.0, 0.0).1);
+    assert_eq!((ds[1], dt[1]), spiral32_jvp(0.4, 0.8, 0.0, 1.0).1);
+}
+
+#[test]
+fn f_jvp_lanes_runs_through_calls() {
+    let (q, lengths) = ([0.3, -0.9, 1.4], (1.0, 0.6));
+    let u = Lanes::<f64, 5>::unit;
+    let (y, ([dx, dy], dh)) =
+        arm_of_links_jvp_lanes(&q, lengths, &[u(0), u(1), u(2)], (u(3), u(4)));
+    assert_eq!(y, arm_of_links(&q, lengths));
+    let (_, jac) = arm_of_links_jacobian(&q, lengths);
+    for j in 0..5 {
+        let col = [dx[j], dy[j], dh[j]];
+        for i in 0..3 {
+            assert!((col[i] - jac[i][j]).abs() <= 1e-14, "J[{i}][{j}]");
+        }
+    }
+}

@@ -11,7 +11,7 @@ use std::ops::{Add, Div, Mul, Neg, Sub};
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use linear_ad::LinearMap;
+use linear_ad::{Lanes, LinearMap};
 use linear_ad_bench::*;
 use nalgebra::SVector;
 use num_dual::{Dual64, DualNum, DualSVec64};
@@ -507,9 +507,11 @@ fn bundle_adjustment(c: &mut Criterion) {
             assert_eq!((vc, vx, vw), (dc, dx, dw));
         }
         let (_, jac) = reprojection_jacobian(*cam, *x, *w, *feat);
+        let (_, cols) = jvp_lanes_columns(cam, x, *w, *feat);
         for i in 0..2 {
             for j in 0..15 {
                 close(jac[i][j], nd[i][j], "BA f_jacobian vs num-dual");
+                close(cols[i][j], nd[i][j], "BA f_jvp_lanes vs num-dual");
             }
         }
     }
@@ -571,6 +573,13 @@ fn bundle_adjustment(c: &mut Criterion) {
             }
         })
     });
+    g.bench_function("linear_ad_jvp_lanes", |b| {
+        b.iter(|| {
+            for (cam, x, w, feat) in black_box(&obs) {
+                black_box(jvp_lanes_columns(cam, x, *w, *feat));
+            }
+        })
+    });
     g.bench_function("num_dual", |b| {
         b.iter(|| {
             for (cam, x, w, feat) in black_box(&obs) {
@@ -590,6 +599,20 @@ fn bundle_adjustment(c: &mut Criterion) {
         })
     });
     g.finish();
+}
+
+/// The residual and its 15 Jacobian columns from one `f_jvp_lanes` run
+/// (lane `j` seeded with input `j`; no tape).
+fn jvp_lanes_columns(
+    cam: &[f64; 11],
+    x: &[f64; 3],
+    w: f64,
+    feat: [f64; 2],
+) -> ([f64; 2], [Lanes<f64, 15>; 2]) {
+    let u = Lanes::<f64, 15>::unit;
+    let dc: [Lanes<f64, 15>; 11] = std::array::from_fn(u);
+    let dx: [Lanes<f64, 15>; 3] = std::array::from_fn(|i| u(11 + i));
+    reprojection_jvp_lanes(*cam, *x, w, feat, dc, dx, u(14))
 }
 
 fn flat(o: &Observation) -> [f64; 15] {

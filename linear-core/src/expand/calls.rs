@@ -198,6 +198,14 @@ impl CallGen for Calls<'_> {
                 if stage == "jvp" {
                     let slots = slots(lin, names)?;
                     let dr_ir = result_to_ir(quote!(#dr), &site.ret, names);
+                    // In `f_jvp_lanes`, the callee's own.
+                    let c_jvp = match crate::codegen::LinearLanes::get() {
+                        Some(k) => {
+                            let name = syn::Ident::new("__jvp_lanes", span);
+                            quote_spanned!(span=> <#ty>::#name::<#k>)
+                        }
+                        None => c_jvp,
+                    };
                     quote!({ #unread let (#r, #dr) = #c_jvp(#(#args,)* #(#slots,)*); (#r_ir, #dr_ir) })
                 } else {
                     quote!({ #unread let (#r, #l) = #c_lin(#(#args,)*); (#r_ir, #l) })

@@ -239,12 +239,24 @@ pub(super) fn companions(
         quote!((#(#owned_tangents,)*))
     };
     let (ct, transpose_body, per_param_ty) = transpose_parts(params, &crossings, active.len());
-    // A caller's `apply_lanes` applies `f`'s, `K` tangents per slot.
+    // A caller's `apply_lanes` and `f_jvp_lanes` call `f`'s, `K` tangents
+    // per slot (a free function's: methods have no lanes).
     let apply_lanes = lanes.then(|| {
         let k = syn::Ident::new("__K", Span::mixed_site());
         let ret_lanes = crate::codegen::in_lanes(ret_tan, &k);
-        let slots = apply_slots.iter().map(|t| crate::codegen::in_lanes(t, &k));
+        let lanes_of = |ts: &[TokenStream]| -> Vec<TokenStream> {
+            ts.iter().map(|t| crate::codegen::in_lanes(t, &k)).collect()
+        };
+        let (slots, jvp_lane_slots) = (lanes_of(&apply_slots), lanes_of(&jvp_slots));
+        let jvp_lanes = format_ident!("{}_jvp_lanes", fname);
         quote! {
+            #[inline]
+            pub fn __jvp_lanes<const #k: usize>(#(#a: #tys,)* #(#d: #jvp_lane_slots,)*) -> (#ret_ty, #ret_lanes) {
+                #(let _ = #constants;)*
+                #(#rebuild)*
+                #jvp_lanes(#(#pass,)* #(#tangents,)*)
+            }
+
             #[inline]
             pub fn __apply_lanes<const #k: usize>(&self, #(#d: #slots,)*) -> #ret_lanes {
                 #(let _ = #constants;)*

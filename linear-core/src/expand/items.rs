@@ -866,9 +866,14 @@ pub(super) fn generate(
         jvp_item(item, l, &sig, out.jvp, &calls, &mut names)
     };
     let vjp_fn = vjp_item(item, l, &sig);
-    // `f_jacobian` where the user asked for lanes and the sizes are fixed.
+    // `f_jvp_lanes`, and `f_jacobian` where the sizes are fixed, where the
+    // user asked for lanes.
     let jacobian = match (passes.lanes, owner) {
-        (LanesAsk::Asked(_), Owner::Free) if lin.lanes => lanes::jacobian(item, l, &sig),
+        (LanesAsk::Asked(_), Owner::Free) if lin.lanes => {
+            let jvp = lanes::jvp_item(item, l, &sig, out.jvp, (&calls, &mut names));
+            let jac = lanes::jacobian(item, l, &sig);
+            Some(quote!(#jvp #jac))
+        }
         _ => None,
     };
     // Other differentiable functions cannot pass arrays read by index,
@@ -908,6 +913,11 @@ pub(super) fn generate(
     let hessian = directional
         .is_some()
         .then(|| second::hessian(item, &sig, (vjp_lin, vjp_lanes)));
+    // Callers reach a free function's `f_jvp_lanes` and `apply_lanes`
+    // where the user asked for lanes (not the `apply_lanes` `f_hessian`
+    // asks of a derived `f_vjp`, which no caller sees).
+    let companion_lanes =
+        lin.lanes && matches!(passes.lanes, LanesAsk::Asked(_)) && matches!(owner, Owner::Free);
     let companions = if callable {
         let float = (sig.float.decl(None), &sig.float.where_clause);
         let c = companions(
@@ -917,7 +927,7 @@ pub(super) fn generate(
             (&sig.ret_ty, &sig.ret_tan),
             &sig.active,
             &sig.allow,
-            (owner.callee_type(), lin.lanes),
+            (owner.callee_type(), companion_lanes),
         );
         let m = owner.method_impl(&item.sig.ident, &map_name, float);
         quote!(#c #m)
