@@ -1,10 +1,9 @@
 //! `#[differentiable(lanes)]`: the linearization's `apply_lanes`, the
 //! residual printed with every tangent float a `linear_ad::Lanes<T, K>`
 //! ([`crate::codegen::LinearLanes`]), `f_jvp_lanes`, J(f) printed the
-//! same way, and `f_jacobian`, which seeds lane
-//! `j` with the `j`-th unit vector and reads the Jacobian off runs of up
-//! to 16 lanes.
-//! `f_hessian` uses `f_vjp_lin`'s `apply_lanes` the same way
+//! same way, and `f_jacobian`, which seeds lane `j` with the `j`-th unit
+//! vector and reads the Jacobian off runs of up to 16 lanes. `f_hessian`
+//! uses `f_vjp_lin`'s `apply_lanes` the same way
 //! ([`super::second`]).
 //!
 //! Nothing here differentiates: `apply_lanes` is `apply`'s code, the
@@ -37,18 +36,10 @@ pub(super) fn refusal(
     residual: &Func,
     calls: &Calls,
 ) -> Option<(String, Option<proc_macro2::Span>)> {
-    fn has_struct(s: &Shape) -> bool {
-        match s {
-            Shape::Struct(_) => true,
-            Shape::Float(_) => false,
-            Shape::Tuple(ss) => ss.iter().any(has_struct),
-            Shape::Array(s, _) | Shape::Slice(s, _) => has_struct(s),
-        }
-    }
     if crate::codegen::FloatParam::get().is_some() {
         return Some(("`lanes` needs a concrete float type (`f64` or `f32`): `apply_lanes` of a function generic in its float type is not supported".into(), None));
     }
-    if sig.active.iter().any(|(_, s)| has_struct(s)) || has_struct(&l.ret) {
+    if sig.active.iter().any(|(_, s)| s.has_struct()) || l.ret.has_struct() {
         return Some(("`lanes` needs tangents of floats, tuples and arrays: `apply_lanes` of a function taking or returning a struct is not supported yet".into(), None));
     }
     let mut why = None;
