@@ -419,3 +419,30 @@ fn f_jvp_lanes_runs_through_calls() {
         }
     }
 }
+
+/// A loop whose reverse sweep replays its states from snapshots: the
+/// residual's loops, and so the lanes, are the same under every policy.
+#[differentiable(lanes, checkpoint = "binomial", snapshots = 3)]
+fn orbit(x: f64, y: f64) -> f64 {
+    let mut s = (x, y);
+    for _ in 0..20 {
+        s = (s.0 + 0.1 * s.1.sin(), s.1 - 0.1 * s.0.cos());
+    }
+    s.0 * s.1
+}
+
+#[test]
+fn lanes_under_binomial_checkpointing() {
+    let (v, lin) = orbit_lin(0.3, -1.2);
+    assert_eq!(v, orbit(0.3, -1.2));
+    let d = lin.apply_lanes((Lanes([1.0, 0.0, 0.5]), Lanes([0.0, 1.0, -2.0])));
+    for (j, t) in [(1.0, 0.0), (0.0, 1.0), (0.5, -2.0)]
+        .into_iter()
+        .enumerate()
+    {
+        assert_eq!(d[j], lin.apply(t), "lane {j}");
+    }
+    let (_, jac) = orbit_jacobian(0.3, -1.2);
+    let (_, (gx, gy)) = orbit_vjp(0.3, -1.2, 1.0);
+    assert!((jac[0][0] - gx).abs() <= 1e-13 && (jac[0][1] - gy).abs() <= 1e-13);
+}
