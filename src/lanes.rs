@@ -40,8 +40,27 @@
 use core::ops::{Add, AddAssign, Index, IndexMut, Mul, Neg, Sub};
 
 /// `K` tangents (or cotangents) of one float, one per lane, computed
-/// together: the tangent type of `apply_lanes`
-/// ([module documentation](self)).
+/// together: the tangent floats of `f_jvp_lanes` and `apply_lanes`,
+/// which `#[differentiable(lanes)]` generates (see
+/// [`differentiable`](crate::differentiable)). Lane `j` of a result is
+/// what `f_jvp` or `apply` gives for lane `j` of the tangents, bit for
+/// bit.
+///
+/// ```
+/// use linear_ad::{differentiable, Lanes, LinearMap};
+///
+/// #[differentiable(lanes)]
+/// fn polar(r: f64, t: f64) -> (f64, f64) {
+///     (r * t.cos(), r * t.sin())
+/// }
+///
+/// // Both columns of the 2×2 Jacobian in one run: lane j is ∂/∂(input j).
+/// let (_, (dx, dy)) = polar_jvp_lanes(2.0, 0.5, Lanes::<f64, 2>::unit(0), Lanes::unit(1));
+/// assert_eq!([dx[0], dy[0]], [0.5f64.cos(), 0.5f64.sin()]);
+/// let (_, lin) = polar_lin(2.0, 0.5);
+/// assert_eq!(dx[1], lin.apply((0.0, 1.0)).0);
+/// assert_eq!(polar_jacobian(2.0, 0.5).1, [dx.0, dy.0]);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Lanes<T, const K: usize>(pub [T; K]);
 
