@@ -75,6 +75,29 @@ fn values(n: usize, seed: u64) -> Vec<f64> {
         .collect()
 }
 
+/// `K` random directions for `smooth`'s `x` (`n` long) and `w` (3 long),
+/// one by one and held lane-wise.
+#[allow(clippy::type_complexity)]
+fn directions<const K: usize>(
+    n: usize,
+    seed: u64,
+) -> (
+    Vec<(Vec<f64>, Vec<f64>)>,
+    Vec<Lanes<f64, K>>,
+    Vec<Lanes<f64, K>>,
+) {
+    let dirs: Vec<(Vec<f64>, Vec<f64>)> = (0..K as u64)
+        .map(|j| (values(n, seed + j), values(3, seed + 100 + j)))
+        .collect();
+    let dx = (0..n)
+        .map(|i| Lanes(std::array::from_fn(|j| dirs[j].0[i])))
+        .collect();
+    let dw = (0..3)
+        .map(|i| Lanes(std::array::from_fn(|j| dirs[j].1[i])))
+        .collect();
+    (dirs, dx, dw)
+}
+
 #[test]
 fn each_lane_is_apply_of_that_lane_bit_for_bit() {
     const K: usize = 5;
@@ -82,16 +105,7 @@ fn each_lane_is_apply_of_that_lane_bit_for_bit() {
     let (x, w, data) = (values(n, 1), values(3, 2), values(n, 3));
     let (y, lin) = smooth_lin(&x, &w, &data);
     assert_eq!(y, smooth(&x, &w, &data));
-    // K random directions, held lane-wise.
-    let dirs: Vec<(Vec<f64>, Vec<f64>)> = (0..K)
-        .map(|j| (values(n, 10 + j as u64), values(3, 20 + j as u64)))
-        .collect();
-    let dx: Vec<Lanes<f64, K>> = (0..n)
-        .map(|i| Lanes(std::array::from_fn(|j| dirs[j].0[i])))
-        .collect();
-    let dw: Vec<Lanes<f64, K>> = (0..3)
-        .map(|i| Lanes(std::array::from_fn(|j| dirs[j].1[i])))
-        .collect();
+    let (dirs, dx, dw) = directions::<K>(n, 10);
     let dy = lin.apply_lanes((dx, dw));
     assert_eq!(dy.len(), y.len());
     for (j, (a, b)) in dirs.iter().enumerate() {
@@ -359,15 +373,7 @@ fn f_jvp_lanes_is_f_jvp_lane_by_lane() {
     const K: usize = 3;
     let n = 6;
     let (x, w, data) = (values(n, 7), values(3, 8), values(n, 9));
-    let dirs: Vec<(Vec<f64>, Vec<f64>)> = (0..K)
-        .map(|j| (values(n, 30 + j as u64), values(3, 40 + j as u64)))
-        .collect();
-    let dx: Vec<Lanes<f64, K>> = (0..n)
-        .map(|i| Lanes(std::array::from_fn(|j| dirs[j].0[i])))
-        .collect();
-    let dw: Vec<Lanes<f64, K>> = (0..3)
-        .map(|i| Lanes(std::array::from_fn(|j| dirs[j].1[i])))
-        .collect();
+    let (dirs, dx, dw) = directions::<K>(n, 30);
     let (y, dy) = smooth_jvp_lanes(&x, &w, &data, &dx, &dw);
     assert_eq!(y, smooth(&x, &w, &data));
     for (j, (a, b)) in dirs.iter().enumerate() {
