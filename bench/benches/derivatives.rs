@@ -486,35 +486,7 @@ fn observations(n: usize) -> Vec<Observation> {
 
 fn bundle_adjustment(c: &mut Criterion) {
     let obs = observations(64);
-    // Correctness: the three ways of building the Jacobian agree with
-    // num-dual's.
-    for (cam, x, w, feat) in &obs[..4] {
-        let (_, lin) = reprojection_lin(*cam, *x, *w, *feat);
-        let nd = nd_jacobian(cam, x, *w, *feat);
-        let (_, hand) = reprojection_jacobian_hand(*cam, *x, *w, *feat);
-        for i in 0..2 {
-            close_all(&hand[i], &nd[i], "BA hand-written Jacobian vs num-dual");
-        }
-        for i in 0..2 {
-            let mut ybar = [0.0; 2];
-            ybar[i] = 1.0;
-            let (dc, dx, dw) = lin.transpose(ybar);
-            let row: Vec<f64> = dc.iter().chain(&dx).copied().chain([dw]).collect();
-            for j in 0..15 {
-                close(row[j], nd[i][j], "BA Jacobian vs num-dual");
-            }
-            let (_, (vc, vx, vw)) = reprojection_vjp(*cam, *x, *w, *feat, ybar);
-            assert_eq!((vc, vx, vw), (dc, dx, dw));
-        }
-        let (_, jac) = reprojection_jacobian(*cam, *x, *w, *feat);
-        let (_, cols) = jvp_lanes_columns(cam, x, *w, *feat);
-        for i in 0..2 {
-            for j in 0..15 {
-                close(jac[i][j], nd[i][j], "BA f_jacobian vs num-dual");
-                close(cols[i][j], nd[i][j], "BA f_jvp_lanes vs num-dual");
-            }
-        }
-    }
+    check_ba_jacobians(&obs);
     let mut g = c.benchmark_group("ba_jacobian_64_observations");
     g.bench_function("primal", |b| {
         b.iter(|| {
@@ -613,6 +585,38 @@ fn jvp_lanes_columns(
     let dc: [Lanes<f64, 15>; 11] = std::array::from_fn(u);
     let dx: [Lanes<f64, 15>; 3] = std::array::from_fn(|i| u(11 + i));
     reprojection_jvp_lanes(*cam, *x, w, feat, dc, dx, u(14))
+}
+
+/// Correctness, before anything is timed: every way of building the BA
+/// Jacobian agrees with num-dual's.
+fn check_ba_jacobians(obs: &[Observation]) {
+    for (cam, x, w, feat) in &obs[..4] {
+        let (_, lin) = reprojection_lin(*cam, *x, *w, *feat);
+        let nd = nd_jacobian(cam, x, *w, *feat);
+        let (_, hand) = reprojection_jacobian_hand(*cam, *x, *w, *feat);
+        for i in 0..2 {
+            close_all(&hand[i], &nd[i], "BA hand-written Jacobian vs num-dual");
+        }
+        for i in 0..2 {
+            let mut ybar = [0.0; 2];
+            ybar[i] = 1.0;
+            let (dc, dx, dw) = lin.transpose(ybar);
+            let row: Vec<f64> = dc.iter().chain(&dx).copied().chain([dw]).collect();
+            for j in 0..15 {
+                close(row[j], nd[i][j], "BA Jacobian vs num-dual");
+            }
+            let (_, (vc, vx, vw)) = reprojection_vjp(*cam, *x, *w, *feat, ybar);
+            assert_eq!((vc, vx, vw), (dc, dx, dw));
+        }
+        let (_, jac) = reprojection_jacobian(*cam, *x, *w, *feat);
+        let (_, cols) = jvp_lanes_columns(cam, x, *w, *feat);
+        for i in 0..2 {
+            for j in 0..15 {
+                close(jac[i][j], nd[i][j], "BA f_jacobian vs num-dual");
+                close(cols[i][j], nd[i][j], "BA f_jvp_lanes vs num-dual");
+            }
+        }
+    }
 }
 
 fn flat(o: &Observation) -> [f64; 15] {

@@ -371,17 +371,6 @@ impl LinearLanes {
     }
 }
 
-/// The Rust type of a linear real of type `float`: `float_ty`, or its
-/// lanes while [`LinearLanes`] is set (never for a generic float, which
-/// `apply_lanes` does not support).
-fn lin_float_ty(float: Float) -> TokenStream {
-    let t = float_ty(float);
-    match (LinearLanes::get(), float) {
-        (Some(k), Float::F64 | Float::F32) => quote!(::linear_ad::Lanes<#t, #k>),
-        (_, Float::F64 | Float::F32 | Float::Generic) => t,
-    }
-}
-
 /// A tangent type with each float type (`f64`, `f32`) replaced by its
 /// lanes, `linear_ad::Lanes<f64, K>`.
 pub fn in_lanes(t: &TokenStream, k: &impl quote::ToTokens) -> TokenStream {
@@ -405,27 +394,10 @@ pub fn in_lanes(t: &TokenStream, k: &impl quote::ToTokens) -> TokenStream {
 /// ([`crate::lower::owned_array`]), its reals in lanes while
 /// [`LinearLanes`] is set.
 fn lin_ty(t: &Ty) -> TokenStream {
-    if LinearLanes::get().is_none() {
-        return crate::lower::owned_array(t);
-    }
-    match t {
-        Ty::Real(f) => lin_float_ty(*f),
-        Ty::Tuple(ts) => {
-            let ts = ts.iter().map(lin_ty);
-            quote!((#(#ts,)*))
-        }
-        Ty::Array(e, Some(n)) => {
-            let (e, n) = (lin_ty(e), Literal::usize_unsuffixed(*n as usize));
-            quote!([#e; #n])
-        }
-        Ty::Array(e, None) => {
-            let e = lin_ty(e);
-            quote!(::linear_ad::__private::Vec<#e>)
-        }
-        // Never linear (the checker forbids it).
-        Ty::Int | Ty::Bool | Ty::Sum(_) | Ty::List(..) | Ty::Tape(_) => {
-            crate::lower::owned_array(t)
-        }
+    let owned = crate::lower::owned_array(t);
+    match LinearLanes::get() {
+        Some(k) => in_lanes(&owned, &k),
+        None => owned,
     }
 }
 
@@ -538,12 +510,12 @@ fn std_constant(v: f64, float: Float) -> Option<&'static str> {
 /// The zero of a linear type (in lanes while [`LinearLanes`] is set).
 pub fn zero(t: &Ty) -> TokenStream {
     match t {
-        Ty::Real(f) => match (LinearLanes::get(), f) {
-            (Some(_), Float::F64 | Float::F32) => {
-                let l = lin_float_ty(*f);
+        Ty::Real(f) => match LinearLanes::get() {
+            Some(_) => {
+                let l = lin_ty(t);
                 quote!(<#l>::zero())
             }
-            (_, Float::F64 | Float::F32 | Float::Generic) => float_lit(0.0, *f),
+            None => float_lit(0.0, *f),
         },
         Ty::Tuple(ts) => {
             let zs = ts.iter().map(zero);

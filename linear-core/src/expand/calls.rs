@@ -182,8 +182,17 @@ impl CallGen for Calls<'_> {
             let name = syn::Ident::new(name, span);
             quote_spanned!(span=> <#ty>::#name)
         };
-        let (c_jvp, c_lin) = (f("__jvp"), f("__lin"));
-        let (c_apply, c_transpose) = (f("__apply"), f("__transpose"));
+        // In `f_jvp_lanes` and `apply_lanes`, the callee's own
+        // (`items::lanes::refusal` checked that its signature has them).
+        let lanes = |name: &str, plain: &str| match crate::codegen::LinearLanes::get() {
+            Some(k) => {
+                let name = syn::Ident::new(name, span);
+                quote_spanned!(span=> <#ty>::#name::<#k>)
+            }
+            None => f(plain),
+        };
+        let (c_jvp, c_lin) = (lanes("__jvp_lanes", "__jvp"), f("__lin"));
+        let (c_apply, c_transpose) = (lanes("__apply_lanes", "__apply"), f("__transpose"));
         let slots = |vals: &[syn::Ident], names: &mut Names| tangent_slots(site, vals, names);
         let r = syn::Ident::new("__r", Span::mixed_site());
         let dr = syn::Ident::new("__dr", Span::mixed_site());
@@ -198,14 +207,6 @@ impl CallGen for Calls<'_> {
                 if stage == "jvp" {
                     let slots = slots(lin, names)?;
                     let dr_ir = result_to_ir(quote!(#dr), &site.ret, names);
-                    // In `f_jvp_lanes`, the callee's own.
-                    let c_jvp = match crate::codegen::LinearLanes::get() {
-                        Some(k) => {
-                            let name = syn::Ident::new("__jvp_lanes", span);
-                            quote_spanned!(span=> <#ty>::#name::<#k>)
-                        }
-                        None => c_jvp,
-                    };
                     quote!({ #unread let (#r, #dr) = #c_jvp(#(#args,)* #(#slots,)*); (#r_ir, #dr_ir) })
                 } else {
                     quote!({ #unread let (#r, #l) = #c_lin(#(#args,)*); (#r_ir, #l) })
@@ -214,15 +215,6 @@ impl CallGen for Calls<'_> {
             "jvp.lin" => {
                 let tape = nl.first()?;
                 let slots = slots(lin, names)?;
-                // In `apply_lanes`, the callee's own lanes (its
-                // signature says it has them: `items::lanes::refusal`).
-                let c_apply = match crate::codegen::LinearLanes::get() {
-                    Some(k) => {
-                        let name = syn::Ident::new("__apply_lanes", span);
-                        quote_spanned!(span=> <#ty>::#name::<#k>)
-                    }
-                    None => c_apply,
-                };
                 quote!({ let #r = #c_apply(&#tape, #(#slots,)*); #r_ir })
             }
             "jvp.lin.t" => {

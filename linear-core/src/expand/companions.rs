@@ -239,41 +239,30 @@ pub(super) fn companions(
         quote!((#(#owned_tangents,)*))
     };
     let (ct, transpose_body, per_param_ty) = transpose_parts(params, &crossings, active.len());
+    let forward = Forward {
+        a: &a,
+        tys: &tys,
+        d: &d,
+        slots: (&jvp_slots, &apply_slots),
+        constants: &constants,
+        rebuild: &rebuild,
+        call: (&jvp_name, &pass, &tangents),
+        packed: &packed,
+        ret: (ret_ty, ret_tan),
+    };
+    let plain = forward.items(None);
     // A caller's `apply_lanes` and `f_jvp_lanes` call `f`'s, `K` tangents
     // per slot (a free function's: methods have no lanes).
-    let apply_lanes = lanes.then(|| {
+    let lanes = lanes.then(|| {
+        let lanes_name = format_ident!("{}_jvp_lanes", fname);
         let k = syn::Ident::new("__K", Span::mixed_site());
-        let ret_lanes = crate::codegen::in_lanes(ret_tan, &k);
-        let lanes_of = |ts: &[TokenStream]| -> Vec<TokenStream> {
-            ts.iter().map(|t| crate::codegen::in_lanes(t, &k)).collect()
-        };
-        let (slots, jvp_lane_slots) = (lanes_of(&apply_slots), lanes_of(&jvp_slots));
-        let jvp_lanes = format_ident!("{}_jvp_lanes", fname);
-        quote! {
-            #[inline]
-            pub fn __jvp_lanes<const #k: usize>(#(#a: #tys,)* #(#d: #jvp_lane_slots,)*) -> (#ret_ty, #ret_lanes) {
-                #(let _ = #constants;)*
-                #(#rebuild)*
-                #jvp_lanes(#(#pass,)* #(#tangents,)*)
-            }
-
-            #[inline]
-            pub fn __apply_lanes<const #k: usize>(&self, #(#d: #slots,)*) -> #ret_lanes {
-                #(let _ = #constants;)*
-                self.apply_lanes(#packed)
-            }
-        }
+        forward.items(Some((&k, &quote!(#lanes_name))))
     });
     quote! {
         #[doc(hidden)]
         #allow
         impl #generics #map_name #generics #where_clause {
-            #[inline]
-            pub fn __jvp(#(#a: #tys,)* #(#d: #jvp_slots,)*) -> (#ret_ty, #ret_tan) {
-                #(let _ = #constants;)*
-                #(#rebuild)*
-                #jvp_name(#(#pass,)* #(#tangents,)*)
-            }
+            #plain
 
             #[inline]
             pub fn __lin(#(#a: #tys,)*) -> (#ret_ty, Self) {
@@ -282,17 +271,78 @@ pub(super) fn companions(
             }
 
             #[inline]
-            pub fn __apply(&self, #(#d: #apply_slots,)*) -> #ret_tan {
-                #(let _ = #constants;)*
-                ::linear_ad::LinearMap::apply(self, #packed)
-            }
-
-            #[inline]
             pub fn __transpose(&self, #ct: #ret_tan) -> (#(#per_param_ty,)*) {
                 #transpose_body
             }
 
-            #apply_lanes
+            #lanes
+        }
+    }
+}
+
+/// What `__jvp` and `__apply` are made of ([`companions`]): the value
+/// parameters and their types, the tangent slots and their types (of
+/// `__jvp`, of `__apply`), the constant slots, the statements rebuilding
+/// crossed structs, the call of `f_jvp` with its arguments and tangents,
+/// `apply`'s packed tangent, and the result and its tangent's type.
+struct Forward<'a> {
+    a: &'a [syn::Ident],
+    tys: &'a [TokenStream],
+    d: &'a [syn::Ident],
+    slots: (&'a [TokenStream], &'a [TokenStream]),
+    constants: &'a [&'a syn::Ident],
+    rebuild: &'a [TokenStream],
+    call: (&'a TokenStream, &'a [TokenStream], &'a [TokenStream]),
+    packed: &'a TokenStream,
+    ret: (&'a TokenStream, &'a TokenStream),
+}
+
+impl Forward<'_> {
+    /// `__jvp` and `__apply`; with `lanes` (the lane count's name and
+    /// `f_jvp_lanes`), `__jvp_lanes` and `__apply_lanes`: the same bodies,
+    /// each float of the slots and the result in lanes, calling
+    /// `f_jvp_lanes` and `apply_lanes`.
+    fn items(&self, lanes: Option<(&syn::Ident, &TokenStream)>) -> TokenStream {
+        let (a, tys, d, constants, rebuild) =
+            (self.a, self.tys, self.d, self.constants, self.rebuild);
+        let (jvp_name, pass, tangents) = self.call;
+        let (ret_ty, packed) = (self.ret.0, self.packed);
+        let in_lanes = |t: &TokenStream| match lanes {
+            Some((k, _)) => crate::codegen::in_lanes(t, k),
+            None => t.clone(),
+        };
+        let ret_tan = in_lanes(self.ret.1);
+        let jvp_slots = self.slots.0.iter().map(in_lanes);
+        let apply_slots = self.slots.1.iter().map(in_lanes);
+        let (jvp, apply, generics, jvp_name, applied) = match lanes {
+            Some((k, lanes_name)) => (
+                quote!(__jvp_lanes),
+                quote!(__apply_lanes),
+                quote!(<const #k: usize>),
+                lanes_name,
+                quote!(self.apply_lanes(#packed)),
+            ),
+            None => (
+                quote!(__jvp),
+                quote!(__apply),
+                quote!(),
+                jvp_name,
+                quote!(::linear_ad::LinearMap::apply(self, #packed)),
+            ),
+        };
+        quote! {
+            #[inline]
+            pub fn #jvp #generics (#(#a: #tys,)* #(#d: #jvp_slots,)*) -> (#ret_ty, #ret_tan) {
+                #(let _ = #constants;)*
+                #(#rebuild)*
+                #jvp_name(#(#pass,)* #(#tangents,)*)
+            }
+
+            #[inline]
+            pub fn #apply #generics (&self, #(#d: #apply_slots,)*) -> #ret_tan {
+                #(let _ = #constants;)*
+                #applied
+            }
         }
     }
 }

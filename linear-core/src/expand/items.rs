@@ -850,32 +850,17 @@ pub(super) fn generate(
     let map_name = owner.map_name(&item.sig.ident);
     // The forward pass `f_lin` and `f_vjp` share.
     let fwd_body = body(out.forward, &sig.primal_ir, &calls);
-    let lin = lin_items(
-        item,
-        l,
-        &sig,
-        &out,
-        (&fwd_body, passes.lanes),
-        &map_name,
-        &calls,
-        &mut names,
-    )?;
+    let fwd = (&fwd_body, passes.lanes);
+    let lin = lin_items(item, l, &sig, &out, fwd, &map_name, &calls, &mut names)?;
     let jvp_fn = if lin.shares_jvp && sig.tangents_owned() {
         shared_jvp_item(item, &sig)
     } else {
         jvp_item(item, l, &sig, out.jvp, &calls, &mut names)
     };
     let vjp_fn = vjp_item(item, l, &sig);
-    // `f_jvp_lanes`, and `f_jacobian` where the sizes are fixed, where the
-    // user asked for lanes.
-    let jacobian = match (passes.lanes, owner) {
-        (LanesAsk::Asked(_), Owner::Free) if lin.lanes => {
-            let jvp = lanes::jvp_item(item, l, &sig, out.jvp, (&calls, &mut names));
-            let jac = lanes::jacobian(item, l, &sig);
-            Some(quote!(#jvp #jac))
-        }
-        _ => None,
-    };
+    let public_lanes = lanes::public(passes.lanes, owner, lin.lanes);
+    let jacobian =
+        public_lanes.then(|| lanes::free_items(item, l, &sig, out.jvp, (&calls, &mut names)));
     // Other differentiable functions cannot pass arrays read by index,
     // nor structs in tuples or arrays, yet: no companions to call. They
     // can receive any result: a caller owns an array result as its own IR
@@ -913,11 +898,6 @@ pub(super) fn generate(
     let hessian = directional
         .is_some()
         .then(|| second::hessian(item, &sig, (vjp_lin, vjp_lanes)));
-    // Callers reach a free function's `f_jvp_lanes` and `apply_lanes`
-    // where the user asked for lanes (not the `apply_lanes` `f_hessian`
-    // asks of a derived `f_vjp`, which no caller sees).
-    let companion_lanes =
-        lin.lanes && matches!(passes.lanes, LanesAsk::Asked(_)) && matches!(owner, Owner::Free);
     let companions = if callable {
         let float = (sig.float.decl(None), &sig.float.where_clause);
         let c = companions(
@@ -927,7 +907,7 @@ pub(super) fn generate(
             (&sig.ret_ty, &sig.ret_tan),
             &sig.active,
             &sig.allow,
-            (owner.callee_type(), companion_lanes),
+            (owner.callee_type(), public_lanes),
         );
         let m = owner.method_impl(&item.sig.ident, &map_name, float);
         quote!(#c #m)
@@ -1346,16 +1326,7 @@ fn lin_items(
     args.extend(ts.into_iter().map(|t| (t, Hold::Owned)));
     let apply = body_holding(out.residual, &args, calls);
     let conv = from_ir(quote!(#r), &l.ret, names);
-    let lanes = match (lanes, lanes::refusal(sig, l, out.residual, calls)) {
-        (LanesAsk::No, _) | (LanesAsk::Quiet, Some(_)) => None,
-        (LanesAsk::Asked(span), Some((why, at))) => Some(Err(
-            quote::quote_spanned!(at.unwrap_or(span)=> ::core::compile_error!(#why);),
-        )),
-        (LanesAsk::Asked(_) | LanesAsk::Quiet, None) => {
-            let _lanes = crate::codegen::LinearLanes::set(Some(lanes::count()));
-            Some(Ok(body_holding(out.residual, &args, calls)))
-        }
-    };
+    let lanes = lanes::residual(lanes, (sig, l), out.residual, (&args, calls));
     let has_lanes = matches!(lanes, Some(Ok(_)));
 
     let ct_ir = result_to_ir(quote!(#cotangent), &l.ret, names);

@@ -121,21 +121,12 @@ pub(super) fn callees(
     let groups = [1, sig.active.len()];
     let vjp_first = first_vjp(&stages.transposed, &name);
     let differentiable = matches!(vjp_first, Ok(Some(_)));
-    // `f_hessian` applies `f_vjp_lin`'s map to every unit direction at
-    // once where it can (a Hessian of a fixed size).
-    let vjp_passes = Passes {
-        lanes: match super::second::hessian_size(sig) {
-            Some(_) => LanesAsk::Quiet,
-            None => LanesAsk::No,
-        },
-        ..passes
-    };
     let (vjp, vjp_lanes) = match vjp_first {
         Ok(Some(f)) => emit(
             tupled(&f, &groups)
                 .map_err(|e| e.msg)
                 .and_then(|f| derived(item, l, sig, &f, Which::Vjp)),
-            vjp_passes,
+            hessian_lanes(sig, passes),
             item.sig.ident.span(),
         ),
         // Not differentiable: callers learn why at their call.
@@ -151,6 +142,17 @@ pub(super) fn callees(
         vjp_lanes,
         twice,
     }
+}
+
+/// The passes of the derived `f_vjp`: `f_hessian` applies `f_vjp_lin`'s
+/// map to every unit direction in lanes where it can (a Hessian of a
+/// fixed size), and without them where it cannot.
+fn hessian_lanes(sig: &Sig, passes: Passes) -> Passes {
+    let lanes = match super::second::hessian_size(sig) {
+        Some(_) => LanesAsk::Quiet,
+        None => LanesAsk::No,
+    };
+    Passes { lanes, ..passes }
 }
 
 /// What [`callees`] generates, and what it says of `f`.

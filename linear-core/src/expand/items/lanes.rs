@@ -15,7 +15,8 @@
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 
-use super::{hidden, readable, Calls, Sig};
+use super::{hidden, readable, Calls, Owner, Sig};
+use crate::expand::LanesAsk;
 use crate::ir::{Float, Func};
 use crate::lower::{Lowered, Shape};
 
@@ -68,6 +69,50 @@ pub(super) fn refusal(
     why
 }
 
+/// The body of `apply_lanes` (the residual printed in lanes, from `args`
+/// as `apply` has them), as `ask` asks: `None` where it is not asked for
+/// or, asked quietly, cannot be had; the refusal, at `lanes` or at the
+/// call it is about, where it cannot.
+pub(super) fn residual(
+    ask: LanesAsk,
+    (sig, l): (&Sig, &Lowered),
+    residual: &Func,
+    (args, calls): (&[(TokenStream, crate::codegen::Hold)], &Calls),
+) -> Option<Result<TokenStream, TokenStream>> {
+    match (ask, refusal(sig, l, residual, calls)) {
+        (LanesAsk::No, _) | (LanesAsk::Quiet, Some(_)) => None,
+        (LanesAsk::Asked(span), Some((why, at))) => Some(Err(
+            quote::quote_spanned!(at.unwrap_or(span)=> ::core::compile_error!(#why);),
+        )),
+        (LanesAsk::Asked(_) | LanesAsk::Quiet, None) => {
+            let _lanes = crate::codegen::LinearLanes::set(Some(count()));
+            Some(Ok(crate::codegen::body_holding(residual, args, calls)))
+        }
+    }
+}
+
+/// Whether `f`'s lanes are for callers (`f_jvp_lanes`, the companions a
+/// caller's lanes call): a free function's, where the user asked for them
+/// and the linearization has `apply_lanes` (`has`); not the `apply_lanes`
+/// `f_hessian` asks of a derived `f_vjp`, which no caller sees.
+pub(super) fn public(ask: LanesAsk, owner: Owner, has: bool) -> bool {
+    has && matches!(ask, LanesAsk::Asked(_)) && matches!(owner, Owner::Free)
+}
+
+/// A free function's items for the lanes the user asked for:
+/// `f_jvp_lanes`, and `f_jacobian` where the sizes are fixed.
+pub(super) fn free_items(
+    item: &syn::ItemFn,
+    l: &Lowered,
+    sig: &Sig,
+    fj: &Func,
+    (calls, names): (&Calls, &mut crate::codegen::Names),
+) -> TokenStream {
+    let jvp = jvp_item(item, l, sig, fj, (calls, names));
+    let jacobian = jacobian(item, l, sig);
+    quote!(#jvp #jacobian)
+}
+
 /// `apply_lanes`, the residual of `apply` run on `K` tangents at once
 /// (`body`, printed in lanes): its tangent and result types are
 /// `apply`'s with each float `T` replaced by `linear_ad::Lanes<T, K>`.
@@ -105,7 +150,7 @@ pub(super) fn method(
 /// value or by reference): one forward pass (`f_lin`) and runs of
 /// `apply_lanes` over up to 16 lanes, lane `k` of the run from `first`
 /// seeded with the unit vector `first + k`. `None` for other signatures.
-pub(super) fn jacobian(item: &syn::ItemFn, l: &Lowered, sig: &Sig) -> Option<TokenStream> {
+fn jacobian(item: &syn::ItemFn, l: &Lowered, sig: &Sig) -> Option<TokenStream> {
     let mut floats = Vec::new();
     for s in sig.active.iter().map(|(_, s)| *s).chain([&l.ret]) {
         floats_of(s, &mut floats)?;
@@ -204,7 +249,7 @@ fn floats_of(s: &Shape, out: &mut Vec<Float>) -> Option<()> {
 /// `f_jvp_lanes(params.., tangents..) -> (R, R̃)`: J(f) printed in lanes,
 /// `K` directional derivatives in one run of the primal, with no tape
 /// (the tangent types `f_jvp`'s, each float a `Lanes<T, K>`).
-pub(super) fn jvp_item(
+fn jvp_item(
     item: &syn::ItemFn,
     l: &Lowered,
     sig: &Sig,
