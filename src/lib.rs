@@ -978,6 +978,48 @@ pub mod __private {
         panic!("index out of bounds: the len is {len} but the index is {index}")
     }
 
+    /// `a[start..start + len]`: the elements a loop reaches, which it then
+    /// indexes in the window (`linear_core::codegen::window`), so that
+    /// LLVM sees every index below the window's length. Out of bounds it
+    /// panics as the loop would have: with the first index past the end
+    /// that a loop running upwards (or, `descending`, downwards) reaches.
+    #[inline]
+    #[track_caller]
+    pub fn window<T>(a: &[T], start: usize, len: usize, descending: bool) -> &[T] {
+        // Written so that LLVM sees the window's length is `len` (through
+        // `get`, the window in `ode`'s transpose kept a check per access).
+        let n = a.len();
+        match start.checked_add(len) {
+            Some(end) if end <= n => &a[start..end],
+            _ if len == 0 => &a[..0],
+            _ => window_past(n, start, len, descending),
+        }
+    }
+
+    /// [`window`] of an array the loop writes in place.
+    #[inline]
+    #[track_caller]
+    pub fn window_mut<T>(a: &mut [T], start: usize, len: usize, descending: bool) -> &mut [T] {
+        let n = a.len();
+        match start.checked_add(len) {
+            Some(end) if end <= n => &mut a[start..end],
+            _ if len == 0 => &mut a[..0],
+            _ => window_past(n, start, len, descending),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    #[track_caller]
+    fn window_past(n: usize, start: usize, len: usize, descending: bool) -> ! {
+        let index = if descending {
+            start.saturating_add(len.saturating_sub(1))
+        } else {
+            start.max(n)
+        };
+        panic!("index out of bounds: the len is {n} but the index is {index}")
+    }
+
     /// `v` without its last element, and that element: the reverse of a
     /// `push`, which ran before, so `v` is not empty.
     pub fn pop<T>(mut v: Vec<T>) -> (Vec<T>, T) {

@@ -151,3 +151,102 @@ fn of_several_arrays_the_first_failing_access_is_reported() {
         );
     }
 }
+
+/// A three-point stencil: `x` at `i - 1`, `i` and `i + 1` in one loop,
+/// read through one window of `x` from `lo - 1`, two longer than the
+/// range (`linear_core::codegen::window`); `out` written at `i`.
+#[differentiable]
+pub fn stencil(x: &[f64], #[nondiff] hi: usize) -> Vec<f64> {
+    let mut out = vec![0.0; x.len()];
+    for i in 1..hi {
+        out[i] = x[i - 1] - 2.0 * x[i] + x[i + 1] * x[i];
+    }
+    out
+}
+
+/// Reads only past the index: `x[i + 2]`, no access at `i` itself, so
+/// no check is hoisted ([`bounds`]) and the window alone tests the loop.
+#[differentiable]
+pub fn ahead(x: &[f64], #[nondiff] n: usize) -> f64 {
+    let mut s = 0.0;
+    for i in 0..n {
+        s += x[i + 2] * x[i + 2];
+    }
+    s
+}
+
+#[test]
+fn offset_indices_panic_as_the_function_does() {
+    quiet();
+    let x = [1.0, 2.0, 3.0, 4.0];
+    for hi in [4, 5] {
+        let expected = message(|| {
+            stencil(&x, hi);
+        });
+        assert!(expected.is_some(), "1..{hi} reads past the end");
+        assert_eq!(
+            message(|| {
+                stencil_vjp(&x, hi, vec![1.0; 4]);
+            }),
+            expected
+        );
+        assert_eq!(
+            message(|| {
+                stencil_jvp(&x, hi, &x);
+            }),
+            expected
+        );
+    }
+    for n in [3, 7] {
+        let expected = message(|| {
+            ahead(&x, n);
+        });
+        assert!(expected.is_some(), "0..{n} reads past the end");
+        assert_eq!(
+            message(|| {
+                ahead_vjp(&x, n, 1.0);
+            }),
+            expected
+        );
+    }
+    // A loop that does not run reads nothing, wherever its window would be.
+    assert_eq!(ahead_vjp(&x, 0, 1.0), (0.0, vec![0.0; 4]));
+    assert_eq!(stencil_vjp(&x, 1, vec![1.0; 4]).1, vec![0.0; 4]);
+}
+
+#[test]
+fn offset_indices_give_the_derivatives() {
+    let x = [0.5, -1.0, 2.0, 0.25, 3.0];
+    let hi = x.len() - 1;
+    let (y, lin) = stencil_lin(&x, hi);
+    assert_eq!(y, stencil(&x, hi));
+    // Row i of the Jacobian: ∂out[i]/∂x[i-1] = 1, ∂/∂x[i] = -2 + x[i+1],
+    // ∂/∂x[i+1] = x[i].
+    for i in 1..hi {
+        let mut e = vec![0.0; x.len()];
+        e[i] = 1.0;
+        let row = lin.transpose(e);
+        let mut want = vec![0.0; x.len()];
+        want[i - 1] = 1.0;
+        want[i] = -2.0 + x[i + 1];
+        want[i + 1] = x[i];
+        assert_eq!(row, want, "row {i}");
+        let (_, by_vjp) = stencil_vjp(&x, hi, {
+            let mut e = vec![0.0; x.len()];
+            e[i] = 1.0;
+            e
+        });
+        assert_eq!(by_vjp, want, "row {i} by f_vjp");
+    }
+    // Columns: `apply` of a unit tangent is the transposes' column.
+    for j in 0..x.len() {
+        let mut e = vec![0.0; x.len()];
+        e[j] = 1.0;
+        let column = lin.apply(e.clone());
+        let (_, dy) = stencil_jvp(&x, hi, &e);
+        assert_eq!(column, dy, "column {j}");
+    }
+    let (s, g) = ahead_vjp(&x, 3, 1.0);
+    assert_eq!(s, ahead(&x, 3));
+    assert_eq!(g, vec![0.0, 0.0, 2.0 * x[2], 2.0 * x[3], 2.0 * x[4]]);
+}

@@ -45,6 +45,7 @@ use crate::ir::{Arm, Binder, Expr, Float, Func, Iter, Loop, Prim, Stmt, Ty, Var}
 use crate::lower::ty_rust;
 
 mod bounds;
+mod window;
 
 /// How a generated local holds the value of its IR variable.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -151,6 +152,13 @@ pub struct Names {
     /// How many loops' bodies are being generated: a loop inside one
     /// records into a `Vec`, not a recycled tape ([`pooled`]).
     loops: usize,
+    /// Arrays the loops being generated index through windows
+    /// ([`window`]): the window's local (`None` where the variable's own
+    /// local is the window, as for carried state) and its first index.
+    windows: HashMap<Var, (Option<syn::Ident>, syn::Ident)>,
+    /// Carried arrays held as a window (a `&mut` slice): their `let`s
+    /// have no type annotation.
+    slices: HashSet<Var>,
 }
 
 impl Names {
@@ -890,6 +898,7 @@ fn chunk(runs: Vec<Run>, size: usize, tail_reads: &HashSet<Var>, names: &mut Nam
 fn pattern(bs: &[Binder], linear: bool, names: &mut Names) -> TokenStream {
     let ids: Vec<syn::Ident> = bs.iter().map(|b| names.ident(&b.var)).collect();
     match ids.as_slice() {
+        [one] if names.slices.contains(&bs[0].var) => quote!(#one),
         [one] => {
             let t = if linear {
                 lin_ty(&bs[0].ty)
@@ -1038,7 +1047,13 @@ fn gen_expr(e: &Expr, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
         Expr::Loop(l) => gen_loop(l, names, calls),
         Expr::Index { arr, idx } | Expr::LinIndex { arr, idx } => {
             let (a, i) = (names.ident(arr), names.ident(idx));
-            quote!(#a[#i])
+            match names.windows.get(arr) {
+                Some((w, b)) => {
+                    let w = w.as_ref().unwrap_or(&a);
+                    quote!(#w[#i - #b])
+                }
+                None => quote!(#a[#i]),
+            }
         }
         Expr::Len(arr) => {
             let a = names.ident(arr);
@@ -1048,6 +1063,11 @@ fn gen_expr(e: &Expr, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
             // The buffer is moved, not copied: an in-place `+=`.
             let t = names.types.get(val).cloned().unwrap_or(Ty::F64);
             let (a, i, v) = (names.ident(arr), names.ident(idx), names.ident(val));
+            if let Some((_, b)) = names.windows.get(arr) {
+                // A `&mut` window: written through, then passed on.
+                let add = accumulate(&t, quote!(#a[#i - #b]), quote!(#v));
+                return quote!({ #add #a });
+            }
             let buf = names.temp("acc");
             let add = accumulate(&t, quote!(#buf[#i]), quote!(#v));
             quote!({ let mut #buf = #a; #add #buf })
@@ -1066,6 +1086,9 @@ fn gen_expr(e: &Expr, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
         Expr::Set { arr, idx, val } | Expr::LinSet { arr, idx, val } => {
             // The array is moved, not copied: an in-place store.
             let (a, i, v) = (names.ident(arr), names.ident(idx), names.ident(val));
+            if let Some((_, b)) = names.windows.get(arr) {
+                return quote!({ #a[#i - #b] = #v; #a });
+            }
             let buf = names.temp("buf");
             quote!({ let mut #buf = #a; #buf[#i] = #v; #buf })
         }
@@ -1426,7 +1449,7 @@ fn gen_loop(l: &Loop, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
     let st = names.temp("state");
     let it = names.temp("it");
     let item = names.temp("item");
-    let inits: Vec<syn::Ident> =
+    let mut inits: Vec<syn::Ident> =
         l.nl.iter()
             .chain(&l.lin)
             .map(|(_, v)| names.ident(v))
@@ -1437,11 +1460,37 @@ fn gen_loop(l: &Loop, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
             .map(|(b, _)| names.ident(&b.var))
             .collect();
     let cols: Vec<syn::Ident> = l.collect.iter().map(|_| names.temp("tape")).collect();
-    let (header, bind_item) = loop_header(&l.iter, &item, names);
+    // Windows and a zip read by position need the loop's count first.
+    let count = names.temp("n");
+    let plan = window::plan(l, &names.types);
+    let opened = plan
+        .as_ref()
+        .map(|p| window::open(p, &count, &mut inits, names));
+    let by_count = match (&l.iter, &opened) {
+        (Iter::Range { .. }, None) => None,
+        _ => window::counted(&l.iter, &count, &item, names),
+    };
+    let (header, bind_item, list_window) = match by_count {
+        Some((setup, range, bind)) => (range, bind, Some(setup)),
+        None => {
+            let (header, bind) = loop_header(&l.iter, &item, names);
+            (header, bind, None)
+        }
+    };
+    let counted = match (&l.iter, opened.is_some() || list_window.is_some()) {
+        (Iter::Range { lo, hi, .. } | Iter::Zip { lo, hi, .. }, true) => {
+            window::count(lo, hi, &count, names)
+        }
+        _ => quote!(),
+    };
+    let list_window = list_window.unwrap_or_default();
     let recycled = names.loops == 0;
     names.loops += 1;
     let body = gen_expr(&l.body, names, calls);
     names.loops -= 1;
+    if let Some(o) = &opened {
+        window::close(o, names);
+    }
     let next: Vec<syn::Ident> =
         l.nl.iter()
             .chain(&l.lin)
@@ -1488,12 +1537,17 @@ fn gen_loop(l: &Loop, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
     };
     let (cols_init, tapes) = tapes(l, &cols, &inline, recycled, &capacity);
     let looped = quote!(#setup #(#cols_init)* #looped);
-    let (fin, loop_out) = loop_results(l, tapes, names);
+    let owned = opened.as_ref().map(|o| o.owned.as_slice()).unwrap_or(&[]);
+    let (fin, loop_out) = loop_results(l, tapes, owned, names);
     let checks = hoisted_checks(l, names);
+    let windows = opened.map(|o| o.setup).unwrap_or_default();
     // Mutable even when the loop carries nothing: each step still
     // assigns the (empty) state.
     quote!({
         #checks
+        #counted
+        #windows
+        #list_window
         #[allow(unused_mut)]
         let mut #st = (#(#inits,)*);
         #looped
@@ -1517,6 +1571,7 @@ fn results<T: quote::ToTokens>(ids: Vec<T>) -> TokenStream {
 fn loop_results(
     l: &Loop,
     tapes: Vec<TokenStream>,
+    owned: &[(usize, syn::Ident)],
     names: &mut Names,
 ) -> (Vec<syn::Ident>, TokenStream) {
     let fin: Vec<syn::Ident> =
@@ -1524,12 +1579,19 @@ fn loop_results(
             .chain(&l.lin)
             .map(|_| names.temp("fin"))
             .collect();
-    let (fin_nl, fin_lin) = fin.split_at(l.nl.len());
-    let outs: Vec<TokenStream> = fin_nl
+    // A windowed component's final state is the window; the loop returns
+    // the array it borrows.
+    let out = |k: usize, f: &syn::Ident| match owned.iter().find(|(j, _)| *j == k) {
+        Some((_, own)) => quote!(#own),
+        None => quote!(#f),
+    };
+    let n = l.nl.len();
+    let outs: Vec<TokenStream> = fin[..n]
         .iter()
-        .map(|f| quote!(#f))
+        .enumerate()
+        .map(|(k, f)| out(k, f))
         .chain(tapes)
-        .chain(fin_lin.iter().map(|f| quote!(#f)))
+        .chain(fin[n..].iter().enumerate().map(|(k, f)| out(n + k, f)))
         .collect();
     // A loop with no result ends its block with the unpacking (a trailing
     // `()` would be linted as unneeded).

@@ -1,0 +1,734 @@
+//! Windows: the arrays a range loop indexes at its index plus a
+//! loop-invariant offset, sliced to the elements the loop reaches before
+//! it runs.
+//!
+//! Rust checks every `a[k]`, and LLVM removes a check from a loop only
+//! where it proves `k < a.len()` from what it knows before the loop.
+//! [`super::bounds`] hoists the test for accesses at exactly the index,
+//! but LLVM does not always use it: in a reversed loop, and for an index
+//! such as `i - 1` or `c·d + j` (a row of a flat matrix), the check stayed
+//! in the loop, a compare and a branch per access, and kept the loop from
+//! being vectorised (the transposed Runge-Kutta stage `k̄[i] = 0; x̄[i] +=
+//! t·k̄; ȳ[i - 1] += x[i]·k̄` ran at 2.2 times a hand-written adjoint over
+//! exact slices, and at its speed once windowed).
+//!
+//! A window of array `a` is `&a[b..b + len]` (`&mut` for carried state),
+//! made once before the loop: `b` is the smallest index the loop reads,
+//! `len` the count of indices between the smallest and the largest. In the
+//! body, `a[k]` becomes `w[k - b]`, which LLVM reduces to `i - lo` plus a
+//! constant, below `len` by construction, and deletes the check. A carried
+//! array is windowed in place: the state holds the `&mut` slice, and the
+//! array itself is the loop's result for that component. The list of a
+//! zipped loop is read the same way, by position, so the loop has one
+//! exit (a zip of a range and a list has two, and LLVM vectorises loops
+//! with one).
+//!
+//! [`plan`] windows, for one loop over `lo..hi` (no step):
+//!
+//! * an array from outside the loop, or a carried array the body's
+//!   top-level statements only write in place (`set`, `lset`, `laccum`)
+//!   and pass on, whose every use in the body (at any depth) is an element
+//!   access;
+//! * where every index is `i + o + c`: the loop's index, a sum and
+//!   difference `o` of integers from outside the loop (the same for every
+//!   access of the array), and an integer constant `c`;
+//! * where the accesses that bound the window are unconditional (top-level
+//!   statements of the body, so made in every iteration), and the others
+//!   (in a case arm or an inner loop) fall inside it. A window is made
+//!   only when the loop runs (`lo < hi`), so it panics exactly when the
+//!   loop would have indexed out of bounds; it panics before the loop,
+//!   with the message of the first access past the end
+//!   (`linear_ad::__private::window`). Generated code has no side effects
+//!   to reorder around the panic.
+//!
+//! Not windowed: arrays of a length known at compile time (LLVM removes
+//! their checks already), arrays also read in any other way (`len`, passed
+//! to an inner loop or a call), and indices built otherwise (`2·i`, an
+//! element of another array).
+
+use proc_macro2::{Literal, TokenStream};
+use quote::quote;
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+
+use super::Names;
+use crate::ir::{Expr, Iter, Loop, Prim, Stmt, Ty, Var};
+
+/// The windows of one loop.
+pub(super) struct Plan<'a> {
+    pub lo: &'a Var,
+    pub descending: bool,
+    pub windows: Vec<Window>,
+}
+
+/// One array's window: `&array[start..start + len]` with `start = lo + o
+/// + first` and `len = hi - lo + span`, where `o` is `offset`'s sum.
+pub(super) struct Window {
+    /// The array before the loop: an outer array, or a carried
+    /// component's initial value.
+    pub array: Var,
+    /// The carried component (non-linear state first, then linear), if
+    /// the array is carried state.
+    pub state: Option<usize>,
+    /// The loop-invariant part of every index: variables added (`false`)
+    /// or subtracted (`true`).
+    pub offset: Vec<(bool, Var)>,
+    /// The smallest constant part of an index.
+    pub first: i64,
+    /// The largest constant part less the smallest.
+    pub span: u64,
+    /// The variables the body accesses the window through: the outer
+    /// array, or the carried binder and its in-place updates.
+    pub names: Vec<Var>,
+}
+
+/// An index as `i·index + Σ ±terms + lit`, `terms` sorted.
+#[derive(Clone, Debug, PartialEq)]
+struct Form {
+    index: bool,
+    terms: Vec<(bool, Var)>,
+    lit: i64,
+}
+
+impl Form {
+    fn add(mut self, other: Form, negate: bool) -> Option<Form> {
+        if negate && other.index {
+            return None;
+        }
+        if self.index && other.index {
+            return None;
+        }
+        self.index |= other.index;
+        for (neg, v) in other.terms {
+            let neg = neg != negate;
+            // `v - v` cancels.
+            match self.terms.iter().position(|(n, w)| *w == v && *n != neg) {
+                Some(k) => {
+                    self.terms.remove(k);
+                }
+                None => self.terms.push((neg, v)),
+            }
+        }
+        self.terms.sort();
+        self.lit = if negate {
+            self.lit.checked_sub(other.lit)?
+        } else {
+            self.lit.checked_add(other.lit)?
+        };
+        Some(self)
+    }
+}
+
+/// The windows of `l`, or `None` if it has none (see the module doc).
+/// `types` gives every variable's type.
+pub(super) fn plan<'a>(l: &'a Loop, types: &HashMap<Var, Ty>) -> Option<Plan<'a>> {
+    let (index, lo, descending) = match &l.iter {
+        Iter::Range {
+            index,
+            lo,
+            hi: _,
+            step: None,
+            rev,
+            ..
+        } => (&index.var, lo, *rev),
+        Iter::Zip {
+            index,
+            lo,
+            hi: _,
+            step: None,
+            desc,
+            rev,
+            ..
+        } => (&index.var, lo, *desc != *rev),
+        Iter::Range { .. }
+        | Iter::Zip { .. }
+        | Iter::Each { .. }
+        | Iter::While { .. }
+        | Iter::Replay { .. } => return None,
+    };
+    let Expr::Block { stmts, tail } = &l.body else {
+        return None;
+    };
+    let body = Body::new(l, index);
+    let mut windows = Vec::new();
+    // Outer arrays: every array the body indexes that it does not bind.
+    let mut outer: Vec<&Var> = Vec::new();
+    for a in body.accesses.iter().map(|x| &x.array) {
+        if !body.bound.contains(a) && !outer.contains(&a) {
+            outer.push(a);
+        }
+    }
+    let inits: Vec<&Var> = l.nl.iter().chain(&l.lin).map(|(_, v)| v).collect();
+    for a in outer {
+        // An array also moved into the state cannot be borrowed beside it.
+        if !unsized_array(types.get(a)) || inits.contains(&a) {
+            continue;
+        }
+        if let Some(w) = body.window(a.clone(), None, vec![a.clone()], 0) {
+            windows.push(w);
+        }
+    }
+    for (k, (b, init)) in l.nl.iter().chain(&l.lin).enumerate() {
+        if !unsized_array(Some(&b.ty)) {
+            continue;
+        }
+        let Some(out) = state_out(l, tail, k) else {
+            continue;
+        };
+        let Some(chain) = chain(stmts, &b.var, out) else {
+            continue;
+        };
+        if let Some(w) = body.window(init.clone(), Some(k), chain, 1) {
+            windows.push(w);
+        }
+    }
+    (!windows.is_empty()).then_some(Plan {
+        lo,
+        descending,
+        windows,
+    })
+}
+
+/// An array whose length is not a compile-time constant.
+fn unsized_array(t: Option<&Ty>) -> bool {
+    matches!(t, Some(Ty::Array(_, None)))
+}
+
+/// One element access: the array variable, its index, whether it is a
+/// top-level statement of the body (made in every iteration).
+struct Access {
+    array: Var,
+    idx: Var,
+    always: bool,
+}
+
+/// What [`plan`] knows of a loop's body.
+struct Body {
+    index: Var,
+    /// Every variable the loop binds: header, state and body binders.
+    bound: HashSet<Var>,
+    /// Single-binder definitions in the body, at any depth.
+    defs: HashMap<Var, Expr>,
+    accesses: Vec<Access>,
+    uses: HashMap<Var, usize>,
+}
+
+impl Body {
+    fn new(l: &Loop, index: &Var) -> Body {
+        let mut bound: HashSet<Var> = HashSet::default();
+        for b in l.iter.binders() {
+            bound.insert(b.var.clone());
+        }
+        for (b, _) in l.nl.iter().chain(&l.lin) {
+            bound.insert(b.var.clone());
+        }
+        crate::visit::for_each_bind(&l.body, &mut |v, _| {
+            bound.insert(v.clone());
+        });
+        let mut defs = HashMap::default();
+        let mut accesses = Vec::new();
+        collect(&l.body, true, &mut defs, &mut accesses);
+        let mut uses: HashMap<Var, usize> = HashMap::default();
+        crate::visit::for_each_use(&l.body, &mut |v, _| {
+            *uses.entry(v.clone()).or_default() += 1
+        });
+        Body {
+            index: index.clone(),
+            bound,
+            defs,
+            accesses,
+            uses,
+        }
+    }
+
+    /// The form of integer `v` in the loop, if it is one [`Form`] covers.
+    fn form(&self, v: &Var, depth: usize) -> Option<Form> {
+        if *v == self.index {
+            return Some(Form {
+                index: true,
+                terms: vec![],
+                lit: 0,
+            });
+        }
+        if !self.bound.contains(v) {
+            return Some(Form {
+                index: false,
+                terms: vec![(false, v.clone())],
+                lit: 0,
+            });
+        }
+        // Definitions come before their uses, so this ends; the depth
+        // bounds the work on long chains of sums.
+        if depth > 64 {
+            return None;
+        }
+        match self.defs.get(v)? {
+            Expr::Int(n) => Some(Form {
+                index: false,
+                terms: vec![],
+                lit: *n,
+            }),
+            Expr::Prim {
+                prim: prim @ (Prim::IAdd | Prim::ISub),
+                args,
+            } if args.len() == 2 => {
+                let a = self.form(&args[0], depth + 1)?;
+                let b = self.form(&args[1], depth + 1)?;
+                a.add(b, *prim == Prim::ISub)
+            }
+            Expr::Ret { nl, lin } if nl.len() == 1 && lin.is_empty() => {
+                self.form(&nl[0], depth + 1)
+            }
+            _ => None,
+        }
+    }
+
+    /// The window of the array accessed through `names` (before the loop:
+    /// `array`), if every use of those names is an access at the loop's
+    /// index plus one offset, and the unconditional ones bound the rest.
+    /// `passes` is how many uses are neither reads nor updates (a carried
+    /// array's last update is the body's result: one).
+    fn window(
+        &self,
+        array: Var,
+        state: Option<usize>,
+        names: Vec<Var>,
+        passes: usize,
+    ) -> Option<Window> {
+        let mut offset: Option<Vec<(bool, Var)>> = None;
+        let (mut always, mut sometimes): (Vec<i64>, Vec<i64>) = (Vec::new(), Vec::new());
+        let mut count = 0;
+        for a in self.accesses.iter().filter(|a| names.contains(&a.array)) {
+            let f = self.form(&a.idx, 0)?;
+            if !f.index || offset.as_ref().is_some_and(|o| *o != f.terms) {
+                return None;
+            }
+            offset = Some(f.terms);
+            if a.always {
+                always.push(f.lit);
+            } else {
+                sometimes.push(f.lit);
+            }
+            count += 1;
+        }
+        let used: usize = names
+            .iter()
+            .map(|n| self.uses.get(n).copied().unwrap_or(0))
+            .sum();
+        if used != count + passes {
+            return None;
+        }
+        let (first, last) = (*always.iter().min()?, *always.iter().max()?);
+        if sometimes.iter().any(|c| *c < first || *c > last) {
+            return None;
+        }
+        Some(Window {
+            array,
+            state,
+            offset: offset?,
+            first,
+            span: u64::try_from(last.checked_sub(first)?).ok()?,
+            names,
+        })
+    }
+}
+
+/// Gathers single-binder definitions and element accesses in `e`;
+/// `top` says `e` is the loop's body block (whose statements run in every
+/// iteration).
+fn collect(e: &Expr, top: bool, defs: &mut HashMap<Var, Expr>, out: &mut Vec<Access>) {
+    crate::visit::any_subexpr(e, &mut |x| {
+        if let Expr::Block { stmts, .. } = x {
+            let always = top && std::ptr::eq(x, e);
+            for s in stmts {
+                let Stmt::Let { nl, lin, rhs } = s else {
+                    continue;
+                };
+                if nl.len() + lin.len() == 1 {
+                    let b = nl.iter().chain(lin).next().map(|b| b.var.clone());
+                    if let Some(b) = b {
+                        defs.insert(b, rhs.clone());
+                    }
+                }
+                match rhs {
+                    Expr::Index { arr, idx }
+                    | Expr::LinIndex { arr, idx }
+                    | Expr::LinAccum { arr, idx, .. }
+                    | Expr::Set { arr, idx, .. }
+                    | Expr::LinSet { arr, idx, .. } => out.push(Access {
+                        array: arr.clone(),
+                        idx: idx.clone(),
+                        always,
+                    }),
+                    _ => {}
+                }
+            }
+        }
+        false
+    });
+}
+
+/// The body's result for carried component `k` (non-linear state first,
+/// then linear).
+fn state_out<'a>(l: &Loop, tail: &'a Expr, k: usize) -> Option<&'a Var> {
+    let Expr::Ret { nl, lin } = tail else {
+        return None;
+    };
+    if k < l.nl.len() {
+        nl.get(k)
+    } else {
+        lin.get(k - l.nl.len())
+    }
+}
+
+/// The carried array `binder` and its in-place updates by top-level
+/// statements, ending in `out`, the body's result for it; `None` if `out`
+/// is not one of them or an update happens deeper.
+fn chain(stmts: &[Stmt], binder: &Var, out: &Var) -> Option<Vec<Var>> {
+    let mut names = vec![binder.clone()];
+    for s in stmts {
+        let Stmt::Let { nl, lin, rhs } = s else {
+            continue;
+        };
+        let from = match rhs {
+            Expr::LinAccum { arr, .. } | Expr::Set { arr, .. } | Expr::LinSet { arr, .. } => arr,
+            _ => continue,
+        };
+        if names.last() == Some(from) && nl.len() + lin.len() == 1 {
+            names.extend(nl.iter().chain(lin).map(|b| b.var.clone()));
+        }
+    }
+    (names.last() == Some(out)).then_some(names)
+}
+
+/// Where a window lies relative to the loop's range: its offset, first
+/// constant and span.
+type Extent<'a> = (&'a [(bool, Var)], i64, u64);
+
+/// What a loop's windows add to its code: the statements making them
+/// (after the loop's count, `n`), and per windowed state component its
+/// owned array, which the loop returns for it.
+pub(super) struct Opened {
+    pub setup: TokenStream,
+    pub owned: Vec<(usize, syn::Ident)>,
+    keys: Vec<Var>,
+}
+
+/// Makes `plan`'s windows: statements computing them, given the loop's
+/// count `n` (0 if it does not run), the carried arrays' initial values
+/// in `inits` replaced by their windows, and every name the body accesses
+/// a window through registered in `names` until [`close`].
+pub(super) fn open(
+    plan: &Plan,
+    n: &syn::Ident,
+    inits: &mut [syn::Ident],
+    names: &mut Names,
+) -> Opened {
+    let lo = names.ident(plan.lo);
+    let desc = plan.descending;
+    let mut opened = Opened {
+        setup: TokenStream::new(),
+        owned: Vec::new(),
+        keys: Vec::new(),
+    };
+    // Windows of the same extent share its first index and length.
+    let mut extents: Vec<(Extent, syn::Ident, syn::Ident)> = Vec::new();
+    for w in &plan.windows {
+        let key = (w.offset.as_slice(), w.first, w.span);
+        let (b, len) = match extents.iter().find(|(k, ..)| *k == key) {
+            Some((_, b, len)) => (b.clone(), len.clone()),
+            None => {
+                let (b, len) = (names.temp("base"), names.temp("len"));
+                let start = start(&lo, w, names);
+                // The first index unconditionally, so that `i - b` folds
+                // to the count `k` (`i` is `lo + k`); a loop that does
+                // not run has an empty window, which fits anywhere.
+                let extent = match w.span {
+                    0 => quote!(#n),
+                    k => {
+                        let k = Literal::u64_unsuffixed(k);
+                        quote!(if #n == 0 { 0 } else { #n + #k })
+                    }
+                };
+                opened.setup.extend(quote! {
+                    let #b: usize = #start;
+                    let #len: usize = #extent;
+                });
+                extents.push((key, b.clone(), len.clone()));
+                (b, len)
+            }
+        };
+        let s = names.temp("win");
+        match w.state {
+            None => {
+                let a = names.ident(&w.array);
+                opened.setup.extend(quote! {
+                    let #s = ::linear_ad::__private::window(&#a, #b, #len, #desc);
+                });
+                names.windows.insert(w.array.clone(), (Some(s), b));
+            }
+            Some(k) => {
+                let own = names.temp("own");
+                let init = &inits[k];
+                opened.setup.extend(quote! {
+                    let mut #own = #init;
+                    let #s = ::linear_ad::__private::window_mut(&mut #own, #b, #len, #desc);
+                });
+                inits[k] = s;
+                opened.owned.push((k, own));
+                for v in &w.names {
+                    names.windows.insert(v.clone(), (None, b.clone()));
+                    names.slices.insert(v.clone());
+                }
+            }
+        }
+        opened.keys.extend(w.names.iter().cloned());
+    }
+    opened
+}
+
+/// Ends the windows' registration once the loop's body is generated.
+pub(super) fn close(opened: &Opened, names: &mut Names) {
+    for k in &opened.keys {
+        names.windows.remove(k);
+    }
+}
+
+/// The first index of `w`: `lo`, plus the offset, plus the smallest
+/// constant, wrapping as release builds compute the indices themselves.
+fn start(lo: &syn::Ident, w: &Window, names: &mut Names) -> TokenStream {
+    let op = |neg: bool| match neg {
+        true => quote!(::core::primitive::usize::wrapping_sub),
+        false => quote!(::core::primitive::usize::wrapping_add),
+    };
+    let mut s = quote!(#lo);
+    for (neg, v) in &w.offset {
+        let (f, v) = (op(*neg), names.ident(v));
+        s = quote!(#f(#s, #v));
+    }
+    if w.first != 0 {
+        let (f, c) = (
+            op(w.first < 0),
+            Literal::u64_unsuffixed(w.first.unsigned_abs()),
+        );
+        s = quote!(#f(#s, #c));
+    }
+    s
+}
+
+/// The loop's count, `hi - lo` or 0, as the windows need it.
+pub(super) fn count(
+    plan_lo: &Var,
+    plan_hi: &Var,
+    n: &syn::Ident,
+    names: &mut Names,
+) -> TokenStream {
+    let (lo, hi) = (names.ident(plan_lo), names.ident(plan_hi));
+    quote!(let #n: usize = if #lo < #hi { #hi - #lo } else { 0 };)
+}
+
+/// The header of a loop over `lo..hi` that counts its iterations `k` in
+/// `0..n` instead, binding the index `i = lo + k` (and a zip's element,
+/// the list's window read at its position): the statements before the
+/// loop, the iterator, and the statements binding from `item`. LLVM proves
+/// `k < n` where it could not prove `i - 1 < hi - 1` for `lo = 1`, and a
+/// zip read by position has one exit, not two. `None` for a loop with a
+/// step, a zip of non-`Copy` elements (read in place from the list), and
+/// other headers.
+pub(super) fn counted(
+    iter: &Iter,
+    n: &syn::Ident,
+    item: &syn::Ident,
+    names: &mut Names,
+) -> Option<(TokenStream, TokenStream, TokenStream)> {
+    let (index, lo, down, zip) = match iter {
+        Iter::Range {
+            index,
+            lo,
+            step: None,
+            rev,
+            ..
+        } => (index, lo, *rev, None),
+        Iter::Zip {
+            index,
+            lo,
+            step: None,
+            desc,
+            elem,
+            list,
+            rev,
+            ..
+        } if super::is_copy(&elem.ty) => (index, lo, *desc != *rev, Some((elem, list, *desc))),
+        Iter::Range { .. }
+        | Iter::Zip { .. }
+        | Iter::Each { .. }
+        | Iter::While { .. }
+        | Iter::Replay { .. } => return None,
+    };
+    let (lo, i) = (names.ident(lo), names.ident(&index.var));
+    let range = match down {
+        true => quote!((0..#n).rev()),
+        false => quote!((0..#n)),
+    };
+    let mut bind = quote!(let #i = #lo + #item;);
+    let mut setup = quote!();
+    if let Some((elem, list, desc)) = zip {
+        let (l, w, e) = (
+            names.ident(list),
+            names.temp("list"),
+            names.ident(&elem.var),
+        );
+        setup = quote!(let #w = ::linear_ad::__private::window(&#l, 0, #n, false););
+        // The m-th element goes with the range's m-th index in its own
+        // order: downwards, `hi - 1 - m` is `i`.
+        let pos = match desc {
+            true => quote!(#n - 1 - #item),
+            false => quote!(#item),
+        };
+        bind.extend(quote!(let #e = #w[#pos];));
+    }
+    Some((setup, range, bind))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parse::parse_program;
+
+    /// The windows of the first loop in the body of `src`'s only
+    /// function: per window, the array before the loop, its offset's
+    /// variables (`-` before a subtracted one), first constant and span.
+    fn windows(src: &str) -> Vec<String> {
+        let p = parse_program(src).expect("parses");
+        crate::check::check(&p).expect("type-checks");
+        let f = &p.funcs[0];
+        let Expr::Block { stmts, .. } = &f.body else {
+            panic!("a block")
+        };
+        let l = stmts
+            .iter()
+            .find_map(|s| match s {
+                Stmt::Let {
+                    rhs: Expr::Loop(l), ..
+                } => Some(l),
+                _ => None,
+            })
+            .expect("a loop");
+        let types = crate::visit::binder_types(f);
+        let Some(plan) = plan(l, &types) else {
+            return vec![];
+        };
+        plan.windows
+            .iter()
+            .map(|w| {
+                let offset: Vec<String> = w
+                    .offset
+                    .iter()
+                    .map(|(neg, v)| format!("{}{v}", if *neg { "-" } else { "" }))
+                    .collect();
+                format!("{} [{}] {} {}", w.array, offset.join(" "), w.first, w.span)
+            })
+            .collect()
+    }
+
+    fn with_body(header: &str, body: &str) -> String {
+        format!(
+            "def f(x: array(f64), y0: array(f64), r: int;) -> (f64;) =
+               let one: int; = 1i in
+               let n: int; = len(x) in
+               let s0: f64; = 0.0 in
+               let s: f64, y: array(f64); = loop for i: int in {header} carry(acc: f64 = s0, a: array(f64) = y0;) collect() {{
+                 {body}
+               }} in
+               let ; = drop(y) in
+               let ; = drop(r) in
+               (s;)"
+        )
+    }
+
+    #[test]
+    fn offsets_from_outside_and_constants() {
+        // `x[r + i - 1]` and `x[i + r]`: one window of `x` from `lo + r
+        // - 1`, two wide; the state `a` written at `i`.
+        let body = "let k0: int; = iadd(r, i) in
+                    let m: int; = -1i in
+                    let k1: int; = iadd(k0, m) in
+                    let x1: f64; = index(x, k1) in
+                    let k2: int; = iadd(i, r) in
+                    let x2: f64; = index(x, k2) in
+                    let t: f64; = x1 + x2 in
+                    let u: f64; = acc + t in
+                    let a2: array(f64); = set(a, i, t) in
+                    (u, a2;)";
+        let src = with_body("range(one, n) rev", body);
+        assert_eq!(windows(&src), vec!["x [r] -1 1", "y0 [] 0 0"]);
+    }
+
+    #[test]
+    fn an_index_not_of_the_form_is_not_windowed() {
+        // `x[2·i]`, and the state read at `i` but replaced by a new array.
+        let body = "let two: int; = 2i in
+                    let k: int; = imul(two, i) in
+                    let xk: f64; = index(x, k) in
+                    let u: f64; = acc + xk in
+                    let ai: f64; = index(a, i) in
+                    let a2: array(f64); = fill(n, ai) in
+                    (u, a2;)";
+        assert_eq!(
+            windows(&with_body("range(one, n)", body)),
+            Vec::<String>::new()
+        );
+    }
+
+    #[test]
+    fn an_access_in_an_arm_must_fall_inside_the_unconditional_ones() {
+        // `x[i + k]` only in an arm, beside `x[i]` in every iteration.
+        let arm = |k: i64| {
+            format!(
+                "let xi: f64; = index(x, i) in
+                 let zero: f64; = 0.0 in
+                 let pos: bool; = gt(xi, zero) in
+                 let t: f64; = case pos {{
+                   true => {{
+                     let c: int; = {k}i in
+                     let j: int; = iadd(i, c) in
+                     let xj: f64; = index(x, j) in
+                     (xj;)
+                   }}
+                   | false => (zero;)
+                 }} in
+                 let u: f64; = acc + t in
+                 (u, a;)"
+            )
+        };
+        // `i + 1` is past the window of `x[i]`: a loop ending at `x`'s
+        // end would panic where the arm is never taken.
+        assert!(windows(&with_body("range(one, n)", &arm(1))).is_empty());
+        assert_eq!(
+            windows(&with_body("range(one, n)", &arm(0))),
+            vec!["x [] 0 0"]
+        );
+    }
+
+    #[test]
+    fn an_array_read_otherwise_is_not_windowed() {
+        // `len(x)` in the body.
+        let body = "let xi: f64; = index(x, i) in
+                    let m: int; = len(x) in
+                    let ; = drop(m) in
+                    let u: f64; = acc + xi in
+                    (u, a;)";
+        assert_eq!(
+            windows(&with_body("range(one, n)", body)),
+            Vec::<String>::new()
+        );
+    }
+
+    #[test]
+    fn a_stepped_range_has_no_windows() {
+        let body = "let xi: f64; = index(x, i) in
+                    let u: f64; = acc + xi in
+                    (u, a;)";
+        assert!(windows(&with_body("range(one, n, n)", body)).is_empty());
+        assert_eq!(windows(&with_body("range(one, n)", body)), vec!["x [] 0 0"]);
+    }
+}
