@@ -23,8 +23,11 @@
 //! (its components are reals, integers and tangents: `Copy`), its
 //! collected outputs `Vec`s allocated once from the iterator's size hint
 //! (grown for `while`). The bounds checks of the arrays a range loop
-//! indexes by its index are made once before it ([`bounds`]), so that
-//! LLVM removes them from the loop and can vectorise it.
+//! indexes by its index are made once before it ([`bounds`]), and the
+//! arrays it indexes at its index plus a loop-invariant offset are sliced
+//! to the elements it reaches and indexed from the window's start, the
+//! loop counting its iterations from 0 ([`window`]), so that LLVM removes
+//! the checks from the loop and can vectorise it.
 //!
 //! Tapes are read, not copied: the forward pass owns the values it builds,
 //! but `apply` and `transpose` receive the tape as a tuple of the struct's

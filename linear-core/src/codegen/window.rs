@@ -79,6 +79,26 @@ pub(super) struct Window {
     /// The variables the body accesses the window through: the outer
     /// array, or the carried binder and its in-place updates.
     pub names: Vec<Var>,
+    /// How to compute the offset's variables the body binds, before the
+    /// loop.
+    pub hoisted: Vec<(Var, Inv)>,
+}
+
+/// A loop-invariant integer the body computes: from variables outside
+/// the loop and constants, by integer sums, differences and products.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) enum Inv {
+    Var(Var),
+    Lit(i64),
+    Op(IntOp, Box<Inv>, Box<Inv>),
+}
+
+/// The integer operations of an [`Inv`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) enum IntOp {
+    Add,
+    Sub,
+    Mul,
 }
 
 /// An index as `i·index + Σ ±terms + lit`, `terms` sorted.
@@ -278,6 +298,45 @@ impl Body {
             Expr::Ret { nl, lin } if nl.len() == 1 && lin.is_empty() => {
                 self.form(&nl[0], depth + 1)
             }
+            // A product the body computes from outside values (a row's
+            // start, `c·width`, recomputed in a transposed loop) is a
+            // term of its own, computed again before the loop.
+            Expr::Prim {
+                prim: Prim::IMul, ..
+            } => self.invariant(v, depth).map(|_| Form {
+                index: false,
+                terms: vec![(false, v.clone())],
+                lit: 0,
+            }),
+            _ => None,
+        }
+    }
+
+    /// `v` as a computation from values outside the loop, if it is one.
+    fn invariant(&self, v: &Var, depth: usize) -> Option<Inv> {
+        if !self.bound.contains(v) {
+            return Some(Inv::Var(v.clone()));
+        }
+        if depth > 64 {
+            return None;
+        }
+        match self.defs.get(v)? {
+            Expr::Int(n) => Some(Inv::Lit(*n)),
+            Expr::Prim {
+                prim: prim @ (Prim::IAdd | Prim::ISub | Prim::IMul),
+                args,
+            } if args.len() == 2 => Some(Inv::Op(
+                match prim {
+                    Prim::IAdd => IntOp::Add,
+                    Prim::ISub => IntOp::Sub,
+                    _ => IntOp::Mul,
+                },
+                Box::new(self.invariant(&args[0], depth + 1)?),
+                Box::new(self.invariant(&args[1], depth + 1)?),
+            )),
+            Expr::Ret { nl, lin } if nl.len() == 1 && lin.is_empty() => {
+                self.invariant(&nl[0], depth + 1)
+            }
             _ => None,
         }
     }
@@ -321,10 +380,17 @@ impl Body {
         if sometimes.iter().any(|c| *c < first || *c > last) {
             return None;
         }
+        let offset = offset?;
+        let hoisted = offset
+            .iter()
+            .filter(|(_, v)| self.bound.contains(v))
+            .map(|(_, v)| Some((v.clone(), self.invariant(v, 0)?)))
+            .collect::<Option<Vec<_>>>()?;
         Some(Window {
             array,
             state,
-            offset: offset?,
+            hoisted,
+            offset,
             first,
             span: u64::try_from(last.checked_sub(first)?).ok()?,
             names,
@@ -502,7 +568,14 @@ fn start(lo: &syn::Ident, w: &Window, names: &mut Names) -> TokenStream {
     };
     let mut s = quote!(#lo);
     for (neg, v) in &w.offset {
-        let (f, v) = (op(*neg), names.ident(v));
+        let f = op(*neg);
+        let v = match w.hoisted.iter().find(|(h, _)| h == v) {
+            Some((_, inv)) => invariant(inv, names),
+            None => {
+                let v = names.ident(v);
+                quote!(#v)
+            }
+        };
         s = quote!(#f(#s, #v));
     }
     if w.first != 0 {
@@ -513,6 +586,33 @@ fn start(lo: &syn::Ident, w: &Window, names: &mut Names) -> TokenStream {
         s = quote!(#f(#s, #c));
     }
     s
+}
+
+/// The tokens computing `inv`, wrapping as release builds compute it.
+fn invariant(inv: &Inv, names: &mut Names) -> TokenStream {
+    match inv {
+        Inv::Var(v) => {
+            let v = names.ident(v);
+            quote!(#v)
+        }
+        Inv::Lit(n) if *n < 0 => {
+            let k = Literal::u64_unsuffixed(n.unsigned_abs());
+            quote!(::core::primitive::usize::wrapping_neg(#k))
+        }
+        Inv::Lit(n) => {
+            let k = Literal::u64_unsuffixed(n.unsigned_abs());
+            quote!(#k)
+        }
+        Inv::Op(op, a, b) => {
+            let f = match op {
+                IntOp::Add => quote!(wrapping_add),
+                IntOp::Sub => quote!(wrapping_sub),
+                IntOp::Mul => quote!(wrapping_mul),
+            };
+            let (a, b) = (invariant(a, names), invariant(b, names));
+            quote!(::core::primitive::usize::#f(#a, #b))
+        }
+    }
 }
 
 /// The loop's count, `hi - lo` or 0, as the windows need it.
