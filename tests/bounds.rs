@@ -250,3 +250,47 @@ fn offset_indices_give_the_derivatives() {
     assert_eq!(s, ahead(&x, 3));
     assert_eq!(g, vec![0.0, 0.0, 2.0 * x[2], 2.0 * x[3], 2.0 * x[4]]);
 }
+
+/// `total[r] += x[j]·w` over `j`, with `r` fixed: the array is reached at
+/// one element in every iteration, which the loop carries as a value (a
+/// cell, `linear_core::codegen::window`), in the forward loop and in the
+/// transposed one (where `x̄[j] += total̄[r]·w` and `w̄ += total̄[r]·x[j]`).
+#[differentiable]
+pub fn into_one(x: &[f64], w: f64, #[nondiff] r: usize, #[nondiff] m: usize) -> Vec<f64> {
+    let mut total = vec![0.0; 3];
+    for j in 0..m {
+        total[r] += x[j] * w;
+    }
+    total
+}
+
+#[test]
+fn one_element_in_every_iteration_gives_the_derivatives_and_panics() {
+    quiet();
+    let x = [0.5, -1.0, 2.0, 0.25];
+    let (y, (gx, gw)) = into_one_vjp(&x, 1.5, 2, 3, vec![0.0, 0.0, 2.0]);
+    assert_eq!(y, into_one(&x, 1.5, 2, 3));
+    assert_eq!(gx, vec![3.0, 3.0, 3.0, 0.0]);
+    assert_eq!(gw, 2.0 * (0.5 - 1.0 + 2.0));
+    let (_, dy) = into_one_jvp(&x, 1.5, 2, 3, &[1.0, 0.0, 0.0, 0.0], 1.0);
+    assert_eq!(dy, vec![0.0, 0.0, 1.5 + (0.5 - 1.0 + 2.0)]);
+    // No iteration: the element is never read, even past the end.
+    assert_eq!(into_one_vjp(&x, 1.5, 7, 0, vec![1.0; 3]).1 .0, vec![0.0; 4]);
+    // Past the end with iterations: the function's own panic.
+    let expected = message(|| {
+        into_one(&x, 1.5, 7, 2);
+    });
+    assert!(expected.is_some());
+    assert_eq!(
+        message(|| {
+            into_one_vjp(&x, 1.5, 7, 2, vec![1.0; 3]);
+        }),
+        expected
+    );
+    assert_eq!(
+        message(|| {
+            into_one_jvp(&x, 1.5, 7, 2, &x, 1.0);
+        }),
+        expected
+    );
+}

@@ -155,13 +155,23 @@ pub struct Names {
     /// How many loops' bodies are being generated: a loop inside one
     /// records into a `Vec`, not a recycled tape ([`pooled`]).
     loops: usize,
-    /// Arrays the loops being generated index through windows
-    /// ([`window`]): the window's local (`None` where the variable's own
-    /// local is the window, as for carried state) and its first index.
-    windows: HashMap<Var, (Option<syn::Ident>, syn::Ident)>,
-    /// Carried arrays held as a window (a `&mut` slice): their `let`s
-    /// have no type annotation.
+    /// Arrays the loops being generated reach through a window or a cell
+    /// ([`window`]).
+    windows: HashMap<Var, Reach>,
+    /// Carried arrays held as a window (a `&mut` slice) or a cell (one
+    /// element's value): their `let`s have no type annotation.
     slices: HashSet<Var>,
+}
+
+/// How the loop being generated reaches an array ([`window`]).
+#[derive(Clone)]
+enum Reach {
+    /// Through a slice of it: the slice's local (`None` where the
+    /// variable's own local is the slice, as for carried state), and the
+    /// slice's first index.
+    Window(Option<syn::Ident>, syn::Ident),
+    /// The one element the loop accesses, held by value.
+    Cell,
 }
 
 impl Names {
@@ -1051,10 +1061,11 @@ fn gen_expr(e: &Expr, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
         Expr::Index { arr, idx } | Expr::LinIndex { arr, idx } => {
             let (a, i) = (names.ident(arr), names.ident(idx));
             match names.windows.get(arr) {
-                Some((w, b)) => {
+                Some(Reach::Window(w, b)) => {
                     let w = w.as_ref().unwrap_or(&a);
                     quote!(#w[#i - #b])
                 }
+                Some(Reach::Cell) => quote!({ let _ = #i; #a }),
                 None => quote!(#a[#i]),
             }
         }
@@ -1066,10 +1077,15 @@ fn gen_expr(e: &Expr, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
             // The buffer is moved, not copied: an in-place `+=`.
             let t = names.types.get(val).cloned().unwrap_or(Ty::F64);
             let (a, i, v) = (names.ident(arr), names.ident(idx), names.ident(val));
-            if let Some((_, b)) = names.windows.get(arr) {
-                // A `&mut` window: written through, then passed on.
-                let add = accumulate(&t, quote!(#a[#i - #b]), quote!(#v));
-                return quote!({ #add #a });
+            match names.windows.get(arr) {
+                Some(Reach::Window(_, b)) => {
+                    // A `&mut` window: written through, then passed on.
+                    let add = accumulate(&t, quote!(#a[#i - #b]), quote!(#v));
+                    return quote!({ #add #a });
+                }
+                // A cell holds a real.
+                Some(Reach::Cell) => return quote!({ let _ = #i; #a + #v }),
+                None => {}
             }
             let buf = names.temp("acc");
             let add = accumulate(&t, quote!(#buf[#i]), quote!(#v));
@@ -1089,8 +1105,10 @@ fn gen_expr(e: &Expr, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
         Expr::Set { arr, idx, val } | Expr::LinSet { arr, idx, val } => {
             // The array is moved, not copied: an in-place store.
             let (a, i, v) = (names.ident(arr), names.ident(idx), names.ident(val));
-            if let Some((_, b)) = names.windows.get(arr) {
-                return quote!({ #a[#i - #b] = #v; #a });
+            match names.windows.get(arr) {
+                Some(Reach::Window(_, b)) => return quote!({ #a[#i - #b] = #v; #a }),
+                Some(Reach::Cell) => return quote!({ let _ = (#i, #a); #v }),
+                None => {}
             }
             let buf = names.temp("buf");
             quote!({ let mut #buf = #a; #buf[#i] = #v; #buf })
@@ -1468,7 +1486,7 @@ fn gen_loop(l: &Loop, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
     let plan = window::plan(l, &names.types);
     let opened = plan
         .as_ref()
-        .map(|p| window::open(p, &count, &mut inits, names));
+        .map(|p| window::open(p, l, &count, &mut inits, names));
     let by_count = match (&l.iter, &opened) {
         (Iter::Range { .. }, None) => None,
         _ => window::counted(&l.iter, &count, &item, names),
@@ -1543,6 +1561,18 @@ fn gen_loop(l: &Loop, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
     let owned = opened.as_ref().map(|o| o.owned.as_slice()).unwrap_or(&[]);
     let (fin, loop_out) = loop_results(l, tapes, owned, names);
     let checks = hoisted_checks(l, names);
+    // Cells store their final value back, where the loop ran.
+    let stores = opened.as_ref().map(|o| {
+        let n = l.nl.len() + l.lin.len();
+        o.cells
+            .iter()
+            .filter(|(k, ..)| *k < n)
+            .map(|(k, own, at)| {
+                let f = &fin[*k];
+                quote!(if #count != 0 { #own[#at] = #f; })
+            })
+            .collect::<TokenStream>()
+    });
     let windows = opened.map(|o| o.setup).unwrap_or_default();
     // Mutable even when the loop carries nothing: each step still
     // assigns the (empty) state.
@@ -1555,6 +1585,7 @@ fn gen_loop(l: &Loop, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
         let mut #st = (#(#inits,)*);
         #looped
         let (#(#fin,)*) = #st;
+        #stores
         #loop_out
     })
 }
