@@ -153,8 +153,8 @@ fn of_several_arrays_the_first_failing_access_is_reported() {
 }
 
 /// A three-point stencil: `x` at `i - 1`, `i` and `i + 1` in one loop,
-/// read through one window of `x` from `lo - 1`, two longer than the
-/// range (`linear_core::codegen::window`); `out` written at `i`.
+/// which code generation leaves with its checks (an array at several
+/// offsets: `linear_core::codegen::window`); `out` written at `i`.
 #[differentiable]
 pub fn stencil(x: &[f64], #[nondiff] hi: usize) -> Vec<f64> {
     let mut out = vec![0.0; x.len()];
@@ -165,7 +165,8 @@ pub fn stencil(x: &[f64], #[nondiff] hi: usize) -> Vec<f64> {
 }
 
 /// Reads only past the index: `x[i + 2]`, no access at `i` itself, so
-/// no check is hoisted ([`bounds`]) and the window alone tests the loop.
+/// no check is hoisted (`linear_core::codegen::bounds`) and the window of
+/// `x` from `lo + 2` alone tests the loop.
 #[differentiable]
 pub fn ahead(x: &[f64], #[nondiff] n: usize) -> f64 {
     let mut s = 0.0;

@@ -1484,11 +1484,14 @@ fn gen_loop(l: &Loop, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
     // Windows and a zip read by position need the loop's count first.
     let count = names.temp("n");
     let plan = window::plan(l, &names.types);
+    let keep = plan.as_ref().is_some_and(|p| p.keep);
     let opened = plan
         .as_ref()
+        .filter(|p| !p.keep)
         .map(|p| window::open(p, l, &count, &mut inits, names));
     let by_count = match (&l.iter, &opened) {
         (Iter::Range { .. }, None) => None,
+        _ if keep => None,
         _ => window::counted(&l.iter, &count, &item, names),
     };
     let (header, bind_item, list_window) = match by_count {

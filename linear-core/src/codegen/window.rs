@@ -14,8 +14,9 @@
 //! exact slices, and at its speed once windowed).
 //!
 //! A window of array `a` is `&a[b..b + len]` (`&mut` for carried state),
-//! made once before the loop: `b` is the smallest index the loop reads,
-//! `len` the count of indices between the smallest and the largest. The
+//! made once before the loop: `b` is the index the first iteration
+//! reaches, `len` the loop's trip count (the extent of a window over
+//! several offsets is computed too, but such loops are kept: [`keep`]). The
 //! loop counts its iterations `k` from 0 and binds `i = lo + k`; in the
 //! body, `a[j]` becomes `w[j - b]`, which LLVM folds to `k` plus a
 //! constant, below `len` by construction, and deletes the check (from
@@ -40,8 +41,9 @@
 //!   top-level statements only write in place (`set`, `lset`, `laccum`)
 //!   and pass on, whose every use in the body (at any depth) is an element
 //!   access;
-//! * where every index is `i + o + c` (a window) or every index is `o + c`
-//!   with the same `c` (a cell, for carried reals): the loop's index, a
+//! * where every index is `i + o + c` with the same `c` (a window) or
+//!   every index is `o + c` with the same `c` (a cell, for carried reals):
+//!   the loop's index, a
 //!   sum and difference `o` of integers from outside the loop or computed
 //!   from them by sums and products (the same for every access), and an
 //!   integer constant `c`;
@@ -58,7 +60,9 @@
 //! Not windowed: arrays of a length known at compile time (LLVM removes
 //! their checks already), arrays also read in any other way (`len`, passed
 //! to an inner loop or a call), and indices built otherwise (`2·i`, an
-//! element of another array).
+//! element of another array). A loop that reaches an array at two offsets
+//! (`x[i]` and `x[i + 1]`) is left as it was, checks and all ([`keep`]
+//! says why).
 
 use proc_macro2::{Literal, TokenStream};
 use quote::quote;
@@ -72,6 +76,9 @@ pub(super) struct Plan<'a> {
     pub lo: &'a Var,
     pub descending: bool,
     pub windows: Vec<Window>,
+    /// The loop is generated as it was, with no window and not counted
+    /// from 0 (see [`plan`]).
+    pub keep: bool,
 }
 
 /// One array's window: `&array[start..start + len]` with `start = lo + o
@@ -202,6 +209,9 @@ pub(super) fn plan<'a>(l: &'a Loop, types: &HashMap<Var, Ty>) -> Option<Plan<'a>
             continue;
         }
         if let Some(w) = body.window(a.clone(), None, vec![a.clone()], 0) {
+            if w.span > 0 {
+                return Some(keep(lo, descending));
+            }
             if w.cell.is_none() {
                 windows.push(w);
             }
@@ -220,6 +230,9 @@ pub(super) fn plan<'a>(l: &'a Loop, types: &HashMap<Var, Ty>) -> Option<Plan<'a>
         let Some(w) = body.window(init.clone(), Some(k), chain, 1) else {
             continue;
         };
+        if w.cell.is_none() && w.span > 0 {
+            return Some(keep(lo, descending));
+        }
         // A cell holds one real; a window needs a length unknown to LLVM.
         let fits = match &w.cell {
             Some(_) => matches!(**elem, Ty::Real(_)),
@@ -233,7 +246,25 @@ pub(super) fn plan<'a>(l: &'a Loop, types: &HashMap<Var, Ty>) -> Option<Plan<'a>
         lo,
         descending,
         windows,
+        keep: false,
     })
+}
+
+/// The plan of a loop left as it was: one that reaches an array at two
+/// offsets (`x[i]` and `x[i + 1]`). Without checks between them, LLVM
+/// makes `ā[i] += ..; ā[i + 1] += ..` one two-lane store, which the next
+/// iteration's load of `ā[i - 1..=i]` overlaps, and store-to-load
+/// forwarding fails every iteration: the chained Rosenbrock gradient took
+/// three times as long, with `ā` windowed or not, once a window of `x`
+/// at `i..=i + 1` in the forward loop had told LLVM the reversed loop's
+/// `i + 1` was in bounds too. The check that stays keeps the stores apart.
+fn keep(lo: &Var, descending: bool) -> Plan<'_> {
+    Plan {
+        lo,
+        descending,
+        windows: vec![],
+        keep: true,
+    }
 }
 
 /// An array whose length is not a compile-time constant.
@@ -870,20 +901,37 @@ mod tests {
 
     #[test]
     fn offsets_from_outside_and_constants() {
-        // `x[r + i - 1]` and `x[i + r]`: one window of `x` from `lo + r
-        // - 1`, two wide; the state `a` written at `i`.
+        // `x[r + i - 1]`: a window of `x` from `lo + r - 1`; the state `a`
+        // written at `i`.
         let body = "let k0: int; = iadd(r, i) in
                     let m: int; = -1i in
                     let k1: int; = iadd(k0, m) in
                     let x1: f64; = index(x, k1) in
-                    let k2: int; = iadd(i, r) in
-                    let x2: f64; = index(x, k2) in
-                    let t: f64; = x1 + x2 in
-                    let u: f64; = acc + t in
-                    let a2: array(f64); = set(a, i, t) in
+                    let u: f64; = acc + x1 in
+                    let a2: array(f64); = set(a, i, x1) in
                     (u, a2;)";
         let src = with_body("range(one, n) rev", body);
-        assert_eq!(windows(&src), vec!["x [r] -1 1", "y0 [] 0 0"]);
+        assert_eq!(windows(&src), vec!["x [r] -1 0", "y0 [] 0 0"]);
+        // `x[i + r]` beside it: two offsets, and the loop is left as it
+        // was (see `keep`).
+        let two = body.replace(
+            "let u: f64; = acc + x1 in",
+            "let k2: int; = iadd(i, r) in
+             let x2: f64; = index(x, k2) in
+             let t: f64; = x1 + x2 in
+             let u: f64; = acc + t in",
+        );
+        let p = parse_program(&with_body("range(one, n)", &two)).expect("parses");
+        let Expr::Block { stmts, .. } = &p.funcs[0].body else {
+            panic!("a block")
+        };
+        let kept = stmts.iter().find_map(|s| match s {
+            Stmt::Let {
+                rhs: Expr::Loop(l), ..
+            } => plan(l, &crate::visit::binder_types(&p.funcs[0])).map(|p| p.keep),
+            _ => None,
+        });
+        assert_eq!(kept, Some(true));
     }
 
     #[test]
