@@ -452,3 +452,32 @@ fn lanes_under_binomial_checkpointing() {
     let (_, (gx, gy)) = orbit_vjp(0.3, -1.2, 1.0);
     assert!((jac[0][0] - gx).abs() <= 1e-13 && (jac[0][1] - gy).abs() <= 1e-13);
 }
+
+/// `total[r] += x[j]·w[0]` over `j`: the loop reaches `total` at one
+/// element, which code generation carries as a value (a cell), here a
+/// value in lanes.
+#[differentiable(lanes)]
+fn into_one(x: &[f64], w: &[f64], #[nondiff] r: usize) -> Vec<f64> {
+    let mut total = vec![0.0; 3];
+    for j in 0..x.len() {
+        total[r] += x[j] * w[0];
+    }
+    total
+}
+
+#[test]
+fn a_cell_in_lanes_is_apply_lane_by_lane() {
+    const K: usize = 4;
+    let n = 7;
+    let (x, w) = (values(n, 4), values(3, 5));
+    let (y, lin) = into_one_lin(&x, &w, 1);
+    assert_eq!(y, into_one(&x, &w, 1));
+    let (dirs, dx, dw) = directions::<K>(n, 20);
+    let dy = lin.apply_lanes((dx, dw));
+    for (j, (a, b)) in dirs.iter().enumerate() {
+        let want = lin.apply((a.clone(), b.clone()));
+        let got: Vec<f64> = dy.iter().map(|l| l[j]).collect();
+        assert_eq!(got, want, "lane {j}");
+        assert_eq!((want[0], want[2]), (0.0, 0.0));
+    }
+}
