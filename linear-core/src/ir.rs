@@ -1134,6 +1134,35 @@ pub enum Iter {
 }
 
 impl Iter {
+    /// For a range or a zip without a step: its index, its bounds `lo`
+    /// and `hi`, and whether it visits the indices downwards.
+    pub fn unit_range(&self) -> Option<(&Var, &Var, &Var, bool)> {
+        match self {
+            Iter::Range {
+                index,
+                lo,
+                hi,
+                step: None,
+                rev,
+                ..
+            } => Some((&index.var, lo, hi, *rev)),
+            Iter::Zip {
+                index,
+                lo,
+                hi,
+                step: None,
+                desc,
+                rev,
+                ..
+            } => Some((&index.var, lo, hi, *desc != *rev)),
+            Iter::Range { .. }
+            | Iter::Zip { .. }
+            | Iter::Each { .. }
+            | Iter::While { .. }
+            | Iter::Replay { .. } => None,
+        }
+    }
+
     /// The header's variables read outside the body, in order.
     pub fn outer_vars(&self) -> Vec<Var> {
         match self {

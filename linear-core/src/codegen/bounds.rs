@@ -38,7 +38,7 @@
 
 use rustc_hash::FxHashMap as HashMap;
 
-use crate::ir::{Expr, Iter, Loop, Stmt, Var};
+use crate::ir::{Expr, Loop, Stmt, Var};
 use crate::visit::binds;
 
 /// The checks to make before a loop: the loop's bounds and direction, and
@@ -53,32 +53,9 @@ pub(super) struct Hoisted<'a> {
 
 /// The checks [`hoisted`] can make before `l`, or `None` if there are none.
 pub(super) fn hoisted(l: &Loop) -> Option<Hoisted<'_>> {
-    let (index, lo, hi, descending) = match &l.iter {
-        Iter::Range {
-            index,
-            lo,
-            hi,
-            step: None,
-            rev,
-            ..
-        } => (&index.var, lo, hi, *rev),
-        // The list holds one element per index (U builds it so): the zip
-        // runs over the whole range.
-        Iter::Zip {
-            index,
-            lo,
-            hi,
-            step: None,
-            desc,
-            rev,
-            ..
-        } => (&index.var, lo, hi, *desc != *rev),
-        Iter::Range { .. }
-        | Iter::Zip { .. }
-        | Iter::Each { .. }
-        | Iter::While { .. }
-        | Iter::Replay { .. } => return None,
-    };
+    // The list of a zip holds one element per index (U builds it so):
+    // the zip runs over the whole range.
+    let (index, lo, hi, descending) = l.iter.unit_range()?;
     let Expr::Block { stmts, tail } = &l.body else {
         return None;
     };
@@ -142,7 +119,7 @@ fn source<'a>(arr: &'a Var, l: &'a Loop, stmts: &[Stmt], tail: &Expr) -> Option<
 /// The body's result for carried component `k` (non-linear state first,
 /// then linear): the body returns the next non-linear state, the
 /// collected values, then the next linear state.
-fn state_out<'a>(l: &Loop, tail: &'a Expr, k: usize) -> Option<&'a Var> {
+pub(super) fn state_out<'a>(l: &Loop, tail: &'a Expr, k: usize) -> Option<&'a Var> {
     let Expr::Ret { nl, lin } = tail else {
         return None;
     };
@@ -196,18 +173,7 @@ mod tests {
     fn checked(src: &str) -> Option<Vec<String>> {
         let p = parse_program(src).expect("parses");
         crate::check::check(&p).expect("type-checks");
-        let Expr::Block { stmts, .. } = &p.funcs[0].body else {
-            panic!("a block")
-        };
-        let l = stmts
-            .iter()
-            .find_map(|s| match s {
-                Stmt::Let {
-                    rhs: Expr::Loop(l), ..
-                } => Some(l),
-                _ => None,
-            })
-            .expect("a loop");
+        let l = super::super::first_loop(&p.funcs[0]);
         hoisted(l).map(|h| h.arrays.iter().map(|a| a.to_string()).collect())
     }
 

@@ -50,6 +50,24 @@ use crate::lower::ty_rust;
 mod bounds;
 mod window;
 
+/// The first loop among the top-level statements of `f`'s body: what the
+/// loop analyses' tests ([`bounds`], [`window`]) look at.
+#[cfg(test)]
+fn first_loop(f: &Func) -> &Loop {
+    let Expr::Block { stmts, .. } = &f.body else {
+        panic!("a block")
+    };
+    stmts
+        .iter()
+        .find_map(|s| match s {
+            Stmt::Let {
+                rhs: Expr::Loop(l), ..
+            } => Some(&**l),
+            Stmt::Let { .. } | Stmt::Unpack { .. } | Stmt::LinUnpack { .. } => None,
+        })
+        .expect("a loop")
+}
+
 /// How a generated local holds the value of its IR variable.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Hold {
@@ -1259,7 +1277,11 @@ fn match_sum(
 /// The iterator a range, list or zipped loop runs over, and the statements
 /// binding its index or element (or both) from `item` (`while` loops have
 /// neither).
-fn loop_header(iter: &Iter, item: &syn::Ident, names: &mut Names) -> (TokenStream, TokenStream) {
+pub(super) fn loop_header(
+    iter: &Iter,
+    item: &syn::Ident,
+    names: &mut Names,
+) -> (TokenStream, TokenStream) {
     match iter {
         Iter::Range {
             index,
@@ -1481,40 +1503,12 @@ fn gen_loop(l: &Loop, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
             .map(|(b, _)| names.ident(&b.var))
             .collect();
     let cols: Vec<syn::Ident> = l.collect.iter().map(|_| names.temp("tape")).collect();
-    // Windows and a zip read by position need the loop's count first.
-    let count = names.temp("n");
-    let plan = window::plan(l, &names.types);
-    let keep = plan.as_ref().is_some_and(|p| p.keep);
-    let opened = plan
-        .as_ref()
-        .filter(|p| !p.keep)
-        .map(|p| window::open(p, l, &count, &mut inits, names));
-    let by_count = match (&l.iter, &opened) {
-        (Iter::Range { .. }, None) => None,
-        _ if keep => None,
-        _ => window::counted(&l.iter, &count, &item, names),
-    };
-    let (header, bind_item, list_window) = match by_count {
-        Some((setup, range, bind)) => (range, bind, Some(setup)),
-        None => {
-            let (header, bind) = loop_header(&l.iter, &item, names);
-            (header, bind, None)
-        }
-    };
-    let counted = match (&l.iter, opened.is_some() || list_window.is_some()) {
-        (Iter::Range { lo, hi, .. } | Iter::Zip { lo, hi, .. }, true) => {
-            window::count(lo, hi, &count, names)
-        }
-        _ => quote!(),
-    };
-    let list_window = list_window.unwrap_or_default();
+    let (header, bind_item, reach) = window::reach(l, &item, &mut inits, names);
     let recycled = names.loops == 0;
     names.loops += 1;
     let body = gen_expr(&l.body, names, calls);
     names.loops -= 1;
-    if let Some(o) = &opened {
-        window::close(o, names);
-    }
+    window::close(&reach, names);
     let next: Vec<syn::Ident> =
         l.nl.iter()
             .chain(&l.lin)
@@ -1561,29 +1555,15 @@ fn gen_loop(l: &Loop, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
     };
     let (cols_init, tapes) = tapes(l, &cols, &inline, recycled, &capacity);
     let looped = quote!(#setup #(#cols_init)* #looped);
-    let owned = opened.as_ref().map(|o| o.owned.as_slice()).unwrap_or(&[]);
-    let (fin, loop_out) = loop_results(l, tapes, owned, names);
+    let (fin, loop_out) = loop_results(l, tapes, &reach.owned, names);
     let checks = hoisted_checks(l, names);
-    // Cells store their final value back, where the loop ran.
-    let stores = opened.as_ref().map(|o| {
-        let n = l.nl.len() + l.lin.len();
-        o.cells
-            .iter()
-            .filter(|(k, ..)| *k < n)
-            .map(|(k, own, at)| {
-                let f = &fin[*k];
-                quote!(if #count != 0 { #own[#at] = #f; })
-            })
-            .collect::<TokenStream>()
-    });
-    let windows = opened.map(|o| o.setup).unwrap_or_default();
+    let stores = reach.stores(&fin);
+    let windows = reach.setup;
     // Mutable even when the loop carries nothing: each step still
     // assigns the (empty) state.
     quote!({
         #checks
-        #counted
         #windows
-        #list_window
         #[allow(unused_mut)]
         let mut #st = (#(#inits,)*);
         #looped

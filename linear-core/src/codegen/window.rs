@@ -166,30 +166,7 @@ impl Form {
 /// The windows of `l`, or `None` if it has none (see the module doc).
 /// `types` gives every variable's type.
 pub(super) fn plan<'a>(l: &'a Loop, types: &HashMap<Var, Ty>) -> Option<Plan<'a>> {
-    let (index, lo, descending) = match &l.iter {
-        Iter::Range {
-            index,
-            lo,
-            hi: _,
-            step: None,
-            rev,
-            ..
-        } => (&index.var, lo, *rev),
-        Iter::Zip {
-            index,
-            lo,
-            hi: _,
-            step: None,
-            desc,
-            rev,
-            ..
-        } => (&index.var, lo, *desc != *rev),
-        Iter::Range { .. }
-        | Iter::Zip { .. }
-        | Iter::Each { .. }
-        | Iter::While { .. }
-        | Iter::Replay { .. } => return None,
-    };
+    let (index, lo, _, descending) = l.iter.unit_range()?;
     let Expr::Block { stmts, tail } = &l.body else {
         return None;
     };
@@ -221,7 +198,7 @@ pub(super) fn plan<'a>(l: &'a Loop, types: &HashMap<Var, Ty>) -> Option<Plan<'a>
         let Ty::Array(elem, size) = &b.ty else {
             continue;
         };
-        let Some(out) = state_out(l, tail, k) else {
+        let Some(out) = super::bounds::state_out(l, tail, k) else {
             continue;
         };
         let Some(chain) = chain(stmts, &b.var, out) else {
@@ -503,19 +480,6 @@ fn collect(e: &Expr, top: bool, defs: &mut HashMap<Var, Expr>, out: &mut Vec<Acc
     });
 }
 
-/// The body's result for carried component `k` (non-linear state first,
-/// then linear).
-fn state_out<'a>(l: &Loop, tail: &'a Expr, k: usize) -> Option<&'a Var> {
-    let Expr::Ret { nl, lin } = tail else {
-        return None;
-    };
-    if k < l.nl.len() {
-        nl.get(k)
-    } else {
-        lin.get(k - l.nl.len())
-    }
-}
-
 /// The carried array `binder` and its in-place updates by top-level
 /// statements, ending in `out`, the body's result for it; `None` if `out`
 /// is not one of them or an update happens deeper.
@@ -549,13 +513,96 @@ pub(super) struct Opened {
     pub owned: Vec<(usize, syn::Ident)>,
     pub cells: Vec<(usize, syn::Ident, syn::Ident)>,
     keys: Vec<Var>,
+    count: Option<syn::Ident>,
+}
+
+impl Opened {
+    /// The statements storing each cell's final value (`fin`, the final
+    /// state) back into its array, where the loop ran.
+    pub(super) fn stores(&self, fin: &[syn::Ident]) -> TokenStream {
+        let Some(n) = &self.count else {
+            return quote!();
+        };
+        self.cells
+            .iter()
+            .filter_map(|(k, own, at)| {
+                let f = fin.get(*k)?;
+                Some(quote!(if #n != 0 { #own[#at] = #f; }))
+            })
+            .collect()
+    }
+}
+
+/// How loop `l` reaches its arrays: its header and the statement binding
+/// an iteration's values from `item` (counted from 0 where it has windows
+/// or is a zip read by position, [`counted`]; else as before,
+/// [`super::loop_header`]), and what goes before it ([`Opened`]), the
+/// carried arrays' initial values in `inits` replaced by their windows or
+/// cells, registered in `names` until [`close`].
+pub(super) fn reach(
+    l: &Loop,
+    item: &syn::Ident,
+    inits: &mut [syn::Ident],
+    names: &mut Names,
+) -> (TokenStream, TokenStream, Opened) {
+    let count = names.temp("n");
+    let plan = plan(l, &names.types);
+    let keep = plan.as_ref().is_some_and(|p| p.keep);
+    let mut opened = match plan.as_ref().filter(|p| !p.keep) {
+        Some(p) => open(p, l, &count, inits, names),
+        None => Opened {
+            setup: TokenStream::new(),
+            owned: Vec::new(),
+            cells: Vec::new(),
+            keys: Vec::new(),
+            count: None,
+        },
+    };
+    let windowed = !opened.keys.is_empty();
+    let by_count = match &l.iter {
+        _ if keep => None,
+        Iter::Range { .. } if !windowed => None,
+        _ => counted(&l.iter, &count, item, names),
+    };
+    let (header, bind, list) = match by_count {
+        Some(Counted { list, range, bind }) => (range, bind, list),
+        None => {
+            let (header, bind) = super::loop_header(&l.iter, item, names);
+            (header, bind, quote!())
+        }
+    };
+    if !windowed && list.is_empty() {
+        return (header, bind, opened);
+    }
+    // The count comes first: the windows and the list's window need it.
+    let Some((_, lo, hi, _)) = l.iter.unit_range() else {
+        return (header, bind, opened);
+    };
+    let (lo, hi) = (names.ident(lo), names.ident(hi));
+    let windows = std::mem::take(&mut opened.setup);
+    opened.setup = quote! {
+        let #count: usize = if #lo < #hi { #hi - #lo } else { 0 };
+        #windows
+        #list
+    };
+    opened.count = Some(count);
+    (header, bind, opened)
+}
+
+/// A loop counted from 0 ([`counted`]): the list's window of a zip, the
+/// range of the count, and the statements binding the index (and element)
+/// from an iteration's item.
+struct Counted {
+    list: TokenStream,
+    range: TokenStream,
+    bind: TokenStream,
 }
 
 /// Makes `plan`'s windows: statements computing them, given the loop's
 /// count `n` (0 if it does not run), the carried arrays' initial values
 /// in `inits` replaced by their windows, and every name the body accesses
 /// a window through registered in `names` until [`close`].
-pub(super) fn open(
+fn open(
     plan: &Plan,
     l: &Loop,
     n: &syn::Ident,
@@ -567,6 +614,7 @@ pub(super) fn open(
         owned: Vec::new(),
         cells: Vec::new(),
         keys: Vec::new(),
+        count: None,
     };
     // Windows of the same extent share its first index and length.
     let mut extents: Vec<(Extent, syn::Ident, syn::Ident)> = Vec::new();
@@ -762,17 +810,6 @@ fn invariant(inv: &Inv, names: &mut Names) -> TokenStream {
     }
 }
 
-/// The loop's count, `hi - lo` or 0, as the windows need it.
-pub(super) fn count(
-    plan_lo: &Var,
-    plan_hi: &Var,
-    n: &syn::Ident,
-    names: &mut Names,
-) -> TokenStream {
-    let (lo, hi) = (names.ident(plan_lo), names.ident(plan_hi));
-    quote!(let #n: usize = if #lo < #hi { #hi - #lo } else { 0 };)
-}
-
 /// The header of a loop over `lo..hi` that counts its iterations `k` in
 /// `0..n` instead, binding the index `i = lo + k` (and a zip's element,
 /// the list's window read at its position): the statements before the
@@ -781,12 +818,7 @@ pub(super) fn count(
 /// zip read by position has one exit, not two. `None` for a loop with a
 /// step, a zip of non-`Copy` elements (read in place from the list), and
 /// other headers.
-pub(super) fn counted(
-    iter: &Iter,
-    n: &syn::Ident,
-    item: &syn::Ident,
-    names: &mut Names,
-) -> Option<(TokenStream, TokenStream, TokenStream)> {
+fn counted(iter: &Iter, n: &syn::Ident, item: &syn::Ident, names: &mut Names) -> Option<Counted> {
     let (index, lo, down, zip) = match iter {
         Iter::Range {
             index,
@@ -817,14 +849,14 @@ pub(super) fn counted(
         false => quote!((0..#n)),
     };
     let mut bind = quote!(let #i = #lo + #item;);
-    let mut setup = quote!();
+    let mut list_window = quote!();
     if let Some((elem, list, desc)) = zip {
         let (l, w, e) = (
             names.ident(list),
             names.temp("list"),
             names.ident(&elem.var),
         );
-        setup = quote!(let #w = ::linear_ad::__private::window(&#l, 0, #n, false););
+        list_window = quote!(let #w = ::linear_ad::__private::window(&#l, 0, #n, false););
         // The m-th element goes with the range's m-th index in its own
         // order: downwards, `hi - 1 - m` is `i`.
         let pos = match desc {
@@ -833,7 +865,11 @@ pub(super) fn counted(
         };
         bind.extend(quote!(let #e = #w[#pos];));
     }
-    Some((setup, range, bind))
+    Some(Counted {
+        list: list_window,
+        range,
+        bind,
+    })
 }
 
 #[cfg(test)]
@@ -848,18 +884,7 @@ mod tests {
         let p = parse_program(src).expect("parses");
         crate::check::check(&p).expect("type-checks");
         let f = &p.funcs[0];
-        let Expr::Block { stmts, .. } = &f.body else {
-            panic!("a block")
-        };
-        let l = stmts
-            .iter()
-            .find_map(|s| match s {
-                Stmt::Let {
-                    rhs: Expr::Loop(l), ..
-                } => Some(l),
-                _ => None,
-            })
-            .expect("a loop");
+        let l = super::super::first_loop(f);
         let types = crate::visit::binder_types(f);
         let Some(plan) = plan(l, &types) else {
             return vec![];
@@ -922,15 +947,9 @@ mod tests {
              let u: f64; = acc + t in",
         );
         let p = parse_program(&with_body("range(one, n)", &two)).expect("parses");
-        let Expr::Block { stmts, .. } = &p.funcs[0].body else {
-            panic!("a block")
-        };
-        let kept = stmts.iter().find_map(|s| match s {
-            Stmt::Let {
-                rhs: Expr::Loop(l), ..
-            } => plan(l, &crate::visit::binder_types(&p.funcs[0])).map(|p| p.keep),
-            _ => None,
-        });
+        let f = &p.funcs[0];
+        let kept =
+            plan(super::super::first_loop(f), &crate::visit::binder_types(f)).map(|p| p.keep);
         assert_eq!(kept, Some(true));
     }
 
