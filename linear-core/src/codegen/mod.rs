@@ -1277,11 +1277,7 @@ fn match_sum(
 /// The iterator a range, list or zipped loop runs over, and the statements
 /// binding its index or element (or both) from `item` (`while` loops have
 /// neither).
-pub(super) fn loop_header(
-    iter: &Iter,
-    item: &syn::Ident,
-    names: &mut Names,
-) -> (TokenStream, TokenStream) {
+fn loop_header(iter: &Iter, item: &syn::Ident, names: &mut Names) -> (TokenStream, TokenStream) {
     match iter {
         Iter::Range {
             index,
