@@ -986,8 +986,9 @@ pub mod __private {
     #[inline]
     #[track_caller]
     pub fn window<T>(a: &[T], start: usize, len: usize, descending: bool) -> &[T] {
-        // Written so that LLVM sees the window's length is `len` (through
-        // `get`, the window in `ode`'s transpose kept a check per access).
+        // One test, `start + len <= a.len()`, after which the window's
+        // length is `len` as LLVM sees it; an empty window fits anywhere,
+        // as the loop that does not run reads nothing.
         let n = a.len();
         match start.checked_add(len) {
             Some(end) if end <= n => &a[start..end],
