@@ -43,10 +43,9 @@
 //!   access;
 //! * where every index is `i + o + c` with the same `c` (a window) or
 //!   every index is `o + c` with the same `c` (a cell, for carried reals):
-//!   the loop's index, a
-//!   sum and difference `o` of integers from outside the loop or computed
-//!   from them by sums and products (the same for every access), and an
-//!   integer constant `c`;
+//!   the loop's index, a sum and difference `o` of integers from outside
+//!   the loop or computed from them by sums and products (the same for
+//!   every access), and an integer constant `c`;
 //! * where the accesses that bound the window are unconditional (top-level
 //!   statements of the body, so made in every iteration), and the others
 //!   (in a case arm or an inner loop) fall inside it; a cell has an
