@@ -1077,38 +1077,13 @@ fn gen_expr(e: &Expr, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
         Expr::Case { scrut, arms } => gen_case(scrut, arms, names, calls),
         Expr::Loop(l) => gen_loop(l, names, calls),
         Expr::Index { arr, idx } | Expr::LinIndex { arr, idx } => {
-            let (a, i) = (names.ident(arr), names.ident(idx));
-            match names.windows.get(arr) {
-                Some(Reach::Window(w, b)) => {
-                    let w = w.as_ref().unwrap_or(&a);
-                    quote!(#w[#i - #b])
-                }
-                Some(Reach::Cell) => quote!({ let _ = #i; #a }),
-                None => quote!(#a[#i]),
-            }
+            element(arr, idx, window::Op::Read, names)
         }
         Expr::Len(arr) => {
             let a = names.ident(arr);
             quote!(#a.len())
         }
-        Expr::LinAccum { arr, idx, val } => {
-            // The buffer is moved, not copied: an in-place `+=`.
-            let t = names.types.get(val).cloned().unwrap_or(Ty::F64);
-            let (a, i, v) = (names.ident(arr), names.ident(idx), names.ident(val));
-            match names.windows.get(arr) {
-                Some(Reach::Window(_, b)) => {
-                    // A `&mut` window: written through, then passed on.
-                    let add = accumulate(&t, quote!(#a[#i - #b]), quote!(#v));
-                    return quote!({ #add #a });
-                }
-                // A cell holds a real.
-                Some(Reach::Cell) => return quote!({ let _ = #i; #a + #v }),
-                None => {}
-            }
-            let buf = names.temp("acc");
-            let add = accumulate(&t, quote!(#buf[#i]), quote!(#v));
-            quote!({ let mut #buf = #a; #add #buf })
-        }
+        Expr::LinAccum { arr, idx, val } => element(arr, idx, window::Op::Add(val), names),
         Expr::Fill { len, val, size } => {
             let (n, v) = (names.ident(len), names.ident(val));
             fill(quote!(#v), &n, *size)
@@ -1121,15 +1096,7 @@ fn gen_expr(e: &Expr, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
             }
         }
         Expr::Set { arr, idx, val } | Expr::LinSet { arr, idx, val } => {
-            // The array is moved, not copied: an in-place store.
-            let (a, i, v) = (names.ident(arr), names.ident(idx), names.ident(val));
-            match names.windows.get(arr) {
-                Some(Reach::Window(_, b)) => return quote!({ #a[#i - #b] = #v; #a }),
-                Some(Reach::Cell) => return quote!({ let _ = (#i, #a); #v }),
-                None => {}
-            }
-            let buf = names.temp("buf");
-            quote!({ let mut #buf = #a; #buf[#i] = #v; #buf })
+            element(arr, idx, window::Op::Store(val), names)
         }
         Expr::Push { arr, val } | Expr::LinPush { arr, val } => {
             // The `Vec` is moved, not copied: a push in place.
@@ -1146,6 +1113,30 @@ fn gen_expr(e: &Expr, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
             quote!({
                 ::core::debug_assert_eq!(#a.len(), #n);
             })
+        }
+    }
+}
+
+/// `arr[idx]` read, stored to or added to: through the window or cell
+/// the loop being generated reaches `arr` by ([`window`]), else on the
+/// array itself, which a store or an addition moves, not copies, and
+/// updates in place.
+fn element(arr: &Var, idx: &Var, op: window::Op, names: &mut Names) -> TokenStream {
+    if let Some(t) = window::access(arr, idx, op, names) {
+        return t;
+    }
+    let (a, i) = (names.ident(arr), names.ident(idx));
+    match op {
+        window::Op::Read => quote!(#a[#i]),
+        window::Op::Store(val) => {
+            let (v, buf) = (names.ident(val), names.temp("buf"));
+            quote!({ let mut #buf = #a; #buf[#i] = #v; #buf })
+        }
+        window::Op::Add(val) => {
+            let t = names.types.get(val).cloned().unwrap_or(Ty::F64);
+            let (v, buf) = (names.ident(val), names.temp("acc"));
+            let add = accumulate(&t, quote!(#buf[#i]), quote!(#v));
+            quote!({ let mut #buf = #a; #add #buf })
         }
     }
 }

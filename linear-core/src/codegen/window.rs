@@ -15,8 +15,8 @@
 //!
 //! A window of array `a` is `&a[b..b + len]` (`&mut` for carried state),
 //! made once before the loop: `b` is the index the first iteration
-//! reaches, `len` the loop's trip count (the extent of a window over
-//! several offsets is computed too, but such loops are kept: [`keep`]). The
+//! reaches, `len` the loop's trip count (a loop reaching an array at
+//! several offsets is kept as it was: [`keep`]). The
 //! loop counts its iterations `k` from 0 and binds `i = lo + k`; in the
 //! body, `a[j]` becomes `w[j - b]`, which LLVM folds to `k` plus a
 //! constant, below `len` by construction, and deletes the check (from
@@ -499,14 +499,15 @@ fn chain(stmts: &[Stmt], binder: &Var, out: &Var) -> Option<Vec<Var>> {
     (names.last() == Some(out)).then_some(names)
 }
 
-/// Where a window lies relative to the loop's range: its offset, first
-/// constant and span.
-type Extent<'a> = (&'a [(bool, Var)], i64, u64);
+/// Where a window starts relative to the loop's range: its offset and
+/// constant.
+type Base<'a> = (&'a [(bool, Var)], i64);
 
 /// What a loop's windows add to its code: the statements making them
 /// (after the loop's count, `n`), per windowed state component its owned
 /// array, which the loop returns for it, and per cell its array and the
 /// element's index, where the final state is stored.
+#[derive(Default)]
 pub(super) struct Opened {
     pub setup: TokenStream,
     pub owned: Vec<(usize, syn::Ident)>,
@@ -549,13 +550,7 @@ pub(super) fn reach(
     let keep = plan.as_ref().is_some_and(|p| p.keep);
     let mut opened = match plan.as_ref().filter(|p| !p.keep) {
         Some(p) => open(p, l, &count, inits, names),
-        None => Opened {
-            setup: TokenStream::new(),
-            owned: Vec::new(),
-            cells: Vec::new(),
-            keys: Vec::new(),
-            count: None,
-        },
+        None => Opened::default(),
     };
     let windowed = !opened.keys.is_empty();
     let by_count = match &l.iter {
@@ -608,21 +603,15 @@ fn open(
     inits: &mut [syn::Ident],
     names: &mut Names,
 ) -> Opened {
-    let mut opened = Opened {
-        setup: TokenStream::new(),
-        owned: Vec::new(),
-        cells: Vec::new(),
-        keys: Vec::new(),
-        count: None,
-    };
-    // Windows of the same extent share its first index and length.
-    let mut extents: Vec<(Extent, syn::Ident, syn::Ident)> = Vec::new();
+    let mut opened = Opened::default();
+    // Windows with the same start share its computation.
+    let mut bases: Vec<(Base, syn::Ident)> = Vec::new();
     for w in &plan.windows {
         match (w.cell, w.state) {
             (Some(c), Some(k)) => open_cell(w, (c, k), l, n, inits, names, &mut opened),
             (None, _) | (Some(_), None) => {
-                let (b, len) = extent(plan, w, n, &mut extents, names, &mut opened.setup);
-                open_window(w, (b, len), plan.descending, inits, names, &mut opened);
+                let b = base(plan, w, &mut bases, names, &mut opened.setup);
+                open_window(w, (b, n), plan.descending, inits, names, &mut opened);
             }
         }
         opened.keys.extend(w.names.iter().cloned());
@@ -630,45 +619,35 @@ fn open(
     opened
 }
 
-/// The first index and length of `w`'s window: new statements computing
-/// them, or those of an earlier window of the same extent.
-fn extent<'w>(
+/// The first index of `w`'s window: a new statement computing it, or that
+/// of an earlier window with the same offset and constant. The window's
+/// length is the loop's count: a window spans one offset ([`keep`]).
+fn base<'w>(
     plan: &Plan,
     w: &'w Window,
-    n: &syn::Ident,
-    extents: &mut Vec<(Extent<'w>, syn::Ident, syn::Ident)>,
+    bases: &mut Vec<(Base<'w>, syn::Ident)>,
     names: &mut Names,
     setup: &mut TokenStream,
-) -> (syn::Ident, syn::Ident) {
-    let key = (w.offset.as_slice(), w.first, w.span);
-    if let Some((_, b, len)) = extents.iter().find(|(k, ..)| *k == key) {
-        return (b.clone(), len.clone());
+) -> syn::Ident {
+    let key = (w.offset.as_slice(), w.first);
+    if let Some((_, b)) = bases.iter().find(|(k, _)| *k == key) {
+        return b.clone();
     }
-    let (b, len) = (names.temp("base"), names.temp("len"));
+    let b = names.temp("base");
     let lo = names.ident(plan.lo);
     let start = index(Some(quote!(#lo)), w, w.first, names);
     // The first index unconditionally, so that `i - b` folds to the count
     // `k` (`i` is `lo + k`); a loop that does not run has an empty window,
     // which fits anywhere.
-    let extent = match w.span {
-        0 => quote!(#n),
-        k => {
-            let k = Literal::u64_unsuffixed(k);
-            quote!(if #n == 0 { 0 } else { #n + #k })
-        }
-    };
-    setup.extend(quote! {
-        let #b: usize = #start;
-        let #len: usize = #extent;
-    });
-    extents.push((key, b.clone(), len.clone()));
-    (b, len)
+    setup.extend(quote!(let #b: usize = #start;));
+    bases.push((key, b.clone()));
+    b
 }
 
 /// Makes the window `w` of first index `b` and length `len`.
 fn open_window(
     w: &Window,
-    (b, len): (syn::Ident, syn::Ident),
+    (b, len): (syn::Ident, &syn::Ident),
     desc: bool,
     inits: &mut [syn::Ident],
     names: &mut Names,
@@ -740,6 +719,50 @@ fn open_cell(
         names.windows.insert(v.clone(), Reach::Cell);
         names.slices.insert(v.clone());
     }
+}
+
+/// What an element access does: read, store a value, or add one in
+/// place.
+#[derive(Clone, Copy)]
+pub(super) enum Op<'a> {
+    Read,
+    Store(&'a Var),
+    Add(&'a Var),
+}
+
+/// An access of `arr[idx]` through the window or cell the loop being
+/// generated reaches `arr` by, or `None` if it reaches `arr` directly.
+/// A window is indexed from its first index (a carried one, a `&mut`
+/// slice, is written through and passed on); a cell is the element's
+/// value, a real.
+pub(super) fn access(arr: &Var, idx: &Var, op: Op, names: &mut Names) -> Option<TokenStream> {
+    let reach = names.windows.get(arr)?.clone();
+    let (a, i) = (names.ident(arr), names.ident(idx));
+    Some(match (reach, op) {
+        (Reach::Window(w, b), Op::Read) => {
+            let w = w.unwrap_or(a);
+            quote!(#w[#i - #b])
+        }
+        (Reach::Window(_, b), Op::Store(v)) => {
+            let v = names.ident(v);
+            quote!({ #a[#i - #b] = #v; #a })
+        }
+        (Reach::Window(_, b), Op::Add(v)) => {
+            let t = names.types.get(v).cloned().unwrap_or(Ty::F64);
+            let v = names.ident(v);
+            let add = super::accumulate(&t, quote!(#a[#i - #b]), quote!(#v));
+            quote!({ #add #a })
+        }
+        (Reach::Cell, Op::Read) => quote!({ let _ = #i; #a }),
+        (Reach::Cell, Op::Store(v)) => {
+            let v = names.ident(v);
+            quote!({ let _ = (#i, #a); #v })
+        }
+        (Reach::Cell, Op::Add(v)) => {
+            let v = names.ident(v);
+            quote!({ let _ = #i; #a + #v })
+        }
+    })
 }
 
 /// Ends the windows' registration once the loop's body is generated.
