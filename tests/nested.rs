@@ -497,3 +497,138 @@ fn the_jvp_of_f_vjp_through_a_loop_is_the_derivative_of_f_vjp() {
         matches_differences(tangent, at);
     }
 }
+
+/// Loops inside a loop: `pairs_vjp` reads, per outer iteration, the
+/// inner loop's records (as many as the outer index), which
+/// `passes::records` keeps in one flat array with each outer record
+/// holding where its segment starts and ends: J differentiates them as
+/// an array of reals. `chain` nests three deep, its innermost loop a
+/// `while`, whose records' number only the run knows.
+#[differentiable(order = 2)]
+pub fn pairs(x: f64, y: [f64; 2]) -> f64 {
+    let mut e = 0.0;
+    for i in 0..4 {
+        let mut p = x;
+        for j in 0..i {
+            p = (p * y[j % 2]).sin() + 0.1 * y[i % 2];
+        }
+        e += p * p;
+    }
+    e
+}
+
+#[differentiable(order = 2)]
+pub fn chain(x: f64, y: [f64; 2]) -> f64 {
+    let mut e = 0.0;
+    for a in 0..3 {
+        for b in 0..=a {
+            let mut s = x * y[b % 2];
+            let mut k = 0;
+            while k < a + b {
+                s = (s + y[(a + k) % 2]).cos() * x;
+                k += 1;
+            }
+            e += s;
+        }
+    }
+    e
+}
+
+#[test]
+fn the_jvp_of_the_vjp_of_nested_loops_is_its_derivative() {
+    for (x, y, ex, ey) in AT {
+        for ct in [1.0, -0.7] {
+            let at = |t: f64| pairs_vjp(x + t * ex, axpy(t, ey, y), ct + t * 0.3);
+            let ((v, g), tangent) = pairs_vjp_jvp(x, y, ct, ex, ey, 0.3);
+            assert_eq!((v, g), pairs_vjp(x, y, ct));
+            matches_differences(tangent, at);
+            let at = |t: f64| chain_vjp(x + t * ex, axpy(t, ey, y), ct + t * 0.3);
+            let ((v, g), tangent) = chain_vjp_jvp(x, y, ct, ex, ey, 0.3);
+            assert_eq!((v, g), chain_vjp(x, y, ct));
+            matches_differences(tangent, at);
+        }
+    }
+}
+
+#[test]
+fn the_vjp_of_the_vjp_of_nested_loops_agrees_with_its_jvp() {
+    use linear_ad::LinearMap;
+    for (x, y, _, _) in AT {
+        let ct = 0.6;
+        let u = (0.4, [-0.3, 1.1], 0.9);
+        let w = (0.7, (-1.2, [0.5, 0.35]));
+        let (_, (tv, (tgx, tgy))) = chain_vjp_jvp(x, y, ct, u.0, u.1, u.2);
+        let (_, (cx, cy, cct)) = chain_vjp_vjp(x, y, ct, w);
+        let lhs = tv * w.0 + tgx * w.1 .0 + tgy[0] * w.1 .1[0] + tgy[1] * w.1 .1[1];
+        let rhs = u.0 * cx + u.1[0] * cy[0] + u.1[1] * cy[1] + u.2 * cct;
+        assert!(close(lhs, rhs, 1e-12), "{lhs} against {rhs}");
+        let (v, map) = pairs_vjp_lin(x, y, ct);
+        assert_eq!(v, pairs_vjp(x, y, ct));
+        assert_eq!(map.apply(u), pairs_vjp_jvp(x, y, ct, u.0, u.1, u.2).1);
+        assert_eq!(map.transpose(w), pairs_vjp_vjp(x, y, ct, w).1);
+    }
+}
+
+/// Gradient descent on `pairs(x, ·)` by its reverse-mode gradient,
+/// differentiated in turn (the case the error for nested loops used to
+/// refuse, telling the user to call `pairs_jvp` instead).
+#[differentiable]
+pub fn pairs_descent(x: f64, y0: [f64; 2]) -> f64 {
+    let mut y = y0;
+    for _ in 0..5 {
+        let (_, (_, g)) = pairs_vjp(x, y, 1.0);
+        y = [y[0] - 0.05 * g[0], y[1] - 0.05 * g[1]];
+    }
+    pairs(x, y)
+}
+
+#[test]
+fn gradients_through_a_descent_on_nested_loops_match_finite_differences() {
+    for (x, y0, _, _) in AT {
+        let (v, (dx, dy0)) = pairs_descent_vjp(x, y0, 1.0);
+        assert_eq!(v, pairs_descent(x, y0));
+        let fd = |ex: f64, ey: [f64; 2]| {
+            (pairs_descent(x + EPS * ex, axpy(EPS, ey, y0))
+                - pairs_descent(x - EPS * ex, axpy(-EPS, ey, y0)))
+                / (2.0 * EPS)
+        };
+        let want = [
+            fd(1.0, [0.0, 0.0]),
+            fd(0.0, [1.0, 0.0]),
+            fd(0.0, [0.0, 1.0]),
+        ];
+        let got = [dx, dy0[0], dy0[1]];
+        for k in 0..3 {
+            assert!(close(got[k], want[k], 1e-6), "{got:?} against {want:?}");
+        }
+        let (_, d) = pairs_descent_jvp(x, y0, 1.0, [0.0, 0.0]);
+        assert!(close(d, dx, 1e-12), "{d} against {dx}");
+    }
+}
+
+/// A loop inside a branch: the arm that ran it records the loop's
+/// records in the branch's record (a sum), which `passes::records` keeps
+/// in a flat array every arm passes on.
+#[differentiable(order = 2)]
+pub fn branchy(x: f64, y: [f64; 2]) -> f64 {
+    let mut s = x * y[1];
+    if x > 0.0 {
+        for i in 0..3 {
+            s = (s * y[i % 2]).sin() + x;
+        }
+    } else {
+        s = s * s;
+    }
+    s
+}
+
+#[test]
+fn the_jvp_of_the_vjp_of_a_loop_in_a_branch_is_its_derivative() {
+    // Both arms: x > 0 and x < 0, away from the branch point.
+    for (x, y, ex, ey) in AT {
+        let at = |t: f64| branchy_vjp(x + t * ex, axpy(t, ey, y), 1.0 - t * 0.2);
+        let ((v, g), tangent) = branchy_vjp_jvp(x, y, 1.0, ex, ey, -0.2);
+        assert_eq!((v, g), branchy_vjp(x, y, 1.0));
+        matches_differences(tangent, at);
+    }
+}

@@ -70,10 +70,9 @@ pub enum Kind {
     /// `#[differentiable]`: the block's other methods learn that they
     /// cannot call it.
     Unmarked,
-    /// The `f_vjp` of an `order = 2` function whose reverse pass reads
-    /// records of nested loops (or of loops in branches) or its callees'
-    /// tapes, which J cannot differentiate yet (`expand::items::derived`):
-    /// callers learn that they cannot call it.
+    /// The `f_vjp` of an `order = 2` function whose reverse pass reads its
+    /// callees' tapes, which J cannot differentiate yet
+    /// (`expand::items::derived`): callers learn that they cannot call it.
     Tape,
     /// The `f_jvp` or `f_vjp` of a function differentiable at order 1
     /// only: callers learn to ask for `order = 2`.

@@ -504,7 +504,7 @@ impl Lowerer<'_> {
                 let f = name.strip_suffix("_vjp").unwrap_or(&name);
                 self.errs.spanned(
                     path,
-                    format!("`{name}` cannot be differentiated yet: its reverse pass reads what `{f}`'s forward pass recorded, and derivatives of two kinds of records are not supported: those of a loop inside a loop or inside a branch (a list per iteration or per arm), and the tapes of the functions `{f}` calls; call `{f}_jvp` here instead (forward mode for the inner derivative)"),
+                    format!("`{name}` cannot be differentiated yet: its reverse pass reads the tapes of the functions `{f}` calls, whose derivatives are not supported; call `{f}_jvp` here instead (forward mode for the inner derivative)"),
                 );
             }
             Kind::FirstOrder => {

@@ -138,8 +138,9 @@ fn as_one_function(
 /// simplifier dissolve; a loop's records become arrays
 /// ([`records_as_arrays`]: a replayed loop, under binomial checkpointing,
 /// stores its states there). `None` when a record's type has no tangent
-/// J can carry: records of nested loops, or of a loop in a branch (see
-/// `has_tangent`), and external functions' tapes.
+/// J can carry: external functions' tapes (see `has_tangent`). Records
+/// of loops inside loops or branches are segments of flat arrays there,
+/// which J differentiates.
 pub fn first_vjp(transposed: &Program, f: &str) -> Result<Option<Func>, PassError> {
     let name = Var::new(f);
     let forward = find(transposed, &format!("{f}.jvp.nl"))?;
@@ -160,18 +161,25 @@ pub fn first_vjp(transposed: &Program, f: &str) -> Result<Option<Func>, PassErro
     }
     let vjp = composed_vjp(forward, reverse, None, &name)?;
     let (vjp, _) = as_one_function(forward, reverse, vjp, &[], &name)?;
-    let vjp = records_as_arrays(&vjp)?;
-    let program = Program {
-        externs: vec![],
-        funcs: vec![vjp],
+    let as_arrays = |flatten: bool| -> Result<Func, PassError> {
+        let f = records_as_arrays(&vjp, flatten)?;
+        let program = Program {
+            externs: vec![],
+            funcs: vec![f],
+        };
+        check(&program)
+            .map_err(|e| PassError::new(&name, &format!("the VJP with records as arrays {e}")))?;
+        let Program { funcs, .. } = program;
+        funcs
+            .into_iter()
+            .next()
+            .ok_or_else(|| PassError::new(&name, "no function"))
     };
-    check(&program)
-        .map_err(|e| PassError::new(&name, &format!("the VJP with records as arrays {e}")))?;
-    let vjp = program
-        .funcs
-        .into_iter()
-        .next()
-        .ok_or_else(|| PassError::new(&name, "no function"))?;
+    // Should inner loops' records not go to flat arrays (a shape the
+    // rewriting does not expect), they stay arrays of arrays, which
+    // `has_tangent` refuses: the caller of `f_vjp` is told, as before
+    // flat arrays.
+    let vjp = as_arrays(true).or_else(|_| as_arrays(false))?;
     let differentiable = crate::visit::binder_types(&vjp).values().all(has_tangent);
     Ok(differentiable.then_some(vjp))
 }
@@ -180,8 +188,9 @@ pub fn first_vjp(transposed: &Program, f: &str) -> Result<Option<Func>, PassErro
 /// integers and booleans; tuples and sums of such types that hold no
 /// array of reals (J passes an array on only by itself: a loop's records
 /// inside a branch's are refused); arrays of such types (not arrays of
-/// arrays of reals: the records of nested loops). Lists and external
-/// functions' tapes, whose contents J cannot see, are refused.
+/// arrays of reals, which `records_as_arrays` leaves where it cannot make
+/// an inner loop's records a segment of a flat array). Lists and
+/// external functions' tapes, whose contents J cannot see, are refused.
 fn has_tangent(t: &Ty) -> bool {
     let array_of_reals = |t: &Ty| matches!(t, Ty::Array(..)) && t.has_reals();
     match t {

@@ -19,37 +19,90 @@
 //!   states and a loop over them first (`passes::unreplay`): the states
 //!   are then stored, since J must see where each came from.
 //!
-//! Types follow: `list(τ)` becomes `array(τ')` wherever it occurs, `τ'`
-//! being `τ` rewritten the same way. The rewriting changes how values are
-//! kept, never which values are computed: the function's results are the
-//! same, bit for bit, and its work grows by a constant per iteration.
+//! * the records of a loop inside a loop or a branch, which its list
+//!   would carry into another record (an array of arrays, or an array in
+//!   a sum, neither of which J differentiates), go to one flat array per
+//!   record type instead, in the order they are made: the function
+//!   starts it empty, every loop that appends to it (itself or through a
+//!   loop in its body) carries it, every branch whose arms append to it
+//!   returns it from each arm, and the list becomes a segment,
+//!   `(start, end)`, the flat array's length before and after the loop.
+//!   A loop over a segment reads `index(flat, start + k)`.
+//!
+//! Types follow: `list(τ)` becomes `array(τ')` wherever it occurs (or
+//! `(int, int)`, a segment), `τ'` being `τ` rewritten the same way. The
+//! rewriting changes how values are kept, never which values are
+//! computed: the function's results are the same, bit for bit, and its
+//! work grows by a constant per iteration.
 //!
 //! Input: a non-linear function that type-checks (L of the composed VJP,
-//! inlined). Output: the same function, with no list type, no `collect`
+//! inlined), whose binders are unique (statements that append to a flat
+//! array are spliced into their block, so that its new value stays in
+//! scope). Output: the same function, with no list type, no `collect`
 //! and no `each`, `zip` or replay loop, type-checking again.
 
 use rustc_hash::FxHashMap as HashMap;
 
 use super::PassError;
 use crate::ir::{Arm, Binder, Expr, Func, Iter, Loop, Prim, Stmt, Ty, Var};
-use crate::visit::Fresh;
+use crate::visit::{any_subexpr, Fresh};
 
-/// `f` with its lists turned into arrays (see the module doc).
-pub fn records_as_arrays(f: &Func) -> Result<Func, PassError> {
+/// `f` with its lists turned into arrays (see the module doc), the
+/// records of inner loops kept in flat arrays where `flatten` says so,
+/// else as arrays of arrays (which J cannot differentiate).
+pub fn records_as_arrays(f: &Func, flatten: bool) -> Result<Func, PassError> {
     let mut fresh = Fresh::for_func(f);
     let mut r = Records {
         fresh: &mut fresh,
         name: f.name.clone(),
         types: crate::visit::binder_types(f),
+        flats: Vec::new(),
     };
     let mut out = f.clone();
+    // The records of nested loops: every flat array starts empty, before
+    // the body (the types first, as an element type may hold a segment).
+    let mut pre = Vec::new();
+    let flat = if flatten {
+        flattened(&f.body)
+    } else {
+        Vec::new()
+    };
+    r.flats = flat.into_iter().map(|t| (t, f.name.clone())).collect();
+    for k in 0..r.flats.len() {
+        let t = r.ty(&r.flats[k].0);
+        let zero = r.zero_value(&t, &mut pre)?;
+        let len = r.bind(&mut pre, "n", Ty::Int, Expr::Int(0));
+        r.flats[k].1 = r.bind(
+            &mut pre,
+            "flat",
+            Ty::Array(Box::new(t), None),
+            Expr::Fill {
+                len,
+                val: zero,
+                size: None,
+            },
+        );
+    }
     for b in out.nl_params.iter_mut().chain(out.lin_params.iter_mut()) {
-        b.ty = array_ty(&b.ty);
+        b.ty = r.ty(&b.ty);
     }
     for t in out.nl_rets.iter_mut().chain(out.lin_rets.iter_mut()) {
-        *t = array_ty(t);
+        *t = r.ty(t);
     }
-    out.body = r.expr(forward_tuples(f.body.clone()))?;
+    let body = r.expr(forward_tuples(f.body.clone()))?;
+    // The flat arrays as the function leaves them, which its reversed
+    // loops read: discarded at its end, in case none does.
+    let body = match body {
+        Expr::Block { mut stmts, tail } => {
+            stmts.extend(r.flats.iter().map(|(_, v)| Stmt::drop_nl(v)));
+            Expr::Block { stmts, tail }
+        }
+        tail => {
+            let drops = r.flats.iter().map(|(_, v)| Stmt::drop_nl(v)).collect();
+            Expr::block(drops, tail)
+        }
+    };
+    out.body = Expr::block(pre, body);
     Ok(out)
 }
 
@@ -158,15 +211,68 @@ fn forward_tuples(e: Expr) -> Expr {
     }
 }
 
-/// `t` with every `list(τ)` in it an `array(τ')` of run-time length.
-pub fn array_ty(t: &Ty) -> Ty {
-    match t {
-        Ty::List(e, n) => Ty::Array(Box::new(array_ty(e)), *n),
-        Ty::Array(e, n) => Ty::Array(Box::new(array_ty(e)), *n),
-        Ty::Tuple(ts) => Ty::Tuple(ts.iter().map(array_ty).collect()),
-        Ty::Sum(ts) => Ty::Sum(ts.iter().map(array_ty).collect()),
-        Ty::Real(_) | Ty::Int | Ty::Bool | Ty::Tape(_) => t.clone(),
+/// The element types of the lists kept as segments of one flat array
+/// each: those collected by a loop inside another loop's body or inside
+/// a branch, whose lists would be in another record. Not where a loop
+/// collecting one is inside a loop collecting the same type, or collects
+/// it twice (a segment must be contiguous), nor in a function with a
+/// replay, whose rewriting makes loops of its own.
+fn flattened(body: &Expr) -> Vec<Ty> {
+    let mut nested: Vec<Ty> = Vec::new();
+    let mut blocked: Vec<Ty> = Vec::new();
+    let mut replay = false;
+    let collected = |e: &Expr, out: &mut Vec<Ty>| {
+        any_subexpr(e, &mut |e| {
+            if let Expr::Loop(l) = e {
+                out.extend(l.collect.iter().cloned());
+            }
+            false
+        });
+    };
+    any_subexpr(body, &mut |e| {
+        if let Expr::Loop(l) = e {
+            replay |= matches!(l.iter, Iter::Replay { .. });
+            let mut inner = Vec::new();
+            collected(&l.body, &mut inner);
+            // Segments must be contiguous.
+            for (k, t) in l.collect.iter().enumerate() {
+                if inner.contains(t) || l.collect[..k].contains(t) {
+                    blocked.push(t.clone());
+                }
+            }
+            nested.extend(inner);
+        } else if let Expr::Case { arms, .. } = e {
+            for a in arms {
+                collected(&a.body, &mut nested);
+            }
+        }
+        false
+    });
+    if replay {
+        return Vec::new();
     }
+    let mut out: Vec<Ty> = Vec::new();
+    for t in nested {
+        if !blocked.contains(&t) && !out.contains(&t) {
+            out.push(t);
+        }
+    }
+    out
+}
+
+/// Whether a loop collecting `collect` with body `body` appends to the
+/// flat array of `elem`s: it collects them, or a loop in its body does.
+fn appends(elem: &Ty, collect: &[Ty], body: &Expr) -> bool {
+    collect.contains(elem)
+        || any_subexpr(
+            body,
+            &mut |e| matches!(e, Expr::Loop(l) if l.collect.contains(elem)),
+        )
+}
+
+/// The type of a segment of a flat array: where it starts and ends.
+fn segment_ty() -> Ty {
+    Ty::Tuple(vec![Ty::Int, Ty::Int])
 }
 
 /// A counter carried by a loop: its binder, its initial value, and, if
@@ -181,8 +287,13 @@ type Counter = (Var, Var, Option<Var>);
 struct Extra<'a> {
     nl: &'a [(Binder, Var)],
     collect: &'a [Ty],
+    /// Per collected output, the carried flat array it goes to, if any
+    /// (else the next array of `extra`).
+    own: &'a [Option<usize>],
     lin: &'a [(Binder, Var)],
     extra: &'a [(Binder, Var)],
+    /// The carried flat arrays as the old body leaves them.
+    ends: &'a [Var],
     counter: Option<&'a Counter>,
     fixed: bool,
 }
@@ -204,6 +315,7 @@ pub(crate) fn unreplayed(
         fresh,
         name: func.clone(),
         types: HashMap::default(),
+        flats: Vec::new(),
     };
     let e = r.expr(e)?;
     crate::visit::for_each_binder(&e, &mut |b, _| {
@@ -217,22 +329,10 @@ struct Records<'a> {
     name: Var,
     /// The input's types, for the lengths of lists known at compile time.
     types: HashMap<Var, Ty>,
-}
-
-fn binder(b: &Binder) -> Binder {
-    Binder::new(b.var.clone(), array_ty(&b.ty))
-}
-
-/// `let elem = index(list, k)`: a list's element, read from its array.
-fn read(elem: &Binder, list: Var, k: &Var) -> Stmt {
-    let_(
-        &elem.var,
-        array_ty(&elem.ty),
-        Expr::Index {
-            arr: list,
-            idx: k.clone(),
-        },
-    )
+    /// The element types whose lists are segments of a flat array
+    /// ([`flattened`]), each with the variable that holds its flat array
+    /// where the rewriting is.
+    flats: Vec<(Ty, Var)>,
 }
 
 fn let_(v: &Var, ty: Ty, rhs: Expr) -> Stmt {
@@ -244,6 +344,64 @@ fn let_(v: &Var, ty: Ty, rhs: Expr) -> Stmt {
 }
 
 impl Records<'_> {
+    /// `t` with every `list(τ)` in it an `array(τ')` of run-time length,
+    /// or a segment of `τ`'s flat array.
+    fn ty(&self, t: &Ty) -> Ty {
+        match t {
+            Ty::List(e, _) if self.flat(e).is_some() => segment_ty(),
+            Ty::List(e, n) | Ty::Array(e, n) => Ty::Array(Box::new(self.ty(e)), *n),
+            Ty::Tuple(ts) => Ty::Tuple(ts.iter().map(|t| self.ty(t)).collect()),
+            Ty::Sum(ts) => Ty::Sum(ts.iter().map(|t| self.ty(t)).collect()),
+            Ty::Real(_) | Ty::Int | Ty::Bool | Ty::Tape(_) => t.clone(),
+        }
+    }
+
+    /// Where [`Records::flats`] has the flat array of `elem`s.
+    fn flat(&self, elem: &Ty) -> Option<usize> {
+        self.flats.iter().position(|(t, _)| t == elem)
+    }
+
+    /// The flat array `list`'s elements are kept in, if they are.
+    fn flat_of(&self, list: &Var) -> Option<usize> {
+        match self.types.get(list) {
+            Some(Ty::List(e, _)) => self.flat(e),
+            _ => None,
+        }
+    }
+
+    fn binder(&self, b: &Binder) -> Binder {
+        Binder::new(b.var.clone(), self.ty(&b.ty))
+    }
+
+    /// Where the list `list` is in its flat array, if it is a segment of
+    /// one: its start and end, unpacked in `pre`, and the flat array.
+    fn segment(&mut self, list: &Var, pre: &mut Vec<Stmt>) -> Option<(Var, Var, Var)> {
+        let k = self.flat_of(list)?;
+        let (start, end) = (self.fresh.var("start"), self.fresh.var("end"));
+        pre.push(Stmt::Unpack {
+            vars: vec![
+                Binder::new(start.clone(), Ty::Int),
+                Binder::new(end.clone(), Ty::Int),
+            ],
+            tuple: list.clone(),
+        });
+        Some((start, end, self.flats[k].1.clone()))
+    }
+
+    /// `let elem = index(list, k)`: a list's element, read from its array.
+    fn read(&self, elem: &Binder, list: Var, k: &Var) -> Stmt {
+        let_(
+            &elem.var,
+            self.ty(&elem.ty),
+            Expr::Index {
+                arr: list,
+                idx: k.clone(),
+            },
+        )
+    }
+}
+
+impl Records<'_> {
     fn err(&self, msg: &str) -> PassError {
         PassError::new(&self.name, msg)
     }
@@ -251,12 +409,12 @@ impl Records<'_> {
     fn expr(&mut self, e: Expr) -> Result<Expr, PassError> {
         Ok(match e {
             Expr::Block { stmts, tail } => {
-                let stmts = stmts
-                    .into_iter()
-                    .map(|s| self.stmt(s))
-                    .collect::<Result<_, _>>()?;
+                let mut out = Vec::new();
+                for s in stmts {
+                    self.stmt(s, &mut out)?;
+                }
                 Expr::Block {
-                    stmts,
+                    stmts: out,
                     tail: Box::new(self.expr(*tail)?),
                 }
             }
@@ -266,27 +424,45 @@ impl Records<'_> {
                     .into_iter()
                     .map(|a| {
                         Ok(Arm {
-                            bind: a.bind.as_ref().map(binder),
+                            bind: a.bind.as_ref().map(|b| self.binder(b)),
                             body: self.expr(a.body)?,
                         })
                     })
                     .collect::<Result<_, PassError>>()?,
             },
             Expr::Drop(inner) => Expr::Drop(Box::new(self.expr(*inner)?)),
-            Expr::Loop(l) => self.loop_(*l)?,
+            Expr::Loop(l) => {
+                let mut pre = Vec::new();
+                let ret = self.loop_(*l, &mut pre)?;
+                Expr::block(pre, ret)
+            }
             Expr::Inj { sum, tag, val } => Expr::Inj {
-                sum: array_ty(&sum),
+                sum: self.ty(&sum),
                 tag,
                 val,
             },
             Expr::Const { name, args, ty } => Expr::Const {
                 name,
                 args,
-                ty: array_ty(&ty),
+                ty: self.ty(&ty),
             },
-            Expr::LinZero(t) => Expr::LinZero(array_ty(&t)),
+            Expr::LinZero(t) => Expr::LinZero(self.ty(&t)),
+            // A segment's length.
+            Expr::Len(list) if self.flat_of(&list).is_some() => {
+                let mut pre = Vec::new();
+                match self.segment(&list, &mut pre) {
+                    Some((start, end, _)) => Expr::block(
+                        pre,
+                        Expr::Prim {
+                            prim: Prim::ISub,
+                            args: vec![end, start],
+                        },
+                    ),
+                    None => Expr::Len(list),
+                }
+            }
             Expr::LinZeros { ty, len } => Expr::LinZeros {
-                ty: array_ty(&ty),
+                ty: self.ty(&ty),
                 len,
             },
             e @ (Expr::Ret { .. }
@@ -316,22 +492,169 @@ impl Records<'_> {
         })
     }
 
-    fn stmt(&mut self, s: Stmt) -> Result<Stmt, PassError> {
-        Ok(match s {
+    /// `s` rewritten, into `out`. A statement whose right-hand side
+    /// appends to a flat array is spliced into the block: a loop's
+    /// statements, or a block's, then a `let` of its result. The flat
+    /// array's new value is then in scope for the rest of the block,
+    /// which reads or carries it on. (Binders are unique in a function,
+    /// so splicing shadows nothing.)
+    fn stmt(&mut self, s: Stmt, out: &mut Vec<Stmt>) -> Result<(), PassError> {
+        let s = match s {
+            Stmt::Let { nl, lin, rhs } if self.appends_any(&rhs) => match rhs {
+                Expr::Block { stmts, tail } => {
+                    for s in stmts {
+                        self.stmt(s, out)?;
+                    }
+                    return self.stmt(
+                        Stmt::Let {
+                            nl,
+                            lin,
+                            rhs: *tail,
+                        },
+                        out,
+                    );
+                }
+                Expr::Loop(l) => {
+                    let ret = self.loop_(*l, out)?;
+                    Stmt::Let {
+                        nl: nl.iter().map(|b| self.binder(b)).collect(),
+                        lin: lin.iter().map(|b| self.binder(b)).collect(),
+                        rhs: ret,
+                    }
+                }
+                Expr::Case { scrut, arms } => {
+                    let nl: Vec<Binder> = nl.iter().map(|b| self.binder(b)).collect();
+                    let lin: Vec<Binder> = lin.iter().map(|b| self.binder(b)).collect();
+                    self.case(&nl, &lin, scrut, arms)?
+                }
+                rhs => Stmt::Let {
+                    nl: nl.iter().map(|b| self.binder(b)).collect(),
+                    lin: lin.iter().map(|b| self.binder(b)).collect(),
+                    rhs: self.expr(rhs)?,
+                },
+            },
             Stmt::Let { nl, lin, rhs } => Stmt::Let {
-                nl: nl.iter().map(binder).collect(),
-                lin: lin.iter().map(binder).collect(),
+                nl: nl.iter().map(|b| self.binder(b)).collect(),
+                lin: lin.iter().map(|b| self.binder(b)).collect(),
                 rhs: self.expr(rhs)?,
             },
             Stmt::Unpack { vars, tuple } => Stmt::Unpack {
-                vars: vars.iter().map(binder).collect(),
+                vars: vars.iter().map(|b| self.binder(b)).collect(),
                 tuple,
             },
             Stmt::LinUnpack { vars, tuple } => Stmt::LinUnpack {
-                vars: vars.iter().map(binder).collect(),
+                vars: vars.iter().map(|b| self.binder(b)).collect(),
                 tuple,
             },
+        };
+        out.push(s);
+        Ok(())
+    }
+
+    /// `let nl; lin = case scrut { arms }` where an arm appends to flat
+    /// arrays: every arm returns their values after its results (as it
+    /// leaves them, or as they came), and the statement binds them.
+    fn case(
+        &mut self,
+        nl: &[Binder],
+        lin: &[Binder],
+        scrut: Var,
+        arms: Vec<Arm>,
+    ) -> Result<Stmt, PassError> {
+        let touched: Vec<usize> = (0..self.flats.len())
+            .filter(|&k| {
+                let elem = &self.flats[k].0;
+                arms.iter().any(|a| {
+                    any_subexpr(
+                        &a.body,
+                        &mut |e| matches!(e, Expr::Loop(l) if l.collect.contains(elem)),
+                    )
+                })
+            })
+            .collect();
+        let outside: Vec<Var> = touched.iter().map(|&k| self.flats[k].1.clone()).collect();
+        let mut out_arms = Vec::new();
+        for a in arms {
+            for (&k, v) in touched.iter().zip(&outside) {
+                self.flats[k].1 = v.clone();
+            }
+            let body = self.expr(a.body)?;
+            let flats: Vec<Var> = touched.iter().map(|&k| self.flats[k].1.clone()).collect();
+            out_arms.push(Arm {
+                bind: a.bind.as_ref().map(|b| self.binder(b)),
+                body: self.returning(body, (nl, lin), flats)?,
+            });
+        }
+        let mut nl = nl.to_vec();
+        for &k in &touched {
+            let t = Ty::Array(Box::new(self.ty(&self.flats[k].0)), None);
+            let v = self.fresh.var("flat");
+            nl.push(Binder::new(v.clone(), t));
+            self.flats[k].1 = v;
+        }
+        Ok(Stmt::Let {
+            nl,
+            lin: lin.to_vec(),
+            rhs: Expr::Case {
+                scrut,
+                arms: out_arms,
+            },
         })
+    }
+
+    /// `body`, which returns values of the types of `nl` and `lin`,
+    /// returning `extra` after its non-linear results.
+    fn returning(
+        &mut self,
+        body: Expr,
+        (nl, lin): (&[Binder], &[Binder]),
+        extra: Vec<Var>,
+    ) -> Result<Expr, PassError> {
+        Ok(match body {
+            Expr::Ret {
+                nl: mut vs,
+                lin: ls,
+            } => {
+                vs.extend(extra);
+                Expr::Ret { nl: vs, lin: ls }
+            }
+            Expr::Block { stmts, tail } => {
+                let tail = self.returning(*tail, (nl, lin), extra)?;
+                Expr::block(stmts, tail)
+            }
+            body => {
+                let r: Vec<Binder> = nl
+                    .iter()
+                    .map(|b| Binder::new(self.fresh.var("r"), b.ty.clone()))
+                    .collect();
+                let dr: Vec<Binder> = lin
+                    .iter()
+                    .map(|b| Binder::new(self.fresh.var("dr"), b.ty.clone()))
+                    .collect();
+                let mut vs: Vec<Var> = r.iter().map(|b| b.var.clone()).collect();
+                vs.extend(extra);
+                Expr::block(
+                    vec![Stmt::Let {
+                        nl: r,
+                        lin: dr.clone(),
+                        rhs: body,
+                    }],
+                    Expr::Ret {
+                        nl: vs,
+                        lin: dr.into_iter().map(|b| b.var).collect(),
+                    },
+                )
+            }
+        })
+    }
+
+    /// Whether `e` appends to a flat array: a loop in it collects
+    /// records kept in one.
+    fn appends_any(&self, e: &Expr) -> bool {
+        any_subexpr(
+            e,
+            &mut |e| matches!(e, Expr::Loop(l) if l.collect.iter().any(|t| self.flat(t).is_some())),
+        )
     }
 
     /// A fresh non-linear variable bound to `rhs` by a statement in `out`.
@@ -380,9 +703,10 @@ impl Records<'_> {
         Ok(self.bind(out, "z", t.clone(), rhs))
     }
 
-    /// A loop with its list header and collected lists as arrays; a
-    /// block returning what the loop returned.
-    fn loop_(&mut self, l: Loop) -> Result<Expr, PassError> {
+    /// A loop with its list header and collected lists as arrays (or
+    /// segments of flat arrays, which it carries): its statements, into
+    /// `pre`, and the expression returning what the loop returned.
+    fn loop_(&mut self, l: Loop, pre: &mut Vec<Stmt>) -> Result<Expr, PassError> {
         if matches!(l.iter, Iter::Replay { .. }) {
             let mut types = HashMap::default();
             let e = super::unreplay(&l, self.fresh, &mut types)
@@ -396,31 +720,79 @@ impl Records<'_> {
             collect,
             body,
         } = l;
+        // The flat arrays this loop appends to, its own records or those
+        // of loops in its body, are carried state: bound to `inside` in
+        // the body, which ends with them at `ends`.
+        let carried: Vec<usize> = (0..self.flats.len())
+            .filter(|&k| appends(&self.flats[k].0, &collect, &body))
+            .collect();
+        let outside: Vec<Var> = carried.iter().map(|&k| self.flats[k].1.clone()).collect();
+        let inside: Vec<Binder> = carried
+            .iter()
+            .map(|&k| {
+                let t = Ty::Array(Box::new(self.ty(&self.flats[k].0)), None);
+                Binder::new(self.fresh.var("flat"), t)
+            })
+            .collect();
+        for (&k, b) in carried.iter().zip(&inside) {
+            self.flats[k].1 = b.var.clone();
+        }
         let body = self.expr(body)?;
-        let nl: Vec<(Binder, Var)> = nl.iter().map(|(b, v)| (binder(b), v.clone())).collect();
-        let lin: Vec<(Binder, Var)> = lin.iter().map(|(b, v)| (binder(b), v.clone())).collect();
-        let collect: Vec<Ty> = collect.iter().map(array_ty).collect();
-        let mut pre = Vec::new();
+        let ends: Vec<Var> = carried.iter().map(|&k| self.flats[k].1.clone()).collect();
+        for (&k, v) in carried.iter().zip(&outside) {
+            self.flats[k].1 = v.clone();
+        }
+        // Per collected output, the carried flat array it goes to, if any.
+        let own: Vec<Option<usize>> = collect
+            .iter()
+            .map(|t| {
+                self.flat(t)
+                    .and_then(|k| carried.iter().position(|&c| c == k))
+            })
+            .collect();
+        let nl: Vec<(Binder, Var)> = nl
+            .iter()
+            .map(|(b, v)| (self.binder(b), v.clone()))
+            .collect();
+        let lin: Vec<(Binder, Var)> = lin
+            .iter()
+            .map(|(b, v)| (self.binder(b), v.clone()))
+            .collect();
+        let collect: Vec<Ty> = collect.iter().map(|t| self.ty(t)).collect();
+        let arrays: Vec<Ty> = collect
+            .iter()
+            .zip(&own)
+            .filter(|(_, o)| o.is_none())
+            .map(|(t, _)| t.clone())
+            .collect();
         let mut front = Vec::new();
-        let (iter, mut counter) = self.header(iter, &mut pre, &mut front)?;
+        let (iter, mut counter) = self.header(iter, pre, &mut front)?;
         // A range loop with a constant trip count (a list of known length,
         // too) collects into arrays of that size, written at the
         // iteration's number (no heap, as U's lists of known length have
         // none); others push. A zipped loop's range has no known count.
-        let trip = match (&iter, collect.is_empty(), &counter) {
+        let trip = match (&iter, arrays.is_empty(), &counter) {
             (Iter::Range { trip: Some(n), .. }, false, None) => Some(*n),
             _ => None,
         };
         if trip.is_some() {
-            let k0 = self.bind(&mut pre, "k", Ty::Int, Expr::Int(0));
+            let k0 = self.bind(pre, "k", Ty::Int, Expr::Int(0));
             counter = Some((self.fresh.var("k"), k0, None));
         }
-        let extra = self.extra_state(counter.as_ref(), &collect, trip, &mut pre)?;
+        let mut extra = self.extra_state(counter.as_ref(), &arrays, trip, pre)?;
+        extra.extend(inside.into_iter().zip(outside.iter().cloned()));
+        // Where each flat segment of this loop's records starts.
+        let starts: Vec<Option<Var>> = own
+            .iter()
+            .map(|o| o.map(|c| self.bind(pre, "start", Ty::Int, Expr::Len(outside[c].clone()))))
+            .collect();
         let shape = Extra {
             nl: &nl,
             collect: &collect,
+            own: &own,
             lin: &lin,
             extra: &extra,
+            ends: &ends,
             counter: counter.as_ref(),
             fixed: trip.is_some(),
         };
@@ -455,14 +827,29 @@ impl Records<'_> {
                 pre.push(Stmt::drop_nl(&k.var));
             }
         }
-        ret.extend(rest.map(|b| b.var.clone()));
-        Ok(Expr::block(
-            pre,
-            Expr::Ret {
-                nl: ret,
-                lin: dfin.into_iter().map(|b| b.var).collect(),
-            },
-        ))
+        let arrays_fin: Vec<Var> = rest
+            .by_ref()
+            .take(arrays.len())
+            .map(|b| b.var.clone())
+            .collect();
+        let flats_fin: Vec<Var> = rest.map(|b| b.var.clone()).collect();
+        let mut arrays_fin = arrays_fin.into_iter();
+        for (o, start) in own.iter().zip(starts) {
+            match (o, start) {
+                (Some(c), Some(start)) => {
+                    let end = self.bind(pre, "end", Ty::Int, Expr::Len(flats_fin[*c].clone()));
+                    ret.push(self.bind(pre, "seg", segment_ty(), Expr::Tup(vec![start, end])));
+                }
+                _ => ret.extend(arrays_fin.next()),
+            }
+        }
+        for (&k, v) in carried.iter().zip(flats_fin) {
+            self.flats[k].1 = v;
+        }
+        Ok(Expr::Ret {
+            nl: ret,
+            lin: dfin.into_iter().map(|b| b.var).collect(),
+        })
     }
 
     /// A loop's extra state: the counter, then one array per collected
@@ -519,12 +906,41 @@ impl Records<'_> {
                     Some(Ty::List(_, Some(n))) => Some(*n),
                     _ => None,
                 };
-                let hi = match trip.map(i64::try_from) {
-                    Some(Ok(n)) => self.bind(pre, "n", Ty::Int, Expr::Int(n)),
+                let seg = self.segment(&list, pre);
+                let hi = match (trip.map(i64::try_from), &seg) {
+                    (Some(Ok(n)), _) => self.bind(pre, "n", Ty::Int, Expr::Int(n)),
+                    (_, Some((start, end, _))) => self.bind(
+                        pre,
+                        "n",
+                        Ty::Int,
+                        Expr::Prim {
+                            prim: Prim::ISub,
+                            args: vec![end.clone(), start.clone()],
+                        },
+                    ),
                     _ => self.bind(pre, "n", Ty::Int, Expr::Len(list.clone())),
                 };
                 let k = self.fresh.var("k");
-                front.push(read(&elem, list, &k));
+                match seg {
+                    // The k-th element of a segment is its flat array's
+                    // element `start + k`.
+                    Some((start, end, flat)) => {
+                        if trip.is_some() {
+                            pre.push(Stmt::drop_nl(&end));
+                        }
+                        let at = self.bind(
+                            front,
+                            "k",
+                            Ty::Int,
+                            Expr::Prim {
+                                prim: Prim::IAdd,
+                                args: vec![start, k.clone()],
+                            },
+                        );
+                        front.push(self.read(&elem, flat, &at));
+                    }
+                    None => front.push(self.read(&elem, list, &k)),
+                }
                 let iter = Iter::Range {
                     index: Binder::new(k, Ty::Int),
                     lo,
@@ -546,6 +962,9 @@ impl Records<'_> {
                 rev,
             } => {
                 let k = self.fresh.var("k");
+                // A segment's positions are its flat array's, from its
+                // start to its end.
+                let seg = self.segment(&list, pre);
                 // Read backwards, the counter stays one past the element
                 // an iteration reads: it starts at the length, and the
                 // position read, one below, is its next value. No
@@ -553,7 +972,13 @@ impl Records<'_> {
                 // the last iteration's `0 - 1` overflowed, a panic in a
                 // debug build, and so did an empty list's `len - 1`).
                 let (k0, down) = if rev {
-                    let n = self.bind(pre, "n", Ty::Int, Expr::Len(list.clone()));
+                    let n = match &seg {
+                        Some((start, end, _)) => {
+                            pre.push(Stmt::drop_nl(start));
+                            end.clone()
+                        }
+                        None => self.bind(pre, "n", Ty::Int, Expr::Len(list.clone())),
+                    };
                     let one = self.bind(front, "one", Ty::Int, Expr::Int(1));
                     let at = self.bind(
                         front,
@@ -566,9 +991,16 @@ impl Records<'_> {
                     );
                     (n, Some(at))
                 } else {
-                    (self.bind(pre, "k", Ty::Int, Expr::Int(0)), None)
+                    match &seg {
+                        Some((start, end, _)) => {
+                            pre.push(Stmt::drop_nl(end));
+                            (start.clone(), None)
+                        }
+                        None => (self.bind(pre, "k", Ty::Int, Expr::Int(0)), None),
+                    }
                 };
-                front.push(read(&elem, list, down.as_ref().unwrap_or(&k)));
+                let list = seg.map_or(list, |(_, _, flat)| flat);
+                front.push(self.read(&elem, list, down.as_ref().unwrap_or(&k)));
                 let iter = Iter::Range {
                     index,
                     lo,
@@ -592,18 +1024,21 @@ impl Records<'_> {
 
     /// The loop body: `front`, the old body's results bound, the counter
     /// moved on and each collected value pushed (or written at the
-    /// counter); returns the state, then the extra state, then the linear
+    /// counter) to its array or its flat array; returns the state, then
+    /// the extra state (counter, arrays, flat arrays), then the linear
     /// state.
     fn body(&mut self, body: Expr, x: &Extra, mut stmts: Vec<Stmt>) -> Result<Expr, PassError> {
         let Extra {
             nl,
             collect,
+            own,
             lin,
             extra,
+            ends,
             counter,
             fixed,
         } = *x;
-        if counter.is_none() && collect.is_empty() {
+        if counter.is_none() && collect.is_empty() && ends.is_empty() {
             return Ok(Expr::block(stmts, body));
         }
         let r: Vec<Binder> = nl
@@ -616,6 +1051,14 @@ impl Records<'_> {
             .iter()
             .map(|(b, _)| Binder::new(self.fresh.var("dr"), b.ty.clone()))
             .collect();
+        // Spliced, so that the flat arrays the body leaves are in scope.
+        let body = match body {
+            Expr::Block { stmts: inner, tail } if !ends.is_empty() => {
+                stmts.extend(inner);
+                *tail
+            }
+            body => body,
+        };
         stmts.push(Stmt::Let {
             nl: r.clone(),
             lin: dr.clone(),
@@ -642,8 +1085,21 @@ impl Records<'_> {
             };
             ret.push(next);
         }
-        for ((acc, _), val) in extra.zip(&r[nl.len()..]) {
-            let (arr, val) = (acc.var.clone(), val.var.clone());
+        // The flat arrays are the last of the extra state.
+        let flat_tys = &x.extra[x.extra.len() - ends.len()..];
+        let mut flats: Vec<Var> = ends.to_vec();
+        for (val, o) in r[nl.len()..].iter().zip(own) {
+            let val = val.var.clone();
+            if let Some(c) = o {
+                let ty = flat_tys[*c].0.ty.clone();
+                let arr = flats[*c].clone();
+                flats[*c] = self.bind(&mut stmts, "flat", ty, Expr::Push { arr, val });
+                continue;
+            }
+            let Some((acc, _)) = extra.next() else {
+                return Err(self.err("a collected output with no array"));
+            };
+            let arr = acc.var.clone();
             let rhs = match counter {
                 Some((k, ..)) if fixed => Expr::Set {
                     arr,
@@ -655,6 +1111,7 @@ impl Records<'_> {
             let written = self.bind(&mut stmts, "acc", acc.ty.clone(), rhs);
             ret.push(written);
         }
+        ret.extend(flats);
         Ok(Expr::block(
             stmts,
             Expr::Ret {

@@ -24,10 +24,10 @@
 //! companions (`companions::jvp_companions`, which `f` gets here too, so
 //! that second derivatives of its callers can go through it).
 //!
-//! Where `f_vjp` cannot be differentiated (its tape holds records of
-//! nested loops, see [`crate::passes::records`], or its callees' tapes),
-//! it gets a signature of kind [`Kind::Tape`], so a caller gets an error
-//! at its call that says so. Methods, and functions other differentiable
+//! Where `f_vjp` cannot be differentiated (its tape holds its callees'
+//! tapes, see [`crate::passes::hvp::first_vjp`]), it gets a signature of
+//! kind [`Kind::Tape`], so a caller gets an error at its call that says
+//! so. Methods, and functions other differentiable
 //! code cannot call (arrays read by index, structs), get neither.
 
 use proc_macro2::{Span, TokenStream};
