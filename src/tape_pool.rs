@@ -22,11 +22,13 @@
 //!
 //! Plain `Vec`s remain for tapes whose records borrow (a callee's
 //! linearization) or hold a generic float type, since a pool keyed by
-//! type needs `'static` types, and for the tapes of loops inside loops,
-//! one per outer iteration: a buffer that may come from the pool has no
-//! provenance LLVM knows, and it then cannot prove that a reversed inner
-//! loop's reads of its tape do not alias its writes to the gradient
-//! (`llsq`'s inner loop stopped being vectorised).
+//! type needs `'static` types. The records of loops inside loops go to
+//! one flat buffer per record type, which is recycled too
+//! (`linear_core::passes::records::flat_tapes`). (When each inner loop had
+//! a `Vec` of its own, recycling those made LLVM lose the provenance
+//! that let it vectorise `llsq`'s reversed inner loop; the flat buffer is
+//! read through a slice made before that loop, and `llsq`'s gradient got
+//! faster, not slower.)
 //!
 //! ```
 //! use linear_ad::{differentiable, tape_pool};

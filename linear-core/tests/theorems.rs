@@ -51,6 +51,9 @@ use proptest::test_runner::TestCaseError;
 #[derive(Default, Debug)]
 struct Stats {
     cases: u64,
+    /// Programs whose tapes `records::flat_tapes` flattened, with the
+    /// same results, bit for bit.
+    flat_tapes: u64,
     skipped_nonfinite: u64,
     functions: u64,
     c_j: f64,
@@ -332,6 +335,29 @@ fn one_program(seed: u64, size_: usize, st: &RefCell<Stats>) -> Result<(), TestC
         "dot-product identity fails: <x, T(e)[y]> = {lhs}, <e[x], y> = {rhs} (rounding bound {rounding})"
     );
     st.borrow_mut().rounding_allowance += u64::from(!relative);
+    // The records of loops inside loops or branches in flat arrays, as
+    // the macro generates them: the same results, bit for bit.
+    let flat = linear_core::passes::records::flat_tapes(&t, main.as_str())
+        .map_err(|e| fail(format!("flat tapes: {e}")))?;
+    if let Some(fs) = flat {
+        let mut tf = t.clone();
+        for f in fs {
+            if let Some(g) = tf.funcs.iter_mut().find(|g| g.name == f.name) {
+                *g = f;
+            }
+        }
+        check_linear_b(&tf).map_err(|e| fail(format!("flat tapes not Linear B: {e}\n{tf}")))?;
+        let fwdf = run(&tf, &fnl, &x, &[], &consts).map_err(|e| fail(e.0))?;
+        prop_assert_eq!(&fwdf.nl[..k], &fwd.nl[..k], "flat tapes: forward results");
+        let tapef = fwdf.nl[k].clone();
+        let resf =
+            run(&tf, &flin, std::slice::from_ref(&tapef), &dx, &consts).map_err(|e| fail(e.0))?;
+        prop_assert_eq!(&resf.lin, &res.lin, "flat tapes: residual results");
+        let tbf = run(&tf, &ft, std::slice::from_ref(&tapef), &ct_args, &consts)
+            .map_err(|e| fail(e.0))?;
+        prop_assert_eq!(&tbf.lin, &tb.lin, "flat tapes: transposed results");
+        st.borrow_mut().flat_tapes += 1;
+    }
     prop_assert_eq!(
         &tb3.lin,
         &tb.lin,
@@ -713,8 +739,8 @@ fn theorems_hold_on_random_programs() {
         s.cases, s.functions, s.skipped_nonfinite
     );
     println!(
-        "control flow: {} programs with a case, {} with a range loop, {} with a while loop, {} with control flow nested in an arm or loop body",
-        s.with_case, s.with_range_loop, s.with_while_loop, s.with_nesting
+        "control flow: {} programs with a case, {} with a range loop, {} with a while loop, {} with control flow nested in an arm or loop body; {} with the records of loops inside loops or branches in flat arrays (the same results)",
+        s.with_case, s.with_range_loop, s.with_while_loop, s.with_nesting, s.flat_tapes
     );
     println!(
         "arrays: {} programs read an array, {} inside a loop or an arm; {} residuals loop over a range again with no per-iteration record, {} zip the range with records that leave out the index ({} of a descending range) (SaveAll); the default policy left out {} per-iteration records and carried a loop-invariant value out of its loop in {} programs; {} programs write a local array in place, {} overwrite an element read before, {} write one in an arm of a case, {} grow one by `push`, {} read data (no tangent)",

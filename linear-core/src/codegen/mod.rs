@@ -131,12 +131,14 @@ pub fn inline_len(t: &Ty) -> Option<u64> {
 /// generic float type are not known to be.
 ///
 /// The tapes of loops inside loops, which the outer loop's records hold,
-/// stay `Vec`s: they are allocated once per outer iteration, usually
-/// small (below the pool's smallest buffer), and a buffer that may come
-/// from the pool has no known provenance, so LLVM must assume that the
-/// reversed inner loop's reads of it alias its writes to the gradient:
-/// `llsq`'s reversed inner loop was no longer vectorised, and its
-/// gradient took 1.7 times the instructions.
+/// stay `Vec`s where they are still lists (inline, or holding what a flat
+/// array cannot: `passes::records::flat_tapes` makes the others one
+/// recycled flat array per record type): a buffer that may come from the
+/// pool has no known provenance, so LLVM must assume that the reversed
+/// inner loop's reads of it alias its writes to the gradient: `llsq`'s
+/// reversed inner loop, reading a pooled `Vec` per outer iteration, was
+/// no longer vectorised, and its gradient took 1.7 times the
+/// instructions.
 pub fn pooled(elem: &Ty) -> bool {
     match elem {
         Ty::Real(f) => *f != Float::Generic,
@@ -179,6 +181,11 @@ pub struct Names {
     /// Carried arrays held as a window (a `&mut` slice) or a cell (one
     /// element's value): their `let`s have no type annotation.
     slices: HashSet<Var>,
+    /// Carried arrays a loop pushes to once per iteration, with room made
+    /// before it ([`pushed_once`]): pushed to by `record`.
+    recorded: HashSet<Var>,
+    /// Variables bound to the integer 0: the length of an empty array.
+    zeros: HashSet<Var>,
 }
 
 /// How the loop being generated reaches an array ([`window`]).
@@ -937,12 +944,41 @@ fn pattern(bs: &[Binder], linear: bool, names: &mut Names) -> TokenStream {
                 // A borrowed input or an owned local array (`fill`, `set`):
                 // the right-hand side says which.
                 return quote!(#one);
+            } else if holds_array(&bs[0].ty) {
+                // A tape holding the flat arrays of inner loops' records,
+                // owned (`passes::records::flat_tapes`).
+                annotation(&bs[0].ty)
             } else {
                 ty_rust(&bs[0].ty)
             };
             quote!(#one: #t)
         }
         _ => quote!((#(#ids,)*)),
+    }
+}
+
+/// The type annotation of a value of type `t` whose arrays the
+/// right-hand side types (`_`), as [`ty_rust`] for the rest.
+fn annotation(t: &Ty) -> TokenStream {
+    match t {
+        Ty::Array(..) => quote!(_),
+        Ty::Tuple(ts) => {
+            let ts = ts.iter().map(annotation);
+            quote!((#(#ts,)*))
+        }
+        Ty::Sum(ts) => sum_type(&ts.iter().map(annotation).collect::<Vec<_>>()),
+        Ty::List(e, _) if inline_len(t).is_some() => list_type(t, annotation(e), false),
+        Ty::Real(_) | Ty::Int | Ty::Bool | Ty::List(..) | Ty::Tape(_) => ty_rust(t),
+    }
+}
+
+/// Whether a value of type `t` is or holds an array.
+fn holds_array(t: &Ty) -> bool {
+    match t {
+        Ty::Array(..) => true,
+        Ty::Tuple(ts) | Ty::Sum(ts) => ts.iter().any(holds_array),
+        Ty::List(e, _) => holds_array(e),
+        Ty::Real(_) | Ty::Int | Ty::Bool | Ty::Tape(_) => false,
     }
 }
 
@@ -975,6 +1011,29 @@ fn gen_stmt(s: &Stmt, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
                     }
                     return quote!();
                 }
+            }
+            match (bs.as_slice(), rhs) {
+                ([b], Expr::Int(0)) => {
+                    names.zeros.insert(b.var.clone());
+                }
+                // An empty array, to push to, starts from a recycled
+                // buffer: the flat arrays of inner loops' records
+                // (`passes::records::flat_tapes`) grow to the size of all
+                // of them, and the linearization returns them to the pool.
+                (
+                    [b],
+                    Expr::Fill {
+                        len, size: None, ..
+                    },
+                ) if names.zeros.contains(len) => {
+                    if let Ty::Array(e, None) = &b.ty {
+                        if pooled(e) {
+                            let id = names.ident(&b.var);
+                            return quote!(let #id = ::linear_ad::__private::Tape::buffer(0););
+                        }
+                    }
+                }
+                _ => {}
             }
             let v = gen_expr(rhs, names, calls);
             let mut t = quote!(let);
@@ -1102,6 +1161,13 @@ fn gen_expr(e: &Expr, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
             // The `Vec` is moved, not copied: a push in place.
             let (a, v) = (names.ident(arr), names.ident(val));
             let buf = names.temp("buf");
+            if names.recorded.contains(arr) {
+                return quote!({
+                    let mut #buf = #a;
+                    ::linear_ad::__private::record(&mut #buf, #v);
+                    #buf
+                });
+            }
             quote!({ let mut #buf = #a; #buf.push(#v); #buf })
         }
         Expr::Pop { arr } | Expr::LinPop { arr } => {
@@ -1475,6 +1541,43 @@ fn tapes(
         .unzip()
 }
 
+/// The carried arrays (by position in the non-linear state) that a loop
+/// over an iterator of known length pushes to once in every iteration,
+/// at its body's top level, and reads nowhere else: a flat array of
+/// inner loops' records (`passes::records::flat_tapes`). Room for every
+/// push is made before the loop, and each push is a `record`, whose
+/// growth path, a call that returns, would spill the loop's state every
+/// iteration (llsq's gradient ran at 3.5 times its time).
+fn pushed_once(l: &Loop) -> Vec<usize> {
+    let (Iter::Range { .. } | Iter::Each { .. } | Iter::Zip { .. }) = &l.iter else {
+        return Vec::new();
+    };
+    let Expr::Block { stmts, tail } = &l.body else {
+        return Vec::new();
+    };
+    let Expr::Ret { nl: next, .. } = tail.as_ref() else {
+        return Vec::new();
+    };
+    let uses = crate::visit::use_counts(&l.body);
+    // `let a' = push(a, v)` with `a` the state and `a'` its next value: one
+    // push (rows are pushed element by element, a chain of pushes).
+    (0..l.nl.len())
+        .filter(|&k| {
+            let b = &l.nl[k].0;
+            matches!(b.ty, Ty::Array(..))
+                && uses.get(&b.var) == Some(&1)
+                && stmts.iter().any(|s| match s {
+                    Stmt::Let {
+                        nl,
+                        rhs: Expr::Push { arr, .. },
+                        ..
+                    } => arr == &b.var && nl.len() == 1 && next.get(k) == Some(&nl[0].var),
+                    Stmt::Let { .. } | Stmt::Unpack { .. } | Stmt::LinUnpack { .. } => false,
+                })
+        })
+        .collect()
+}
+
 fn gen_loop(l: &Loop, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
     let st = names.temp("state");
     let it = names.temp("it");
@@ -1490,6 +1593,10 @@ fn gen_loop(l: &Loop, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
             .map(|(b, _)| names.ident(&b.var))
             .collect();
     let cols: Vec<syn::Ident> = l.collect.iter().map(|_| names.temp("tape")).collect();
+    let pushed = pushed_once(l);
+    names
+        .recorded
+        .extend(pushed.iter().map(|&k| l.nl[k].0.var.clone()));
     let (header, bind_item, reach) = window::reach(l, &item, &mut inits, names);
     let recycled = names.loops == 0;
     names.loops += 1;
@@ -1533,8 +1640,12 @@ fn gen_loop(l: &Loop, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
                     #step
                 }
             };
+            let room = pushed.iter().map(|&k| {
+                let k = syn::Index::from(k);
+                quote!(#st.#k.reserve(::core::iter::Iterator::size_hint(&#it).0);)
+            });
             (
-                quote!(let #it = #header;),
+                quote!(let #it = #header; #(#room)*),
                 quote!(::core::iter::Iterator::size_hint(&#it).0),
                 looped,
             )

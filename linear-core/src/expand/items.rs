@@ -33,10 +33,10 @@ use super::companions::companions;
 use super::pieces::{join, pieces, Piece};
 use super::{
     find, from_ir, pascal, pattern_idents, pipeline, primal_from_ir, result_to_ir, to_ir,
-    wants_dump, LanesAsk, Passes,
+    wants_dump, LanesAsk, Passes, Stages,
 };
 use crate::codegen::{body, body_holding, inline_always_optimised, Hold, Names};
-use crate::ir::{Func, Ty, Var};
+use crate::ir::{Func, Program, Ty, Var};
 use crate::lower::{Lowered, Shape};
 
 /// What the generated functions' signatures and bodies share.
@@ -812,6 +812,26 @@ pub(super) fn map_name(item: &syn::ItemFn) -> syn::Ident {
     Owner::Free.map_name(&item.sig.ident)
 }
 
+/// The forward pass and residuals of `f` with the records of its loops
+/// inside loops or branches in flat arrays
+/// ([`crate::passes::records::flat_tapes`]), type-checked again in debug
+/// builds; `None` where it has none.
+fn flat_tapes(stages: &Stages, name: &str) -> Result<Option<[Func; 3]>, String> {
+    let Some(fs) =
+        crate::passes::records::flat_tapes(&stages.transposed, name).map_err(|e| e.to_string())?
+    else {
+        return Ok(None);
+    };
+    if cfg!(debug_assertions) {
+        let p = Program {
+            externs: stages.transposed.externs.clone(),
+            funcs: fs.to_vec(),
+        };
+        crate::check::check_linear_b(&p).map_err(|e| format!("after flat tapes: {e}"))?;
+    }
+    Ok(Some(fs))
+}
+
 /// Every item `#[differentiable]` adds for `f`.
 pub(super) fn generate(
     item: &syn::ItemFn,
@@ -835,11 +855,20 @@ pub(super) fn generate(
             stages.transposed.funcs.iter().filter(|f| f.name.as_str().ends_with(".t")).map(ToString::to_string).collect::<String>()
         );
     }
-    let out = Outputs {
-        jvp: find(&stages.jvp, &format!("{name}.jvp"))?,
-        forward: find(&stages.unzipped, &format!("{name}.jvp.nl"))?,
-        residual: find(&stages.unzipped, &format!("{name}.jvp.lin"))?,
-        transposed: find(&stages.transposed, &format!("{name}.jvp.lin.t"))?,
+    let flat = flat_tapes(&stages, &name)?;
+    let out = match &flat {
+        Some([forward, residual, transposed]) => Outputs {
+            jvp: find(&stages.jvp, &format!("{name}.jvp"))?,
+            forward,
+            residual,
+            transposed,
+        },
+        None => Outputs {
+            jvp: find(&stages.jvp, &format!("{name}.jvp"))?,
+            forward: find(&stages.unzipped, &format!("{name}.jvp.nl"))?,
+            residual: find(&stages.unzipped, &format!("{name}.jvp.lin"))?,
+            transposed: find(&stages.transposed, &format!("{name}.jvp.lin.t"))?,
+        },
     };
     let calls = Calls {
         sites: &l.calls,
@@ -1084,6 +1113,16 @@ impl Tape {
                     None => quote!(&#lt [#e]),
                 }
             }
+            // A flat array of inner loops' records
+            // (`passes::records::flat_tapes`), which the forward pass made.
+            (None, Ty::Array(e, _)) if crate::codegen::pooled(e) => {
+                let e = calls.rust_ty(e);
+                quote!(::linear_ad::__private::Tape<#e>)
+            }
+            (None, Ty::Array(e, _)) => {
+                let e = calls.rust_ty(e);
+                quote!(::linear_ad::__private::Vec<#e>)
+            }
             (_, t) => calls.rust_ty(t),
         }
     }
@@ -1117,6 +1156,10 @@ impl Tape {
                 Some(_) => quote!(#id.into_flattened()),
                 None => quote!(#id),
             },
+            None if matches!(&self.tys[k], Ty::Array(e, _) if crate::codegen::pooled(e)) => {
+                let i = syn::Index::from(k);
+                quote!(::linear_ad::__private::Tape::from(#tape.#i))
+            }
             _ => {
                 let i = syn::Index::from(k);
                 quote!(#tape.#i)
@@ -1173,7 +1216,15 @@ impl Tape {
         let heap: Vec<TokenStream> = fields
             .iter()
             .zip(&self.tys)
-            .map(|(f, t)| calls.heap_bytes(quote!(self.#f), t))
+            .zip(&self.inputs)
+            .map(|((f, t), input)| match (input, t) {
+                // A flat array of records: reals and integers only.
+                (None, Ty::Array(e, _)) => {
+                    let e = calls.rust_ty(e);
+                    quote!((self.#f).capacity() * ::core::mem::size_of::<#e>())
+                }
+                _ => calls.heap_bytes(quote!(self.#f), t),
+            })
             .filter(|h| h.to_string() != "0usize")
             .collect();
         let heap_len = heap.len();

@@ -44,7 +44,7 @@
 use rustc_hash::FxHashMap as HashMap;
 
 use super::PassError;
-use crate::ir::{Arm, Binder, Expr, Func, Iter, Loop, Prim, Stmt, Ty, Var};
+use crate::ir::{Arm, Binder, Expr, Func, Iter, Loop, Prim, Program, Stmt, Ty, Var};
 use crate::visit::{any_subexpr, Fresh};
 
 /// `f` with its lists turned into arrays (see the module doc), the
@@ -57,6 +57,7 @@ pub fn records_as_arrays(f: &Func, flatten: bool) -> Result<Func, PassError> {
         name: f.name.clone(),
         types: crate::visit::binder_types(f),
         flats: Vec::new(),
+        keep: false,
     };
     let mut out = f.clone();
     // The records of nested loops: every flat array starts empty, before
@@ -104,6 +105,252 @@ pub fn records_as_arrays(f: &Func, flatten: bool) -> Result<Func, PassError> {
     };
     out.body = Expr::block(pre, body);
     Ok(out)
+}
+
+/// The first-order pipeline's forward pass, residual and transposed
+/// residual of `f` (`f.jvp.nl`, `f.jvp.lin`, `f.jvp.lin.t` in `p`, T's
+/// output) with the records of loops inside loops or branches in flat
+/// arrays ([`flattened`], the lists other records hold), as for
+/// [`records_as_arrays`], while every other list stays a list. The
+/// forward pass appends to them and adds them to its tape; the residuals
+/// unpack them from it and read segments of them. In generated Rust, one
+/// growing buffer per record type replaces one `Vec` per outer iteration
+/// (gmm made six per point). Lists of a known small length, kept inline
+/// in their records, are not flattened. `None` where there is nothing to
+/// flatten, or the functions are not shaped as U and T make them.
+pub fn flat_tapes(p: &Program, f: &str) -> Result<Option<[Func; 3]>, PassError> {
+    let find = |suffix: &str| p.func(&format!("{f}.jvp.{suffix}"));
+    let (Some(nl), Some(lin), Some(lin_t)) = (find("nl"), find("lin"), find("lin.t")) else {
+        return Ok(None);
+    };
+    // A call of a function of this program returns its tape as a value
+    // whose type this rewriting would change under it (the macro's
+    // callees are external: their tapes are opaque).
+    let calls_in_program = any_subexpr(&nl.body, &mut |e| {
+        match e {
+        Expr::Block { stmts, .. } => stmts.iter().any(|s| {
+            matches!(s, Stmt::Let { nl, rhs: Expr::App { .. }, .. } if nl.iter().any(|b| holds_list(&b.ty)))
+        }),
+        _ => false,
+    }
+    });
+    if calls_in_program {
+        return Ok(None);
+    }
+    let mut flat: Vec<Ty> = flattened(&nl.body)
+        .into_iter()
+        .filter(|t| !inline_somewhere(&nl.body, t))
+        .collect();
+    // A flat array starts empty, from a value of its element type: not
+    // one holding a list that stays a list, or a callee's tape.
+    loop {
+        let shapes = Shapes(&flat);
+        let keep: Vec<Ty> = flat
+            .iter()
+            .filter(|t| !shapes.holds_list_or_tape(t))
+            .cloned()
+            .collect();
+        if keep.len() == flat.len() {
+            break;
+        }
+        flat = keep;
+    }
+    if flat.is_empty() {
+        return Ok(None);
+    }
+    let Some(nl) = flat_forward(nl, &flat)? else {
+        return Ok(None);
+    };
+    let tape = match nl.nl_rets.last() {
+        Some(t) => t.clone(),
+        None => return Ok(None),
+    };
+    let (Some(lin), Some(lin_t)) = (
+        flat_residual(lin, &flat, &tape)?,
+        flat_residual(lin_t, &flat, &tape)?,
+    ) else {
+        return Ok(None);
+    };
+    Ok(Some([nl, lin, lin_t]))
+}
+
+/// The element types kept in flat arrays, for what their records hold.
+struct Shapes<'a>(&'a [Ty]);
+
+impl Shapes<'_> {
+    /// Whether a record of type `t` holds a list other than a segment, or
+    /// a callee's tape.
+    fn holds_list_or_tape(&self, t: &Ty) -> bool {
+        match t {
+            // A segment, whose elements are checked as a flat array's.
+            Ty::List(e, _) => !self.0.contains(e),
+            Ty::Tape(_) => true,
+            Ty::Tuple(ts) | Ty::Sum(ts) => ts.iter().any(|t| self.holds_list_or_tape(t)),
+            Ty::Array(e, _) => self.holds_list_or_tape(e),
+            Ty::Real(_) | Ty::Int | Ty::Bool => false,
+        }
+    }
+}
+
+/// Whether a loop in `e` collects `elem`s into a list generated Rust
+/// keeps inline (a known, small length: `codegen::inline_len`), which
+/// needs no flat array.
+fn inline_somewhere(e: &Expr, elem: &Ty) -> bool {
+    any_subexpr(e, &mut |e| {
+        let Expr::Loop(l) = e else { return false };
+        let trip = match &l.iter {
+            Iter::Range { trip, .. } => *trip,
+            Iter::Each { .. } | Iter::Zip { .. } | Iter::While { .. } | Iter::Replay { .. } => None,
+        };
+        l.collect.contains(elem)
+            && crate::codegen::inline_len(&Ty::List(Box::new(elem.clone()), trip)).is_some()
+    })
+}
+
+/// The forward pass with flat arrays for the records of `flat`'s types,
+/// added to its tape: the tuple it returns last, built by a `let` of its
+/// body's top level after every loop. `None` if there is no such tuple.
+fn flat_forward(f: &Func, flat: &[Ty]) -> Result<Option<Func>, PassError> {
+    let mut fresh = Fresh::for_func(f);
+    let mut r = Records {
+        fresh: &mut fresh,
+        name: f.name.clone(),
+        types: crate::visit::binder_types(f),
+        flats: flat.iter().map(|t| (t.clone(), f.name.clone())).collect(),
+        keep: true,
+    };
+    let mut pre = Vec::new();
+    for k in 0..r.flats.len() {
+        let t = r.ty(&r.flats[k].0);
+        let zero = r.zero_value(&t, &mut pre)?;
+        let len = r.bind(&mut pre, "n", Ty::Int, Expr::Int(0));
+        r.flats[k].1 = r.bind(
+            &mut pre,
+            "flat",
+            Ty::Array(Box::new(t), None),
+            Expr::Fill {
+                len,
+                val: zero,
+                size: None,
+            },
+        );
+    }
+    let Expr::Block { stmts, tail } = r.expr(f.body.clone())? else {
+        return Ok(None);
+    };
+    let Expr::Ret { nl: rets, .. } = tail.as_ref() else {
+        return Ok(None);
+    };
+    let Some(tape) = rets.last() else {
+        return Ok(None);
+    };
+    let mut stmts = stmts;
+    let Some(at) = stmts.iter().position(|s| {
+        matches!(s, Stmt::Let { nl, lin, rhs: Expr::Tup(_) } if lin.is_empty() && nl.len() == 1 && &nl[0].var == tape)
+    }) else {
+        return Ok(None);
+    };
+    // The flat arrays as the body leaves them must be bound before the
+    // tape is made.
+    let late = stmts[at..].iter().any(|s| {
+        let mut bound = false;
+        crate::visit::stmt_binds(s, &mut |v, _| bound |= r.flats.iter().any(|(_, c)| c == v));
+        bound
+    });
+    if late {
+        return Ok(None);
+    }
+    let currents: Vec<Var> = r.flats.iter().map(|(_, v)| v.clone()).collect();
+    let flat_tys: Vec<Ty> = r
+        .flats
+        .iter()
+        .map(|(t, _)| Ty::Array(Box::new(r.ty(t)), None))
+        .collect();
+    let Stmt::Let {
+        nl,
+        rhs: Expr::Tup(vs),
+        ..
+    } = &mut stmts[at]
+    else {
+        return Ok(None);
+    };
+    vs.extend(currents);
+    let Ty::Tuple(ts) = &mut nl[0].ty else {
+        return Ok(None);
+    };
+    ts.extend(flat_tys);
+    let tape_ty = nl[0].ty.clone();
+    let mut out = f.clone();
+    for b in out.nl_params.iter_mut().chain(out.lin_params.iter_mut()) {
+        b.ty = r.ty(&b.ty);
+    }
+    for t in out.nl_rets.iter_mut().chain(out.lin_rets.iter_mut()) {
+        *t = r.ty(t);
+    }
+    if let Some(t) = out.nl_rets.last_mut() {
+        *t = tape_ty;
+    }
+    pre.extend(stmts);
+    out.body = Expr::block(pre, *tail);
+    Ok(Some(out))
+}
+
+/// A residual (or its transpose) of the tape `tape` (the forward pass's,
+/// with the flat arrays last), reading the flat arrays of `flat`'s types
+/// from it: they are unpacked with the rest of the tape, by a statement
+/// of its body's top level. `None` if there is no such statement.
+fn flat_residual(f: &Func, flat: &[Ty], tape: &Ty) -> Result<Option<Func>, PassError> {
+    let [param] = f.nl_params.as_slice() else {
+        return Ok(None);
+    };
+    let mut fresh = Fresh::for_func(f);
+    let mut r = Records {
+        fresh: &mut fresh,
+        name: f.name.clone(),
+        types: crate::visit::binder_types(f),
+        flats: flat.iter().map(|t| (t.clone(), f.name.clone())).collect(),
+        keep: true,
+    };
+    let Expr::Block { stmts, tail } = f.body.clone() else {
+        return Ok(None);
+    };
+    let Some(at) = stmts
+        .iter()
+        .position(|s| matches!(s, Stmt::Unpack { tuple, .. } if tuple == &param.var))
+    else {
+        return Ok(None);
+    };
+    let mut out_stmts = Vec::new();
+    for (k, s) in stmts.into_iter().enumerate() {
+        if k == at {
+            let Stmt::Unpack { vars, tuple } = s else {
+                return Err(r.err("a tape unpacked by no unpack"));
+            };
+            let mut vars: Vec<Binder> = vars.iter().map(|b| r.binder(b)).collect();
+            for j in 0..r.flats.len() {
+                let t = Ty::Array(Box::new(r.ty(&r.flats[j].0)), None);
+                let v = r.fresh.var("flat");
+                vars.push(Binder::new(v.clone(), t));
+                r.flats[j].1 = v;
+            }
+            out_stmts.push(Stmt::Unpack { vars, tuple });
+            // Read by the loops over segments, or by none.
+            out_stmts.extend(r.flats.iter().map(|(_, v)| Stmt::drop_nl(v)));
+        } else {
+            r.stmt(s, &mut out_stmts)?;
+        }
+    }
+    let tail = r.expr(*tail)?;
+    let mut out = f.clone();
+    out.nl_params[0].ty = tape.clone();
+    for b in out.lin_params.iter_mut() {
+        b.ty = r.ty(&b.ty);
+    }
+    for t in out.nl_rets.iter_mut().chain(out.lin_rets.iter_mut()) {
+        *t = r.ty(t);
+    }
+    out.body = Expr::block(out_stmts, tail);
+    Ok(Some(out))
 }
 
 /// Whether a value of type `t` holds a list.
@@ -316,6 +563,7 @@ pub(crate) fn unreplayed(
         name: func.clone(),
         types: HashMap::default(),
         flats: Vec::new(),
+        keep: false,
     };
     let e = r.expr(e)?;
     crate::visit::for_each_binder(&e, &mut |b, _| {
@@ -333,6 +581,8 @@ struct Records<'a> {
     /// ([`flattened`]), each with the variable that holds its flat array
     /// where the rewriting is.
     flats: Vec<(Ty, Var)>,
+    /// Whether lists other than segments stay lists ([`flat_tapes`]).
+    keep: bool,
 }
 
 fn let_(v: &Var, ty: Ty, rhs: Expr) -> Stmt {
@@ -349,6 +599,7 @@ impl Records<'_> {
     fn ty(&self, t: &Ty) -> Ty {
         match t {
             Ty::List(e, _) if self.flat(e).is_some() => segment_ty(),
+            Ty::List(e, n) if self.keep => Ty::List(Box::new(self.ty(e)), *n),
             Ty::List(e, n) | Ty::Array(e, n) => Ty::Array(Box::new(self.ty(e)), *n),
             Ty::Tuple(ts) => Ty::Tuple(ts.iter().map(|t| self.ty(t)).collect()),
             Ty::Sum(ts) => Ty::Sum(ts.iter().map(|t| self.ty(t)).collect()),
@@ -386,6 +637,37 @@ impl Records<'_> {
             tuple: list.clone(),
         });
         Some((start, end, self.flats[k].1.clone()))
+    }
+
+    /// Where the element of a segment `(start, end)` that goes with
+    /// `index` of the range `lo..` (by `step`, descending if `desc`) is in
+    /// its flat array, bound in `front`: the range's k-th index, `k =
+    /// (index - lo) / step`, goes with the segment's k-th element,
+    /// `start + k`, or, descending, `end - 1 - k`.
+    fn position(
+        &mut self,
+        index: &Var,
+        (lo, step): (&Var, Option<&Var>),
+        (start, end, desc): (Var, Var, bool),
+        front: &mut Vec<Stmt>,
+    ) -> Var {
+        let prim = |prim: Prim, a: &Var, b: &Var| Expr::Prim {
+            prim,
+            args: vec![a.clone(), b.clone()],
+        };
+        let mut k = self.bind(front, "k", Ty::Int, prim(Prim::ISub, index, lo));
+        if let Some(s) = step {
+            k = self.bind(front, "k", Ty::Int, prim(Prim::IDiv, &k, s));
+        }
+        if desc {
+            front.push(Stmt::drop_nl(&start));
+            let one = self.bind(front, "one", Ty::Int, Expr::Int(1));
+            let last = self.bind(front, "k", Ty::Int, prim(Prim::ISub, &end, &one));
+            self.bind(front, "k", Ty::Int, prim(Prim::ISub, &last, &k))
+        } else {
+            front.push(Stmt::drop_nl(&end));
+            self.bind(front, "k", Ty::Int, prim(Prim::IAdd, &start, &k))
+        }
     }
 
     /// `let elem = index(list, k)`: a list's element, read from its array.
@@ -759,12 +1041,18 @@ impl Records<'_> {
             .map(|(b, v)| (self.binder(b), v.clone()))
             .collect();
         let collect: Vec<Ty> = collect.iter().map(|t| self.ty(t)).collect();
-        let arrays: Vec<Ty> = collect
+        // The other collected outputs: arrays, or lists that stay lists.
+        let others: Vec<Ty> = collect
             .iter()
             .zip(&own)
             .filter(|(_, o)| o.is_none())
             .map(|(t, _)| t.clone())
             .collect();
+        let (arrays, kept) = if self.keep {
+            (Vec::new(), others)
+        } else {
+            (others, Vec::new())
+        };
         let mut front = Vec::new();
         let (iter, mut counter) = self.header(iter, pre, &mut front)?;
         // A range loop with a constant trip count (a list of known length,
@@ -797,10 +1085,18 @@ impl Records<'_> {
             fixed: trip.is_some(),
         };
         let body = self.body(body, &shape, front)?;
+        let list_trip = match &iter {
+            Iter::Range { trip, .. } => *trip,
+            Iter::Each { .. } | Iter::Zip { .. } | Iter::While { .. } | Iter::Replay { .. } => None,
+        };
         let fin: Vec<Binder> = nl
             .iter()
             .map(|(b, _)| b.ty.clone())
             .chain(extra.iter().map(|(b, _)| b.ty.clone()))
+            .chain(
+                kept.iter()
+                    .map(|t| Ty::List(Box::new(t.clone()), list_trip)),
+            )
             .map(|t| Binder::new(self.fresh.var("s"), t))
             .collect();
         let dfin: Vec<Binder> = lin
@@ -816,7 +1112,7 @@ impl Records<'_> {
                 iter,
                 nl: all_nl,
                 lin,
-                collect: vec![],
+                collect: kept.clone(),
                 body,
             })),
         });
@@ -832,15 +1128,19 @@ impl Records<'_> {
             .take(arrays.len())
             .map(|b| b.var.clone())
             .collect();
-        let flats_fin: Vec<Var> = rest.map(|b| b.var.clone()).collect();
-        let mut arrays_fin = arrays_fin.into_iter();
+        let flats_fin: Vec<Var> = rest
+            .by_ref()
+            .take(carried.len())
+            .map(|b| b.var.clone())
+            .collect();
+        let mut others_fin = arrays_fin.into_iter().chain(rest.map(|b| b.var.clone()));
         for (o, start) in own.iter().zip(starts) {
             match (o, start) {
                 (Some(c), Some(start)) => {
                     let end = self.bind(pre, "end", Ty::Int, Expr::Len(flats_fin[*c].clone()));
                     ret.push(self.bind(pre, "seg", segment_ty(), Expr::Tup(vec![start, end])));
                 }
-                _ => ret.extend(arrays_fin.next()),
+                _ => ret.extend(others_fin.next()),
             }
         }
         for (&k, v) in carried.iter().zip(flats_fin) {
@@ -898,6 +1198,60 @@ impl Records<'_> {
         front: &mut Vec<Stmt>,
     ) -> Result<(Iter, Option<Counter>), PassError> {
         Ok(match iter {
+            Iter::Each { elem, list, rev } if self.keep && self.flat_of(&list).is_none() => {
+                let elem = self.binder(&elem);
+                (Iter::Each { elem, list, rev }, None)
+            }
+            Iter::Zip {
+                index,
+                lo,
+                hi,
+                step,
+                desc,
+                elem,
+                list,
+                rev,
+            } if self.keep && self.flat_of(&list).is_none() => {
+                let elem = self.binder(&elem);
+                let iter = Iter::Zip {
+                    index,
+                    lo,
+                    hi,
+                    step,
+                    desc,
+                    elem,
+                    list,
+                    rev,
+                };
+                (iter, None)
+            }
+            Iter::Zip {
+                index,
+                lo,
+                hi,
+                step,
+                desc,
+                elem,
+                list,
+                rev,
+            } if self.keep => {
+                // A segment: its position is computed from the index, as
+                // a residual's loop carries no integer (Linear B).
+                let (start, end, flat) = self
+                    .segment(&list, pre)
+                    .ok_or_else(|| self.err("a zipped list that is no segment"))?;
+                let at = self.position(&index.var, (&lo, step.as_ref()), (start, end, desc), front);
+                front.push(self.read(&elem, flat, &at));
+                let iter = Iter::Range {
+                    index,
+                    lo,
+                    hi,
+                    step,
+                    rev: desc != rev,
+                    trip: None,
+                };
+                (iter, None)
+            }
             Iter::Each { elem, list, rev } => {
                 let lo = self.bind(pre, "zero", Ty::Int, Expr::Int(0));
                 // A list of known length: a loop of that trip count, whose
@@ -1088,12 +1442,17 @@ impl Records<'_> {
         // The flat arrays are the last of the extra state.
         let flat_tys = &x.extra[x.extra.len() - ends.len()..];
         let mut flats: Vec<Var> = ends.to_vec();
+        let mut kept = Vec::new();
         for (val, o) in r[nl.len()..].iter().zip(own) {
             let val = val.var.clone();
             if let Some(c) = o {
                 let ty = flat_tys[*c].0.ty.clone();
                 let arr = flats[*c].clone();
                 flats[*c] = self.bind(&mut stmts, "flat", ty, Expr::Push { arr, val });
+                continue;
+            }
+            if self.keep {
+                kept.push(val);
                 continue;
             }
             let Some((acc, _)) = extra.next() else {
@@ -1112,6 +1471,7 @@ impl Records<'_> {
             ret.push(written);
         }
         ret.extend(flats);
+        ret.extend(kept);
         Ok(Expr::block(
             stmts,
             Expr::Ret {
