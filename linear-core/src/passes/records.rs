@@ -69,21 +69,7 @@ pub fn records_as_arrays(f: &Func, flatten: bool) -> Result<Func, PassError> {
         Vec::new()
     };
     r.flats = flat.into_iter().map(|t| (t, f.name.clone())).collect();
-    for k in 0..r.flats.len() {
-        let t = r.ty(&r.flats[k].0);
-        let zero = r.zero_value(&t, &mut pre)?;
-        let len = r.bind(&mut pre, "n", Ty::Int, Expr::Int(0));
-        r.flats[k].1 = r.bind(
-            &mut pre,
-            "flat",
-            Ty::Array(Box::new(t), None),
-            Expr::Fill {
-                len,
-                val: zero,
-                size: None,
-            },
-        );
-    }
+    r.start_flats(&mut pre)?;
     for b in out.nl_params.iter_mut().chain(out.lin_params.iter_mut()) {
         b.ty = r.ty(&b.ty);
     }
@@ -220,21 +206,7 @@ fn flat_forward(f: &Func, flat: &[Ty]) -> Result<Option<Func>, PassError> {
         keep: true,
     };
     let mut pre = Vec::new();
-    for k in 0..r.flats.len() {
-        let t = r.ty(&r.flats[k].0);
-        let zero = r.zero_value(&t, &mut pre)?;
-        let len = r.bind(&mut pre, "n", Ty::Int, Expr::Int(0));
-        r.flats[k].1 = r.bind(
-            &mut pre,
-            "flat",
-            Ty::Array(Box::new(t), None),
-            Expr::Fill {
-                len,
-                val: zero,
-                size: None,
-            },
-        );
-    }
+    r.start_flats(&mut pre)?;
     let Expr::Block { stmts, tail } = r.expr(f.body.clone())? else {
         return Ok(None);
     };
@@ -605,6 +577,27 @@ impl Records<'_> {
             Ty::Sum(ts) => Ty::Sum(ts.iter().map(|t| self.ty(t)).collect()),
             Ty::Real(_) | Ty::Int | Ty::Bool | Ty::Tape(_) => t.clone(),
         }
+    }
+
+    /// Every flat array, empty, bound in `pre` (the element types first
+    /// known, as one may hold a segment).
+    fn start_flats(&mut self, pre: &mut Vec<Stmt>) -> Result<(), PassError> {
+        for k in 0..self.flats.len() {
+            let t = self.ty(&self.flats[k].0);
+            let zero = self.zero_value(&t, pre)?;
+            let len = self.bind(pre, "n", Ty::Int, Expr::Int(0));
+            self.flats[k].1 = self.bind(
+                pre,
+                "flat",
+                Ty::Array(Box::new(t), None),
+                Expr::Fill {
+                    len,
+                    val: zero,
+                    size: None,
+                },
+            );
+        }
+        Ok(())
     }
 
     /// Where [`Records::flats`] has the flat array of `elem`s.
