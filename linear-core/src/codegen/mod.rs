@@ -1028,8 +1028,11 @@ fn gen_stmt(s: &Stmt, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
                 ) if names.zeros.contains(len) => {
                     if let Ty::Array(e, None) = &b.ty {
                         if pooled(e) {
-                            let id = names.ident(&b.var);
-                            return quote!(let #id = ::linear_ad::__private::Tape::buffer(0););
+                            let (id, e) = (names.ident(&b.var), ty_rust(e));
+                            return quote! {
+                                let #id: ::linear_ad::__private::Vec<#e> =
+                                    ::linear_ad::__private::Tape::buffer(0);
+                            };
                         }
                     }
                 }
