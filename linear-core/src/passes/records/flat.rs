@@ -22,8 +22,8 @@ use crate::visit::{any_subexpr, Fresh};
 /// The first-order pipeline's forward pass, residual and transposed
 /// residual of `f` (`f.jvp.nl`, `f.jvp.lin`, `f.jvp.lin.t` in `p`, T's
 /// output) with the records of loops inside loops or branches in flat
-/// arrays ([`flattened`], the lists other records hold), as for
-/// [`records_as_arrays`], while every other list stays a list. The
+/// arrays (the lists other records hold: `flattened`), as for
+/// [`super::records_as_arrays`], while every other list stays a list. The
 /// forward pass appends to them and adds them to its tape; the residuals
 /// unpack them from it and read segments of them. In generated Rust, one
 /// growing buffer per record type replaces one `Vec` per outer iteration
@@ -39,12 +39,17 @@ pub fn flat_tapes(p: &Program, f: &str) -> Result<Option<[Func; 3]>, PassError> 
     // whose type this rewriting would change under it (the macro's
     // callees are external: their tapes are opaque).
     let calls_in_program = any_subexpr(&nl.body, &mut |e| {
-        match e {
-        Expr::Block { stmts, .. } => stmts.iter().any(|s| {
-            matches!(s, Stmt::Let { nl, rhs: Expr::App { .. }, .. } if nl.iter().any(|b| holds_list(&b.ty)))
-        }),
-        _ => false,
-    }
+        let Expr::Block { stmts, .. } = e else {
+            return false;
+        };
+        stmts.iter().any(|s| match s {
+            Stmt::Let {
+                nl,
+                rhs: Expr::App { .. },
+                ..
+            } => nl.iter().any(|b| holds_list(&b.ty)),
+            Stmt::Let { .. } | Stmt::Unpack { .. } | Stmt::LinUnpack { .. } => false,
+        })
     });
     if calls_in_program {
         return Ok(None);
