@@ -706,15 +706,21 @@ impl Records<'_> {
     /// The loop's header over a range: an `each` over `0..len(l)`, a
     /// zipped loop over its own range, with the element read at the top of
     /// the body (`front`). A zipped loop's list position is carried: its
-    /// binder, initial value and whether it counts down.
+    /// binder, initial value and whether it counts down. A loop over a
+    /// segment reads its flat array; in `keep` mode, other list loops
+    /// stay as they are.
     fn header(
         &mut self,
         iter: Iter,
         pre: &mut Vec<Stmt>,
         front: &mut Vec<Stmt>,
     ) -> Result<(Iter, Option<Counter>), PassError> {
+        let segment = match &iter {
+            Iter::Each { list, .. } | Iter::Zip { list, .. } => self.flat_of(list).is_some(),
+            Iter::Range { .. } | Iter::While { .. } | Iter::Replay { .. } => false,
+        };
         Ok(match iter {
-            Iter::Each { elem, list, rev } if self.keep && self.flat_of(&list).is_none() => {
+            Iter::Each { elem, list, rev } if self.keep && !segment => {
                 let elem = self.binder(&elem);
                 (Iter::Each { elem, list, rev }, None)
             }
@@ -727,7 +733,7 @@ impl Records<'_> {
                 elem,
                 list,
                 rev,
-            } if self.keep && self.flat_of(&list).is_none() => {
+            } if self.keep && !segment => {
                 let elem = self.binder(&elem);
                 let iter = Iter::Zip {
                     index,
@@ -741,146 +747,9 @@ impl Records<'_> {
                 };
                 (iter, None)
             }
-            Iter::Zip {
-                index,
-                lo,
-                hi,
-                step,
-                desc,
-                elem,
-                list,
-                rev,
-            } if self.keep => {
-                // A segment: its position is computed from the index, as
-                // a residual's loop carries no integer (Linear B).
-                let (start, end, flat) = self
-                    .segment(&list, pre)
-                    .ok_or_else(|| self.err("a zipped list that is no segment"))?;
-                let at = self.position(&index.var, (&lo, step.as_ref()), (start, end, desc), front);
-                front.push(self.read(&elem, flat, &at));
-                let iter = Iter::Range {
-                    index,
-                    lo,
-                    hi,
-                    step,
-                    rev: desc != rev,
-                    trip: None,
-                };
-                (iter, None)
-            }
-            Iter::Each { elem, list, rev } => {
-                let lo = self.bind(pre, "zero", Ty::Int, Expr::Int(0));
-                // A list of known length: a loop of that trip count, whose
-                // own records (differentiated again) are of known length.
-                let trip = match self.types.get(&list) {
-                    Some(Ty::List(_, Some(n))) => Some(*n),
-                    _ => None,
-                };
-                let seg = self.segment(&list, pre);
-                let hi = match (trip.map(i64::try_from), &seg) {
-                    (Some(Ok(n)), _) => self.bind(pre, "n", Ty::Int, Expr::Int(n)),
-                    (_, Some((start, end, _))) => self.bind(
-                        pre,
-                        "n",
-                        Ty::Int,
-                        Expr::Prim {
-                            prim: Prim::ISub,
-                            args: vec![end.clone(), start.clone()],
-                        },
-                    ),
-                    _ => self.bind(pre, "n", Ty::Int, Expr::Len(list.clone())),
-                };
-                let k = self.fresh.var("k");
-                match seg {
-                    // The k-th element of a segment is its flat array's
-                    // element `start + k`.
-                    Some((start, end, flat)) => {
-                        if trip.is_some() {
-                            pre.push(Stmt::drop_nl(&end));
-                        }
-                        let at = self.bind(
-                            front,
-                            "k",
-                            Ty::Int,
-                            Expr::Prim {
-                                prim: Prim::IAdd,
-                                args: vec![start, k.clone()],
-                            },
-                        );
-                        front.push(self.read(&elem, flat, &at));
-                    }
-                    None => front.push(self.read(&elem, list, &k)),
-                }
-                let iter = Iter::Range {
-                    index: Binder::new(k, Ty::Int),
-                    lo,
-                    hi,
-                    step: None,
-                    rev,
-                    trip,
-                };
-                (iter, None)
-            }
-            Iter::Zip {
-                index,
-                lo,
-                hi,
-                step,
-                desc,
-                elem,
-                list,
-                rev,
-            } => {
-                let k = self.fresh.var("k");
-                // A segment's positions are its flat array's, from its
-                // start to its end.
-                let seg = self.segment(&list, pre);
-                // Read backwards, the counter stays one past the element
-                // an iteration reads: it starts at the length, and the
-                // position read, one below, is its next value. No
-                // subtraction goes below zero (counting from `len - 1`,
-                // the last iteration's `0 - 1` overflowed, a panic in a
-                // debug build, and so did an empty list's `len - 1`).
-                let (k0, down) = if rev {
-                    let n = match &seg {
-                        Some((start, end, _)) => {
-                            pre.push(Stmt::drop_nl(start));
-                            end.clone()
-                        }
-                        None => self.bind(pre, "n", Ty::Int, Expr::Len(list.clone())),
-                    };
-                    let one = self.bind(front, "one", Ty::Int, Expr::Int(1));
-                    let at = self.bind(
-                        front,
-                        "k",
-                        Ty::Int,
-                        Expr::Prim {
-                            prim: Prim::ISub,
-                            args: vec![k.clone(), one],
-                        },
-                    );
-                    (n, Some(at))
-                } else {
-                    match &seg {
-                        Some((start, end, _)) => {
-                            pre.push(Stmt::drop_nl(end));
-                            (start.clone(), None)
-                        }
-                        None => (self.bind(pre, "k", Ty::Int, Expr::Int(0)), None),
-                    }
-                };
-                let list = seg.map_or(list, |(_, _, flat)| flat);
-                front.push(self.read(&elem, list, down.as_ref().unwrap_or(&k)));
-                let iter = Iter::Range {
-                    index,
-                    lo,
-                    hi,
-                    step,
-                    rev: desc != rev,
-                    trip: None,
-                };
-                (iter, Some((k, k0, down)))
-            }
+            Iter::Each { elem, list, rev } => (self.each(elem, list, rev, pre, front), None),
+            Iter::Zip { .. } if segment => (self.segment_zip(iter, pre, front)?, None),
+            Iter::Zip { .. } => self.zip(iter, pre, front),
             Iter::While { cond } => (
                 Iter::While {
                     cond: Box::new(self.expr(*cond)?),
@@ -890,6 +759,161 @@ impl Records<'_> {
             Iter::Range { .. } => (iter, None),
             Iter::Replay { .. } => return Err(self.err("a replay left in a loop header")),
         })
+    }
+    /// `each elem in list`: a range loop over its positions, reading the
+    /// element (from the flat array, for a segment) at the top of the
+    /// body.
+    fn each(
+        &mut self,
+        elem: Binder,
+        list: Var,
+        rev: bool,
+        pre: &mut Vec<Stmt>,
+        front: &mut Vec<Stmt>,
+    ) -> Iter {
+        let lo = self.bind(pre, "zero", Ty::Int, Expr::Int(0));
+        // A list of known length: a loop of that trip count, whose own
+        // records (differentiated again) are of known length.
+        let trip = match self.types.get(&list) {
+            Some(Ty::List(_, Some(n))) => Some(*n),
+            _ => None,
+        };
+        let seg = self.segment(&list, pre);
+        let hi = match (trip.map(i64::try_from), &seg) {
+            (Some(Ok(n)), _) => self.bind(pre, "n", Ty::Int, Expr::Int(n)),
+            (_, Some((start, end, _))) => self.bind(
+                pre,
+                "n",
+                Ty::Int,
+                Expr::Prim {
+                    prim: Prim::ISub,
+                    args: vec![end.clone(), start.clone()],
+                },
+            ),
+            _ => self.bind(pre, "n", Ty::Int, Expr::Len(list.clone())),
+        };
+        let k = self.fresh.var("k");
+        match seg {
+            // The k-th element of a segment is its flat array's element
+            // `start + k`.
+            Some((start, end, flat)) => {
+                if trip.is_some() {
+                    pre.push(Stmt::drop_nl(&end));
+                }
+                let at = self.bind(
+                    front,
+                    "k",
+                    Ty::Int,
+                    Expr::Prim {
+                        prim: Prim::IAdd,
+                        args: vec![start, k.clone()],
+                    },
+                );
+                front.push(self.read(&elem, flat, &at));
+            }
+            None => front.push(self.read(&elem, list, &k)),
+        }
+        Iter::Range {
+            index: Binder::new(k, Ty::Int),
+            lo,
+            hi,
+            step: None,
+            rev,
+            trip,
+        }
+    }
+
+    /// A zipped loop over a segment: its range, with the element's
+    /// position in the flat array computed from the index (no counter,
+    /// which a residual's loop, in Linear B, could not carry).
+    fn segment_zip(
+        &mut self,
+        iter: Iter,
+        pre: &mut Vec<Stmt>,
+        front: &mut Vec<Stmt>,
+    ) -> Result<Iter, PassError> {
+        let Iter::Zip {
+            index,
+            lo,
+            hi,
+            step,
+            desc,
+            elem,
+            list,
+            rev,
+        } = iter
+        else {
+            return Err(self.err("a segment's loop that is no zip"));
+        };
+        let (start, end, flat) = self
+            .segment(&list, pre)
+            .ok_or_else(|| self.err("a zipped list that is no segment"))?;
+        let at = self.position(&index.var, (&lo, step.as_ref()), (start, end, desc), front);
+        front.push(self.read(&elem, flat, &at));
+        Ok(Iter::Range {
+            index,
+            lo,
+            hi,
+            step,
+            rev: desc != rev,
+            trip: None,
+        })
+    }
+
+    /// A zipped loop over a list: its range, with the list's position
+    /// carried as a counter.
+    fn zip(
+        &mut self,
+        iter: Iter,
+        pre: &mut Vec<Stmt>,
+        front: &mut Vec<Stmt>,
+    ) -> (Iter, Option<Counter>) {
+        let Iter::Zip {
+            index,
+            lo,
+            hi,
+            step,
+            desc,
+            elem,
+            list,
+            rev,
+        } = iter
+        else {
+            return (iter, None);
+        };
+        let k = self.fresh.var("k");
+        // Read backwards, the counter stays one past the element an
+        // iteration reads: it starts at the length, and the position read,
+        // one below, is its next value. No subtraction goes below zero
+        // (counting from `len - 1`, the last iteration's `0 - 1`
+        // overflowed, a panic in a debug build, and so did an empty list's
+        // `len - 1`).
+        let (k0, down) = if rev {
+            let n = self.bind(pre, "n", Ty::Int, Expr::Len(list.clone()));
+            let one = self.bind(front, "one", Ty::Int, Expr::Int(1));
+            let at = self.bind(
+                front,
+                "k",
+                Ty::Int,
+                Expr::Prim {
+                    prim: Prim::ISub,
+                    args: vec![k.clone(), one],
+                },
+            );
+            (n, Some(at))
+        } else {
+            (self.bind(pre, "k", Ty::Int, Expr::Int(0)), None)
+        };
+        front.push(self.read(&elem, list, down.as_ref().unwrap_or(&k)));
+        let iter = Iter::Range {
+            index,
+            lo,
+            hi,
+            step,
+            rev: desc != rev,
+            trip: None,
+        };
+        (iter, Some((k, k0, down)))
     }
 
     /// The loop body: `front`, the old body's results bound, the counter
