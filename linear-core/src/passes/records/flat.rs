@@ -307,7 +307,7 @@ pub(super) fn flattened(body: &Expr) -> Vec<Ty> {
 
 /// Whether a loop collecting `collect` with body `body` appends to the
 /// flat array of `elem`s: it collects them, or a loop in its body does.
-pub(super) fn appends(elem: &Ty, collect: &[Ty], body: &Expr) -> bool {
+fn appends(elem: &Ty, collect: &[Ty], body: &Expr) -> bool {
     collect.contains(elem)
         || any_subexpr(
             body,
@@ -320,7 +320,65 @@ pub(super) fn segment_ty() -> Ty {
     Ty::Tuple(vec![Ty::Int, Ty::Int])
 }
 
+/// The flat arrays a loop appends to, its own records or those of loops
+/// in its body, which it carries ([`Records::carried_body`]).
+pub(super) struct Carried {
+    /// Their positions in [`Records::flats`].
+    pub(super) carried: Vec<usize>,
+    /// Their values before the loop.
+    pub(super) outside: Vec<Var>,
+    /// Their binders in the body.
+    pub(super) inside: Vec<Binder>,
+    /// The body, rewritten with them in scope.
+    pub(super) body: Expr,
+    /// Their values as the body leaves them.
+    pub(super) ends: Vec<Var>,
+}
+
 impl Records<'_> {
+    /// The loop body `body` of a loop collecting `collect`, rewritten
+    /// with the flat arrays it appends to bound to fresh binders, and
+    /// those arrays ([`Carried`]).
+    pub(super) fn carried_body(
+        &mut self,
+        collect: &[Ty],
+        body: Expr,
+    ) -> Result<Carried, PassError> {
+        let carried: Vec<usize> = (0..self.flats.len())
+            .filter(|&k| appends(&self.flats[k].0, collect, &body))
+            .collect();
+        let outside: Vec<Var> = carried.iter().map(|&k| self.flats[k].1.clone()).collect();
+        let inside: Vec<Binder> = carried
+            .iter()
+            .map(|&k| {
+                let t = Ty::Array(Box::new(self.ty(&self.flats[k].0)), None);
+                Binder::new(self.fresh.var("flat"), t)
+            })
+            .collect();
+        for (&k, b) in carried.iter().zip(&inside) {
+            self.flats[k].1 = b.var.clone();
+        }
+        let body = self.expr(body)?;
+        let ends: Vec<Var> = carried.iter().map(|&k| self.flats[k].1.clone()).collect();
+        for (&k, v) in carried.iter().zip(&outside) {
+            self.flats[k].1 = v.clone();
+        }
+        Ok(Carried {
+            carried,
+            outside,
+            inside,
+            body,
+            ends,
+        })
+    }
+
+    /// The segment `(start, len(flat))` of the records a loop appended
+    /// to `flat` (its value after the loop), bound in `pre`.
+    pub(super) fn segment_after(&mut self, start: Var, flat: &Var, pre: &mut Vec<Stmt>) -> Var {
+        let end = self.bind(pre, "end", Ty::Int, Expr::Len(flat.clone()));
+        self.bind(pre, "seg", segment_ty(), Expr::Tup(vec![start, end]))
+    }
+
     /// Every flat array, empty, bound in `pre` (the element types first
     /// known, as one may hold a segment).
     pub(super) fn start_flats(&mut self, pre: &mut Vec<Stmt>) -> Result<(), PassError> {

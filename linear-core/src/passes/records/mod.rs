@@ -50,7 +50,7 @@ use crate::visit::Fresh;
 mod flat;
 
 pub use flat::flat_tapes;
-use flat::{appends, flattened, segment_ty};
+use flat::{flattened, segment_ty};
 
 /// `f` with its lists turned into arrays (see the module doc), the
 /// records of inner loops kept in flat arrays where `flatten` says so,
@@ -518,28 +518,13 @@ impl Records<'_> {
             collect,
             body,
         } = l;
-        // The flat arrays this loop appends to, its own records or those
-        // of loops in its body, are carried state: bound to `inside` in
-        // the body, which ends with them at `ends`.
-        let carried: Vec<usize> = (0..self.flats.len())
-            .filter(|&k| appends(&self.flats[k].0, &collect, &body))
-            .collect();
-        let outside: Vec<Var> = carried.iter().map(|&k| self.flats[k].1.clone()).collect();
-        let inside: Vec<Binder> = carried
-            .iter()
-            .map(|&k| {
-                let t = Ty::Array(Box::new(self.ty(&self.flats[k].0)), None);
-                Binder::new(self.fresh.var("flat"), t)
-            })
-            .collect();
-        for (&k, b) in carried.iter().zip(&inside) {
-            self.flats[k].1 = b.var.clone();
-        }
-        let body = self.expr(body)?;
-        let ends: Vec<Var> = carried.iter().map(|&k| self.flats[k].1.clone()).collect();
-        for (&k, v) in carried.iter().zip(&outside) {
-            self.flats[k].1 = v.clone();
-        }
+        let flat::Carried {
+            carried,
+            outside,
+            inside,
+            body,
+            ends,
+        } = self.carried_body(&collect, body)?;
         // Per collected output, the carried flat array it goes to, if any.
         let own: Vec<Option<usize>> = collect
             .iter()
@@ -652,10 +637,7 @@ impl Records<'_> {
         let mut others_fin = arrays_fin.into_iter().chain(rest.map(|b| b.var.clone()));
         for (o, start) in own.iter().zip(starts) {
             match (o, start) {
-                (Some(c), Some(start)) => {
-                    let end = self.bind(pre, "end", Ty::Int, Expr::Len(flats_fin[*c].clone()));
-                    ret.push(self.bind(pre, "seg", segment_ty(), Expr::Tup(vec![start, end])));
-                }
+                (Some(c), Some(start)) => ret.push(self.segment_after(start, &flats_fin[*c], pre)),
                 _ => ret.extend(others_fin.next()),
             }
         }
