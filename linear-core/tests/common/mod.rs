@@ -1696,6 +1696,7 @@ fn dual_prim(p: Prim, a: &[(f64, f64)]) -> (f64, f64) {
     let (x, dx) = a[0];
     let (y, dy) = a.get(1).copied().unwrap_or((0.0, 0.0));
     let z = p.eval(&a.iter().map(|t| t.0).collect::<Vec<_>>());
+    trace_piece(p, x, y, z);
     let d = match p {
         Prim::Add => dx + dy,
         Prim::Sub => dx - dy,
@@ -1768,6 +1769,67 @@ fn dual_prim(p: Prim, a: &[(f64, f64)]) -> (f64, f64) {
     (z, d)
 }
 
+/// Notes which smooth piece of `p` the operands `x`, `y` (result `z`) lie on,
+/// for primitives that have more than one.
+fn trace_piece(p: Prim, x: f64, y: f64, z: f64) {
+    match p {
+        Prim::Floor | Prim::Ceil | Prim::Round | Prim::Trunc => trace(z.to_bits()),
+        Prim::Rem => trace((x / y).trunc().to_bits()),
+        Prim::RemEuclid => trace(x.div_euclid(y).to_bits()),
+        Prim::Min | Prim::Max | Prim::Le => trace(u64::from(x <= y)),
+        Prim::Abs | Prim::Signum => trace(u64::from(x.is_sign_negative())),
+        Prim::Copysign => {
+            trace(u64::from(x.is_sign_negative()) * 2 + u64::from(y.is_sign_negative()))
+        }
+        Prim::Add
+        | Prim::Sub
+        | Prim::Mul
+        | Prim::Div
+        | Prim::Neg
+        | Prim::Sin
+        | Prim::Cos
+        | Prim::Tan
+        | Prim::Asin
+        | Prim::Acos
+        | Prim::Atan
+        | Prim::Atan2
+        | Prim::Sinh
+        | Prim::Cosh
+        | Prim::Tanh
+        | Prim::Exp
+        | Prim::Exp2
+        | Prim::Ln
+        | Prim::Log2
+        | Prim::Log10
+        | Prim::Sqrt
+        | Prim::Cbrt
+        | Prim::Powi(_)
+        | Prim::Powf
+        | Prim::Recip
+        | Prim::Hypot
+        | Prim::Ln1p
+        | Prim::ExpM1
+        | Prim::Asinh
+        | Prim::Acosh
+        | Prim::Atanh
+        | Prim::IAdd
+        | Prim::ISub
+        | Prim::IMul
+        | Prim::IDiv
+        | Prim::IRem
+        | Prim::INeg
+        | Prim::IBit(_)
+        | Prim::INot
+        | Prim::Cmp(_)
+        | Prim::And
+        | Prim::Or
+        | Prim::Not
+        | Prim::ToReal(_)
+        | Prim::ToInt
+        | Prim::PowiN => {}
+    }
+}
+
 /// A discrete primitive on dual numbers: computed on the primals, with a
 /// zero tangent where the result is real.
 fn dual_discrete(p: Prim, a: &[Dual]) -> Dual {
@@ -1781,10 +1843,48 @@ fn dual_discrete(p: Prim, a: &[Dual]) -> Dual {
         })
         .collect();
     match p.eval_scalars(&xs).expect("well-typed operands") {
-        Scalar::Real(x) => Dual::Real(x, 0.0),
-        Scalar::Int(n) => Dual::Int(n),
-        Scalar::Bool(b) => Dual::Bool(b),
+        Scalar::Real(x) => {
+            trace(x.to_bits());
+            Dual::Real(x, 0.0)
+        }
+        Scalar::Int(n) => {
+            trace(n as u64);
+            Dual::Int(n)
+        }
+        Scalar::Bool(b) => {
+            trace(u64::from(b));
+            Dual::Bool(b)
+        }
     }
+}
+
+thread_local! {
+    /// The discrete outcomes of a traced dual run (see [`dual_run_traced`]).
+    static TRACE: std::cell::RefCell<Option<Vec<u64>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Notes a discrete outcome when a traced run is in progress.
+fn trace(bits: u64) {
+    TRACE.with(|t| {
+        if let Some(t) = t.borrow_mut().as_mut() {
+            t.push(bits);
+        }
+    });
+}
+
+/// [`dual_run`], with the sequence of its discrete outcomes: every
+/// comparison, integer result, rounding, quotient of a remainder and side
+/// taken by `min`, `max`, `abs` or a sign. Two runs with equal traces lie
+/// on one smooth piece of the program, so a finite difference between them
+/// measures a derivative and not a jump. Checking the two ends of a step
+/// is what makes this sound where comparing step sizes is not: a remainder
+/// whose quotient is about 1e11 jumps every 1e-11, and differences over any
+/// step then see a smooth staircase average whose slope AD rightly calls 0.
+pub fn dual_run_traced(p: &Program, func: &str, args: Vec<Dual>) -> (Vec<Dual>, Vec<u64>) {
+    let before = TRACE.with(|t| t.borrow_mut().replace(Vec::new()));
+    let out = dual_run(p, func, args);
+    let trace = TRACE.with(|t| std::mem::replace(&mut *t.borrow_mut(), before));
+    (out, trace.unwrap_or_default())
 }
 
 /// Evaluates a non-linear function on dual numbers.
@@ -1980,11 +2080,13 @@ pub fn close(a: &[Value], b: &[Value], tol: f64) -> bool {
 
 /// Runs `one(seed, size)` on `cases` random programs (sizes 2 to 13), or
 /// on the one program `LINEAR_CORE_SEED=seed,size` names; panics with
-/// proptest's minimal failing input, or with the replayed program.
+/// proptest's minimal failing input, or with the replayed program. Returns
+/// whether the whole sample ran, so that a replay skips the caller's checks
+/// on counts over the sample.
 pub fn for_random_programs(
     cases: u32,
     one: impl Fn(u64, usize) -> Result<(), proptest::test_runner::TestCaseError>,
-) {
+) -> bool {
     use proptest::prelude::*;
     if let Some((seed, size)) = std::env::var("LINEAR_CORE_SEED").ok().and_then(|s| {
         let (a, b) = s.split_once(',')?;
@@ -1993,7 +2095,7 @@ pub fn for_random_programs(
         if let Err(e) = one(seed, size) {
             panic!("{e}\n{}", gen_program(seed, size));
         }
-        return;
+        return false;
     }
     let mut runner = proptest::test_runner::TestRunner::new(proptest::test_runner::Config {
         cases,
@@ -2003,4 +2105,5 @@ pub fn for_random_programs(
     if let Err(e) = runner.run(&(any::<u64>(), 2usize..14), |(seed, sz)| one(seed, sz)) {
         panic!("{e}");
     }
+    true
 }
