@@ -68,6 +68,8 @@ struct Stats {
     /// Programs whose work folding reduced, and by how much in all.
     folded: u64,
     folded_work_saved: u64,
+    /// Programs in which folding took the linear code out of a case.
+    arms_folded: u64,
     transposes_strict: u64,
     with_case: u64,
     with_range_loop: u64,
@@ -574,9 +576,30 @@ fn folding(
                 if l.lin.len() < l.nl.iter().filter(|(b, _)| b.ty.is_vector()).count())
         })
     }));
+    s.arms_folded += u64::from(linear_cases(&f) < linear_cases(&simplify(j)));
     s.folded += u64::from(fo.work < jo.work);
     s.folded_work_saved += jo.work - fo.work;
     Ok(())
+}
+
+/// The cases of `p` with linear results.
+fn linear_cases(p: &linear_core::Program) -> usize {
+    let mut n = 0;
+    for f in &p.funcs {
+        linear_core::visit::any_subexpr(&f.body, &mut |e| {
+            if let Expr::Block { stmts, .. } = e {
+                n += stmts
+                    .iter()
+                    .filter(|s| {
+                        matches!(s, linear_core::Stmt::Let { lin, rhs: Expr::Case { .. }, .. }
+                            if !lin.is_empty())
+                    })
+                    .count();
+            }
+            false
+        });
+    }
+    n
 }
 
 /// U under a recomputing `policy`, checked against J's results `jo`: the
@@ -783,8 +806,8 @@ fn theorems_hold_on_random_programs() {
         s.transposes_strict, s.simplified_work_saved, s.rounding_allowance
     );
     println!(
-        "folding: reduced the work of {} programs, by {} units in all",
-        s.folded, s.folded_work_saved
+        "folding: reduced the work of {} programs, by {} units in all; took the linear code out of a case in {}",
+        s.folded, s.folded_work_saved, s.arms_folded
     );
     println!(
         "zero state: {} programs carry a tangent that stays zero no more; {} programs have a loop or case with no residual (Adjoint)",
@@ -799,6 +822,12 @@ fn theorems_hold_on_random_programs() {
         s.folded > s.cases / 10,
         "folding reduced the work of only {} of {} programs",
         s.folded,
+        s.cases
+    );
+    assert!(
+        s.arms_folded > s.cases / 100,
+        "folding took the linear code out of a case in only {} of {} programs",
+        s.arms_folded,
         s.cases
     );
     assert!(

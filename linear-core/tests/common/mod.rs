@@ -486,10 +486,11 @@ impl<'a> FnGen<'a> {
             return;
         }
         if d < 2 && self.control && self.rng.chance(0.12) {
-            match self.rng.below(5) {
+            match self.rng.below(6) {
                 0 | 1 => self.case_stmt(out, d),
                 2 => self.range_loop(out, d),
                 3 => self.while_loop(out, d),
+                4 => self.piecewise_case(out, d),
                 _ => self.inert_stmt(out, d),
             }
             return;
@@ -1398,6 +1399,57 @@ impl<'a> FnGen<'a> {
             args: vec![count],
         };
         self.bind(out, F, real, d);
+    }
+
+    /// `y = case x <= t { true => a + 0.5·x·x | false => a + f(x)·k }` for
+    /// a unary `f` and literals `t`, `k`: a piecewise function of `x` (the
+    /// Huber loss's shape), whose arms' derivatives scale the same tangents
+    /// by different coefficients, which folding takes out of the case.
+    fn piecewise_case(&mut self, out: &mut Vec<Stmt>, d: usize) {
+        let (Some(x), Some(a)) = (self.scalar(), self.scalar()) else {
+            return;
+        };
+        let t = self.rng.real(-1.0, 1.0);
+        let t = self.lit(out, (t * 8.0).round() / 8.0, d);
+        let cond = self.bind(
+            out,
+            Ty::Bool,
+            Expr::Prim {
+                prim: Prim::Cmp(Cmp::Le),
+                args: vec![x.clone(), t],
+            },
+            d,
+        );
+        let mut near = vec![];
+        let h = self.lit(&mut near, 0.5, d + 1);
+        let hx = self.prim(&mut near, Prim::Mul, &[&h, &x], d + 1);
+        let q = self.prim(&mut near, Prim::Mul, &[&hx, &x], d + 1);
+        let y1 = self.prim(&mut near, Prim::Add, &[&a, &q], d + 1);
+        let mut far = vec![];
+        let f = [Prim::Sin, Prim::Tanh, Prim::Atan, Prim::Abs][self.rng.below(4)];
+        let u = self.prim(&mut far, f, &[&x], d + 1);
+        let k = self.rng.real(-2.0, 2.0);
+        let k = self.lit(&mut far, (k * 8.0).round() / 8.0, d + 1);
+        let v = self.prim(&mut far, Prim::Mul, &[&u, &k], d + 1);
+        let y2 = self.prim(&mut far, Prim::Add, &[&a, &v], d + 1);
+        self.pool.retain(|(_, _, dd)| *dd <= d);
+        for v in [&x, &a, &cond] {
+            self.use_(v);
+        }
+        let y = self.var();
+        let arm = |stmts: Vec<Stmt>, r: Var| Arm {
+            bind: None,
+            body: Expr::block(stmts, Expr::var(r)),
+        };
+        out.push(let_(
+            &y,
+            F,
+            Expr::Case {
+                scrut: cond,
+                arms: vec![arm(near, y1), arm(far, y2)],
+            },
+        ));
+        self.pool.push((y, F, d));
     }
 
     /// `(k, s) = if x < y { (j + 1, a) } else { (j, b) }` for an integer

@@ -54,11 +54,20 @@
 //! several). Folding the same way under every policy keeps derivatives
 //! equal bit for bit across policies.
 //!
+//! Across a case ([`arms`], in loop bodies too): a case whose arms only
+//! scale and add tangents from outside it returns the coefficients in
+//! which its arms differ, and one combination after it does the linear
+//! work. Inside a loop this trades the arm's tag and residuals on the
+//! per-iteration tape for the coefficients, and a branch per iteration
+//! of the linear map and its transpose for none.
+//!
 //! Input: a Linear A program (J's output, simplified first so that nested
 //! blocks are flattened). Output: a Linear A program with the same
 //! signatures that computes the same non-linear results and the same
 //! linear results up to rounding, with no more work. Literals whose reads
 //! were folded away, and copies, are left for the simplifier to remove.
+
+pub mod arms;
 
 use rustc_hash::FxHashMap as HashMap;
 
@@ -83,6 +92,7 @@ pub fn fold_func(f: &Func) -> Func {
     };
     let mut g = f.clone();
     folder.expr(&mut g.body);
+    arms::hoist(&mut g.body, &mut folder.fresh, &folder.types);
     g
 }
 
