@@ -145,6 +145,18 @@ fn a_loss_summed_over_data_with_a_branch_per_term() {
     let lhs = lin.apply((tx, ty)) * 2.5;
     let (cw, cb) = lin.transpose(2.5);
     assert!(close(lhs, cw * tx + cb * ty, 1e-14));
+    // Both arms' derivatives scale the residual's tangent (by r, by
+    // sign(r)): folding makes the branch return that coefficient, so a
+    // term's record is its data point and the coefficient, with no tag
+    // saying which arm ran (32 bytes with one). In a new thread, whose
+    // tape pool is empty, the record buffer holds exactly the terms.
+    let heap = std::thread::spawn(move || {
+        let (_, lin) = loss_lin(w, b, &xs, &ys);
+        lin.tape_bytes() - std::mem::size_of_val(&lin)
+    })
+    .join()
+    .expect("the thread runs");
+    assert_eq!(heap, 16 * xs.len());
 }
 
 #[differentiable]
