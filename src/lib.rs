@@ -369,7 +369,11 @@
 //! (`(s·2s + s²)·ṡ`), and the two tangents of a value read twice into
 //! one, with the coefficients computed once in the forward pass, so the
 //! linear map and its transpose do less work and the tape holds fewer
-//! values. The results are the same up to rounding: `(a·b)·ẋ` for
+//! values. A branch whose arms' derivatives scale the same tangents by
+//! different coefficients (the Huber loss: `r·ṙ` in one arm, `sign(r)·ṙ`
+//! in the other) returns the coefficient instead, so the linear map and
+//! its transpose run one combination, without a branch, and a loop's tape
+//! holds the coefficient, not a tag saying which arm ran. The results are the same up to rounding: `(a·b)·ẋ` for
 //! `a·(b·ẋ)` and `(a + b)·ẋ` for `a·ẋ + b·ẋ`, a few units in the last place
 //! of the largest intermediate tangent; a coefficient product can also
 //! overflow where the unfolded products would not. Values, as opposed to
