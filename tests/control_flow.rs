@@ -473,3 +473,30 @@ fn array_literals_carried_without_an_annotation() {
         assert!(close(gq[i], fd(at, q[i]), 1e-7), "{i}: {}", gq[i]);
     }
 }
+
+/// An alternating sum whose sign is an `if` on integers inside the loop:
+/// its arms (`{ 1.0 }`, `{ -1.0 }`) become constants evaluated in place,
+/// which must not be linted as unnecessary braces there (this file denies
+/// warnings).
+#[differentiable]
+pub fn alternating(a: &[f64]) -> f64 {
+    let mut s = 0.0;
+    let mut odd = 0u64;
+    for &v in a.iter() {
+        let sign = if odd & 1 == 0 { 1.0 } else { -1.0 };
+        s += sign * v * v;
+        odd ^= 1;
+    }
+    s
+}
+
+#[test]
+fn a_sign_chosen_by_an_integer_branch_in_a_loop() {
+    let a = [0.5, -1.5, 2.0, 0.25];
+    let (v, g) = alternating_vjp(&a, 1.0);
+    assert_eq!(v, alternating(&a));
+    for (i, gi) in g.iter().enumerate() {
+        let sign = if i % 2 == 0 { 1.0 } else { -1.0 };
+        assert!(close(*gi, 2.0 * sign * a[i], 1e-14), "{i}: {gi}");
+    }
+}

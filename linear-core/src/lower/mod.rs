@@ -2932,6 +2932,14 @@ pub fn owned_array(t: &Ty) -> TokenStream {
 pub(super) fn unparen(tokens: TokenStream) -> TokenStream {
     match syn::parse2::<syn::Expr>(tokens.clone()) {
         Ok(syn::Expr::Paren(p)) => unparen(p.expr.to_token_stream()),
+        // A block that is only its value (`{ -1.0 }`, an arm of an `if`
+        // lowered arm by arm) is linted as unnecessary braces there too.
+        Ok(syn::Expr::Block(b)) if b.attrs.is_empty() && b.label.is_none() => {
+            match b.block.stmts.as_slice() {
+                [syn::Stmt::Expr(e, None)] => unparen(e.to_token_stream()),
+                _ => tokens,
+            }
+        }
         _ => tokens,
     }
 }
