@@ -59,11 +59,9 @@ pub fn det(a: &[f64], ell: usize) -> f64 {
             // The sub-minor without this depth's current column is done.
             let col = ((cols >> (4 * depth)) & 15) as usize;
             let m0j = a[depth * n + col];
-            if (minus >> depth) & 1 == 0 {
-                sum[depth] += m0j * minor;
-            } else {
-                sum[depth] -= m0j * minor;
-            }
+            // Subtracting is adding the negated product: the same rounding.
+            let sign = if (minus >> depth) & 1 == 0 { 1.0 } else { -1.0 };
+            sum[depth] += sign * (m0j * minor);
             used &= !(1 << col);
             let later = !used & !((2 << col) - 1) & ((1 << n) - 1);
             if later != 0 {
