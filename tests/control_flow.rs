@@ -500,3 +500,22 @@ fn a_sign_chosen_by_an_integer_branch_in_a_loop() {
         assert!(close(*gi, 2.0 * sign * a[i], 1e-14), "{i}: {gi}");
     }
 }
+
+/// Loop state declared by one `let` of a tuple literal: each name keeps
+/// its element's type (`0.0` a float, `0u32` an integer).
+#[differentiable]
+pub fn repeated_product(x: f64, y: f64) -> f64 {
+    let (mut s, mut c) = (0.0, 0u32);
+    while c < 3 {
+        s += x * y;
+        c += 1;
+    }
+    s
+}
+
+#[test]
+fn loop_state_from_a_tuple_literal() {
+    let (v, (gx, gy)) = repeated_product_vjp(1.5, -2.0, 1.0);
+    assert_eq!(v, repeated_product(1.5, -2.0));
+    assert!(close(gx, -6.0, 1e-15) && close(gy, 4.5, 1e-15), "{gx} {gy}");
+}

@@ -1877,8 +1877,18 @@ impl Lowerer<'_> {
                 Val::Inactive(tokens) => {
                     let id = self.new_inactive_name("t");
                     let tokens = unparen(tokens);
+                    // The types of a tuple literal's elements, which the
+                    // elements' names then keep (`let (mut s, mut n) =
+                    // (0.0, 0u32);` before a loop that updates both).
+                    let types: Vec<Option<Ty>> = match syn::parse2::<syn::Expr>(tokens.clone()) {
+                        Ok(syn::Expr::Tuple(t)) if t.elems.len() == elems.len() => {
+                            t.elems.iter().map(|e| self.infer(e)).collect()
+                        }
+                        _ => vec![None; elems.len()],
+                    };
                     self.prelude.push(quote!(let #id = #tokens;));
-                    for (k, e) in elems.iter().enumerate() {
+                    for (k, (e, t)) in elems.iter().zip(types).enumerate() {
+                        self.annotated = t;
                         let sel = if matches!(p, syn::Pat::Slice(_)) {
                             quote!(#id[#k])
                         } else {
@@ -1886,6 +1896,7 @@ impl Lowerer<'_> {
                             quote!(#id.#idx)
                         };
                         self.bind_pattern(e, Val::Inactive(sel));
+                        self.annotated = None;
                     }
                 }
             },
