@@ -519,3 +519,67 @@ fn loop_state_from_a_tuple_literal() {
     assert_eq!(v, repeated_product(1.5, -2.0));
     assert!(close(gx, -6.0, 1e-15) && close(gy, 4.5, 1e-15), "{gx} {gy}");
 }
+
+/// `return` and `break` inside loops over arrays' elements: the loop runs
+/// over the indices, its pattern binding each element by value.
+#[differentiable]
+pub fn first_above(xs: &[f64], t: f64) -> f64 {
+    for &x in xs {
+        if x > t {
+            return x * x;
+        }
+    }
+    t
+}
+
+#[differentiable]
+pub fn weighted_until(xs: &[f64], ws: &[f64], cap: f64) -> f64 {
+    let mut s = 0.0;
+    for (k, (x, w)) in xs.iter().zip(ws.iter()).enumerate() {
+        if s > cap {
+            break;
+        }
+        s += x * w * (k as f64 + 1.0);
+    }
+    s
+}
+
+#[differentiable]
+pub fn last_negative(xs: &[f64]) -> f64 {
+    for (i, &x) in xs.iter().enumerate().rev() {
+        if x < 0.0 {
+            return x * i as f64;
+        }
+    }
+    0.0
+}
+
+#[test]
+fn early_exits_from_loops_over_arrays() {
+    let xs = [0.25, -0.5, 1.5, 2.0];
+    let (v, (gx, gt)) = first_above_vjp(&xs, 1.0, 1.0);
+    assert_eq!(v, 2.25);
+    assert_eq!(gx, vec![0.0, 0.0, 3.0, 0.0]);
+    assert_eq!(gt, 0.0);
+    let (v, (_, gt)) = first_above_vjp(&xs, 3.0, 1.0);
+    assert_eq!((v, gt), (3.0, 1.0));
+
+    let ws = [2.0, 1.0, 0.5];
+    // Terms 0.5, then -1.0 (k = 1), then 2.25 (k = 2): ws is shorter, so
+    // the fourth is never reached.
+    let (v, (gx, gw, gc)) = weighted_until_vjp(&xs, &ws, 10.0, 1.0);
+    assert_eq!(v, 1.75);
+    assert_eq!(gx, vec![2.0, 2.0, 1.5, 0.0]);
+    assert_eq!(gw, vec![0.25, -1.0, 4.5]);
+    assert_eq!(gc, 0.0);
+    // Past the cap after the first term: the loop breaks.
+    let (v, (gx, gw, _)) = weighted_until_vjp(&xs, &ws, 0.2, 1.0);
+    assert_eq!(v, 0.5);
+    assert_eq!(gx, vec![2.0, 0.0, 0.0, 0.0]);
+    assert_eq!(gw, vec![0.25, 0.0, 0.0]);
+
+    let (v, g) = last_negative_vjp(&[-1.0, 2.0, -3.0, 4.0], 1.0);
+    assert_eq!(v, -6.0);
+    assert_eq!(g, vec![0.0, 0.0, 2.0, 0.0]);
+    assert_eq!(last_negative_vjp(&[1.0, 2.0], 1.0), (0.0, vec![0.0, 0.0]));
+}

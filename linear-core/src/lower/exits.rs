@@ -415,7 +415,7 @@ fn counted(
         syn::Expr::Range(r) => (r, false, None),
         syn::Expr::MethodCall(m) if m.method == "rev" => match strip(&m.receiver) {
             syn::Expr::Range(r) => (r, true, None),
-            _ => return None,
+            _ => return elements(range, i, hi, pat),
         },
         syn::Expr::MethodCall(m) if m.method == "step_by" && m.args.len() == 1 => {
             match strip(&m.receiver) {
@@ -423,7 +423,7 @@ fn counted(
                 _ => return None,
             }
         }
-        _ => return None,
+        _ => return elements(range, i, hi, pat),
     };
     let (a, b) = (r.start.as_ref()?, r.end.as_ref()?);
     let closed = matches!(r.limits, syn::RangeLimits::Closed(_));
@@ -443,6 +443,99 @@ fn counted(
             quote!(let #pat = #i; #i += #step;),
         )
     })
+}
+
+/// A `for` loop over an array's elements (`&a`, `a.iter()`, with
+/// `.copied()` or `.cloned()`, `.enumerate()`, `.zip(..)` of another
+/// array, and `.rev()` last) as a counted `while` over its indices, the
+/// pattern binding elements by value (`&x` as `x`). The arrays must be
+/// named by paths (`xs`, `self.w`), which reading again costs nothing.
+fn elements(
+    iter: &syn::Expr,
+    i: &syn::Ident,
+    hi: &syn::Ident,
+    pat: &syn::Pat,
+) -> Option<(TokenStream, TokenStream, TokenStream)> {
+    let (iter, rev) = match strip(iter) {
+        syn::Expr::MethodCall(m) if m.method == "rev" && m.args.is_empty() => {
+            (strip(&m.receiver), true)
+        }
+        other => (other, false),
+    };
+    let (iter, counted) = match iter {
+        syn::Expr::MethodCall(m) if m.method == "enumerate" && m.args.is_empty() => {
+            (strip(&m.receiver), true)
+        }
+        other => (other, false),
+    };
+    let arrays: Vec<&syn::Expr> = match iter {
+        syn::Expr::MethodCall(m) if m.method == "zip" && m.args.len() == 1 => {
+            vec![array_of(&m.receiver)?, array_of(&m.args[0])?]
+        }
+        other => vec![array_of(other)?],
+    };
+    let len = match arrays.as_slice() {
+        [a] => quote!((#a).len()),
+        // Not `.min(..)`, which lowering reads as the float minimum.
+        [a, b] => quote!(if (#a).len() < (#b).len() { (#a).len() } else { (#b).len() }),
+        _ => return None,
+    };
+    let items: Vec<TokenStream> = arrays.iter().map(|a| quote!((#a)[#i])).collect();
+    let item = match items.as_slice() {
+        [x] => x.clone(),
+        xs => quote!((#(#xs),*)),
+    };
+    let item = if counted { quote!((#i, #item)) } else { item };
+    let pat = by_value(pat);
+    Some(if rev {
+        (
+            quote!(let mut #i = #len;),
+            quote!(&& #i > 0),
+            quote!(#i -= 1; let #pat = #item;),
+        )
+    } else {
+        (
+            quote!(let #hi = #len; let mut #i = 0;),
+            quote!(&& #i < #hi),
+            quote!(let #pat = #item; #i += 1;),
+        )
+    })
+}
+
+/// The array an element iterator runs over: `a` in `a`, `&a`,
+/// `a.iter()`, `a.iter().copied()` or `.cloned()`, where `a` is a path or
+/// a field.
+fn array_of(e: &syn::Expr) -> Option<&syn::Expr> {
+    let named = |a: &syn::Expr| matches!(strip(a), syn::Expr::Path(_) | syn::Expr::Field(_));
+    match strip(e) {
+        syn::Expr::Reference(r) if r.mutability.is_none() && named(&r.expr) => Some(&r.expr),
+        syn::Expr::MethodCall(m)
+            if (m.method == "copied" || m.method == "cloned") && m.args.is_empty() =>
+        {
+            array_of(&m.receiver)
+        }
+        syn::Expr::MethodCall(m) if m.method == "iter" && m.args.is_empty() => {
+            named(&m.receiver).then_some(&*m.receiver)
+        }
+        named @ (syn::Expr::Path(_) | syn::Expr::Field(_)) => Some(named),
+        _ => None,
+    }
+}
+
+/// `p` binding by value what it bound by reference (`&x` as `x`).
+fn by_value(p: &syn::Pat) -> syn::Pat {
+    match p {
+        syn::Pat::Reference(r) => by_value(&r.pat),
+        syn::Pat::Tuple(t) => {
+            let mut t = t.clone();
+            for e in t.elems.iter_mut() {
+                *e = by_value(e);
+            }
+            syn::Pat::Tuple(t)
+        }
+        syn::Pat::Paren(pp) => by_value(&pp.pat),
+        other => other.clone(),
+    }
 }
 
 fn strip(e: &syn::Expr) -> &syn::Expr {
