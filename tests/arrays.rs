@@ -245,6 +245,28 @@ fn iteration_over_nondiff_data() {
     assert_eq!(weighted_by_data_jvp(1.5, &w, 2.0).1, 5.0);
 }
 
+/// `fold` from a float type's constant: the accumulator is typed by it.
+#[differentiable]
+fn soft_max(x: &[f64], beta: f64) -> f64 {
+    let m = x.iter().fold(f64::NEG_INFINITY, |a, &b| a.max(b));
+    let s: f64 = x.iter().map(|&v| ((v - m) * beta).exp()).sum();
+    m + s.ln() / beta
+}
+
+#[test]
+fn fold_from_a_float_constant() {
+    let x = [0.5, 2.0, -1.0];
+    let (y, (g, _)) = soft_max_vjp(&x, 3.0, 1.0);
+    assert_eq!(y, soft_max(&x, 3.0));
+    // The gradient of a log-sum-exp is the softmax: it sums to 1.
+    assert!(close(g.iter().sum::<f64>(), 1.0, 1e-14), "{g:?}");
+    let e: Vec<f64> = x.iter().map(|v| ((v - 2.0) * 3.0f64).exp()).collect();
+    let z: f64 = e.iter().sum();
+    for (gi, ei) in g.iter().zip(&e) {
+        assert!(close(*gi, ei / z, 1e-14), "{gi} vs {}", ei / z);
+    }
+}
+
 #[test]
 fn fold_reduction() {
     let x = [0.2, -0.4, 1.3];

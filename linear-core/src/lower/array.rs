@@ -56,14 +56,14 @@ use crate::ir::{Expr, Prim, Ty};
 /// An iteration over arrays: the arrays (several for `zip`), whether it
 /// counts (`enumerate`) and whether it runs backwards, and the shape of the
 /// items it yields.
-struct Chain {
-    sources: Vec<syn::Expr>,
-    rev: bool,
-    item: Item,
+pub(super) struct Chain {
+    pub(super) sources: Vec<syn::Expr>,
+    pub(super) rev: bool,
+    pub(super) item: Item,
 }
 
 /// The structure of an iteration's items.
-enum Item {
+pub(super) enum Item {
     /// The element of source `k`.
     Elem(usize),
     /// `(index, item)`.
@@ -123,7 +123,7 @@ fn leaf(e: &syn::Expr) -> Option<syn::Expr> {
     }
 }
 
-fn recognise(e: &syn::Expr) -> Option<Chain> {
+pub(super) fn recognise(e: &syn::Expr) -> Option<Chain> {
     let mut sources = Vec::new();
     let (item, rev) = chain(e, &mut sources, true)?;
     Some(Chain { sources, rev, item })
@@ -166,7 +166,7 @@ fn map_call(e: &syn::Expr) -> Option<Option<(&syn::Expr, &syn::Pat, &syn::Expr)>
 /// `let` statements binding `pat` to the item `item` of iteration index
 /// `k`: one per name, so that tuples of an index and elements need no
 /// tuple value.
-fn bind_item(
+pub(super) fn bind_item(
     pat: &syn::Pat,
     item: &Item,
     k: &syn::Ident,
@@ -234,7 +234,7 @@ fn bind_whole(
 }
 
 /// The length an iteration runs: the array's, the shortest for a `zip`.
-fn length(sources: &[syn::Expr]) -> proc_macro2::TokenStream {
+pub(super) fn length(sources: &[syn::Expr]) -> proc_macro2::TokenStream {
     let mut it = sources.iter();
     let Some(first) = it.next() else {
         return quote!(0usize);
@@ -404,7 +404,9 @@ impl Lowerer<'_> {
             quote!((0..#n))
         };
         let stmts = &f.body.stmts;
-        match parse(quote!(for #k in #range { #(#lets)* #(#stmts)* })) {
+        // Spanned at the user's `for`: errors about the loop point there.
+        let span = f.for_token.span;
+        match parse(quote::quote_spanned!(span=> for #k in #range { #(#lets)* #(#stmts)* })) {
             Some(l) => Some(Ok(l)),
             None => {
                 self.errs.spanned(
@@ -451,7 +453,10 @@ impl Lowerer<'_> {
         if recognise(iter).is_none() && !is_range(iter) {
             return None;
         }
-        parse(quote!({
+        // Spanned at the method, so that an error about the loop (its
+        // accumulator's type) points at the user's `fold` or `sum`.
+        let span = m.method.span();
+        parse(quote::quote_spanned!(span=> {
             let mut #acc = #init;
             for #pat in #iter {
                 #acc = #body;

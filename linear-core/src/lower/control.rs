@@ -163,7 +163,15 @@ impl Lowerer<'_> {
                 Some(Binding::Active(v, t, true)) => out.push((n.clone(), v, t)),
                 Some(Binding::Inactive(id, true)) => {
                     let Some(t) = self.inactive_types.get(&id.to_string()).cloned() else {
-                        self.errs.push(span, format!("cannot tell the type of {}, which this loop or branch assigns: annotate its `let` (`let mut {n}: f64 = ..;` or an integer type)", shown(n)));
+                        let msg = if n.starts_with("__linear_ad_s") {
+                            // `array_reduction`'s accumulator.
+                            "cannot tell the type of this reduction's accumulator: give its initial value a type (`0.0_f64`, or a variable declared with one)".to_string()
+                        } else {
+                            format!("cannot tell the type of {}, which this loop or branch assigns: annotate its `let` (`let mut {n}: f64 = ..;` or an integer type)", shown(n))
+                        };
+                        self.errs.push(span, msg);
+                        // Reported once: its reads inside are not again.
+                        self.set(n.clone(), Binding::Poisoned);
                         continue;
                     };
                     // An array annotated as one is a tuple in the IR: read

@@ -445,97 +445,33 @@ fn counted(
     })
 }
 
-/// A `for` loop over an array's elements (`&a`, `a.iter()`, with
-/// `.copied()` or `.cloned()`, `.enumerate()`, `.zip(..)` of another
-/// array, and `.rev()` last) as a counted `while` over its indices, the
-/// pattern binding elements by value (`&x` as `x`). The arrays must be
-/// named by paths (`xs`, `self.w`), which reading again costs nothing.
+/// A `for` loop over an array's elements (the iterations
+/// `super::array` rewrites into index loops: `a.iter()`, `&a`, `.copied()`,
+/// `.enumerate()`, `.zip(..)`, `.rev()`) as a counted `while` over its
+/// indices, the pattern binding elements by value as there.
 fn elements(
     iter: &syn::Expr,
     i: &syn::Ident,
     hi: &syn::Ident,
     pat: &syn::Pat,
 ) -> Option<(TokenStream, TokenStream, TokenStream)> {
-    let (iter, rev) = match strip(iter) {
-        syn::Expr::MethodCall(m) if m.method == "rev" && m.args.is_empty() => {
-            (strip(&m.receiver), true)
-        }
-        other => (other, false),
-    };
-    let (iter, counted) = match iter {
-        syn::Expr::MethodCall(m) if m.method == "enumerate" && m.args.is_empty() => {
-            (strip(&m.receiver), true)
-        }
-        other => (other, false),
-    };
-    let arrays: Vec<&syn::Expr> = match iter {
-        syn::Expr::MethodCall(m) if m.method == "zip" && m.args.len() == 1 => {
-            vec![array_of(&m.receiver)?, array_of(&m.args[0])?]
-        }
-        other => vec![array_of(other)?],
-    };
-    let len = match arrays.as_slice() {
-        [a] => quote!((#a).len()),
-        // Not `.min(..)`, which lowering reads as the float minimum.
-        [a, b] => quote!(if (#a).len() < (#b).len() { (#a).len() } else { (#b).len() }),
-        _ => return None,
-    };
-    let items: Vec<TokenStream> = arrays.iter().map(|a| quote!((#a)[#i])).collect();
-    let item = match items.as_slice() {
-        [x] => x.clone(),
-        xs => quote!((#(#xs),*)),
-    };
-    let item = if counted { quote!((#i, #item)) } else { item };
-    let pat = by_value(pat);
-    Some(if rev {
+    let c = super::array::recognise(iter)?;
+    let mut lets = Vec::new();
+    super::array::bind_item(pat, &c.item, i, &c.sources, &mut lets).ok()?;
+    let n = super::array::length(&c.sources);
+    Some(if c.rev {
         (
-            quote!(let mut #i = #len;),
+            quote!(let mut #i = #n;),
             quote!(&& #i > 0),
-            quote!(#i -= 1; let #pat = #item;),
+            quote!(#i -= 1; #(#lets)*),
         )
     } else {
         (
-            quote!(let #hi = #len; let mut #i = 0;),
+            quote!(let #hi = #n; let mut #i = 0;),
             quote!(&& #i < #hi),
-            quote!(let #pat = #item; #i += 1;),
+            quote!(#(#lets)* #i += 1;),
         )
     })
-}
-
-/// The array an element iterator runs over: `a` in `a`, `&a`,
-/// `a.iter()`, `a.iter().copied()` or `.cloned()`, where `a` is a path or
-/// a field.
-fn array_of(e: &syn::Expr) -> Option<&syn::Expr> {
-    let named = |a: &syn::Expr| matches!(strip(a), syn::Expr::Path(_) | syn::Expr::Field(_));
-    match strip(e) {
-        syn::Expr::Reference(r) if r.mutability.is_none() && named(&r.expr) => Some(&r.expr),
-        syn::Expr::MethodCall(m)
-            if (m.method == "copied" || m.method == "cloned") && m.args.is_empty() =>
-        {
-            array_of(&m.receiver)
-        }
-        syn::Expr::MethodCall(m) if m.method == "iter" && m.args.is_empty() => {
-            named(&m.receiver).then_some(&*m.receiver)
-        }
-        named @ (syn::Expr::Path(_) | syn::Expr::Field(_)) => Some(named),
-        _ => None,
-    }
-}
-
-/// `p` binding by value what it bound by reference (`&x` as `x`).
-fn by_value(p: &syn::Pat) -> syn::Pat {
-    match p {
-        syn::Pat::Reference(r) => by_value(&r.pat),
-        syn::Pat::Tuple(t) => {
-            let mut t = t.clone();
-            for e in t.elems.iter_mut() {
-                *e = by_value(e);
-            }
-            syn::Pat::Tuple(t)
-        }
-        syn::Pat::Paren(pp) => by_value(&pp.pat),
-        other => other.clone(),
-    }
 }
 
 fn strip(e: &syn::Expr) -> &syn::Expr {

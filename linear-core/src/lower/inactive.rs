@@ -217,6 +217,7 @@ impl Lowerer<'_> {
                 Some(syn::Stmt::Expr(e, None)) => self.infer(e),
                 _ => None,
             },
+            syn::Expr::Path(p) if p.path.get_ident().is_none() => float_constant(&p.path),
             syn::Expr::Path(p) => {
                 let id = p.path.get_ident()?.to_string();
                 match self.lookup(&id)? {
@@ -677,5 +678,28 @@ impl Lowerer<'_> {
                 self.placeholder()
             }
         })
+    }
+}
+
+/// The type of a float type's associated constant (`f64::NEG_INFINITY`,
+/// `f32::EPSILON`, `std::f64::consts::PI`): a path through `f64` or `f32`
+/// to an upper-case name.
+fn float_constant(p: &syn::Path) -> Option<Ty> {
+    let names: Vec<String> = p.segments.iter().map(|s| s.ident.to_string()).collect();
+    let (last, init) = names.split_last()?;
+    if !last
+        .chars()
+        .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+    {
+        return None;
+    }
+    match init
+        .iter()
+        .rev()
+        .find(|n| *n == "f64" || *n == "f32")?
+        .as_str()
+    {
+        "f32" => Some(Ty::Real(Float::F32)),
+        _ => Some(Ty::Real(Float::F64)),
     }
 }
