@@ -2794,7 +2794,10 @@ impl Lowerer<'_> {
         } else if binary.is_some() || method == "powi" {
             1
         } else {
-            self.errs.push(mspan, format!("`{method}` is not a differentiable operation; the supported float methods are {METHODS}"));
+            // A method of a value already reported is not reported again.
+            if !self.is_poison(&recv.0) {
+                self.errs.push(mspan, format!("`{method}` is not a differentiable operation; the supported float methods are {METHODS}"));
+            }
             return self.placeholder();
         };
         if args.len() != want {
