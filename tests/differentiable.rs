@@ -277,3 +277,50 @@ fn constant_parameters_bound_by_patterns() {
         lin.apply((1.0, 0.0))
     );
 }
+
+/// Constant data that borrows, for the lifetime parameters below.
+pub struct Weights<'w> {
+    pub w: &'w [f64],
+}
+
+/// Lifetime parameters: the generated functions take the same parameters
+/// with the lifetimes elided (they return values, never references).
+#[differentiable]
+pub fn weighted_prefix<'a, 'b: 'a>(x: &'a [f64], #[nondiff] d: &'b Weights<'b>, n: usize) -> f64 {
+    let mut s = 0.0;
+    'terms: for (k, xk) in x.iter().enumerate() {
+        if k == n {
+            break 'terms;
+        }
+        s += xk * d.w[k];
+    }
+    s * s
+}
+
+/// A function with a lifetime parameter that others call.
+#[differentiable]
+pub fn first_weight<'a>(y: f64, #[nondiff] d: &'a Weights<'a>) -> f64 {
+    y * d.w[0]
+}
+
+/// Its caller.
+#[differentiable]
+pub fn prefix_caller(y: f64, #[nondiff] d: &Weights) -> f64 {
+    let z = first_weight(y, d);
+    z * z
+}
+
+#[test]
+fn functions_with_lifetime_parameters() {
+    let w = [2.0, 3.0, 4.0];
+    let d = Weights { w: &w };
+    let x = [1.0, -1.0, 0.5];
+    // s = 2 - 3 = -1 after two terms; the gradient of s² is 2s·w.
+    let (v, g) = weighted_prefix_vjp(&x, &d, 2, 1.0);
+    assert_eq!(v, 1.0);
+    assert_eq!(g, vec![-4.0, -6.0, 0.0]);
+    let (_, t) = weighted_prefix_jvp(&x, &d, 2, &[1.0, 0.0, 0.0]);
+    assert_eq!(t, -4.0);
+    // (2y)², derivative 8y.
+    assert_eq!(prefix_caller_vjp(0.5, &d, 1.0), (1.0, 4.0));
+}

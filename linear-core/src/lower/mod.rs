@@ -40,6 +40,7 @@ mod control;
 mod exits;
 mod generic;
 mod inactive;
+mod lifetimes;
 mod methods;
 mod ops;
 mod place;
@@ -49,6 +50,7 @@ mod view;
 use crate::layout::Structs;
 use crate::signature::Sigs;
 pub use call::{CallArg, CallSite};
+pub use lifetimes::erase_lifetimes;
 pub use structs::{flat as flat_shape, StructShape};
 
 /// Inactive Rust code kept in place inside control flow: `code` reads the
