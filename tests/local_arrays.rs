@@ -299,3 +299,38 @@ fn fixed_arrays_by_value_are_copied_and_written_in_place() {
         assert_close(&g, &fd(|v| scaled_copy([v[0], v[1], v[2]], k), &x));
     }
 }
+
+/// Elements written in place through `iter_mut()` and `&mut a`: each name
+/// is the element itself (`*b`), read and written.
+#[differentiable]
+pub fn ramp_squares(x: f64) -> f64 {
+    let mut buf = [0.0; 4];
+    for (k, b) in buf.iter_mut().enumerate() {
+        *b = x * k as f64;
+    }
+    for b in &mut buf {
+        *b *= *b + 1.0;
+    }
+    buf.iter().sum::<f64>()
+}
+
+#[differentiable]
+pub fn scale_all(xs: &[f64], s: f64) -> Vec<f64> {
+    let mut out = xs.to_vec();
+    for v in out.iter_mut() {
+        *v *= s;
+    }
+    out
+}
+
+#[test]
+fn elements_written_through_iter_mut() {
+    // b_k = k x, then b_k (b_k + 1): the sum is 14 x² + 6 x.
+    let (v, d) = ramp_squares_vjp(2.0, 1.0);
+    assert_eq!(v, 68.0);
+    assert_eq!(d, 62.0);
+    let (y, (gx, gs)) = scale_all_vjp(&[1.0, 2.0], 3.0, vec![1.0, 0.5]);
+    assert_eq!(y, vec![3.0, 6.0]);
+    assert_eq!(gx, vec![3.0, 1.5]);
+    assert_eq!(gs, 2.0);
+}

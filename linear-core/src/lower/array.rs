@@ -17,7 +17,9 @@
 //!   on differentiable arrays and `#[nondiff]` data alike) is rewritten,
 //!   before lowering, into `for k in 0..n { let v = a[k]; .. }`, with `n`
 //!   the shorter length for a `zip`. Patterns bind values: `&v` and `v`
-//!   both bind the element (and `*v` reads it).
+//!   both bind the element (and `*v` reads it). Through `a.iter_mut()` or
+//!   `&mut a` (a local array) a name is the element's place instead:
+//!   `*v` in the body becomes `a[k]`, read and written.
 //! * Reductions are loops: `it.sum::<f64>()`, `it.map(|v| e).sum()` and
 //!   `it.fold(init, |acc, v| e)` over such an iteration become
 //!   `{ let mut s = init; for v in it { s = s + e; } s }`; over a range
@@ -72,6 +74,9 @@ pub(super) enum Item {
     Zip(Box<Item>, Box<Item>),
     /// The iteration's index (the first half of `Enumerate`).
     Index,
+    /// The element of source `k` as a place (`iter_mut`): its name is an
+    /// alias of `a[k]`, read and written through `*name`.
+    Place(usize),
 }
 
 /// Recognises an iteration over arrays: `a.iter()`, `&a`, `a` (a plain
@@ -84,11 +89,20 @@ fn chain(e: &syn::Expr, sources: &mut Vec<syn::Expr>, top: bool) -> Option<(Item
         syn::Expr::Reference(r) if r.mutability.is_none() => {
             leaf(&r.expr).map(|s| push(sources, s))
         }
+        syn::Expr::Reference(r) if top => leaf(&r.expr).map(|s| {
+            sources.push(s);
+            (Item::Place(sources.len() - 1), false)
+        }),
         syn::Expr::Path(_) if top => leaf(e).map(|s| push(sources, s)),
         syn::Expr::MethodCall(m) => {
             let name = m.method.to_string();
             match (name.as_str(), m.args.len()) {
                 ("iter" | "into_iter", 0) => leaf(&m.receiver).map(|s| push(sources, s)),
+                // Elements written through (`*v = ..`): places, not values.
+                ("iter_mut", 0) => leaf(&m.receiver).map(|s| {
+                    sources.push(s);
+                    (Item::Place(sources.len() - 1), false)
+                }),
                 ("copied" | "cloned", 0) => chain(&m.receiver, sources, false),
                 ("rev", 0) => chain(&m.receiver, sources, false).map(|(i, r)| (i, !r)),
                 ("enumerate", 0) => {
@@ -171,13 +185,22 @@ pub(super) fn bind_item(
     item: &Item,
     k: &syn::Ident,
     sources: &[syn::Expr],
-    out: &mut Vec<syn::Stmt>,
+    out: &mut Bound,
 ) -> Result<(), Span> {
     match pat {
         syn::Pat::Reference(r) => return bind_item(&r.pat, item, k, sources, out),
         syn::Pat::Paren(p) => return bind_item(&p.pat, item, k, sources, out),
         syn::Pat::Wild(_) => return Ok(()),
         _ => {}
+    }
+    if let Item::Place(s) = item {
+        let syn::Pat::Ident(i) = pat else {
+            return Err(pat.span());
+        };
+        let a = &sources[*s];
+        let place = parse(quote!(#a[#k])).ok_or_else(|| pat.span())?;
+        out.places.push((i.ident.clone(), place));
+        return Ok(());
     }
     let pair = |pat: &syn::Pat| -> Result<(syn::Pat, syn::Pat), Span> {
         let syn::Pat::Tuple(t) = pat else {
@@ -189,6 +212,7 @@ pub(super) fn bind_item(
         }
     };
     let value = match item {
+        Item::Place(_) => return Err(pat.span()),
         Item::Elem(s) => {
             let a = &sources[*s];
             quote!(#a[#k])
@@ -205,7 +229,63 @@ pub(super) fn bind_item(
             return bind_item(&pb, b, k, sources, out);
         }
     };
-    bind_whole(pat, out, value)
+    bind_whole(pat, &mut out.lets, value)
+}
+
+/// What an iteration's pattern binds: `let`s of element values, and the
+/// names that alias elements written in place (`iter_mut`).
+#[derive(Default)]
+pub(super) struct Bound {
+    pub(super) lets: Vec<syn::Stmt>,
+    pub(super) places: Vec<(syn::Ident, syn::Expr)>,
+}
+
+/// `stmts` with each `*name` of an alias replaced by its element; the
+/// span of a use of an alias other than through `*`, if any.
+fn through_places(
+    stmts: &[syn::Stmt],
+    places: &[(syn::Ident, syn::Expr)],
+) -> Result<Vec<syn::Stmt>, Span> {
+    use syn::visit_mut::VisitMut;
+    struct Rewrite<'p> {
+        places: &'p [(syn::Ident, syn::Expr)],
+        stray: Option<Span>,
+    }
+    impl Rewrite<'_> {
+        fn place(&self, e: &syn::Expr) -> Option<&syn::Expr> {
+            let syn::Expr::Path(p) = e else { return None };
+            let id = p.path.get_ident()?;
+            self.places.iter().find(|(n, _)| n == id).map(|(_, e)| e)
+        }
+    }
+    impl VisitMut for Rewrite<'_> {
+        fn visit_expr_mut(&mut self, e: &mut syn::Expr) {
+            if let syn::Expr::Unary(u) = e {
+                if matches!(u.op, syn::UnOp::Deref(_)) {
+                    if let Some(p) = self.place(&u.expr) {
+                        *e = p.clone();
+                        return;
+                    }
+                }
+            }
+            if self.place(e).is_some() && self.stray.is_none() {
+                self.stray = Some(e.span());
+            }
+            syn::visit_mut::visit_expr_mut(self, e);
+        }
+    }
+    let mut r = Rewrite {
+        places,
+        stray: None,
+    };
+    let mut out = stmts.to_vec();
+    for s in &mut out {
+        r.visit_stmt_mut(s);
+    }
+    match r.stray {
+        Some(span) => Err(span),
+        None => Ok(out),
+    }
 }
 
 /// `let pat = value;` for a name, `_`, or a tuple of them (an element that
@@ -391,11 +471,19 @@ impl Lowerer<'_> {
     ) -> Option<Result<syn::ExprForLoop, ()>> {
         let c = recognise(&f.expr)?;
         let k = format_ident!("__linear_ad_k{}", self.fresh_index());
-        let mut lets = Vec::new();
-        if let Err(span) = bind_item(&f.pat, &c.item, &k, &c.sources, &mut lets) {
-            self.errs.push(span, "this pattern does not match the iteration's items: bind names, `&name`, `_`, or tuples of them as `.enumerate()` and `.zip(..)` yield them");
+        let mut bound = Bound::default();
+        if let Err(span) = bind_item(&f.pat, &c.item, &k, &c.sources, &mut bound) {
+            self.errs.push(span, "this pattern does not match the iteration's items: bind names, `&name`, `_`, or tuples of them as `.enumerate()` and `.zip(..)` yield them (and a plain name for `iter_mut()`'s)");
             return Some(Err(()));
         }
+        let stmts = match through_places(&f.body.stmts, &bound.places) {
+            Ok(stmts) => stmts,
+            Err(span) => {
+                self.errs.push(span, "an element of `iter_mut()` is read and written through `*name` only (`*v = ..`, `*v += ..`, `*v * 2.0`)");
+                return Some(Err(()));
+            }
+        };
+        let lets = bound.lets;
         let n = length(&c.sources);
         // Parenthesised: a block bound (`zip`'s) must not end the head.
         let range = if c.rev {
@@ -403,7 +491,6 @@ impl Lowerer<'_> {
         } else {
             quote!((0..#n))
         };
-        let stmts = &f.body.stmts;
         // Spanned at the user's `for`: errors about the loop point there.
         let span = f.for_token.span;
         match parse(quote::quote_spanned!(span=> for #k in #range { #(#lets)* #(#stmts)* })) {

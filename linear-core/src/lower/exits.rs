@@ -456,8 +456,13 @@ fn elements(
     pat: &syn::Pat,
 ) -> Option<(TokenStream, TokenStream, TokenStream)> {
     let c = super::array::recognise(iter)?;
-    let mut lets = Vec::new();
-    super::array::bind_item(pat, &c.item, i, &c.sources, &mut lets).ok()?;
+    let mut bound = super::array::Bound::default();
+    super::array::bind_item(pat, &c.item, i, &c.sources, &mut bound).ok()?;
+    // Loops through `iter_mut()` stay `for` loops (not with an exit).
+    if !bound.places.is_empty() {
+        return None;
+    }
+    let lets = bound.lets;
     let n = super::array::length(&c.sources);
     Some(if c.rev {
         (
