@@ -89,20 +89,14 @@ fn chain(e: &syn::Expr, sources: &mut Vec<syn::Expr>, top: bool) -> Option<(Item
         syn::Expr::Reference(r) if r.mutability.is_none() => {
             leaf(&r.expr).map(|s| push(sources, s))
         }
-        syn::Expr::Reference(r) if top => leaf(&r.expr).map(|s| {
-            sources.push(s);
-            (Item::Place(sources.len() - 1), false)
-        }),
+        syn::Expr::Reference(r) if top => leaf(&r.expr).map(|s| push_place(sources, s)),
         syn::Expr::Path(_) if top => leaf(e).map(|s| push(sources, s)),
         syn::Expr::MethodCall(m) => {
             let name = m.method.to_string();
             match (name.as_str(), m.args.len()) {
                 ("iter" | "into_iter", 0) => leaf(&m.receiver).map(|s| push(sources, s)),
                 // Elements written through (`*v = ..`): places, not values.
-                ("iter_mut", 0) => leaf(&m.receiver).map(|s| {
-                    sources.push(s);
-                    (Item::Place(sources.len() - 1), false)
-                }),
+                ("iter_mut", 0) => leaf(&m.receiver).map(|s| push_place(sources, s)),
                 ("copied" | "cloned", 0) => chain(&m.receiver, sources, false),
                 ("rev", 0) => chain(&m.receiver, sources, false).map(|(i, r)| (i, !r)),
                 ("enumerate", 0) => {
@@ -121,6 +115,12 @@ fn chain(e: &syn::Expr, sources: &mut Vec<syn::Expr>, top: bool) -> Option<(Item
         }
         _ => None,
     }
+}
+
+/// `s` as a source whose elements are places (`iter_mut()`, `&mut s`).
+fn push_place(sources: &mut Vec<syn::Expr>, s: syn::Expr) -> (Item, bool) {
+    sources.push(s);
+    (Item::Place(sources.len() - 1), false)
 }
 
 fn push(sources: &mut Vec<syn::Expr>, s: syn::Expr) -> (Item, bool) {
