@@ -490,3 +490,40 @@ fn the_max_loop_records_one_value_per_element() {
     };
     assert_eq!(bytes(300) - bytes(100), 200 * (8 + 8));
 }
+
+/// Points stored flat, two coordinates each, visited with `chunks(2)`.
+#[differentiable]
+pub fn nearest(p: &[f64], q: (f64, f64)) -> f64 {
+    let mut best = f64::INFINITY;
+    for c in p.chunks(2) {
+        best = best.min((c[0] - q.0).hypot(c[1] - q.1));
+    }
+    best
+}
+
+/// `chunks_exact` drops the remainder; `chunks`' last chunk is shorter.
+#[differentiable]
+pub fn chunk_products(p: &[f64]) -> (f64, f64) {
+    let mut exact = 0.0;
+    for c in p.chunks_exact(3) {
+        exact += c[0] * c[1] * c[2];
+    }
+    let mut ragged = 0.0;
+    for c in p.chunks(2) {
+        ragged += c[c.len() - 1] * c.len() as f64;
+    }
+    (exact, ragged)
+}
+
+#[test]
+fn loops_over_chunks() {
+    let (d, (gp, gq)) = nearest_vjp(&[0.0, 0.0, 3.0, 4.0], (3.0, 3.0), 1.0);
+    assert_eq!(d, 1.0);
+    assert_eq!(gp, vec![0.0, 0.0, 0.0, 1.0]);
+    assert_eq!(gq, (0.0, -1.0));
+    let p = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0];
+    // exact: 1·2·3 + 4·5·6; ragged: 2·2 + 4·2 + 6·2 + 7·1.
+    let ((e, r), g) = chunk_products_vjp(&p, (1.0, 1.0));
+    assert_eq!((e, r), (126.0, 31.0));
+    assert_eq!(g, vec![6.0, 5.0, 2.0, 32.0, 24.0, 22.0, 1.0]);
+}

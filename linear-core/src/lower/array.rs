@@ -19,7 +19,9 @@
 //!   the shorter length for a `zip`. Patterns bind values: `&v` and `v`
 //!   both bind the element (and `*v` reads it). Through `a.iter_mut()` or
 //!   `&mut a` (a local array) a name is the element's place instead:
-//!   `*v` in the body becomes `a[k]`, read and written.
+//!   `*v` in the body becomes `a[k]`, read and written. `for c in
+//!   a.chunks(k)` (and `chunks_exact`) runs over the chunks' indices, with
+//!   `c[j]` read as `a[i * k + j]` and `c.len()` as the chunk's length.
 //! * Reductions are loops: `it.sum::<f64>()`, `it.map(|v| e).sum()` and
 //!   `it.fold(init, |acc, v| e)` over such an iteration become
 //!   `{ let mut s = init; for v in it { s = s + e; } s }`; over a range
@@ -469,6 +471,9 @@ impl Lowerer<'_> {
         &mut self,
         f: &syn::ExprForLoop,
     ) -> Option<Result<syn::ExprForLoop, ()>> {
+        if let Some(l) = self.chunk_for(f) {
+            return Some(l);
+        }
         let c = recognise(&f.expr)?;
         let k = format_ident!("__linear_ad_k{}", self.fresh_index());
         let mut bound = Bound::default();
@@ -494,6 +499,66 @@ impl Lowerer<'_> {
         // Spanned at the user's `for`: errors about the loop point there.
         let span = f.for_token.span;
         match parse(quote::quote_spanned!(span=> for #k in #range { #(#lets)* #(#stmts)* })) {
+            Some(l) => Some(Ok(l)),
+            None => {
+                self.errs.spanned(
+                    &f.expr,
+                    "linear-ad internal error: this loop could not be rewritten as a loop over indices",
+                );
+                Some(Err(()))
+            }
+        }
+    }
+
+    /// `for c in a.chunks(k)` (or `chunks_exact(k)`) as a loop over the
+    /// chunks' indices, `c[j]` read as `a[i * k + j]` and `c.len()` as the
+    /// chunk's length (the last of `chunks` may be shorter, and reading past
+    /// it panics as in the original); `None` if `f` is not one.
+    fn chunk_for(&mut self, f: &syn::ExprForLoop) -> Option<Result<syn::ExprForLoop, ()>> {
+        let syn::Expr::MethodCall(m) = strip_parens(&f.expr) else {
+            return None;
+        };
+        let exact = match m.method.to_string().as_str() {
+            "chunks" => false,
+            "chunks_exact" => true,
+            _ => return None,
+        };
+        let a = leaf(&m.receiver)?;
+        let [k] = m.args.iter().collect::<Vec<_>>()[..] else {
+            return None;
+        };
+        let syn::Pat::Ident(name) = &*f.pat else {
+            self.errs
+                .spanned(&f.pat, "bind each chunk to a name (`for c in a.chunks(k)`)");
+            return Some(Err(()));
+        };
+        let i = format_ident!("__linear_ad_k{}", self.fresh_index());
+        let (n, len) = if exact {
+            (quote!(#a.len() / (#k)), quote!((#k)))
+        } else {
+            let rest = quote!((#a.len() - #i * (#k)));
+            (
+                quote!((#a.len() + (#k) - 1) / (#k)),
+                quote!(if #rest < (#k) { #rest } else { #k }),
+            )
+        };
+        let chunk = Chunk {
+            name: &name.ident,
+            start: quote!(#i * (#k)),
+            array: &a,
+            len,
+            stray: None,
+        };
+        let stmts = match chunk.rewrite(&f.body.stmts) {
+            Ok(stmts) => stmts,
+            Err(span) => {
+                self.errs
+                    .push(span, "a chunk is read by index (`c[j]`) and `c.len()` only");
+                return Some(Err(()));
+            }
+        };
+        let span = f.for_token.span;
+        match parse(quote::quote_spanned!(span=> for #i in 0..(#n) { #(#stmts)* })) {
             Some(l) => Some(Ok(l)),
             None => {
                 self.errs.spanned(
@@ -1194,5 +1259,70 @@ impl Lowerer<'_> {
             },
         );
         self.set_existing(name, super::Binding::Active(next, ty, true));
+    }
+}
+
+fn strip_parens(e: &syn::Expr) -> &syn::Expr {
+    match e {
+        syn::Expr::Paren(p) => strip_parens(&p.expr),
+        other => other,
+    }
+}
+
+/// A chunk of `array` as the body of [`Lowerer::chunk_for`] reads it.
+struct Chunk<'c> {
+    name: &'c syn::Ident,
+    array: &'c syn::Expr,
+    /// The index of the chunk's first element.
+    start: proc_macro2::TokenStream,
+    /// The chunk's length.
+    len: proc_macro2::TokenStream,
+    /// A use of the chunk other than `c[j]` and `c.len()`.
+    stray: Option<Span>,
+}
+
+impl Chunk<'_> {
+    fn rewrite(mut self, stmts: &[syn::Stmt]) -> Result<Vec<syn::Stmt>, Span> {
+        use syn::visit_mut::VisitMut;
+        let mut out = stmts.to_vec();
+        for s in &mut out {
+            self.visit_stmt_mut(s);
+        }
+        match self.stray {
+            Some(span) => Err(span),
+            None => Ok(out),
+        }
+    }
+
+    fn is_chunk(&self, e: &syn::Expr) -> bool {
+        matches!(strip_parens(e), syn::Expr::Path(p) if p.path.get_ident() == Some(self.name))
+    }
+}
+
+impl syn::visit_mut::VisitMut for Chunk<'_> {
+    fn visit_expr_mut(&mut self, e: &mut syn::Expr) {
+        let new = match &*e {
+            syn::Expr::Index(ix) if self.is_chunk(&ix.expr) => {
+                let mut j = (*ix.index).clone();
+                self.visit_expr_mut(&mut j);
+                let (a, start) = (self.array, &self.start);
+                parse(quote!(#a[#start + (#j)]))
+            }
+            syn::Expr::MethodCall(m)
+                if m.method == "len" && m.args.is_empty() && self.is_chunk(&m.receiver) =>
+            {
+                let len = &self.len;
+                parse(quote!((#len)))
+            }
+            syn::Expr::Path(_) if self.is_chunk(e) => {
+                self.stray.get_or_insert(e.span());
+                None
+            }
+            _ => None,
+        };
+        match new {
+            Some(n) => *e = n,
+            None => syn::visit_mut::visit_expr_mut(self, e),
+        }
     }
 }
