@@ -125,6 +125,10 @@ fn push_place(sources: &mut Vec<syn::Expr>, s: syn::Expr) -> (Item, bool) {
     (Item::Place(sources.len() - 1), false)
 }
 
+/// The prefix of a reduction's accumulator's name, which errors about
+/// it do not show (`control::state_of`).
+pub(super) const ACCUMULATOR: &str = "__linear_ad_s";
+
 fn push(sources: &mut Vec<syn::Expr>, s: syn::Expr) -> (Item, bool) {
     sources.push(s);
     (Item::Elem(sources.len() - 1), false)
@@ -515,7 +519,7 @@ impl Lowerer<'_> {
     /// chunk's length (the last of `chunks` may be shorter, and reading past
     /// it panics as in the original); `None` if `f` is not one.
     fn chunk_for(&mut self, f: &syn::ExprForLoop) -> Option<Result<syn::ExprForLoop, ()>> {
-        let syn::Expr::MethodCall(m) = strip_parens(&f.expr) else {
+        let syn::Expr::MethodCall(m) = super::exits::strip(&f.expr) else {
             return None;
         };
         let exact = match m.method.to_string().as_str() {
@@ -573,7 +577,7 @@ impl Lowerer<'_> {
     /// A reduction over arrays (`sum`, `map(..).sum`, `fold`) as a block
     /// with a loop, `None` if `m` is not one.
     pub(super) fn array_reduction(&mut self, m: &syn::ExprMethodCall) -> Option<syn::Expr> {
-        let acc = format_ident!("__linear_ad_s{}", self.fresh_index());
+        let acc = format_ident!("{ACCUMULATOR}{}", self.fresh_index());
         let method = m.method.to_string();
         let (iter, init, pat, body) = match (method.as_str(), m.args.len()) {
             ("sum", 0) => match map_call(&m.receiver) {
@@ -1262,13 +1266,6 @@ impl Lowerer<'_> {
     }
 }
 
-fn strip_parens(e: &syn::Expr) -> &syn::Expr {
-    match e {
-        syn::Expr::Paren(p) => strip_parens(&p.expr),
-        other => other,
-    }
-}
-
 /// A chunk of `array` as the body of [`Lowerer::chunk_for`] reads it.
 struct Chunk<'c> {
     name: &'c syn::Ident,
@@ -1295,7 +1292,7 @@ impl Chunk<'_> {
     }
 
     fn is_chunk(&self, e: &syn::Expr) -> bool {
-        matches!(strip_parens(e), syn::Expr::Path(p) if p.path.get_ident() == Some(self.name))
+        matches!(super::exits::strip(e), syn::Expr::Path(p) if p.path.get_ident() == Some(self.name))
     }
 }
 

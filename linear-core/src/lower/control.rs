@@ -163,8 +163,7 @@ impl Lowerer<'_> {
                 Some(Binding::Active(v, t, true)) => out.push((n.clone(), v, t)),
                 Some(Binding::Inactive(id, true)) => {
                     let Some(t) = self.inactive_types.get(&id.to_string()).cloned() else {
-                        let msg = if n.starts_with("__linear_ad_s") {
-                            // `array_reduction`'s accumulator.
+                        let msg = if n.starts_with(super::array::ACCUMULATOR) {
                             "cannot tell the type of this reduction's accumulator: give its initial value a type (`0.0_f64`, or a variable declared with one)".to_string()
                         } else {
                             format!("cannot tell the type of {}, which this loop or branch assigns: annotate its `let` (`let mut {n}: f64 = ..;` or an integer type)", shown(n))

@@ -479,7 +479,8 @@ fn elements(
     })
 }
 
-fn strip(e: &syn::Expr) -> &syn::Expr {
+/// `e` without the parentheses around it.
+pub(super) fn strip(e: &syn::Expr) -> &syn::Expr {
     match e {
         syn::Expr::Paren(p) => strip(&p.expr),
         other => other,

@@ -1803,6 +1803,40 @@ impl Lowerer<'_> {
         Some(vars.into_iter().zip(ts.iter().cloned()).collect())
     }
 
+    /// A tuple or array pattern over constant code: the value bound once,
+    /// each element pattern to its part (typed as a tuple literal's
+    /// element, where it is one).
+    fn bind_inactive_elems(
+        &mut self,
+        p: &syn::Pat,
+        elems: &syn::punctuated::Punctuated<syn::Pat, syn::Token![,]>,
+        tokens: TokenStream,
+    ) {
+        let id = self.new_inactive_name("t");
+        let tokens = unparen(tokens);
+        // The types of a tuple literal's elements, which the
+        // elements' names then keep (`let (mut s, mut n) =
+        // (0.0, 0u32);` before a loop that updates both).
+        let types: Vec<Option<Ty>> = match syn::parse2::<syn::Expr>(tokens.clone()) {
+            Ok(syn::Expr::Tuple(t)) if t.elems.len() == elems.len() => {
+                t.elems.iter().map(|e| self.infer(e)).collect()
+            }
+            _ => vec![None; elems.len()],
+        };
+        self.prelude.push(quote!(let #id = #tokens;));
+        for (k, (e, t)) in elems.iter().zip(types).enumerate() {
+            self.annotated = t;
+            let sel = if matches!(p, syn::Pat::Slice(_)) {
+                quote!(#id[#k])
+            } else {
+                let idx = syn::Index::from(k);
+                quote!(#id.#idx)
+            };
+            self.bind_pattern(e, Val::Inactive(sel));
+            self.annotated = None;
+        }
+    }
+
     fn bind_pattern(&mut self, p: &syn::Pat, v: Val) {
         match p {
             syn::Pat::Ident(i) if i.subpat.is_none() && i.by_ref.is_none() => {
@@ -1876,31 +1910,7 @@ impl Lowerer<'_> {
                         self.bind_pattern(e, Val::Active(c, t));
                     }
                 }
-                Val::Inactive(tokens) => {
-                    let id = self.new_inactive_name("t");
-                    let tokens = unparen(tokens);
-                    // The types of a tuple literal's elements, which the
-                    // elements' names then keep (`let (mut s, mut n) =
-                    // (0.0, 0u32);` before a loop that updates both).
-                    let types: Vec<Option<Ty>> = match syn::parse2::<syn::Expr>(tokens.clone()) {
-                        Ok(syn::Expr::Tuple(t)) if t.elems.len() == elems.len() => {
-                            t.elems.iter().map(|e| self.infer(e)).collect()
-                        }
-                        _ => vec![None; elems.len()],
-                    };
-                    self.prelude.push(quote!(let #id = #tokens;));
-                    for (k, (e, t)) in elems.iter().zip(types).enumerate() {
-                        self.annotated = t;
-                        let sel = if matches!(p, syn::Pat::Slice(_)) {
-                            quote!(#id[#k])
-                        } else {
-                            let idx = syn::Index::from(k);
-                            quote!(#id.#idx)
-                        };
-                        self.bind_pattern(e, Val::Inactive(sel));
-                        self.annotated = None;
-                    }
-                }
+                Val::Inactive(tokens) => self.bind_inactive_elems(p, elems, tokens),
             },
             _ => self.errs.spanned(
                 p,
