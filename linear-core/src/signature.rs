@@ -353,13 +353,21 @@ pub fn callee_items(
     f: &syn::ItemFn,
     (kind, order, lanes): (Kind, Order, bool),
     structs: &Structs,
-    map: &syn::Ident,
+    (map, detached): (&syn::Ident, bool),
 ) -> TokenStream {
     let name = &f.sig.ident;
     let vis = &f.vis;
     // A function generic in its float type `T`: the alias is generic too,
     // and callers name it at their arguments' float type (`cube<f64>`).
-    let t = crate::lower::float_param(&f.sig.generics).map(|t| quote!(<#t>));
+    let param = crate::lower::float_param(&f.sig.generics);
+    let t = param.as_ref().map(|t| quote!(<#t>));
+    // A linearization that borrows its input arrays is held by callers
+    // detached from them, borrowing nothing (`expand::items::Detached`).
+    let map_args = match (&param, detached) {
+        (Some(t), true) => quote!(<'static, #t>),
+        (None, true) => quote!(<'static>),
+        (_, false) => quote!(#t),
+    };
     let alias = match kind {
         Kind::Closed | Kind::Unmarked | Kind::Tape | Kind::FirstOrder | Kind::ThirdOrder => {
             TokenStream::new()
@@ -367,7 +375,7 @@ pub fn callee_items(
         Kind::Differentiable | Kind::Linear => quote! {
             #[doc(hidden)]
             #[allow(non_camel_case_types)]
-            #vis type #name #t = #map #t;
+            #vis type #name #t = #map #map_args;
         },
     };
     if !has_macro(name) {

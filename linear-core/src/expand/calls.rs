@@ -212,14 +212,16 @@ impl CallGen for Calls<'_> {
                     quote!({ #unread let (#r, #l) = #c_lin(#(#args,)*); (#r_ir, #l) })
                 }
             }
+            // After the tape, the array arguments, passed back (see
+            // `passes::unzip` and `items::Detached`).
             "jvp.lin" => {
-                let tape = nl.first()?;
+                let (tape, arrays) = nl.split_first()?;
                 let slots = slots(lin, names)?;
-                quote!({ let #r = #c_apply(&#tape, #(#slots,)*); #r_ir })
+                quote!({ let #r = #c_apply(&#tape, #(&#arrays,)* #(#slots,)*); #r_ir })
             }
             "jvp.lin.t" => {
-                let (tape, ct) = (nl.first()?, lin.first()?);
-                transpose_call(site, &c_transpose, (tape, ct), names)
+                let ((tape, arrays), ct) = (nl.split_first()?, lin.first()?);
+                transpose_call(site, &c_transpose, (tape, arrays, ct), names)
             }
             _ => return None,
         })
@@ -232,7 +234,7 @@ impl CallGen for Calls<'_> {
 fn transpose_call(
     site: &CallSite,
     c_transpose: &TokenStream,
-    (tape, ct): (&syn::Ident, &syn::Ident),
+    (tape, arrays, ct): (&syn::Ident, &[syn::Ident], &syn::Ident),
     names: &mut Names,
 ) -> TokenStream {
     let ct_rust = arg_from_ir(quote!(#ct), &site.ret, names);
@@ -248,7 +250,7 @@ fn transpose_call(
     } else {
         quote!((#(#outs,)*))
     };
-    quote!({ let (#(#pats,)*) = #c_transpose(&#tape, #ct_rust); #out })
+    quote!({ let (#(#pats,)*) = #c_transpose(&#tape, #(&#arrays,)* #ct_rust); #out })
 }
 
 /// A call of the callee's `_jvp` differentiated again, in a second
@@ -377,6 +379,11 @@ fn second_order_transpose(
 /// value (the empty tuple for a [`CallArg::Discrete`]).
 fn arg_cotangent(a: &CallArg, names: &mut Names) -> (TokenStream, Option<TokenStream>) {
     match a {
+        // An array's cotangent comes back as a `Vec`, the IR's own.
+        CallArg::Active(s @ crate::lower::Shape::Slice(..), _) => {
+            let c = names.temp("c");
+            (quote!(#c), Some(to_ir(quote!(#c), s, names)))
+        }
         CallArg::Active(s, span) | CallArg::Origin(s, _, span) => {
             let c = names.temp("c");
             let t = s.rust();
@@ -434,6 +441,13 @@ fn primal_args<'v>(
     let mut k = 0;
     for a in &site.args {
         match a {
+            // An array crosses borrowed, whether the caller owns it or
+            // borrows it itself.
+            CallArg::Active(crate::lower::Shape::Slice(..), _) => {
+                let v = vals.get(k)?;
+                args.push(quote!(&#v));
+                k += 1;
+            }
             CallArg::Active(s, _) => {
                 let v = vals.get(k)?;
                 args.push(from_ir(quote!(#v), s, names));

@@ -27,6 +27,11 @@ use crate::lower::{Param, Shape};
 enum Crossing {
     /// As the parameter's own Rust types.
     Plain,
+    /// A differentiable array (`&[T]`, `&Vec<T>`) of a detached
+    /// linearization (`items::Detached`): its value as the parameter's
+    /// type, its tangent and cotangent as `Vec<T>`, and the value again to
+    /// `__apply` and `__transpose`.
+    Array,
     /// A struct: `owned` is the struct type (by value), `tangent` its
     /// tangent struct, `by_ref` whether `f` takes `&S`. Its tangent and
     /// cotangent cross as flat values, and so does its value unless
@@ -39,9 +44,11 @@ enum Crossing {
     },
 }
 
-fn crossing(p: &Param) -> Crossing {
-    let Some((Shape::Struct(st), _)) = &p.active else {
-        return Crossing::Plain;
+fn crossing(p: &Param, arrays: bool) -> Crossing {
+    let st = match &p.active {
+        Some((Shape::Struct(st), _)) => st,
+        Some((Shape::Slice(..), _)) if arrays => return Crossing::Array,
+        _ => return Crossing::Plain,
     };
     let owned = match &p.ty {
         syn::Type::Reference(r) => {
@@ -62,7 +69,7 @@ impl Crossing {
     /// The type the value crosses as.
     fn value_ty(&self, p: &Param) -> TokenStream {
         match self {
-            Crossing::Plain => {
+            Crossing::Plain | Crossing::Array => {
                 let t = &p.ty;
                 quote!(#t)
             }
@@ -92,7 +99,7 @@ impl Crossing {
             } => {
                 Some(quote!(let #a = <#owned as ::linear_ad::__private::FromFlat>::from_flat(#a);))
             }
-            Crossing::Plain | Crossing::Struct { by_ref: true, .. } => None,
+            Crossing::Plain | Crossing::Array | Crossing::Struct { by_ref: true, .. } => None,
             Crossing::Struct { owned, .. } => {
                 Some(quote!(let #a: #owned = ::linear_ad::__private::Origin::owned(#a);))
             }
@@ -107,13 +114,14 @@ impl Crossing {
                 origin: false,
                 ..
             } => quote!(&#a),
-            Crossing::Struct { .. } | Crossing::Plain => quote!(#a),
+            Crossing::Struct { .. } | Crossing::Plain | Crossing::Array => quote!(#a),
         }
     }
 
     /// The type of a tangent slot; `constant` for a constant parameter.
     fn slot_ty(&self, p: &Param, constant: &TokenStream) -> TokenStream {
         let t = match (&p.active, self) {
+            (Some((s, _)), Crossing::Array) => return owned_array(s),
             (Some(_), Crossing::Struct { tangent, .. }) => flat(tangent),
             (Some((s, _)), Crossing::Plain) => s.rust(),
             (None, _) => return constant.clone(),
@@ -127,6 +135,8 @@ impl Crossing {
         let t = quote!(::linear_ad::__private::Tangent::tangent(#d));
         match self {
             Crossing::Plain => t,
+            Crossing::Array if by_ref => quote!(&#d),
+            Crossing::Array => quote!(#d),
             Crossing::Struct {
                 tangent, by_ref: r, ..
             } => {
@@ -145,12 +155,22 @@ impl Crossing {
                 flat(tangent),
             ),
             (Some((s, _)), Crossing::Plain, Some(c)) => (quote!(#c), s.rust()),
+            (Some((s, _)), Crossing::Array, Some(c)) => (quote!(#c), owned_array(s)),
             _ => {
                 let inactive = quote!(::linear_ad::__private::Inactive);
                 (inactive.clone(), inactive)
             }
         }
     }
+}
+
+/// `Vec<T>`, the tangent of an array of `T` (shape `s`).
+fn owned_array(s: &Shape) -> TokenStream {
+    let e = match s {
+        Shape::Slice(e, _) => e.rust(),
+        other => other.rust(),
+    };
+    quote!(::linear_ad::__private::Vec<#e>)
 }
 
 /// `<t as ToFlat>::Flat`.
@@ -178,14 +198,20 @@ pub(super) fn crosses(s: &Shape) -> bool {
 /// `Inactive` (zero); a constant slot of `__jvp` takes only `Inactive`, so a
 /// differentiable value passed to a constant parameter is reported there,
 /// once.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn companions(
     item: &syn::ItemFn,
     params: &[Param],
-    (map_name, (generics, where_clause)): (&syn::Ident, (TokenStream, &TokenStream)),
+    (map_name, (generics, map_args), where_clause): (
+        &syn::Ident,
+        (TokenStream, TokenStream),
+        &TokenStream,
+    ),
     (ret_ty, ret_tan): (&TokenStream, &TokenStream),
     active: &[(usize, &Shape)],
     allow: &TokenStream,
     (owner, lanes): (Option<&syn::Type>, bool),
+    (arrays, detach): (bool, bool),
 ) -> TokenStream {
     let fname = &item.sig.ident;
     let (jvp, lin) = (
@@ -204,7 +230,7 @@ pub(super) fn companions(
     let d: Vec<syn::Ident> = (0..n)
         .map(|i| format_ident!("__d{}", i, span = Span::mixed_site()))
         .collect();
-    let crossings: Vec<Crossing> = params.iter().map(crossing).collect();
+    let crossings: Vec<Crossing> = params.iter().map(|p| crossing(p, arrays)).collect();
     let each = |f: &dyn Fn(usize, &Crossing) -> TokenStream| -> Vec<TokenStream> {
         crossings.iter().enumerate().map(|(i, c)| f(i, c)).collect()
     };
@@ -238,7 +264,19 @@ pub(super) fn companions(
     } else {
         quote!((#(#owned_tangents,)*))
     };
-    let (ct, transpose_body, per_param_ty) = transpose_parts(params, &crossings, active.len());
+    // The arrays a caller passes back to `__apply` and `__transpose`
+    // (`items::Detached`), in order.
+    let ins: Vec<(&syn::Ident, &syn::Type)> = params
+        .iter()
+        .zip(&a)
+        .zip(&crossings)
+        .filter(|(_, c)| matches!(c, Crossing::Array))
+        .map(|((p, ai), _)| (ai, &p.ty))
+        .collect();
+    let in_params: Vec<TokenStream> = ins.iter().map(|(ai, t)| quote!(#ai: #t)).collect();
+    let in_args: Vec<&syn::Ident> = ins.iter().map(|(ai, _)| *ai).collect();
+    let (ct, transpose_body, per_param_ty) =
+        transpose_parts(params, &crossings, active.len(), &in_args);
     let forward = Forward {
         a: &a,
         tys: &tys,
@@ -249,6 +287,7 @@ pub(super) fn companions(
         call: (&jvp_name, &pass, &tangents),
         packed: &packed,
         ret: (ret_ty, ret_tan),
+        ins: (&in_params, &in_args),
     };
     let plain = forward.items(None);
     // A caller's `apply_lanes` and `f_jvp_lanes` call `f`'s, `K` tangents
@@ -258,20 +297,29 @@ pub(super) fn companions(
         let k = syn::Ident::new("__K", Span::mixed_site());
         forward.items(Some((&k, &quote!(#lanes_name))))
     });
+    let lin_call = if detach {
+        let (y, l) = (
+            syn::Ident::new("__y", Span::mixed_site()),
+            syn::Ident::new("__l", Span::mixed_site()),
+        );
+        quote!({ let (#y, #l) = #lin_name(#(#pass,)*); (#y, #l.__detach()) })
+    } else {
+        quote!(#lin_name(#(#pass,)*))
+    };
     quote! {
         #[doc(hidden)]
         #allow
-        impl #generics #map_name #generics #where_clause {
+        impl #generics #map_name #map_args #where_clause {
             #plain
 
             #[inline]
             pub fn __lin(#(#a: #tys,)*) -> (#ret_ty, Self) {
                 #(#rebuild)*
-                #lin_name(#(#pass,)*)
+                #lin_call
             }
 
             #[inline]
-            pub fn __transpose(&self, #ct: #ret_tan) -> (#(#per_param_ty,)*) {
+            pub fn __transpose(&self, #(#in_params,)* #ct: #ret_tan) -> (#(#per_param_ty,)*) {
                 #transpose_body
             }
 
@@ -295,6 +343,8 @@ struct Forward<'a> {
     call: (&'a TokenStream, &'a [TokenStream], &'a [TokenStream]),
     packed: &'a TokenStream,
     ret: (&'a TokenStream, &'a TokenStream),
+    /// The arrays passed back to `__apply`: parameters and arguments.
+    ins: (&'a [TokenStream], &'a [&'a syn::Ident]),
 }
 
 impl Forward<'_> {
@@ -322,6 +372,16 @@ impl Forward<'_> {
                 lanes_name,
                 quote!(self.apply_lanes(#packed)),
             ),
+            None if !self.ins.1.is_empty() => {
+                let ins = self.ins.1;
+                (
+                    quote!(__jvp),
+                    quote!(__apply),
+                    quote!(),
+                    jvp_name,
+                    quote!(self.__tangent(#(#ins,)* #packed)),
+                )
+            }
             None => (
                 quote!(__jvp),
                 quote!(__apply),
@@ -330,6 +390,7 @@ impl Forward<'_> {
                 quote!(::linear_ad::LinearMap::apply(self, #packed)),
             ),
         };
+        let in_params = self.ins.0;
         quote! {
             #[inline]
             pub fn #jvp #generics (#(#a: #tys,)* #(#d: #jvp_slots,)*) -> (#ret_ty, #ret_tan) {
@@ -339,7 +400,7 @@ impl Forward<'_> {
             }
 
             #[inline]
-            pub fn #apply #generics (&self, #(#d: #apply_slots,)*) -> #ret_tan {
+            pub fn #apply #generics (&self, #(#in_params,)* #(#d: #apply_slots,)*) -> #ret_tan {
                 #(let _ = #constants;)*
                 #applied
             }
@@ -353,16 +414,23 @@ fn transpose_parts(
     params: &[Param],
     crossings: &[Crossing],
     n_active: usize,
+    ins: &[&syn::Ident],
 ) -> (syn::Ident, TokenStream, Vec<TokenStream>) {
     let ct = syn::Ident::new("__ct", Span::mixed_site());
     let c: Vec<syn::Ident> = (0..n_active)
         .map(|k| format_ident!("__c{}", k, span = Span::mixed_site()))
         .collect();
+    // A detached linearization's transpose reads the arrays passed back.
+    let transposed = if ins.is_empty() {
+        quote!(::linear_ad::LinearMap::transpose(self, #ct))
+    } else {
+        quote!(self.__reverse(#(#ins,)* #ct))
+    };
     let unpack = if n_active == 1 {
         let c0 = &c[0];
-        quote!(let #c0 = ::linear_ad::LinearMap::transpose(self, #ct);)
+        quote!(let #c0 = #transposed;)
     } else {
-        quote!(let (#(#c,)*) = ::linear_ad::LinearMap::transpose(self, #ct);)
+        quote!(let (#(#c,)*) = #transposed;)
     };
     let mut next = c.iter();
     let (per_param, per_param_ty): (Vec<TokenStream>, Vec<TokenStream>) = params
@@ -405,7 +473,7 @@ pub(super) fn jvp_companions(
     allow: &TokenStream,
 ) -> Option<TokenStream> {
     if params.iter().any(|p| {
-        !matches!(crossing(p), Crossing::Plain)
+        !matches!(crossing(p, false), Crossing::Plain)
             || p.active.as_ref().is_some_and(|(s, _)| s.has_struct())
     }) {
         return None;

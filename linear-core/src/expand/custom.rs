@@ -74,11 +74,12 @@ pub(super) fn custom_derivative(
     let companions = companions(
         item,
         &params,
-        (&map_name, (quote!(), &quote!())),
+        (&map_name, (quote!(), quote!()), &quote!()),
         (&ret_ty, &ret_ty),
         &active,
         &allow,
         (None, false),
+        (false, false),
     );
     let callee = crate::signature::callee_items(
         item,
@@ -88,7 +89,7 @@ pub(super) fn custom_derivative(
             false,
         ),
         &Default::default(),
-        &map_name,
+        (&map_name, false),
     );
     quote! {
         #clean

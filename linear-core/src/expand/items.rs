@@ -689,6 +689,9 @@ pub(super) struct Generated {
     /// Whether other differentiable functions can call `f`: its
     /// linearization has the companions they call.
     pub(super) callable: bool,
+    /// Whether callers hold its linearization detached from its input
+    /// arrays, as `FLinearization<'static>` ([`Detached`]).
+    pub(super) detached_static: bool,
     /// How many times callers can differentiate their calls of `f`.
     pub(super) order: crate::signature::Order,
     /// Whether `f`'s linearization has `apply_lanes`.
@@ -886,7 +889,7 @@ pub(super) fn generate(
     } else {
         jvp_item(item, l, &sig, out.jvp, &calls, &mut names)
     };
-    let vjp_fn = vjp_item(item, l, &sig);
+    let vjp_fn = vjp_item(item, l, &sig, lin.detached.as_ref());
     let public_lanes = lanes::public(passes.lanes, owner, lin.lanes);
     let jacobian =
         public_lanes.then(|| lanes::free_items(item, l, &sig, out.jvp, (&calls, &mut names)));
@@ -901,7 +904,10 @@ pub(super) fn generate(
     // A generic function's callers name its linearization at their
     // arguments' float type (`cube<f64>`); a method of a generic block's
     // name it through the receiver's type (`Point<T>`, `Point<f64>`).
-    let callable = sig.arrays().is_empty() && !structs;
+    // With arrays, callers pass them back to the detached linearization
+    // (see [`Detached`]); not yet at second order, nor in lanes.
+    let with_arrays = lin.detached.is_some() && matches!(owner, Owner::Free);
+    let callable = (sig.arrays().is_empty() || with_arrays) && !structs;
     let (second_fns, directional) = match passes.second_order {
         Some(span) => {
             let (fns, d) =
@@ -920,23 +926,28 @@ pub(super) fn generate(
         l,
         &sig,
         (directional.as_ref(), &stages, passes),
-        callable,
+        callable && !with_arrays,
     );
     // After the derived callees: the Hessian linearizes `f_vjp` once
     // where `f_vjp_lin` exists.
     let hessian = directional
         .is_some()
         .then(|| second::hessian(item, &sig, (vjp_lin, vjp_lanes)));
+    let detached_static = with_arrays && lin.borrows;
     let companions = if callable {
         let float = (sig.float.decl(None), &sig.float.where_clause);
+        let map_ty = sig.float.decl(
+            detached_static.then(|| syn::Lifetime::new("'static", Span::call_site())),
+        );
         let c = companions(
             item,
             &l.params,
-            (&map_name, float.clone()),
+            (&map_name, (float.0.clone(), map_ty), float.1),
             (&sig.ret_ty, &sig.ret_tan),
             &sig.active,
             &sig.allow,
-            (owner.callee_type(), public_lanes),
+            (owner.callee_type(), public_lanes && !with_arrays),
+            (with_arrays, detached_static),
         );
         let m = owner.method_impl(&item.sig.ident, &map_name, float);
         quote!(#c #m)
@@ -953,7 +964,8 @@ pub(super) fn generate(
             quote!(#lin_items #companions #derived)
         },
         callable,
-        lanes: lin.lanes,
+        lanes: lin.lanes && !with_arrays,
+        detached_static,
         order: match (passes.second_order, twice) {
             (None, _) => crate::signature::Order::Once,
             (Some(_), true) => crate::signature::Order::Twice,
@@ -1170,9 +1182,11 @@ impl Tape {
     /// The tape as `apply` and `transpose` read it, in place: its
     /// non-`Copy` parts (lists, sums holding them, callees' tapes) by
     /// reference.
-    fn read_in_place(&self) -> TokenStream {
-        let reads = self.fields.iter().zip(&self.tys).map(|(f, t)| {
-            if crate::codegen::is_copy(t) {
+    fn read_in_place(&self, detached: Option<&Detached>) -> TokenStream {
+        let reads = self.fields.iter().zip(&self.tys).enumerate().map(|(k, (f, t))| {
+            if let Some(id) = detached.and_then(|d| d.input_of(k)) {
+                quote!(&#id)
+            } else if crate::codegen::is_copy(t) {
                 quote!(self.#f)
             } else {
                 quote!(&self.#f)
@@ -1369,7 +1383,8 @@ fn lin_items(
     let mut tape = Tape::new(out.forward, out.residual, &held)?;
     let lin_name = format_ident!("{}_lin", item.sig.ident);
     let (map_doc, lin_doc) = lin_docs(sig, &item.sig.ident, &lin_name);
-    let self_tape = tape.read_in_place();
+    let detached = Detached::plan(sig, &tape);
+    let self_tape = tape.read_in_place(detached.as_ref());
 
     let (tangent, cotangent, r) = (hidden("__tangent"), hidden("__cotangent"), hidden("__r"));
     let (unpack, ts) = sig.unpack_tangents(names, &tangent);
@@ -1391,8 +1406,10 @@ fn lin_items(
         ct_check,
     } = lengths;
     let apply_body = quote!({ #unpack #(#tangent_checks)* let #r = #apply; #conv });
-    let lanes =
-        lanes.map(|b| b.map(|apply| quote!({ #unpack #(#lanes_checks)* let #r = #apply; #conv })));
+    let own_inputs = detached.as_ref().map(|d| d.bind_own(quote!(self)));
+    let lanes = lanes.map(|b| {
+        b.map(|apply| quote!({ #own_inputs #unpack #(#lanes_checks)* let #r = #apply; #conv }))
+    });
     let tape_items = tape.items(map_name, sig, &map_doc, calls);
     let t_body = body_holding(out.transposed, &t_args, calls);
     let transpose_out = sig.pack_cotangents(names, t_body);
@@ -1432,8 +1449,16 @@ fn lin_items(
         ct_check,
         transpose: transpose_out,
     };
-    let map_impls = maps.impls(sig, map_name, &generics, (&tangent, &cotangent));
-    let items = quote!(#tape_items #map_impls);
+    let map_impls = maps.impls(
+        sig,
+        (map_name, &generics),
+        (&tangent, &cotangent),
+        detached.as_ref(),
+    );
+    let detach = detached
+        .as_ref()
+        .map(|d| d.detach_fn(&tape, sig, (map_name, &generics)));
+    let items = quote!(#tape_items #map_impls #detach);
     let lin = Lin {
         items,
         fns: quote!(#forward #lin_fn),
@@ -1441,6 +1466,8 @@ fn lin_items(
         // Not where `f_lin` would allocate a tape `f_jvp` does not need,
         // nor check tangent arrays' lengths under `apply`'s name.
         shares_jvp: tape.is_copy() && sig.arrays().is_empty(),
+        detached,
+        borrows: tape.borrows(),
     };
     Ok(lin)
 }
@@ -1463,9 +1490,9 @@ impl MapBodies {
     fn impls(
         self,
         sig: &Sig,
-        map_name: &syn::Ident,
-        generics: &TokenStream,
+        (map_name, generics): (&syn::Ident, &TokenStream),
         (tangent, cotangent): (&syn::Ident, &syn::Ident),
+        detached: Option<&Detached>,
     ) -> TokenStream {
         let MapBodies {
             apply,
@@ -1482,34 +1509,165 @@ impl MapBodies {
         let where_clause = &sig.float.where_clause;
         let (shown_tangent, shown_cotangent) = (readable("tangent"), readable("cotangent"));
         let inline = inline_always_optimised();
+        let (ins, own) = match detached {
+            Some(d) => (d.params(), d.own_args(quote!(self))),
+            None => (Vec::new(), Vec::new()),
+        };
         quote! {
             #allow
             impl #generics ::linear_ad::LinearMap<#in_ty, #ret_tan> for #map_name #generics #where_clause {
                 #[inline]
                 fn apply(&self, #shown_tangent: #in_ty) -> #ret_tan {
-                    self.__tangent(#shown_tangent)
+                    self.__tangent(#(#own,)* #shown_tangent)
                 }
                 #[inline]
                 fn transpose(&self, #shown_cotangent: #ret_tan) -> #in_ty {
                     let #cotangent = #shown_cotangent;
                     #ct_check
-                    self.__reverse(#cotangent)
+                    self.__reverse(#(#own,)* #cotangent)
                 }
             }
 
             #allow
             impl #generics #map_name #generics #where_clause {
                 #inline
-                fn __tangent(&self, #tangent: #in_ty) -> #ret_tan {
+                fn __tangent(&self, #(#ins,)* #tangent: #in_ty) -> #ret_tan {
                     #apply
                 }
                 #inline
-                fn __reverse(&self, #cotangent: #ret_tan) -> #in_ty {
+                fn __reverse(&self, #(#ins,)* #cotangent: #ret_tan) -> #in_ty {
                     #transpose
                 }
             }
 
             #lanes
+        }
+    }
+}
+
+/// How a linearization whose inputs include arrays crosses a call
+/// (`expand::calls`): its tape does not hold those arrays, which the
+/// caller may own (a local array cannot be borrowed by a tape that
+/// outlives it), so the caller keeps them as residuals of its own and
+/// passes them back to `apply` and `transpose`. The bodies of `__tangent`
+/// and `__reverse` read the arrays from parameters (`__in0`, ..., one per
+/// array parameter of `f`, in order), which the linearization's own
+/// `apply`, `transpose` and `f_vjp` fill from its fields; the callee's
+/// `__lin` hands callers the linearization with those fields emptied
+/// (`__detach`), which then borrows nothing.
+pub(super) struct Detached {
+    /// Per array parameter: the name its array goes by in the bodies, and
+    /// its element type.
+    ins: Vec<(syn::Ident, TokenStream)>,
+    /// Per tape field holding an array parameter: the field, and which
+    /// parameter (an index into `ins`).
+    fields: Vec<(usize, usize)>,
+    /// The tape's field names, for [`Detached::own_args`].
+    names: Vec<syn::Ident>,
+}
+
+impl Detached {
+    /// The plan for `f`'s linearization, if callers can pass it arrays:
+    /// every differentiable array parameter a flat `&[T]` or `&Vec<T>`
+    /// of floats, and no `#[nondiff]` array on the tape (callers cannot
+    /// pass those back yet).
+    fn plan(sig: &Sig, tape: &Tape) -> Option<Detached> {
+        let arrays: Vec<&(Var, TokenStream, Shape)> = sig
+            .inputs
+            .iter()
+            .filter(|(_, _, s)| matches!(s, Shape::Slice(..)))
+            .collect();
+        let flat = |s: &Shape| {
+            matches!(s, Shape::Slice(e, crate::lower::SliceKind::Slice | crate::lower::SliceKind::VecRef)
+                if matches!(**e, Shape::Float(_)) && s.row().is_none())
+        };
+        if arrays.is_empty() || !arrays.iter().all(|(_, _, s)| flat(s)) {
+            return None;
+        }
+        let mut fields = Vec::new();
+        for (k, input) in tape.inputs.iter().enumerate() {
+            let Some((id, _)) = input else { continue };
+            let j = arrays
+                .iter()
+                .position(|(_, a, _)| a.to_string() == id.to_string())?;
+            fields.push((k, j));
+        }
+        let ins = arrays
+            .iter()
+            .enumerate()
+            .map(|(j, (_, _, s))| {
+                let elem = match s {
+                    Shape::Slice(e, _) => e.rust(),
+                    other => other.rust(),
+                };
+                (format_ident!("__in{}", j, span = Span::mixed_site()), elem)
+            })
+            .collect();
+        Some(Detached {
+            ins,
+            fields,
+            names: tape.fields.clone(),
+        })
+    }
+
+    /// The name the bodies read tape field `k` by, if it holds an array
+    /// parameter.
+    fn input_of(&self, k: usize) -> Option<&syn::Ident> {
+        let (_, j) = self.fields.iter().find(|(f, _)| *f == k)?;
+        Some(&self.ins[*j].0)
+    }
+
+    /// `__tangent`'s and `__reverse`'s parameters for the arrays.
+    fn params(&self) -> Vec<TokenStream> {
+        self.ins.iter().map(|(id, e)| quote!(#id: &[#e])).collect()
+    }
+
+    /// The arrays as the linearization `map` holds them: its fields, or an
+    /// empty slice for a parameter its tape does not hold.
+    pub(super) fn own_args(&self, map: TokenStream) -> Vec<TokenStream> {
+        (0..self.ins.len())
+            .map(|j| match self.fields.iter().find(|(_, i)| *i == j) {
+                Some((k, _)) => {
+                    let f = &self.names[*k];
+                    quote!(&#map.#f)
+                }
+                None => quote!(&[]),
+            })
+            .collect()
+    }
+
+    /// The arrays bound from the linearization's own fields (in
+    /// `apply_lanes`, whose body reads them as `__tangent`'s does).
+    fn bind_own(&self, map: TokenStream) -> TokenStream {
+        let own = self.own_args(map);
+        let binds = self.ins.iter().zip(own).map(|((id, e), a)| quote!(let #id: &[#e] = #a;));
+        quote!(#(#binds)*)
+    }
+
+    /// `__detach(self)`, the linearization with its array fields emptied:
+    /// it borrows nothing (`'static`), and is what a caller's tape holds.
+    fn detach_fn(&self, tape: &Tape, sig: &Sig, (map_name, generics): (&syn::Ident, &TokenStream)) -> TokenStream {
+        let float = &sig.float;
+        let detached = float.decl(tape.lifetime().map(|_| syn::Lifetime::new("'static", Span::call_site())));
+        let inits = tape.fields.iter().enumerate().map(|(k, f)| {
+            if self.input_of(k).is_some() {
+                quote!(#f: &[])
+            } else {
+                quote!(#f: self.#f)
+            }
+        });
+        let lens = tape.lens.iter().map(|f| quote!(#f: self.#f));
+        let marker = float.marker().map(|(_, init)| init);
+        let (allow, where_clause) = (&sig.allow, &float.where_clause);
+        quote! {
+            #allow
+            impl #generics #map_name #generics #where_clause {
+                #[doc(hidden)]
+                #[inline]
+                pub fn __detach(self) -> #map_name #detached {
+                    #map_name { #(#inits,)* #(#lens,)* #marker }
+                }
+            }
         }
     }
 }
@@ -1522,6 +1680,11 @@ struct Lin {
     /// Whether the linearization has `apply_lanes`.
     lanes: bool,
     shares_jvp: bool,
+    /// How its array inputs are passed back, if other differentiable
+    /// functions can pass it arrays.
+    detached: Option<Detached>,
+    /// Whether the linearization borrows its inputs (has a lifetime).
+    borrows: bool,
 }
 
 /// The name of the forward pass `f_lin` and `f_vjp` share
@@ -1533,7 +1696,7 @@ fn forward_name(item: &syn::ItemFn) -> syn::Ident {
 /// `f_vjp(params.., cotangent: R) -> (R, In)`: the forward pass `f_lin`
 /// runs, then the transposed residual `transpose` runs, each the same
 /// code as theirs, inlined (see [`inline_always_optimised`]).
-fn vjp_item(item: &syn::ItemFn, l: &Lowered, sig: &Sig) -> TokenStream {
+fn vjp_item(item: &syn::ItemFn, l: &Lowered, sig: &Sig, detached: Option<&Detached>) -> TokenStream {
     let (y, map, cotangent) = (hidden("__y"), hidden("__map"), hidden("__cotangent"));
     let name = &item.sig.ident;
     let link = sig.owner.doc_path(name, true);
@@ -1549,6 +1712,7 @@ fn vjp_item(item: &syn::ItemFn, l: &Lowered, sig: &Sig) -> TokenStream {
     };
     let shown = readable("cotangent");
     let forward = sig.call_forward(&forward_name(item));
+    let own = detached.map_or_else(Vec::new, |d| d.own_args(quote!(#map)));
     sig.emit(
         (quote!(#[doc = #doc] #[inline]), sig.vis),
         &vjp_name,
@@ -1558,7 +1722,7 @@ fn vjp_item(item: &syn::ItemFn, l: &Lowered, sig: &Sig) -> TokenStream {
             let #cotangent = #shown;
             let (#y, #map) = #forward;
             #ct_check
-            (#y, #map.__reverse(#cotangent))
+            (#y, #map.__reverse(#(#own,)* #cotangent))
         },
     )
 }

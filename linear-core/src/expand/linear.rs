@@ -111,7 +111,7 @@ fn generate_linear(
         item,
         (crate::signature::Kind::Linear, order, false),
         &Default::default(),
-        &map_name,
+        (&map_name, false),
     );
     Ok(quote! {
         #transpose_fn

@@ -362,7 +362,8 @@ fn expand_fn(
             g.order,
             g.lanes,
         );
-        let callee = signature::callee_items(item_fn, kind, structs, &items::map_name(item_fn));
+        let map = (&items::map_name(item_fn), g.detached_static);
+        let callee = signature::callee_items(item_fn, kind, structs, map);
         Ok(quote!(#g #callee))
     })
 }

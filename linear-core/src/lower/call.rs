@@ -441,8 +441,16 @@ impl Lowerer<'_> {
     /// differentiable function yet (the calling convention has no arrays
     /// or structs), if it cannot.
     fn not_passable(&self, v: &Var, ty: &Ty) -> Option<&'static str> {
-        if matches!(ty, Ty::Array(..)) {
-            return Some("passing a differentiable array to another function is not supported yet: index it here, or pass its elements");
+        if let Ty::Array(e, _) = ty {
+            // A flat array of floats crosses as a slice (see
+            // `expand::calls`); arrays of rows or tuples do not yet.
+            let flat = matches!(**e, Ty::Real(_))
+                && !matches!(self.shapes.get(v), Some(s @ Shape::Slice(..)) if s.row().is_some());
+            return match self.mode {
+                Mode::Linear => Some("passing an array to another `#[linear]` function is not supported yet: index it here, or pass its elements"),
+                _ if !flat => Some("passing an array of rows or tuples to another differentiable function is not supported yet: pass a flat array of floats, or its elements"),
+                _ => None,
+            };
         }
         let inner = match self.shapes.get(v) {
             Some(s @ (Shape::Tuple(_) | Shape::Array(..))) => s.has_struct(),

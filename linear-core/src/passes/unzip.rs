@@ -153,6 +153,9 @@ pub struct Halves {
     pub lin: Var,
     pub nl_rets: Vec<Ty>,
     pub tape: Ty,
+    /// The positions of the non-linear arguments the linear half takes
+    /// again after the tape: an extern's arrays (see [`unzip`]).
+    pub again: Vec<usize>,
 }
 
 /// Applies U to every function of `p`; the result holds `f.nl` and `f.lin`
@@ -161,8 +164,16 @@ pub fn unzip(p: &Program, policy: Checkpoint) -> Result<Program, PassError> {
     let mut out = Program::default();
     let mut halves = HashMap::default();
     // An extern `g` unzips to externs `g.nl` (its forward pass, returning an
-    // opaque tape) and `g.lin` (its residual, reading that tape).
+    // opaque tape) and `g.lin` (its residual, reading that tape and, again,
+    // the array arguments: a callee's tape does not hold the arrays it
+    // reads, which the caller may own, so the caller saves them as
+    // residuals of its own and passes them back; see `expand::calls`).
     for e in &p.externs {
+        let again: Vec<usize> = (0..e.nl_params.len())
+            .filter(|&k| matches!(e.nl_params[k], Ty::Array(..)))
+            .collect();
+        let mut lin_nl = vec![Ty::Tape(e.name.clone())];
+        lin_nl.extend(again.iter().map(|&k| e.nl_params[k].clone()));
         let (nl, lin) = (
             derived_name(p, &e.name, "nl"),
             derived_name(p, &e.name, "lin"),
@@ -179,7 +190,7 @@ pub fn unzip(p: &Program, policy: Checkpoint) -> Result<Program, PassError> {
         });
         out.externs.push(Extern {
             name: lin.clone(),
-            nl_params: vec![tape.clone()],
+            nl_params: lin_nl,
             lin_params: e.lin_params.clone(),
             nl_rets: vec![],
             lin_rets: e.lin_rets.clone(),
@@ -191,6 +202,7 @@ pub fn unzip(p: &Program, policy: Checkpoint) -> Result<Program, PassError> {
                 lin,
                 nl_rets: e.nl_rets.clone(),
                 tape,
+                again,
             },
         );
     }
@@ -203,6 +215,7 @@ pub fn unzip(p: &Program, policy: Checkpoint) -> Result<Program, PassError> {
                 lin: flin.name.clone(),
                 nl_rets: f.nl_rets.clone(),
                 tape: fnl.nl_rets.last().cloned().unwrap_or(Ty::Tuple(vec![])),
+                again: Vec::new(),
             },
         );
         out.funcs.push(fnl);
@@ -639,7 +652,9 @@ impl Unzip<'_> {
                     },
                     lin: Expr::App {
                         func: h.lin.clone(),
-                        nl: vec![w],
+                        nl: std::iter::once(w)
+                            .chain(h.again.iter().map(|&k| nl[k].clone()))
+                            .collect(),
                         lin: lin.clone(),
                     },
                 }

@@ -174,7 +174,7 @@ fn signature(d_item: &syn::ItemFn, kind: Kind) -> TokenStream {
         d_item,
         (kind, Order::Derived, false),
         &Structs::default(),
-        &map_name(d_item),
+        (&map_name(d_item), false),
     )
 }
 
