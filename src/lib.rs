@@ -952,6 +952,18 @@ pub mod __private {
         v
     }
 
+    /// Adds the cotangent `b` into the accumulator `a`, element by
+    /// element: where a call passes one array to two of the callee's
+    /// parameters, the second's cotangent comes back in a buffer of its
+    /// own (`expand::calls`).
+    #[inline]
+    pub fn add_into<T: crate::Real>(a: &mut [T], b: &[T]) {
+        assert_eq!(a.len(), b.len(), "cotangents of one array have different lengths");
+        for (x, y) in a.iter_mut().zip(b) {
+            *x = *x + *y;
+        }
+    }
+
     /// The panic of a loop over `lo..hi` (visited downwards if
     /// `descending`) that reads past the end of one of the arrays of
     /// lengths `lens` (in the order the loop's body reads them), raised

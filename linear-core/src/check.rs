@@ -89,6 +89,11 @@
 //!     `lpop`). Their linear counterparts `lpush(ȧ, v̇)` (consuming both)
 //!     and `lpop(ā)` (two linear results) are each other's transposes.
 //!
+//!     Calls. An extern's borrowed linear parameters (`borrow τ̇`, the
+//!     tangents of the arrays another differentiable function is passed)
+//!     are read in place as `lindex` reads, not consumed; its transpose
+//!     takes their accumulators and returns them (see [`crate::ir::Extern`]).
+//!
 //!     Data. An array bound to a Rust constant (`let d: array(f64) =
 //!     const(..)`, a `#[nondiff]` slice) is an ordinary non-linear array
 //!     here; the passes read the binding as data
@@ -255,6 +260,7 @@ impl Checker<'_> {
             lin_params: e.lin_params.clone(),
             nl_rets: e.nl_rets.clone(),
             lin_rets: e.lin_rets.clone(),
+            borrowed: e.borrowed.clone(),
         })
     }
 
@@ -507,7 +513,14 @@ impl Checker<'_> {
                     (lin, &callee.lin_params, true),
                 ] {
                     for (k, (a, p)) in args.iter().zip(params.iter()).enumerate() {
-                        let t = self.use_var(a, linear)?;
+                        // A borrowed array is read in place, as `lindex`
+                        // reads it (invariant 11).
+                        let t = if linear && callee.borrowed.contains(&k) {
+                            self.read_in_place(a)?;
+                            self.in_scope(a).map(|s| s.ty.clone()).unwrap_or(Ty::Int)
+                        } else {
+                            self.use_var(a, linear)?
+                        };
                         if &t != p {
                             return Err(format!(
                                 "argument `{a}` of type {t} passed to {} parameter {} of `{func}`, of type {p}",
@@ -714,7 +727,8 @@ impl Checker<'_> {
     /// Invariant 11: `drop(e)` consumes no linear array.
     fn not_dropping_arrays(&self, e: &Expr) -> Res<()> {
         let mut arrays = Vec::new();
-        crate::visit::for_each_consumed(e, &mut |v| {
+        let borrowed = |g: &Var| self.sig(g).map(|s| s.borrowed).unwrap_or_default();
+        crate::visit::for_each_consumed_in(e, &borrowed, &mut |v| {
             if self
                 .in_scope(v)
                 .is_some_and(|s| s.linear && s.ty.is_linear_array())

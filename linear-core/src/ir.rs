@@ -1399,6 +1399,7 @@ impl Func {
             lin_params: self.lin_params.iter().map(|b| b.ty.clone()).collect(),
             nl_rets: self.nl_rets.clone(),
             lin_rets: self.lin_rets.clone(),
+            borrowed: Vec::new(),
         }
     }
 }
@@ -1407,6 +1408,15 @@ impl Func {
 /// function, compiled separately): only its signature is known, and the
 /// passes map it to the signatures of its derived functions. Written
 /// `extern f(τ..; τ̇..) -> (σ..; σ̇..)`.
+///
+/// Arrays cross by reference (`expand::calls`). A non-linear array
+/// parameter may be `constant` (written `const τ`): a `#[nondiff]` array
+/// of the callee, which J gives no tangent. A linear array parameter may
+/// be `borrowed` (written `borrow τ̇`): the extern reads it in place and
+/// does not consume it, as `lindex` does (invariant 11 of
+/// [`crate::check`]), and its transpose takes an accumulator for it, after
+/// the results' cotangents, and returns it accumulated in the parameter's
+/// position among its results.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Extern {
     pub name: Var,
@@ -1414,6 +1424,29 @@ pub struct Extern {
     pub lin_params: Vec<Ty>,
     pub nl_rets: Vec<Ty>,
     pub lin_rets: Vec<Ty>,
+    /// The positions of the constant non-linear parameters.
+    pub constant: Vec<usize>,
+    /// The positions of the borrowed linear parameters.
+    pub borrowed: Vec<usize>,
+}
+
+impl Extern {
+    /// An extern with no constant or borrowed parameter.
+    pub fn plain(
+        name: Var,
+        (nl_params, lin_params): (Vec<Ty>, Vec<Ty>),
+        (nl_rets, lin_rets): (Vec<Ty>, Vec<Ty>),
+    ) -> Extern {
+        Extern {
+            name,
+            nl_params,
+            lin_params,
+            nl_rets,
+            lin_rets,
+            constant: Vec::new(),
+            borrowed: Vec::new(),
+        }
+    }
 }
 
 /// The signature of a callee, defined or external.
@@ -1423,6 +1456,9 @@ pub struct Sig {
     pub lin_params: Vec<Ty>,
     pub nl_rets: Vec<Ty>,
     pub lin_rets: Vec<Ty>,
+    /// The positions of the linear parameters read in place, not
+    /// consumed (an extern's borrowed arrays; none for a function).
+    pub borrowed: Vec<usize>,
 }
 
 /// An ordered list of definitions, each calling only earlier ones or
@@ -1452,6 +1488,7 @@ impl Program {
             lin_params: e.lin_params.clone(),
             nl_rets: e.nl_rets.clone(),
             lin_rets: e.lin_rets.clone(),
+            borrowed: e.borrowed.clone(),
         })
     }
 }

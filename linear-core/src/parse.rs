@@ -232,9 +232,9 @@ impl Parser {
         self.expect_kw("extern")?;
         let name = self.ident()?;
         self.expect("(")?;
-        let nl_params = self.types_until(&[";"])?;
+        let (nl_params, constant) = self.marked_types(";", "const")?;
         self.expect(";")?;
-        let lin_params = self.types_until(&[")"])?;
+        let (lin_params, borrowed) = self.marked_types(")", "borrow")?;
         self.expect(")")?;
         self.expect("->")?;
         self.expect("(")?;
@@ -248,7 +248,26 @@ impl Parser {
             lin_params,
             nl_rets,
             lin_rets,
+            constant,
+            borrowed,
         })
+    }
+
+    /// Types until `end`, each maybe preceded by the keyword `mark`: the
+    /// types, and the positions of the marked ones.
+    fn marked_types(&mut self, end: &str, mark: &str) -> Result<(Vec<Ty>, Vec<usize>), ParseError> {
+        let (mut ts, mut marked) = (Vec::new(), Vec::new());
+        while !self.is(end) {
+            if self.is_kw(mark) {
+                self.next();
+                marked.push(ts.len());
+            }
+            ts.push(self.ty()?);
+            if !self.eat(",") {
+                break;
+            }
+        }
+        Ok((ts, marked))
     }
 
     fn ty(&mut self) -> Result<Ty, ParseError> {

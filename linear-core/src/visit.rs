@@ -258,6 +258,17 @@ pub fn data_arrays(e: &Expr) -> Vec<Var> {
 /// Calls `f` once for every linear variable `e` consumes, in order of
 /// first use: its linear uses, in-place array reads (`lindex`) aside.
 pub fn for_each_consumed(e: &Expr, f: &mut dyn FnMut(&Var)) {
+    for_each_consumed_in(e, &|_| Vec::new(), f)
+}
+
+/// [`for_each_consumed`] where calls may borrow arrays: `borrowed(g)`
+/// gives the positions of the linear parameters callee `g` reads in place
+/// (an extern's borrowed arrays, see [`crate::ir::Extern`]).
+pub fn for_each_consumed_in(
+    e: &Expr,
+    borrowed: &dyn Fn(&Var) -> Vec<usize>,
+    f: &mut dyn FnMut(&Var),
+) {
     let (mut order, mut uses) = (Vec::new(), HashMap::<Var, usize>::default());
     for_each_use(e, &mut |v, linear| {
         if linear {
@@ -268,11 +279,22 @@ pub fn for_each_consumed(e: &Expr, f: &mut dyn FnMut(&Var)) {
             *n += 1;
         }
     });
+    let mut read = |arr: &Var| {
+        if let Some(n) = uses.get_mut(arr) {
+            *n -= 1;
+        }
+    };
     any_subexpr(e, &mut |x| {
-        if let Expr::LinIndex { arr, .. } = x {
-            if let Some(n) = uses.get_mut(arr) {
-                *n -= 1;
+        match x {
+            Expr::LinIndex { arr, .. } => read(arr),
+            Expr::App { func, lin, .. } => {
+                for k in borrowed(func) {
+                    if let Some(a) = lin.get(k) {
+                        read(a);
+                    }
+                }
             }
+            _ => {}
         }
         false
     });

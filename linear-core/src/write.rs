@@ -88,11 +88,11 @@ impl fmt::Display for Extern {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut out = String::new();
         let _ = write!(out, "extern {}(", self.name);
-        list(&mut out, &self.nl_params);
+        marked_list(&mut out, &self.nl_params, &self.constant, "const ");
         out.push(';');
         if !self.lin_params.is_empty() {
             out.push(' ');
-            list(&mut out, &self.lin_params);
+            marked_list(&mut out, &self.lin_params, &self.borrowed, "borrow ");
         }
         out.push_str(") -> (");
         list(&mut out, &self.nl_rets);
@@ -161,6 +161,19 @@ fn list<T: fmt::Display>(out: &mut String, items: &[T]) {
     for (i, t) in items.iter().enumerate() {
         if i > 0 {
             out.push_str(", ");
+        }
+        let _ = write!(out, "{t}");
+    }
+}
+
+/// A list of types, each at a position in `marked` preceded by `mark`.
+fn marked_list(out: &mut String, items: &[Ty], marked: &[usize], mark: &str) {
+    for (i, t) in items.iter().enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        if marked.contains(&i) {
+            out.push_str(mark);
         }
         let _ = write!(out, "{t}");
     }

@@ -9,7 +9,7 @@ use rustc_hash::FxHashMap as HashMap;
 use super::{arg_from_ir, from_ir, result_to_ir, to_ir};
 use crate::codegen::{CallGen, Names};
 use crate::ir::{Ty, Var};
-use crate::lower::{CallArg, CallSite};
+use crate::lower::{CallArg, CallSite, Shape};
 
 /// The caller-side half: Rust for the IR's calls to `call.N` and its
 /// derived externs, from the call sites recorded by lowering.
@@ -193,7 +193,9 @@ impl CallGen for Calls<'_> {
         };
         let (c_jvp, c_lin) = (lanes("__jvp_lanes", "__jvp"), f("__lin"));
         let (c_apply, c_transpose) = (lanes("__apply_lanes", "__apply"), f("__transpose"));
-        let slots = |vals: &[syn::Ident], names: &mut Names| tangent_slots(site, vals, names);
+        let slots = |vals: &[syn::Ident], arrays: &[Option<syn::Ident>], names: &mut Names| {
+            tangent_slots(site, (vals, arrays), names)
+        };
         let r = syn::Ident::new("__r", Span::mixed_site());
         let dr = syn::Ident::new("__dr", Span::mixed_site());
         let l = syn::Ident::new("__l", Span::mixed_site());
@@ -205,7 +207,8 @@ impl CallGen for Calls<'_> {
                 let (args, unread) = primal_args(site, nl, names)?;
                 let unread = quote!(#(let _ = &#unread;)*);
                 if stage == "jvp" {
-                    let slots = slots(lin, names)?;
+                    let arrays = array_args(site, nl, false);
+                    let slots = slots(lin, &arrays, names)?;
                     let dr_ir = result_to_ir(quote!(#dr), &site.ret, names);
                     quote!({ #unread let (#r, #dr) = #c_jvp(#(#args,)* #(#slots,)*); (#r_ir, #dr_ir) })
                 } else {
@@ -216,41 +219,125 @@ impl CallGen for Calls<'_> {
             // `passes::unzip` and `items::Detached`).
             "jvp.lin" => {
                 let (tape, arrays) = nl.split_first()?;
-                let slots = slots(lin, names)?;
-                quote!({ let #r = #c_apply(&#tape, #(&#arrays,)* #(#slots,)*); #r_ir })
+                let arrays = array_args(site, arrays, true);
+                let slots = slots(lin, &arrays, names)?;
+                let passed = arrays.iter().flatten();
+                quote!({ let #r = #c_apply(&#tape, #(&#passed,)* #(#slots,)*); #r_ir })
             }
             "jvp.lin.t" => {
-                let ((tape, arrays), ct) = (nl.split_first()?, lin.first()?);
-                transpose_call(site, &c_transpose, (tape, arrays, ct), names)
+                let ((tape, arrays), (ct, accs)) = (nl.split_first()?, lin.split_first()?);
+                let arrays = array_args(site, arrays, true);
+                transpose_call(site, &c_transpose, (tape, &arrays, ct, accs), names)?
             }
             _ => return None,
         })
     }
 }
 
-/// The call of a callee's `__transpose` (`c_transpose`) on its `tape` and
-/// the cotangent `ct` of its result: the cotangents of the active
-/// arguments, as IR values.
+/// The call of a callee's `__transpose` (`c_transpose`) on its `tape`,
+/// the arrays passed back (`arrays`, per argument) and the cotangent `ct`
+/// of its result, with the accumulators of the arrays it borrows (`accs`,
+/// the IR's): the cotangents of the active arguments, as IR values.
 fn transpose_call(
     site: &CallSite,
     c_transpose: &TokenStream,
-    (tape, arrays, ct): (&syn::Ident, &[syn::Ident], &syn::Ident),
+    (tape, arrays, ct, accs): (&syn::Ident, &[Option<syn::Ident>], &syn::Ident, &[syn::Ident]),
     names: &mut Names,
-) -> TokenStream {
+) -> Option<TokenStream> {
     let ct_rust = arg_from_ir(quote!(#ct), &site.ret, names);
-    let mut pats = Vec::new();
-    let mut outs = Vec::new();
-    for a in &site.args {
-        let (pat, out) = arg_cotangent(a, names);
-        pats.push(pat);
+    let (mut pats, mut outs, mut merges) = (Vec::new(), Vec::new(), Vec::new());
+    let mut acc_args = Vec::new();
+    let mut accs = accs.iter();
+    // Each argument's cotangent variable, for an array passed again.
+    let mut cts: Vec<Option<syn::Ident>> = Vec::new();
+    for (i, a) in site.args.iter().enumerate() {
+        let (c, out) = arg_cotangent(a, names);
+        // The accumulators of the callee's differentiable arrays: the IR's,
+        // or a scratch buffer for an array passed again (added into the
+        // first's after the call) or constant here (whose sum is dropped).
+        match a {
+            CallArg::Active(Shape::Slice(..), _) => {
+                let acc = accs.next()?;
+                acc_args.push(quote!(#acc));
+            }
+            CallArg::Again { first, .. } => {
+                let (arr, s) = (arrays.get(i)?.as_ref()?, arg_shape(site, *first)?);
+                acc_args.push(zeros_like(arr, s));
+                let (into, from) = (cts.get(*first)?.as_ref()?, c.as_ref()?);
+                merges.push(quote!(::linear_ad::__private::add_into(&mut #into, &#from);));
+            }
+            CallArg::Data {
+                shape,
+                active: true,
+                ..
+            } => acc_args.push(zeros_like(arrays.get(i)?.as_ref()?, shape)),
+            CallArg::Active(..)
+            | CallArg::Origin(..)
+            | CallArg::Discrete(_)
+            | CallArg::Data { .. }
+            | CallArg::Inactive(..) => {}
+        }
+        pats.push(match &c {
+            Some(c) if matches!(a, CallArg::Active(Shape::Slice(..), _)) => quote!(mut #c),
+            Some(c) => quote!(#c),
+            None => quote!(_),
+        });
         outs.extend(out);
+        cts.push(c);
     }
     let out = if outs.len() == 1 {
         outs[0].clone()
     } else {
         quote!((#(#outs,)*))
     };
-    quote!({ let (#(#pats,)*) = #c_transpose(&#tape, #(&#arrays,)* #ct_rust); #out })
+    let passed = arrays.iter().flatten();
+    Some(quote!({
+        #[allow(unused_mut)]
+        let (#(#pats,)*) = #c_transpose(&#tape, #(&#passed,)* #ct_rust, #(#acc_args,)*);
+        #(#merges)*
+        #out
+    }))
+}
+
+/// A zeroed `Vec` as long as the IR array `arr`, of shape `s`.
+fn zeros_like(arr: &syn::Ident, s: &Shape) -> TokenStream {
+    let e = match s {
+        Shape::Slice(e, _) => e.rust(),
+        other => other.rust(),
+    };
+    quote!(::linear_ad::__private::zeros::<#e>(#arr.len()))
+}
+
+/// The shape of the `i`-th argument of a call, if it is differentiable.
+fn arg_shape(site: &CallSite, i: usize) -> Option<&Shape> {
+    match site.args.get(i)? {
+        CallArg::Active(s, _) | CallArg::Origin(s, _, _) | CallArg::Data { shape: s, .. } => Some(s),
+        CallArg::Discrete(_) | CallArg::Inactive(..) | CallArg::Again { .. } => None,
+    }
+}
+
+/// Per argument of a call, the IR array it passes (or passes again), if
+/// it is an array: from the call's non-linear arguments `nl` (`compact`:
+/// `nl` holds the arrays only, as the residual passes them back).
+fn array_args(site: &CallSite, nl: &[syn::Ident], compact: bool) -> Vec<Option<syn::Ident>> {
+    let positions = site.positions();
+    let mut rank = 0;
+    let mut out: Vec<Option<syn::Ident>> = Vec::with_capacity(site.args.len());
+    for (i, a) in site.args.iter().enumerate() {
+        let id = match a {
+            CallArg::Active(Shape::Slice(..), _) | CallArg::Data { .. } => {
+                rank += 1;
+                match compact {
+                    true => nl.get(rank - 1).cloned(),
+                    false => positions[i].0.and_then(|k| nl.get(k)).cloned(),
+                }
+            }
+            CallArg::Again { first, .. } => out.get(*first).cloned().flatten(),
+            CallArg::Active(..) | CallArg::Origin(..) | CallArg::Discrete(_) | CallArg::Inactive(..) => None,
+        };
+        out.push(id);
+    }
+    out
 }
 
 /// A call of the callee's `_jvp` differentiated again, in a second
@@ -278,7 +365,8 @@ fn second_order_call(
         .iter()
         .filter(|a| matches!(a, CallArg::Active(..) | CallArg::Discrete(_)))
         .count();
-    let slots = |vals: &[syn::Ident], names: &mut Names| tangent_slots(site, vals, names);
+    // No arrays at second order (`items::Detached`).
+    let slots = |vals: &[syn::Ident], names: &mut Names| tangent_slots(site, (vals, &[]), names);
     let (r, dr, l) = (
         syn::Ident::new("__r", Span::mixed_site()),
         syn::Ident::new("__dr", Span::mixed_site()),
@@ -360,8 +448,8 @@ fn second_order_transpose(
             return None;
         }
         for (pats, outs) in [(&mut pats.0, &mut outs.0), (&mut pats.1, &mut outs.1)] {
-            let (pat, out) = arg_cotangent(a, names);
-            pats.push(pat);
+            let (c, out) = arg_cotangent(a, names);
+            pats.push(c.map_or_else(|| quote!(_), |c| quote!(#c)));
             outs.extend(out);
         }
     }
@@ -374,25 +462,27 @@ fn second_order_transpose(
     Some(quote!({ let ((#(#p0,)*), (#(#p1,)*)) = #call(&#tape, (#ct, #dct)); #out }))
 }
 
-/// What a callee's transpose returns for the argument `a`: the pattern
-/// that binds it and, unless `a` is a constant, its cotangent as an IR
-/// value (the empty tuple for a [`CallArg::Discrete`]).
-fn arg_cotangent(a: &CallArg, names: &mut Names) -> (TokenStream, Option<TokenStream>) {
+/// What a callee's transpose returns for the argument `a`: the variable
+/// that binds it (none for a constant) and, unless `a` is a constant or an
+/// array passed again, its cotangent as an IR value (the empty tuple for
+/// a [`CallArg::Discrete`]).
+fn arg_cotangent(a: &CallArg, names: &mut Names) -> (Option<syn::Ident>, Option<TokenStream>) {
     match a {
-        // An array's cotangent comes back as a `Vec`, the IR's own.
-        CallArg::Active(s @ crate::lower::Shape::Slice(..), _) => {
+        // An array's cotangent comes back as the accumulator passed in.
+        CallArg::Active(Shape::Slice(..), _) => {
             let c = names.temp("c");
-            (quote!(#c), Some(to_ir(quote!(#c), s, names)))
+            (Some(c.clone()), Some(quote!(#c)))
         }
+        CallArg::Again { .. } => (Some(names.temp("c")), None),
         CallArg::Active(s, span) | CallArg::Origin(s, _, span) => {
             let c = names.temp("c");
             let t = s.rust();
             let got =
                 quote_spanned!(*span=> <_ as ::linear_ad::__private::Tangent<#t>>::tangent(#c));
-            (quote!(#c), Some(to_ir(got, s, names)))
+            (Some(c), Some(to_ir(got, s, names)))
         }
-        CallArg::Discrete(_) => (quote!(_), Some(quote!(()))),
-        CallArg::Inactive(..) => (quote!(_), None),
+        CallArg::Discrete(_) => (None, Some(quote!(()))),
+        CallArg::Data { .. } | CallArg::Inactive(..) => (None, None),
     }
 }
 
@@ -402,27 +492,47 @@ fn arg_cotangent(a: &CallArg, names: &mut Names) -> (TokenStream, Option<TokenSt
 /// about it points at the argument.
 fn tangent_slots(
     site: &CallSite,
-    vals: &[syn::Ident],
+    (vals, arrays): (&[syn::Ident], &[Option<syn::Ident>]),
     names: &mut Names,
 ) -> Option<Vec<TokenStream>> {
+    let positions = site.positions();
     let mut out = Vec::new();
-    let mut k = 0;
-    for a in &site.args {
+    for (i, a) in site.args.iter().enumerate() {
+        let val = |j: usize| positions[j].1.and_then(|t| vals.get(t));
         match a {
+            // A tangent array, lent to the callee.
+            CallArg::Active(Shape::Slice(..), span) => {
+                let v = val(i)?;
+                out.push(quote_spanned!(*span=> &#v));
+            }
+            CallArg::Again { first, span } => {
+                let v = val(*first)?;
+                out.push(quote_spanned!(*span=> &#v));
+            }
             CallArg::Active(s, span) | CallArg::Origin(s, _, span) => {
-                let v = vals.get(k)?;
+                let v = val(i)?;
                 let conv = from_ir(quote!(#v), s, names);
                 out.push(quote_spanned!(*span=> ::core::convert::identity(#conv)));
-                k += 1;
+            }
+            // A constant array: zero, as the callee's tangent array if its
+            // parameter is differentiable (as long as the array).
+            CallArg::Data {
+                shape,
+                active: true,
+                ..
+            } => {
+                let z = zeros_like(arrays.get(i)?.as_ref()?, shape);
+                out.push(quote!(&#z));
             }
             // The IR passes its tangent, the empty tuple; the callee's
             // parameter is a constant.
             CallArg::Discrete(_) => {
-                let v = vals.get(k)?;
+                let v = val(i)?;
                 out.push(quote!({ let () = #v; ::linear_ad::__private::Inactive }));
-                k += 1;
             }
-            CallArg::Inactive(..) => out.push(quote!(::linear_ad::__private::Inactive)),
+            CallArg::Data { .. } | CallArg::Inactive(..) => {
+                out.push(quote!(::linear_ad::__private::Inactive))
+            }
         }
     }
     Some(out)
@@ -437,31 +547,32 @@ fn primal_args<'v>(
     vals: &'v [syn::Ident],
     names: &mut Names,
 ) -> Option<(Vec<TokenStream>, Vec<&'v syn::Ident>)> {
+    let positions = site.positions();
     let (mut args, mut unread) = (Vec::new(), Vec::new());
-    let mut k = 0;
-    for a in &site.args {
+    for (i, a) in site.args.iter().enumerate() {
+        let val = |j: usize| positions[j].0.and_then(|k| vals.get(k));
         match a {
             // An array crosses borrowed, whether the caller owns it or
             // borrows it itself.
-            CallArg::Active(crate::lower::Shape::Slice(..), _) => {
-                let v = vals.get(k)?;
+            CallArg::Active(Shape::Slice(..), _) | CallArg::Data { .. } => {
+                let v = val(i)?;
                 args.push(quote!(&#v));
-                k += 1;
+            }
+            CallArg::Again { first, .. } => {
+                let v = val(*first)?;
+                args.push(quote!(&#v));
             }
             CallArg::Active(s, _) => {
-                let v = vals.get(k)?;
+                let v = val(i)?;
                 args.push(from_ir(quote!(#v), s, names));
-                k += 1;
             }
             CallArg::Origin(_, id, _) => {
-                unread.push(vals.get(k)?);
+                unread.push(val(i)?);
                 args.push(quote!(#id));
-                k += 1;
             }
             CallArg::Discrete(_) => {
-                let v = vals.get(k)?;
+                let v = val(i)?;
                 args.push(quote!(#v));
-                k += 1;
             }
             CallArg::Inactive(id, _) => args.push(quote!(#id)),
         }

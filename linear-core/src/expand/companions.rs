@@ -121,7 +121,7 @@ impl Crossing {
     /// The type of a tangent slot; `constant` for a constant parameter.
     fn slot_ty(&self, p: &Param, constant: &TokenStream) -> TokenStream {
         let t = match (&p.active, self) {
-            (Some((s, _)), Crossing::Array) => return owned_array(s),
+            (Some((s, _)), Crossing::Array) => return slice_of(s),
             (Some(_), Crossing::Struct { tangent, .. }) => flat(tangent),
             (Some((s, _)), Crossing::Plain) => s.rust(),
             (None, _) => return constant.clone(),
@@ -135,8 +135,10 @@ impl Crossing {
         let t = quote!(::linear_ad::__private::Tangent::tangent(#d));
         match self {
             Crossing::Plain => t,
-            Crossing::Array if by_ref => quote!(&#d),
-            Crossing::Array => quote!(#d),
+            // Borrowed from the caller (`&[T]`), as `f_jvp` takes it; the
+            // linearization's `apply` takes its tangent by value.
+            Crossing::Array if by_ref => quote!(#d),
+            Crossing::Array => quote!(#d.to_vec()),
             Crossing::Struct {
                 tangent, by_ref: r, ..
             } => {
@@ -162,6 +164,15 @@ impl Crossing {
             }
         }
     }
+}
+
+/// `&[T]`, an array of `T` (shape `s`) as a call borrows it.
+fn slice_of(s: &Shape) -> TokenStream {
+    let e = match s {
+        Shape::Slice(e, _) => e.rust(),
+        other => other.rust(),
+    };
+    quote!(&[#e])
 }
 
 /// `Vec<T>`, the tangent of an array of `T` (shape `s`).
@@ -266,17 +277,31 @@ pub(super) fn companions(
     };
     // The arrays a caller passes back to `__apply` and `__transpose`
     // (`items::Detached`), in order.
+    // (every array parameter, differentiable or not, as `lower::array_param`
+    // says), and the accumulators its transpose starts from (one per
+    // differentiable array).
+    let float = crate::lower::float_param(&item.sig.generics);
     let ins: Vec<(&syn::Ident, &syn::Type)> = params
         .iter()
         .zip(&a)
-        .zip(&crossings)
-        .filter(|(_, c)| matches!(c, Crossing::Array))
-        .map(|((p, ai), _)| (ai, &p.ty))
+        .filter(|(p, _)| arrays && crate::lower::array_param(&p.ty, float.as_ref()))
+        .map(|(p, ai)| (ai, &p.ty))
         .collect();
     let in_params: Vec<TokenStream> = ins.iter().map(|(ai, t)| quote!(#ai: #t)).collect();
     let in_args: Vec<&syn::Ident> = ins.iter().map(|(ai, _)| *ai).collect();
+    let accs: Vec<(syn::Ident, TokenStream)> = params
+        .iter()
+        .zip(&crossings)
+        .filter(|(_, c)| matches!(c, Crossing::Array))
+        .enumerate()
+        .map(|(k, (p, _))| {
+            let t = p.active.as_ref().map(|(s, _)| owned_array(s)).unwrap_or_default();
+            (format_ident!("__acc{}", k, span = Span::mixed_site()), t)
+        })
+        .collect();
     let (ct, transpose_body, per_param_ty) =
-        transpose_parts(params, &crossings, active.len(), &in_args);
+        transpose_parts(params, &crossings, active.len(), (&in_args, &accs));
+    let acc_params = accs.iter().map(|(acc, t)| quote!(#acc: #t));
     let forward = Forward {
         a: &a,
         tys: &tys,
@@ -319,7 +344,7 @@ pub(super) fn companions(
             }
 
             #[inline]
-            pub fn __transpose(&self, #(#in_params,)* #ct: #ret_tan) -> (#(#per_param_ty,)*) {
+            pub fn __transpose(&self, #(#in_params,)* #ct: #ret_tan, #(#acc_params,)*) -> (#(#per_param_ty,)*) {
                 #transpose_body
             }
 
@@ -414,17 +439,20 @@ fn transpose_parts(
     params: &[Param],
     crossings: &[Crossing],
     n_active: usize,
-    ins: &[&syn::Ident],
+    (ins, accs): (&[&syn::Ident], &[(syn::Ident, TokenStream)]),
 ) -> (syn::Ident, TokenStream, Vec<TokenStream>) {
     let ct = syn::Ident::new("__ct", Span::mixed_site());
     let c: Vec<syn::Ident> = (0..n_active)
         .map(|k| format_ident!("__c{}", k, span = Span::mixed_site()))
         .collect();
     // A detached linearization's transpose reads the arrays passed back.
-    let transposed = if ins.is_empty() {
-        quote!(::linear_ad::LinearMap::transpose(self, #ct))
-    } else {
+    let transposed = if !accs.is_empty() {
+        let accs = accs.iter().map(|(acc, _)| acc);
+        quote!(self.__reverse_into(#(#ins,)* #ct, #(#accs,)*))
+    } else if !ins.is_empty() {
         quote!(self.__reverse(#(#ins,)* #ct))
+    } else {
+        quote!(::linear_ad::LinearMap::transpose(self, #ct))
     };
     let unpack = if n_active == 1 {
         let c0 = &c[0];

@@ -1041,6 +1041,9 @@ struct Tape {
     /// linearization borrows it (`&'a [T]`), or owns a `Vec<T>` the
     /// function took by value (moved in, not copied).
     inputs: Vec<Option<(TokenStream, Shape)>>,
+    /// Per field, the IR variable of the parameter (or `#[nondiff]` data
+    /// array) it holds, if any.
+    input_vars: Vec<Option<Var>>,
     /// One `usize` per array parameter of run-time length: the length of
     /// its cotangent buffer.
     lens: Vec<syn::Ident>,
@@ -1079,6 +1082,15 @@ impl Tape {
                     .map(|(_, id, s)| (id.clone(), s.clone()))
             })
             .collect();
+        let input_vars = (0..tys.len())
+            .map(|k| {
+                let v = vars.get(k)?;
+                params
+                    .iter()
+                    .any(|(p, _, s)| p == v && matches!(s, Shape::Slice(..)))
+                    .then(|| v.clone())
+            })
+            .collect();
         let mut field_names = Names::default();
         let fields = (0..tys.len())
             .map(|k| match vars.get(k) {
@@ -1091,6 +1103,7 @@ impl Tape {
             fields,
             tys,
             inputs,
+            input_vars,
             lens: Vec::new(),
         })
     }
@@ -1383,7 +1396,7 @@ fn lin_items(
     let mut tape = Tape::new(out.forward, out.residual, &held)?;
     let lin_name = format_ident!("{}_lin", item.sig.ident);
     let (map_doc, lin_doc) = lin_docs(sig, &item.sig.ident, &lin_name);
-    let detached = Detached::plan(sig, &tape);
+    let detached = Detached::plan(l, sig, &tape);
     let self_tape = tape.read_in_place(detached.as_ref());
 
     let (tangent, cotangent, r) = (hidden("__tangent"), hidden("__cotangent"), hidden("__r"));
@@ -1405,6 +1418,16 @@ fn lin_items(
         lanes_checks,
         ct_check,
     } = lengths;
+    // A detached linearization's transpose starts from its caller's
+    // accumulators; its own callers pass zeroed buffers.
+    let zeros: Vec<TokenStream> = match &detached {
+        Some(d) if t_args.len() == 2 + d.accs.len() => t_args[2..]
+            .iter_mut()
+            .zip(&d.accs)
+            .map(|((buf, _), (acc, _))| std::mem::replace(buf, quote!(#acc)))
+            .collect(),
+        _ => Vec::new(),
+    };
     let apply_body = quote!({ #unpack #(#tangent_checks)* let #r = #apply; #conv });
     let own_inputs = detached.as_ref().map(|d| d.bind_own(quote!(self)));
     let lanes = lanes.map(|b| {
@@ -1448,6 +1471,7 @@ fn lin_items(
         lanes,
         ct_check,
         transpose: transpose_out,
+        zeros,
     };
     let map_impls = maps.impls(
         sig,
@@ -1481,6 +1505,9 @@ struct MapBodies {
     lanes: Option<Result<TokenStream, TokenStream>>,
     ct_check: TokenStream,
     transpose: TokenStream,
+    /// For a detached linearization, the zeroed cotangent buffers
+    /// `__reverse` starts `__reverse_into` from (see [`Detached`]).
+    zeros: Vec<TokenStream>,
 }
 
 impl MapBodies {
@@ -1499,6 +1526,7 @@ impl MapBodies {
             lanes,
             ct_check,
             transpose,
+            zeros,
         } = self;
         let lanes = match lanes {
             Some(Ok(body)) => lanes::method(sig, map_name, generics, tangent, body),
@@ -1512,6 +1540,30 @@ impl MapBodies {
         let (ins, own) = match detached {
             Some(d) => (d.params(), d.own_args(quote!(self))),
             None => (Vec::new(), Vec::new()),
+        };
+        let reverse = match detached {
+            // The body once, in `__reverse_into`, which callers' transposes
+            // call with their accumulators.
+            Some(d) if !zeros.is_empty() => {
+                let (accs, acc_tys): (Vec<_>, Vec<_>) = d.accs.iter().cloned().unzip();
+                let args: Vec<syn::Ident> = d.ins.iter().map(|(id, _)| id.clone()).collect();
+                quote! {
+                    #inline
+                    fn __reverse(&self, #(#ins,)* #cotangent: #ret_tan) -> #in_ty {
+                        self.__reverse_into(#(#args,)* #cotangent, #(#zeros,)*)
+                    }
+                    #inline
+                    fn __reverse_into(&self, #(#ins,)* #cotangent: #ret_tan, #(#accs: #acc_tys,)*) -> #in_ty {
+                        #transpose
+                    }
+                }
+            }
+            _ => quote! {
+                #inline
+                fn __reverse(&self, #(#ins,)* #cotangent: #ret_tan) -> #in_ty {
+                    #transpose
+                }
+            },
         };
         quote! {
             #allow
@@ -1534,10 +1586,7 @@ impl MapBodies {
                 fn __tangent(&self, #(#ins,)* #tangent: #in_ty) -> #ret_tan {
                     #apply
                 }
-                #inline
-                fn __reverse(&self, #(#ins,)* #cotangent: #ret_tan) -> #in_ty {
-                    #transpose
-                }
+                #reverse
             }
 
             #lanes
@@ -1564,49 +1613,69 @@ pub(super) struct Detached {
     fields: Vec<(usize, usize)>,
     /// The tape's field names, for [`Detached::own_args`].
     names: Vec<syn::Ident>,
+    /// Per differentiable array parameter, in order: the cotangent buffer
+    /// `__reverse_into` starts from (a caller's accumulator), and its type.
+    accs: Vec<(syn::Ident, TokenStream)>,
 }
 
 impl Detached {
     /// The plan for `f`'s linearization, if callers can pass it arrays:
-    /// every differentiable array parameter a flat `&[T]` or `&Vec<T>`
-    /// of floats, and no `#[nondiff]` array on the tape (callers cannot
-    /// pass those back yet).
-    fn plan(sig: &Sig, tape: &Tape) -> Option<Detached> {
-        let arrays: Vec<&(Var, TokenStream, Shape)> = sig
-            .inputs
-            .iter()
-            .filter(|(_, _, s)| matches!(s, Shape::Slice(..)))
-            .collect();
-        let flat = |s: &Shape| {
-            matches!(s, Shape::Slice(e, crate::lower::SliceKind::Slice | crate::lower::SliceKind::VecRef)
-                if matches!(**e, Shape::Float(_)) && s.row().is_none())
-        };
-        if arrays.is_empty() || !arrays.iter().all(|(_, _, s)| flat(s)) {
+    /// every differentiable array parameter a slice of floats
+    /// ([`crate::lower::array_param`]), and every array the tape borrows
+    /// one of those or a `#[nondiff]` one.
+    fn plan(l: &Lowered, sig: &Sig, tape: &Tape) -> Option<Detached> {
+        let float = sig.float.param.as_ref();
+        let mut keys = Vec::new();
+        let mut ins = Vec::new();
+        for p in &l.params {
+            if !crate::lower::array_param(&p.ty, float) {
+                continue;
+            }
+            let key = match (&p.active, data_param(l, &p.pat)) {
+                (Some((Shape::Slice(e, _), v)), _) => Some((v.clone(), e.rust())),
+                (Some(_), _) => return None,
+                (None, Some((v, _, Shape::Slice(e, _)))) => Some((v.clone(), e.rust())),
+                (None, _) => None,
+            };
+            let j = ins.len();
+            let elem = match &key {
+                Some((_, e)) => e.clone(),
+                None => array_elem(&p.ty),
+            };
+            keys.push(key.map(|(v, _)| v));
+            ins.push((format_ident!("__in{}", j, span = Span::mixed_site()), elem));
+        }
+        // Every array the derivative reads must be one a caller passes
+        // back; an array parameter of another kind (rows, fixed length,
+        // by value) keeps the linearization from crossing calls.
+        let covered = |v: &Var| keys.iter().any(|k| k.as_ref() == Some(v));
+        let active_arrays = sig.inputs.iter().filter(|(_, _, s)| matches!(s, Shape::Slice(..)));
+        if ins.is_empty() || !active_arrays.clone().all(|(v, _, _)| covered(v)) {
             return None;
         }
         let mut fields = Vec::new();
-        for (k, input) in tape.inputs.iter().enumerate() {
-            let Some((id, _)) = input else { continue };
-            let j = arrays
-                .iter()
-                .position(|(_, a, _)| a.to_string() == id.to_string())?;
-            fields.push((k, j));
+        for (k, v) in tape.input_vars.iter().enumerate() {
+            let Some(v) = v else { continue };
+            fields.push((k, keys.iter().position(|key| key.as_ref() == Some(v))?));
         }
-        let ins = arrays
-            .iter()
+        let accs = active_arrays
             .enumerate()
-            .map(|(j, (_, _, s))| {
-                let elem = match s {
+            .map(|(k, (_, _, s))| {
+                let e = match s {
                     Shape::Slice(e, _) => e.rust(),
                     other => other.rust(),
                 };
-                (format_ident!("__in{}", j, span = Span::mixed_site()), elem)
+                (
+                    format_ident!("__acc{}", k, span = Span::mixed_site()),
+                    quote!(::linear_ad::__private::Vec<#e>),
+                )
             })
             .collect();
         Some(Detached {
             ins,
             fields,
             names: tape.fields.clone(),
+            accs,
         })
     }
 
@@ -1669,6 +1738,25 @@ impl Detached {
                 }
             }
         }
+    }
+}
+
+/// The element type of an array parameter's type (`&[E]`, `&Vec<E>`).
+fn array_elem(t: &syn::Type) -> TokenStream {
+    match t {
+        syn::Type::Reference(r) => array_elem(&r.elem),
+        syn::Type::Slice(s) => {
+            let e = &s.elem;
+            quote!(#e)
+        }
+        syn::Type::Path(p) => match p.path.segments.last().map(|s| &s.arguments) {
+            Some(syn::PathArguments::AngleBracketed(a)) => {
+                let e = &a.args;
+                quote!(#e)
+            }
+            _ => quote!(#t),
+        },
+        other => quote!(#other),
     }
 }
 

@@ -366,8 +366,9 @@ impl CallGen for LinearCalls<'_> {
                     pats.push(quote!(#c));
                 }
                 // Lowering makes none in a `#[linear]` function, whose
-                // integers are all constants of the prelude.
-                CallArg::Discrete(_) => return None,
+                // integers are all constants of the prelude and which
+                // passes no arrays.
+                CallArg::Discrete(_) | CallArg::Data { .. } | CallArg::Again { .. } => return None,
                 CallArg::Inactive(id, span) => {
                     slots.push(quote_spanned!(*span=> ::linear_ad::__private::Coef(#id)));
                     pats.push(quote!(_));

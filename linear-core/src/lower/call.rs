@@ -68,6 +68,87 @@ pub enum CallArg {
     Discrete(Span),
     /// A constant, held in this prelude variable, written at this span.
     Inactive(syn::Ident, Span),
+    /// A differentiable array passed again (`dot(x, x)`): the argument at
+    /// this index of the call's arguments, which the IR passes once (an
+    /// extern lends an array's tangent once).
+    Again { first: usize, span: Span },
+    /// A constant array of floats (a `#[nondiff]` array parameter of the
+    /// caller) passed to an array parameter of the callee (`active` if
+    /// that parameter is differentiable, when its tangent is zero): the
+    /// next non-linear IR argument, the data array that stands for it,
+    /// constant in the extern (so J gives it no tangent), of this shape.
+    Data {
+        shape: Shape,
+        active: bool,
+        span: Span,
+    },
+}
+
+impl CallSite {
+    /// The positions among the extern's non-linear parameters of the
+    /// [`CallArg::Data`] arrays.
+    pub fn data_positions(&self) -> Vec<usize> {
+        let mut k = 0;
+        let mut out = Vec::new();
+        for a in &self.args {
+            match a {
+                CallArg::Data { .. } => {
+                    out.push(k);
+                    k += 1;
+                }
+                CallArg::Active(..) | CallArg::Origin(..) | CallArg::Discrete(_) => k += 1,
+                CallArg::Inactive(..) | CallArg::Again { .. } => {}
+            }
+        }
+        out
+    }
+
+    /// Per argument, its position among the extern's non-linear arguments
+    /// and among its tangents (linear arguments), where it has one.
+    pub fn positions(&self) -> Vec<(Option<usize>, Option<usize>)> {
+        let (mut k, mut t) = (0, 0);
+        self.args
+            .iter()
+            .map(|a| match a {
+                CallArg::Active(..) | CallArg::Origin(..) | CallArg::Discrete(_) => {
+                    k += 1;
+                    t += 1;
+                    (Some(k - 1), Some(t - 1))
+                }
+                CallArg::Data { .. } => {
+                    k += 1;
+                    (Some(k - 1), None)
+                }
+                CallArg::Inactive(..) | CallArg::Again { .. } => (None, None),
+            })
+            .collect()
+    }
+}
+
+/// Whether a parameter of type `t` crosses a call as an array: a shared
+/// slice of a float (`&[f64]`, `&[f32]`, `&[T]` of the function's float
+/// type parameter `float`), differentiable or `#[nondiff]` (see
+/// `expand::calls`). Caller and callee read it off the same signature.
+/// (`&Vec<T>`, `&[T; N]` and `Vec<T>` would need a copy of a caller's
+/// slice: not yet.)
+pub fn array_param(t: &syn::Type, float: Option<&syn::Ident>) -> bool {
+    let syn::Type::Reference(r) = t else {
+        return false;
+    };
+    if r.mutability.is_some() {
+        return false;
+    }
+    let syn::Type::Slice(s) = &*r.elem else {
+        return false;
+    };
+    let elem = &*s.elem;
+    let syn::Type::Path(p) = elem else {
+        return false;
+    };
+    p.qself.is_none()
+        && p.path
+            .get_ident()
+            .is_some_and(|id| id == "f64" || id == "f32" || float.is_some_and(|f| id == f))
 }
 
 /// `Type::name` for a path whose segment before the last names a type
@@ -269,7 +350,8 @@ impl Lowerer<'_> {
         let f = self.float();
         let (mut args, mut vars, mut tys) = (Vec::new(), Vec::new(), Vec::new());
         let mut passes_struct = false;
-        for (a, lowered) in args_in {
+        let slots = self.array_slots(&path, args_in.len());
+        for ((a, lowered), slot) in args_in.into_iter().zip(slots) {
             // `g(&s)`: a struct crosses as its value whichever way the
             // callee takes it; a constant keeps its `&`.
             let (inner, by_ref) = match a {
@@ -282,6 +364,31 @@ impl Lowerer<'_> {
             };
             match val {
                 Val::Active(v, _) if self.poison.contains(&v) => return self.placeholder(),
+                Val::Active(_, Ty::Array(..)) if slot == Some(false) => {
+                    self.errs.spanned(a, "this array is differentiable here, but the function called takes it as `#[nondiff]`: its derivative through this argument would be lost; pass a constant array, or remove `#[nondiff]` from the parameter");
+                    return self.placeholder();
+                }
+                Val::Inactive(_) if slot.is_some() => {
+                    let Some((v, ty)) = self.data_argument(inner) else {
+                        self.errs.spanned(a, "a constant array passed to another differentiable function must be a parameter of this function (`#[nondiff] name: &[f64]`): arrays this function computes from constants cannot be passed yet");
+                        return self.placeholder();
+                    };
+                    let shape = Shape::Slice(Box::new(Shape::Float(f)), super::SliceKind::Slice);
+                    let shape = match &ty {
+                        Ty::Array(e, _) => match **e {
+                            Ty::Real(g) => Shape::Slice(Box::new(Shape::Float(g)), super::SliceKind::Slice),
+                            _ => shape,
+                        },
+                        _ => shape,
+                    };
+                    args.push(CallArg::Data {
+                        shape,
+                        active: slot == Some(true),
+                        span: a.span(),
+                    });
+                    vars.push(v);
+                    tys.push(ty);
+                }
                 Val::Active(v, ty) if self.not_passable(&v, &ty).is_some() => {
                     let msg = self.not_passable(&v, &ty).unwrap_or_default();
                     self.errs.spanned(a, msg);
@@ -291,6 +398,20 @@ impl Lowerer<'_> {
                     args.push(CallArg::Discrete(a.span()));
                     vars.push(v);
                     tys.push(ty);
+                }
+                Val::Active(v, Ty::Array(..)) if vars.contains(&v) => {
+                    let first = args
+                        .iter()
+                        .zip(&vars)
+                        .position(|(_, w)| *w == v)
+                        .unwrap_or_default();
+                    // `vars` lists the IR arguments, `args` every argument:
+                    // the first's index among `args`.
+                    let first = nth_ir_arg(&args, first);
+                    args.push(CallArg::Again {
+                        first,
+                        span: a.span(),
+                    });
                 }
                 Val::Active(v, ty) => {
                     passes_struct |= matches!(self.shape_of(&v), Shape::Struct(_));
@@ -381,12 +502,11 @@ impl Lowerer<'_> {
         } else {
             (params, vec![], rets, vec![], vars, vec![])
         };
+        // The arrays constant here: J gives them no tangent.
+        let constant = site.data_positions();
         self.externs.push(Extern {
-            name: name.clone(),
-            nl_params,
-            lin_params,
-            nl_rets,
-            lin_rets,
+            constant,
+            ..Extern::plain(name.clone(), (nl_params, lin_params), (nl_rets, lin_rets))
         });
         self.calls.insert(name.clone(), site);
         let app = Expr::App {
@@ -408,6 +528,14 @@ impl Lowerer<'_> {
     /// origin, which a prelude variable borrows (see
     /// `expand::companions`); else the error is reported.
     fn active_arg(&mut self, v: &Var, a: &syn::Expr) -> Option<CallArg> {
+        // An array of floats crosses as a slice, whatever made it (a
+        // local array has no recorded shape).
+        if let Some(Ty::Array(e, _)) = self.types.get(v) {
+            if let Ty::Real(f) = **e {
+                let s = Shape::Slice(Box::new(Shape::Float(f)), super::SliceKind::Vec);
+                return Some(CallArg::Active(s, a.span()));
+            }
+        }
         let shape = self.shape_of(v);
         let Shape::Struct(st) = &shape else {
             return Some(CallArg::Active(shape, a.span()));
@@ -435,6 +563,43 @@ impl Lowerer<'_> {
         id.set_span(a.span().resolved_at(Span::mixed_site()));
         self.prelude.push(quote!(let #id = #origin;));
         Some(CallArg::Origin(flat, id, a.span()))
+    }
+
+    /// Per argument of a call of `path` (`n` of them): for a parameter that
+    /// crosses as an array ([`array_param`]), whether it is differentiable
+    /// (`Some(false)` for `#[nondiff]`); `None` for other parameters, all
+    /// of them while the callee's signature is unknown, and for a method
+    /// (whose arrays do not cross calls yet).
+    fn array_slots(&self, path: &syn::Path, n: usize) -> Vec<Option<bool>> {
+        let sig = match self.sigs.get(path) {
+            Some(sig) if method_path(path).is_none() && self.mode != Mode::Linear => sig,
+            _ => return vec![None; n],
+        };
+        let float = crate::lower::float_param(&sig.sig.generics);
+        let mut out: Vec<Option<bool>> = sig
+            .sig
+            .inputs
+            .iter()
+            .map(|input| match input {
+                syn::FnArg::Typed(pt) if array_param(&pt.ty, float.as_ref()) => {
+                    Some(!pt.attrs.iter().any(|a| a.path().is_ident("nondiff")))
+                }
+                _ => None,
+            })
+            .collect();
+        out.resize(n, None);
+        out
+    }
+
+    /// The data array standing for `e`, an array parameter of this
+    /// function that is constant (`#[nondiff]`), and its type.
+    fn data_argument(&mut self, e: &syn::Expr) -> Option<(Var, Ty)> {
+        let syn::Expr::Path(p) = super::exits::strip(e) else {
+            return None;
+        };
+        let id = p.path.get_ident()?.clone();
+        let (v, elem) = self.data_array_for_call(&id)?;
+        Some((v, Ty::Array(Box::new(elem), None)))
     }
 
     /// Why the differentiable value `v` cannot be an argument of another
@@ -562,6 +727,17 @@ impl Lowerer<'_> {
         let f = tys.iter().find_map(first).unwrap_or(self.float());
         Some((param, crate::codegen::float_ty(f)))
     }
+}
+
+/// The index among a call's arguments `args` of its `k`-th IR argument.
+fn nth_ir_arg(args: &[CallArg], k: usize) -> usize {
+    args.iter()
+        .enumerate()
+        .filter(|(_, a)| {
+            !matches!(a, CallArg::Inactive(..) | CallArg::Again { .. })
+        })
+        .nth(k)
+        .map_or(0, |(i, _)| i)
 }
 
 /// The function `name` is a derivative of: `f` for `f_jvp` or `f_vjp`

@@ -563,8 +563,19 @@ impl Lowerer<'_> {
     /// their linearizations and could not name its lifetime; they keep
     /// the elements they read on the tape.
     fn data_array(&mut self, id: &syn::Ident) -> Option<(Var, Ty)> {
+        if !self.data_ok {
+            return None;
+        }
+        self.data_array_for_call(id)
+    }
+
+    /// [`Self::data_array`] for an argument of a call, which a call can
+    /// pass only as a data array, whatever the function's interface: its
+    /// linearization then borrows it, and crosses calls detached from it
+    /// (`expand::items::Detached`).
+    pub(super) fn data_array_for_call(&mut self, id: &syn::Ident) -> Option<(Var, Ty)> {
         let name = id.to_string();
-        if !self.data_ok || !matches!(self.lookup(&name), Some(Binding::Param)) {
+        if !matches!(self.lookup(&name), Some(Binding::Param)) {
             return None;
         }
         let t = self.param_types.get(&name)?.clone();

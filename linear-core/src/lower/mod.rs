@@ -49,7 +49,7 @@ mod view;
 
 use crate::layout::Structs;
 use crate::signature::Sigs;
-pub use call::{CallArg, CallSite};
+pub use call::{array_param, CallArg, CallSite};
 pub use lifetimes::erase_lifetimes;
 pub use structs::{flat as flat_shape, StructShape};
 

@@ -45,12 +45,12 @@ pub fn erase(p: &Program) -> Result<Program, PassError> {
     let externs = p
         .externs
         .iter()
-        .map(|e| Extern {
-            name: e.name.clone(),
-            nl_params: e.nl_params.iter().chain(&e.lin_params).cloned().collect(),
-            lin_params: vec![],
-            nl_rets: e.nl_rets.iter().chain(&e.lin_rets).cloned().collect(),
-            lin_rets: vec![],
+        .map(|e| {
+            Extern::plain(
+                e.name.clone(),
+                (e.nl_params.iter().chain(&e.lin_params).cloned().collect(), vec![]),
+                (e.nl_rets.iter().chain(&e.lin_rets).cloned().collect(), vec![]),
+            )
         })
         .collect();
     Ok(Program {

@@ -23,7 +23,11 @@
 //!   TLinMul: `v * v̈`. Negation is its own transpose. TDup: `+`.
 //! * TDropLin: zero cotangents for the dropped expression's linear free
 //!   variables; the dropped code is not run.
-//! * TApp: a call to `g` becomes a call to `g.t`.
+//! * TApp: a call to `g` becomes a call to `g.t`. An array `g` borrows
+//!   (an extern's, see [`crate::ir::Extern`]) is read in place: its
+//!   current accumulator is passed to `g.t` after the results' cotangents
+//!   and replaced by what `g.t` returns in its position, as TIndex does
+//!   with `laccum`.
 //! * TDef: parameters `v̈..` for the results, returns the cotangents of
 //!   the linear parameters in order.
 //! * TCase: a linear case (non-linear scrutinee, linear results) becomes a
@@ -89,19 +93,21 @@ pub fn transpose(p: &Program) -> Result<Program, PassError> {
     }
     let mut out = Program::default();
     // A linear extern `g` gets an extern transpose `g.t` (TDef on the
-    // signature).
+    // signature), which takes an accumulator for each array `g` borrows
+    // after the results' cotangents, and returns it in that array's
+    // position.
     for e in &p.externs {
         out.externs.push(e.clone());
         if e.nl_rets.is_empty() {
             let t = derived_name(p, &e.name, "t");
             names.insert(e.name.clone(), t.clone());
-            out.externs.push(Extern {
-                name: t,
-                nl_params: e.nl_params.clone(),
-                lin_params: e.lin_rets.clone(),
-                nl_rets: vec![],
-                lin_rets: e.lin_params.clone(),
-            });
+            let mut lin_params = e.lin_rets.clone();
+            lin_params.extend(e.borrowed.iter().map(|&k| e.lin_params[k].clone()));
+            out.externs.push(Extern::plain(
+                t,
+                (e.nl_params.clone(), lin_params),
+                (vec![], e.lin_params.clone()),
+            ));
         }
     }
     for f in &p.funcs {
@@ -133,7 +139,8 @@ pub fn transpose_func(f: &Func, p: &Program, names: &HashMap<Var, Var>) -> Resul
     // A borrowed array parameter (read in place, never consumed) gets an
     // accumulator parameter, after the results' cotangents.
     let mut consumed = HashSet::default();
-    crate::visit::for_each_consumed(&f.body, &mut |v| {
+    let borrowed = |g: &Var| p.sig(g.as_str()).map(|s| s.borrowed).unwrap_or_default();
+    crate::visit::for_each_consumed_in(&f.body, &borrowed, &mut |v| {
         consumed.insert(v.clone());
     });
     for b in &f.lin_params {
@@ -210,6 +217,11 @@ impl Transpose<'_> {
         PassError::new(self.func, msg)
     }
 
+    /// The positions of the linear parameters each callee borrows.
+    fn borrowed_of(&self) -> impl Fn(&Var) -> Vec<usize> + '_ {
+        |g: &Var| self.p.sig(g.as_str()).map(|s| s.borrowed).unwrap_or_default()
+    }
+
     fn ty(&self, v: &Var) -> Result<Ty, PassError> {
         super::type_of(&self.types, self.func, v)
     }
@@ -240,7 +252,7 @@ impl Transpose<'_> {
     /// accumulator: the ones a transposed arm or loop body threads.
     fn threaded(&self, e: &Expr) -> Vec<Var> {
         let mut consumed = HashSet::default();
-        crate::visit::for_each_consumed(e, &mut |v| {
+        crate::visit::for_each_consumed_in(e, &self.borrowed_of(), &mut |v| {
             consumed.insert(v.clone());
         });
         free_vars(e)
@@ -339,14 +351,28 @@ impl Transpose<'_> {
                         "`{func}` has non-linear results and cannot be transposed"
                     )));
                 };
+                // TApp; a borrowed array's accumulator goes through the
+                // transposed call, which returns it accumulated (as TIndex
+                // threads it through `laccum`).
                 let mut binders = Vec::new();
-                for (a, ty) in lin.iter().zip(&callee.lin_params) {
+                let mut args = cts;
+                for (k, (a, ty)) in lin.iter().zip(&callee.lin_params).enumerate() {
                     let c = self.fresh.var(&format!(
                         "ct_{}",
                         a.as_str().split('.').next().unwrap_or("v")
                     ));
                     self.types.insert(c.clone(), ty.clone());
-                    ct.insert(a.clone(), c.clone());
+                    if callee.borrowed.contains(&k) {
+                        let Some(acc) = self.acc.remove(a) else {
+                            return Err(self.err(&format!(
+                                "linear array `{a}` is lent to `{func}` but has no accumulator (it is neither a parameter nor consumed later, or it is lent twice)"
+                            )));
+                        };
+                        args.push(acc);
+                        self.acc.insert(a.clone(), c.clone());
+                    } else {
+                        ct.insert(a.clone(), c.clone());
+                    }
                     binders.push(Binder::new(c, ty.clone()));
                 }
                 Self::emit_lin(
@@ -355,7 +381,7 @@ impl Transpose<'_> {
                     Expr::App {
                         func: tname,
                         nl: nl.clone(),
-                        lin: cts,
+                        lin: args,
                     },
                 );
             }
@@ -425,7 +451,7 @@ impl Transpose<'_> {
                 // nothing: no read, no accumulation).
                 let free = free_vars(inner).lin;
                 let mut consumed = Vec::new();
-                crate::visit::for_each_consumed(inner, &mut |v| {
+                crate::visit::for_each_consumed_in(inner, &self.borrowed_of(), &mut |v| {
                     if free.contains(v) && !consumed.contains(v) {
                         consumed.push(v.clone())
                     }
@@ -644,7 +670,7 @@ impl Transpose<'_> {
         let mut threads: Vec<Var> = Vec::new();
         for a in arms {
             let free = free_vars(&a.body).lin;
-            crate::visit::for_each_consumed(&a.body, &mut |v| {
+            crate::visit::for_each_consumed_in(&a.body, &self.borrowed_of(), &mut |v| {
                 if free.contains(v) && !reads.contains(v) {
                     reads.push(v.clone());
                 }

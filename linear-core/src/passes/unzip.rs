@@ -181,19 +181,18 @@ pub fn unzip(p: &Program, policy: Checkpoint) -> Result<Program, PassError> {
         let tape = Ty::Tape(e.name.clone());
         let mut nl_rets = e.nl_rets.clone();
         nl_rets.push(tape.clone());
+        out.externs.push(Extern::plain(
+            nl.clone(),
+            (e.nl_params.clone(), vec![]),
+            (nl_rets, vec![]),
+        ));
         out.externs.push(Extern {
-            name: nl.clone(),
-            nl_params: e.nl_params.clone(),
-            lin_params: vec![],
-            nl_rets,
-            lin_rets: vec![],
-        });
-        out.externs.push(Extern {
-            name: lin.clone(),
-            nl_params: lin_nl,
-            lin_params: e.lin_params.clone(),
-            nl_rets: vec![],
-            lin_rets: e.lin_rets.clone(),
+            borrowed: e.borrowed.clone(),
+            ..Extern::plain(
+                lin.clone(),
+                (lin_nl, e.lin_params.clone()),
+                (vec![], e.lin_rets.clone()),
+            )
         });
         halves.insert(
             e.name.clone(),

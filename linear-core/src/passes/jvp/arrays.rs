@@ -22,6 +22,10 @@
 //!   every arm: an arm that leaves it alone frees its tangent, so the arms
 //!   consume the same linear variables, as Fig. 3's case rule requires.
 //!
+//! * JApp on arrays: an array passed to an extern lends it its tangent,
+//!   read in place (the extern borrows it), not consumed; a constant
+//!   array (an extern's constant parameter) has none.
+//!
 //! Owned arrays are kept in [`Jvp::arrays`] like parameters (read in place,
 //! never split) and in [`Jvp::owned`] until their tangent is consumed: by
 //! `lset`, by a return (a result, a loop's next state) or by `lfree`.
@@ -31,6 +35,39 @@ use crate::ir::{Arm, Binder, Expr, Stmt, Ty, Var};
 use crate::passes::PassError;
 
 impl Jvp<'_> {
+    /// JApp's tangents of the arguments `nl` of a call of `func`: none for
+    /// an extern's constant parameter; an array's tangent lent in place,
+    /// not consumed (the extern borrows it: see [`crate::ir::Extern`]),
+    /// however many times it is passed; one tangent per occurrence of
+    /// every other argument (`dup`s where one occurs more than once).
+    pub(super) fn app_tangents(
+        &mut self,
+        out: &mut Vec<Stmt>,
+        func: &Var,
+        nl: &[Var],
+        sigma: &mut Sigma,
+    ) -> Result<Vec<Var>, PassError> {
+        let constant = self.constants.get(func).cloned().unwrap_or_default();
+        let lent = |j: &Self, k: usize| !constant.contains(&k) && j.arrays.contains_key(&nl[k]);
+        let rest: Vec<Var> = (0..nl.len())
+            .filter(|&k| !constant.contains(&k) && !lent(self, k))
+            .map(|k| nl[k].clone())
+            .collect();
+        let mut ds = self.occurrences(out, &rest, sigma)?.into_iter();
+        let mut all = Vec::with_capacity(nl.len());
+        for k in 0..nl.len() {
+            if constant.contains(&k) {
+                continue;
+            }
+            if lent(self, k) {
+                all.push(self.arrays[&nl[k]].clone());
+            } else {
+                all.push(ds.next().ok_or_else(|| self.err("a call's argument has no tangent"))?);
+            }
+        }
+        Ok(all)
+    }
+
     /// JDrop: `drop(e)`, with the tangents of the arrays `e` names freed
     /// or left alone (see the module doc) rather than dropped.
     pub(super) fn drop(&mut self, inner: &Expr, sigma: Sigma) -> Result<Expr, PassError> {

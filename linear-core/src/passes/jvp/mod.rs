@@ -100,7 +100,9 @@ pub fn jvp(p: &Program) -> Result<Program, PassError> {
         names.insert(name.clone(), derived_name(p, name, "jvp"));
     }
     // An extern's derivative is another extern, with tangents of the same
-    // types as its parameters and results (JDef on the signature).
+    // types as its parameters and results (JDef on the signature); its
+    // constant parameters have none, and it borrows the tangents of its
+    // arrays (see `arrays::app`).
     let externs = p
         .externs
         .iter()
@@ -111,12 +113,21 @@ pub fn jvp(p: &Program) -> Result<Program, PassError> {
                     "J applies to non-linear externs only",
                 ));
             }
+            let lin_params: Vec<Ty> = (0..e.nl_params.len())
+                .filter(|k| !e.constant.contains(k))
+                .map(|k| e.nl_params[k].tangent())
+                .collect();
+            let borrowed = (0..lin_params.len())
+                .filter(|&k| matches!(lin_params[k], Ty::Array(..)))
+                .collect();
             Ok(Extern {
                 name: names[&e.name].clone(),
                 nl_params: e.nl_params.clone(),
-                lin_params: e.nl_params.iter().map(Ty::tangent).collect(),
+                lin_params,
                 nl_rets: e.nl_rets.clone(),
                 lin_rets: e.nl_rets.iter().map(Ty::tangent).collect(),
+                constant: Vec::new(),
+                borrowed,
             })
         })
         .collect::<Result<_, _>>()?;
@@ -126,10 +137,16 @@ pub fn jvp(p: &Program) -> Result<Program, PassError> {
         .map(|e| (e.name.clone(), e.nl_rets.clone()))
         .chain(p.funcs.iter().map(|f| (f.name.clone(), f.nl_rets.clone())))
         .collect();
+    let constants: HashMap<Var, Vec<usize>> = p
+        .externs
+        .iter()
+        .filter(|e| !e.constant.is_empty())
+        .map(|e| (e.name.clone(), e.constant.clone()))
+        .collect();
     let funcs = p
         .funcs
         .iter()
-        .map(|f| jvp_func(f, &names, &rets))
+        .map(|f| jvp_func(f, &names, (&rets, &constants)))
         .collect::<Result<_, _>>()?;
     Ok(Program { externs, funcs })
 }
@@ -139,7 +156,7 @@ pub fn jvp(p: &Program) -> Result<Program, PassError> {
 pub fn jvp_func(
     f: &Func,
     names: &HashMap<Var, Var>,
-    rets: &HashMap<Var, Vec<Ty>>,
+    (rets, constants): (&HashMap<Var, Vec<Ty>>, &HashMap<Var, Vec<usize>>),
 ) -> Result<Func, PassError> {
     if !f.is_nonlinear() {
         return Err(PassError::new(
@@ -156,6 +173,7 @@ pub fn jvp_func(
         owned: HashSet::default(),
         data: HashSet::default(),
         rets,
+        constants,
         func: &f.name,
     };
     let mut sigma = HashMap::default();
@@ -201,6 +219,8 @@ struct Jvp<'a> {
     data: HashSet<Var>,
     /// Non-linear result types of every function and extern.
     rets: &'a HashMap<Var, Vec<Ty>>,
+    /// The positions of the constant parameters of externs that have some.
+    constants: &'a HashMap<Var, Vec<usize>>,
     func: &'a Var,
 }
 
@@ -349,7 +369,7 @@ impl Jvp<'_> {
                 };
                 let fj = fj.clone();
                 let mut out = Vec::new();
-                let ds = self.occurrences(&mut out, nl, &mut sigma)?;
+                let ds = self.app_tangents(&mut out, func, nl, &mut sigma)?;
                 Ok(Expr::block(
                     out,
                     Expr::App {

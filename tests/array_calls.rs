@@ -1,0 +1,220 @@
+#![deny(warnings)]
+
+//! Calls between differentiable functions that pass arrays (`&[T]`):
+//! parameters of the caller, arrays it builds, results of
+//! other calls, the same array twice, and `#[nondiff]` arrays, in loops
+//! and branches, through chains of calls. Each caller's gradient is
+//! checked against finite differences, and its three modes against each
+//! other (`support::check`), in debug and release builds alike.
+
+mod support;
+
+use linear_ad::{differentiable, LinearMap};
+use num_traits::Float;
+use support::{assert_close, check, fd_along};
+
+#[differentiable]
+fn dot(a: &[f64], b: &[f64]) -> f64 {
+    let mut s = 0.0;
+    for i in 0..a.len() {
+        s += a[i] * b[i];
+    }
+    s
+}
+
+/// The same array passed twice: its tangent is lent to both parameters,
+/// and their cotangents are summed into one buffer.
+#[differentiable]
+fn norm(x: &[f64]) -> f64 {
+    dot(x, x).sqrt()
+}
+
+#[differentiable]
+fn scaled(x: &[f64], k: f64) -> Vec<f64> {
+    let mut y = vec![0.0; x.len()];
+    for i in 0..x.len() {
+        y[i] = k * x[i].sin();
+    }
+    y
+}
+
+/// Arrays of every origin: parameters, a local array, a call's result.
+#[differentiable]
+fn mixed(x: &[f64], y: &[f64], k: f64) -> f64 {
+    let mut r = vec![0.0; x.len()];
+    for i in 0..x.len() {
+        r[i] = x[i] * y[i] - k;
+    }
+    let s = scaled(&r, k);
+    dot(x, y) + norm(&r) * dot(&s, y) + norm(&scaled(x, 2.0))
+}
+
+/// A `#[nondiff]` array read by the callee's derivative.
+#[differentiable]
+fn weighted(x: &[f64], #[nondiff] w: &[f64]) -> f64 {
+    let mut s = 0.0;
+    for i in 0..x.len() {
+        s += w[i] * x[i] * x[i];
+    }
+    s
+}
+
+/// Constant arrays passed on: to a `#[nondiff]` parameter, and to a
+/// differentiable one (whose tangent is then zero).
+#[differentiable]
+fn with_data(x: &[f64], #[nondiff] w: &[f64]) -> f64 {
+    weighted(x, w) * dot(w, x) + dot(x, w).cos()
+}
+
+/// Calls in a loop and in a branch.
+#[differentiable]
+fn controlled(x: &[f64], y: &[f64], n: usize) -> f64 {
+    let mut s = 0.0;
+    for k in 0..n {
+        let t = dot(x, y) * (k as f64 + 1.0);
+        s = if t > 0.0 { s + t * norm(x) } else { s - dot(y, y) };
+    }
+    s
+}
+
+/// A chain: `outer` calls `mixed`, which calls the others.
+#[differentiable]
+fn outer(x: &[f64], y: &[f64]) -> f64 {
+    mixed(x, y, 0.3) * norm(y)
+}
+
+#[differentiable]
+fn gdot<T: Float>(a: &[T], b: &[T]) -> T {
+    let mut s = T::zero();
+    for i in 0..a.len() {
+        s = s + a[i] * b[i];
+    }
+    s
+}
+
+#[differentiable]
+fn generic_caller(x: &[f32]) -> f32 {
+    gdot(x, x) * 0.5
+}
+
+type Pair<'a> = (&'a [f64], &'a [f64]);
+
+/// Checks a function of two arrays of one length by [`check`], given its
+/// value, `_jvp`'s tangent, `_vjp`'s cotangents, and from its `_lin`, the
+/// map applied to a tangent and transposed on a cotangent.
+fn check_pair(
+    (x, y): (Vec<f64>, Vec<f64>),
+    f: impl Fn(Pair) -> f64,
+    jvp: impl Fn(Pair, Pair) -> f64,
+    vjp: impl Fn(Pair, f64) -> (Vec<f64>, Vec<f64>),
+    lin: impl Fn(Pair, Pair, f64) -> (f64, (Vec<f64>, Vec<f64>)),
+) {
+    let n = x.len();
+    let xy: Vec<f64> = x.iter().chain(&y).copied().collect();
+    let join = |(a, b): (Vec<f64>, Vec<f64>)| -> Vec<f64> { a.into_iter().chain(b).collect() };
+    check(
+        &xy,
+        1,
+        |v| vec![f((&v[..n], &v[n..]))],
+        |v, d| vec![jvp((&v[..n], &v[n..]), (&d[..n], &d[n..]))],
+        |v, w| join(vjp((&v[..n], &v[n..]), w[0])),
+        |v, d, w| {
+            let (dy, ct) = lin((&v[..n], &v[n..]), (&d[..n], &d[n..]), w[0]);
+            (vec![dy], join(ct))
+        },
+    );
+}
+
+fn xs(n: usize, a: f64) -> Vec<f64> {
+    (0..n).map(|i| a + 0.37 * i as f64 - 0.05 * (i * i) as f64).collect()
+}
+
+#[test]
+fn the_same_array_twice() {
+    let x = xs(4, 0.2);
+    let (v, g) = norm_vjp(&x, 1.0);
+    assert_eq!(v, norm(&x));
+    let want: Vec<f64> = x.iter().map(|xi| xi / v).collect();
+    assert_close(&g, &want, 1e-12);
+    let d = xs(4, -0.4);
+    let (_, dv) = norm_jvp(&x, &d);
+    assert_close(&[dv], &fd_along(|x| vec![norm(x)], &x, &d), 1e-6);
+}
+
+#[test]
+fn parameters_local_arrays_and_results_of_calls() {
+    check_pair(
+        (xs(5, 0.3), xs(5, -0.6)),
+        |(x, y)| mixed(x, y, 0.7),
+        |(x, y), (dx, dy)| mixed_jvp(x, y, 0.7, dx, dy, 0.0).1,
+        |(x, y), w| {
+            let (_, (gx, gy, _)) = mixed_vjp(x, y, 0.7, w);
+            (gx, gy)
+        },
+        |(x, y), (dx, dy), w| {
+            let (_, l) = mixed_lin(x, y, 0.7);
+            let (gx, gy, _) = l.transpose(w);
+            (l.apply((dx.to_vec(), dy.to_vec(), 0.0)), (gx, gy))
+        },
+    );
+}
+
+#[test]
+fn calls_in_loops_and_branches() {
+    // Both arms of the branch.
+    for (y, n) in [(xs(3, 0.1), 3), (xs(3, -1.4), 2)] {
+        check_pair(
+            (xs(3, 0.5), y),
+            |(x, y)| controlled(x, y, n),
+            |(x, y), (dx, dy)| controlled_jvp(x, y, n, dx, dy).1,
+            |(x, y), w| controlled_vjp(x, y, n, w).1,
+            |(x, y), (dx, dy), w| {
+                let (_, l) = controlled_lin(x, y, n);
+                (l.apply((dx.to_vec(), dy.to_vec())), l.transpose(w))
+            },
+        );
+    }
+}
+
+#[test]
+fn constant_arrays_passed_on() {
+    let (x, w) = (xs(4, 0.2), xs(4, 1.1));
+    let (v, g) = with_data_vjp(&x, &w, 1.0);
+    assert_eq!(v, with_data(&x, &w));
+    for (k, gk) in g.iter().enumerate() {
+        let mut e = vec![0.0; 4];
+        e[k] = 1.0;
+        let fd = fd_along(|x| vec![with_data(x, &w)], &x, &e)[0];
+        assert!(support::close(*gk, fd, 1e-6), "{k}: {gk} vs {fd}");
+    }
+    let d = xs(4, -0.3);
+    let (_, dv) = with_data_jvp(&x, &w, &d);
+    let (_, l) = with_data_lin(&x, &w);
+    assert_close(&[l.apply(d.clone())], &[dv], 1e-12);
+    assert_close(&l.transpose(1.0), &g, 1e-12);
+}
+
+#[test]
+fn a_chain_of_calls() {
+    let (x, y) = (xs(3, 0.4), xs(3, -0.2));
+    let (v, (gx, gy)) = outer_vjp(&x, &y, 1.0);
+    assert_eq!(v, outer(&x, &y));
+    let (d, e) = (xs(3, 0.9), xs(3, -0.7));
+    let (_, dv) = outer_jvp(&x, &y, &d, &e);
+    let fd = fd_along(
+        |v| vec![outer(&v[..3], &v[3..])],
+        &[x.clone(), y.clone()].concat(),
+        &[d.clone(), e.clone()].concat(),
+    );
+    assert_close(&[dv], &fd, 1e-6);
+    let dot = |a: &[f64], b: &[f64]| -> f64 { a.iter().zip(b).map(|(p, q)| p * q).sum() };
+    assert!(support::close(dv, dot(&gx, &d) + dot(&gy, &e), 1e-10));
+}
+
+#[test]
+fn a_generic_callee() {
+    let x = vec![0.5f32, -1.25, 2.0];
+    let (v, g) = generic_caller_vjp(&x, 1.0);
+    assert_eq!(v, generic_caller(&x));
+    assert_eq!(g, x);
+}
