@@ -958,7 +958,11 @@ pub mod __private {
     /// own (`expand::calls`).
     #[inline]
     pub fn add_into<T: crate::Real>(a: &mut [T], b: &[T]) {
-        assert_eq!(a.len(), b.len(), "cotangents of one array have different lengths");
+        assert_eq!(
+            a.len(),
+            b.len(),
+            "cotangents of one array have different lengths"
+        );
         for (x, y) in a.iter_mut().zip(b) {
             *x = *x + *y;
         }

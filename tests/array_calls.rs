@@ -66,13 +66,24 @@ fn with_data(x: &[f64], #[nondiff] w: &[f64]) -> f64 {
     weighted(x, w) * dot(w, x) + dot(x, w).cos()
 }
 
+/// An array built from constants: its tangent is zero.
+#[differentiable]
+fn against_ones(x: &[f64]) -> f64 {
+    let ones = vec![1.0; x.len()];
+    dot(x, &ones) * norm(x)
+}
+
 /// Calls in a loop and in a branch.
 #[differentiable]
 fn controlled(x: &[f64], y: &[f64], n: usize) -> f64 {
     let mut s = 0.0;
     for k in 0..n {
         let t = dot(x, y) * (k as f64 + 1.0);
-        s = if t > 0.0 { s + t * norm(x) } else { s - dot(y, y) };
+        s = if t > 0.0 {
+            s + t * norm(x)
+        } else {
+            s - dot(y, y)
+        };
     }
     s
 }
@@ -126,7 +137,9 @@ fn check_pair(
 }
 
 fn xs(n: usize, a: f64) -> Vec<f64> {
-    (0..n).map(|i| a + 0.37 * i as f64 - 0.05 * (i * i) as f64).collect()
+    (0..n)
+        .map(|i| a + 0.37 * i as f64 - 0.05 * (i * i) as f64)
+        .collect()
 }
 
 #[test]
@@ -217,4 +230,14 @@ fn a_generic_callee() {
     let (v, g) = generic_caller_vjp(&x, 1.0);
     assert_eq!(v, generic_caller(&x));
     assert_eq!(g, x);
+}
+
+#[test]
+fn an_array_built_from_constants() {
+    let x = xs(4, 0.6);
+    let (v, g) = against_ones_vjp(&x, 1.0);
+    assert_eq!(v, against_ones(&x));
+    let (s, n) = (x.iter().sum::<f64>(), norm(&x));
+    let want: Vec<f64> = x.iter().map(|xi| n + s * xi / n).collect();
+    assert_close(&g, &want, 1e-12);
 }

@@ -418,3 +418,28 @@ fn replay_without_snapshots() {
         expect!["in `f`: a replay keeps at least one snapshot (its initial state)"],
     );
 }
+
+#[test]
+fn array_lent_to_an_extern_after_it_was_consumed() {
+    // An extern reads a borrowed array in place (invariant 11): it may be
+    // read again after the call, but not lent once it is consumed.
+    let lent_then_read = "extern g(array(f64); borrow array(f64)) -> (f64; f64)\n\
+        def f(a: array(f64); da: array(f64)) -> (f64; f64) =\n\
+          let u: f64; du: f64 = g(a; da) in\n\
+          let z: int; = 0i in\n\
+          let ; dx: f64 = lindex(da, z) in\n\
+          let ; s: f64 = du + dx in\n\
+          (u; s)";
+    check(&parse_program(lent_then_read).expect("parses")).expect("lent arrays stay readable");
+    err_a(
+        "extern g(array(f64); borrow array(f64)) -> (f64; f64)\n\
+         def f(a: array(f64); da: array(f64)) -> (f64; f64) =\n\
+           let n: int; = len(a) in\n\
+           let ; = lfree(da, n) in\n\
+           let u: f64; du: f64 = g(a; da) in\n\
+           (u; du)",
+        expect![[
+            r#"in `f`: linear array `da` is read after it was consumed; in-place reads come before the array is consumed"#
+        ]],
+    );
+}

@@ -241,7 +241,12 @@ impl CallGen for Calls<'_> {
 fn transpose_call(
     site: &CallSite,
     c_transpose: &TokenStream,
-    (tape, arrays, ct, accs): (&syn::Ident, &[Option<syn::Ident>], &syn::Ident, &[syn::Ident]),
+    (tape, arrays, ct, accs): (
+        &syn::Ident,
+        &[Option<syn::Ident>],
+        &syn::Ident,
+        &[syn::Ident],
+    ),
     names: &mut Names,
 ) -> Option<TokenStream> {
     let ct_rust = arg_from_ir(quote!(#ct), &site.ret, names);
@@ -311,7 +316,9 @@ fn zeros_like(arr: &syn::Ident, s: &Shape) -> TokenStream {
 /// The shape of the `i`-th argument of a call, if it is differentiable.
 fn arg_shape(site: &CallSite, i: usize) -> Option<&Shape> {
     match site.args.get(i)? {
-        CallArg::Active(s, _) | CallArg::Origin(s, _, _) | CallArg::Data { shape: s, .. } => Some(s),
+        CallArg::Active(s, _) | CallArg::Origin(s, _, _) | CallArg::Data { shape: s, .. } => {
+            Some(s)
+        }
         CallArg::Discrete(_) | CallArg::Inactive(..) | CallArg::Again { .. } => None,
     }
 }
@@ -333,7 +340,10 @@ fn array_args(site: &CallSite, nl: &[syn::Ident], compact: bool) -> Vec<Option<s
                 }
             }
             CallArg::Again { first, .. } => out.get(*first).cloned().flatten(),
-            CallArg::Active(..) | CallArg::Origin(..) | CallArg::Discrete(_) | CallArg::Inactive(..) => None,
+            CallArg::Active(..)
+            | CallArg::Origin(..)
+            | CallArg::Discrete(_)
+            | CallArg::Inactive(..) => None,
         };
         out.push(id);
     }

@@ -295,7 +295,11 @@ pub(super) fn companions(
         .filter(|(_, c)| matches!(c, Crossing::Array))
         .enumerate()
         .map(|(k, (p, _))| {
-            let t = p.active.as_ref().map(|(s, _)| owned_array(s)).unwrap_or_default();
+            let t = p
+                .active
+                .as_ref()
+                .map(|(s, _)| owned_array(s))
+                .unwrap_or_default();
             (format_ident!("__acc{}", k, span = Span::mixed_site()), t)
         })
         .collect();

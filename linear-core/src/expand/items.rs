@@ -936,9 +936,9 @@ pub(super) fn generate(
     let detached_static = with_arrays && lin.borrows;
     let companions = if callable {
         let float = (sig.float.decl(None), &sig.float.where_clause);
-        let map_ty = sig.float.decl(
-            detached_static.then(|| syn::Lifetime::new("'static", Span::call_site())),
-        );
+        let map_ty = sig
+            .float
+            .decl(detached_static.then(|| syn::Lifetime::new("'static", Span::call_site())));
         let c = companions(
             item,
             &l.params,
@@ -1196,15 +1196,20 @@ impl Tape {
     /// non-`Copy` parts (lists, sums holding them, callees' tapes) by
     /// reference.
     fn read_in_place(&self, detached: Option<&Detached>) -> TokenStream {
-        let reads = self.fields.iter().zip(&self.tys).enumerate().map(|(k, (f, t))| {
-            if let Some(id) = detached.and_then(|d| d.input_of(k)) {
-                quote!(&#id)
-            } else if crate::codegen::is_copy(t) {
-                quote!(self.#f)
-            } else {
-                quote!(&self.#f)
-            }
-        });
+        let reads = self
+            .fields
+            .iter()
+            .zip(&self.tys)
+            .enumerate()
+            .map(|(k, (f, t))| {
+                if let Some(id) = detached.and_then(|d| d.input_of(k)) {
+                    quote!(&#id)
+                } else if crate::codegen::is_copy(t) {
+                    quote!(self.#f)
+                } else {
+                    quote!(&self.#f)
+                }
+            });
         quote!((#(#reads,)*))
     }
 
@@ -1649,8 +1654,15 @@ impl Detached {
         // back; an array parameter of another kind (rows, fixed length,
         // by value) keeps the linearization from crossing calls.
         let covered = |v: &Var| keys.iter().any(|k| k.as_ref() == Some(v));
-        let active_arrays = sig.inputs.iter().filter(|(_, _, s)| matches!(s, Shape::Slice(..)));
-        if ins.is_empty() || !active_arrays.clone().all(|(v, _, _)| covered(v)) {
+        let active_arrays = sig
+            .inputs
+            .iter()
+            .filter(|(_, _, s)| matches!(s, Shape::Slice(..)));
+        // Without a differentiable array, `#[nondiff]` arrays cross as
+        // constants, as they did before arrays crossed calls.
+        if active_arrays.clone().next().is_none()
+            || !active_arrays.clone().all(|(v, _, _)| covered(v))
+        {
             return None;
         }
         let mut fields = Vec::new();
@@ -1709,15 +1721,27 @@ impl Detached {
     /// `apply_lanes`, whose body reads them as `__tangent`'s does).
     fn bind_own(&self, map: TokenStream) -> TokenStream {
         let own = self.own_args(map);
-        let binds = self.ins.iter().zip(own).map(|((id, e), a)| quote!(let #id: &[#e] = #a;));
+        let binds = self
+            .ins
+            .iter()
+            .zip(own)
+            .map(|((id, e), a)| quote!(let #id: &[#e] = #a;));
         quote!(#(#binds)*)
     }
 
     /// `__detach(self)`, the linearization with its array fields emptied:
     /// it borrows nothing (`'static`), and is what a caller's tape holds.
-    fn detach_fn(&self, tape: &Tape, sig: &Sig, (map_name, generics): (&syn::Ident, &TokenStream)) -> TokenStream {
+    fn detach_fn(
+        &self,
+        tape: &Tape,
+        sig: &Sig,
+        (map_name, generics): (&syn::Ident, &TokenStream),
+    ) -> TokenStream {
         let float = &sig.float;
-        let detached = float.decl(tape.lifetime().map(|_| syn::Lifetime::new("'static", Span::call_site())));
+        let detached = float.decl(
+            tape.lifetime()
+                .map(|_| syn::Lifetime::new("'static", Span::call_site())),
+        );
         let inits = tape.fields.iter().enumerate().map(|(k, f)| {
             if self.input_of(k).is_some() {
                 quote!(#f: &[])
@@ -1784,7 +1808,12 @@ fn forward_name(item: &syn::ItemFn) -> syn::Ident {
 /// `f_vjp(params.., cotangent: R) -> (R, In)`: the forward pass `f_lin`
 /// runs, then the transposed residual `transpose` runs, each the same
 /// code as theirs, inlined (see [`inline_always_optimised`]).
-fn vjp_item(item: &syn::ItemFn, l: &Lowered, sig: &Sig, detached: Option<&Detached>) -> TokenStream {
+fn vjp_item(
+    item: &syn::ItemFn,
+    l: &Lowered,
+    sig: &Sig,
+    detached: Option<&Detached>,
+) -> TokenStream {
     let (y, map, cotangent) = (hidden("__y"), hidden("__map"), hidden("__cotangent"));
     let name = &item.sig.ident;
     let link = sig.owner.doc_path(name, true);

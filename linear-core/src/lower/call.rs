@@ -370,13 +370,15 @@ impl Lowerer<'_> {
                 }
                 Val::Inactive(_) if slot.is_some() => {
                     let Some((v, ty)) = self.data_argument(inner) else {
-                        self.errs.spanned(a, "a constant array passed to another differentiable function must be a parameter of this function (`#[nondiff] name: &[f64]`): arrays this function computes from constants cannot be passed yet");
+                        self.errs.spanned(a, "a constant array passed to another differentiable function must be a `#[nondiff]` parameter of this function (`#[nondiff] name: &[f64]`) or an array this function builds (`let ones = vec![1.0; n];`); other constants (a `const` or `static`, an expression) cannot be passed yet");
                         return self.placeholder();
                     };
                     let shape = Shape::Slice(Box::new(Shape::Float(f)), super::SliceKind::Slice);
                     let shape = match &ty {
                         Ty::Array(e, _) => match **e {
-                            Ty::Real(g) => Shape::Slice(Box::new(Shape::Float(g)), super::SliceKind::Slice),
+                            Ty::Real(g) => {
+                                Shape::Slice(Box::new(Shape::Float(g)), super::SliceKind::Slice)
+                            }
                             _ => shape,
                         },
                         _ => shape,
@@ -567,9 +569,10 @@ impl Lowerer<'_> {
 
     /// Per argument of a call of `path` (`n` of them): for a parameter that
     /// crosses as an array ([`array_param`]), whether it is differentiable
-    /// (`Some(false)` for `#[nondiff]`); `None` for other parameters, all
-    /// of them while the callee's signature is unknown, and for a method
-    /// (whose arrays do not cross calls yet).
+    /// (`Some(false)` for `#[nondiff]`); `None` for other parameters, and
+    /// for all of them while the callee's signature is unknown, for a
+    /// method (whose arrays do not cross calls yet) and for a callee with
+    /// no differentiable array.
     fn array_slots(&self, path: &syn::Path, n: usize) -> Vec<Option<bool>> {
         let sig = match self.sigs.get(path) {
             Some(sig) if method_path(path).is_none() && self.mode != Mode::Linear => sig,
@@ -587,6 +590,12 @@ impl Lowerer<'_> {
                 _ => None,
             })
             .collect();
+        // Only a callee with a differentiable array takes its arrays back
+        // (`expand::items::Detached`); another's constant arrays are
+        // ordinary constants.
+        if !out.contains(&Some(true)) {
+            return vec![None; n];
+        }
         out.resize(n, None);
         out
     }
@@ -667,7 +676,7 @@ impl Lowerer<'_> {
                 );
             }
             Kind::Closed => {
-                let why = "its parameters take arrays read by index (`&[T]`, `&[T; N]`, `Vec<T>`), structs with `Vec` fields, or tuples or arrays of structs, which calls between differentiable functions cannot pass yet; compute it here, or pass the elements it needs";
+                let why = "its parameters take arrays other than slices of floats (`&[T; N]`, `&Vec<T>`, `Vec<T>`, slices of rows), structs with `Vec` fields, or tuples or arrays of structs, which calls between differentiable functions cannot pass yet; take `&[T]` there, compute it here, or pass the elements it needs";
                 self.errs.spanned(
                     path,
                     format!("`{name}` cannot be called from a differentiable function yet: {why}"),
@@ -733,9 +742,7 @@ impl Lowerer<'_> {
 fn nth_ir_arg(args: &[CallArg], k: usize) -> usize {
     args.iter()
         .enumerate()
-        .filter(|(_, a)| {
-            !matches!(a, CallArg::Inactive(..) | CallArg::Again { .. })
-        })
+        .filter(|(_, a)| !matches!(a, CallArg::Inactive(..) | CallArg::Again { .. }))
         .nth(k)
         .map_or(0, |(i, _)| i)
 }

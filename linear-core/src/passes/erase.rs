@@ -48,8 +48,14 @@ pub fn erase(p: &Program) -> Result<Program, PassError> {
         .map(|e| {
             Extern::plain(
                 e.name.clone(),
-                (e.nl_params.iter().chain(&e.lin_params).cloned().collect(), vec![]),
-                (e.nl_rets.iter().chain(&e.lin_rets).cloned().collect(), vec![]),
+                (
+                    e.nl_params.iter().chain(&e.lin_params).cloned().collect(),
+                    vec![],
+                ),
+                (
+                    e.nl_rets.iter().chain(&e.lin_rets).cloned().collect(),
+                    vec![],
+                ),
             )
         })
         .collect();

@@ -219,7 +219,12 @@ impl Transpose<'_> {
 
     /// The positions of the linear parameters each callee borrows.
     fn borrowed_of(&self) -> impl Fn(&Var) -> Vec<usize> + '_ {
-        |g: &Var| self.p.sig(g.as_str()).map(|s| s.borrowed).unwrap_or_default()
+        |g: &Var| {
+            self.p
+                .sig(g.as_str())
+                .map(|s| s.borrowed)
+                .unwrap_or_default()
+        }
     }
 
     fn ty(&self, v: &Var) -> Result<Ty, PassError> {

@@ -55,14 +55,17 @@ impl Jvp<'_> {
             .collect();
         let mut ds = self.occurrences(out, &rest, sigma)?.into_iter();
         let mut all = Vec::with_capacity(nl.len());
-        for k in 0..nl.len() {
+        for (k, v) in nl.iter().enumerate() {
             if constant.contains(&k) {
                 continue;
             }
             if lent(self, k) {
-                all.push(self.arrays[&nl[k]].clone());
+                all.push(self.arrays[v].clone());
             } else {
-                all.push(ds.next().ok_or_else(|| self.err("a call's argument has no tangent"))?);
+                all.push(
+                    ds.next()
+                        .ok_or_else(|| self.err("a call's argument has no tangent"))?,
+                );
             }
         }
         Ok(all)

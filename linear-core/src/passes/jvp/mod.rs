@@ -88,6 +88,9 @@ use super::PassError;
 use crate::ir::{Arm, Binder, Expr, Extern, Float, Func, Iter, Loop, Prim, Program, Stmt, Ty, Var};
 use crate::visit::{derived_name, free_vars, is_data, stmt_free_vars, Fresh};
 
+/// Positions of parameters, by callee.
+type Positions = HashMap<Var, Vec<usize>>;
+
 /// Applies J to every function of `p`.
 pub fn jvp(p: &Program) -> Result<Program, PassError> {
     let mut names = HashMap::default();
@@ -137,7 +140,7 @@ pub fn jvp(p: &Program) -> Result<Program, PassError> {
         .map(|e| (e.name.clone(), e.nl_rets.clone()))
         .chain(p.funcs.iter().map(|f| (f.name.clone(), f.nl_rets.clone())))
         .collect();
-    let constants: HashMap<Var, Vec<usize>> = p
+    let constants: Positions = p
         .externs
         .iter()
         .filter(|e| !e.constant.is_empty())
@@ -156,7 +159,7 @@ pub fn jvp(p: &Program) -> Result<Program, PassError> {
 pub fn jvp_func(
     f: &Func,
     names: &HashMap<Var, Var>,
-    (rets, constants): (&HashMap<Var, Vec<Ty>>, &HashMap<Var, Vec<usize>>),
+    (rets, constants): (&HashMap<Var, Vec<Ty>>, &Positions),
 ) -> Result<Func, PassError> {
     if !f.is_nonlinear() {
         return Err(PassError::new(
@@ -220,7 +223,7 @@ struct Jvp<'a> {
     /// Non-linear result types of every function and extern.
     rets: &'a HashMap<Var, Vec<Ty>>,
     /// The positions of the constant parameters of externs that have some.
-    constants: &'a HashMap<Var, Vec<usize>>,
+    constants: &'a Positions,
     func: &'a Var,
 }
 
