@@ -57,7 +57,16 @@ pub(super) fn refusal(
         };
         let name = Calls::callee_name_of(&site.path);
         let at = site.path.segments.last().map(|s| s.ident.span());
+        let passes_arrays = site.args.iter().any(|a| {
+            matches!(
+                a,
+                crate::lower::CallArg::Active(crate::lower::Shape::Slice(..), _)
+                    | crate::lower::CallArg::Data { .. }
+                    | crate::lower::CallArg::Again { .. }
+            )
+        });
         why = match (site.lanes, site.passes_struct, site.order) {
+            _ if passes_arrays => Some(format!("`lanes` is not supported yet for a function that passes slices to another (`{name}`)")),
             (true, false, _) => None,
             (_, true, _) => Some(format!("`lanes` is not supported yet for a function that passes a struct to another (`{name}`)")),
             (false, false, Some((crate::signature::Kind::Differentiable, _))) => Some(format!("`lanes` needs every function this one calls to have lanes: add `lanes` to `{name}`'s `#[differentiable]`")),
