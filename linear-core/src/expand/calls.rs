@@ -1,6 +1,19 @@
 //! The caller side of the calling convention: Rust for the IR's calls to
 //! other differentiable functions (`call.N` and its derived externs), the
 //! Rust types of tape fields, and the heap bytes a tape owns.
+//!
+//! Slices. An array crosses a call borrowed (`&x`), whether the caller owns
+//! it or borrows it itself; so does its tangent (the extern borrows it:
+//! [`crate::ir::Extern`]). The callee's linearization is held detached
+//! from its arrays (`items::Detached`): the residual's call passes the
+//! arrays again after the callee's tape (U saved them on the caller's own
+//! tape, borrowing a parameter), and the transposed call passes the
+//! caller's accumulators, which the callee's reverse pass adds into and
+//! returns. An array passed twice (`dot(x, x)`) is lent once in the IR;
+//! here its second parameter's cotangent comes back in a scratch buffer,
+//! added into the first's. A constant array (`CallArg::Data`) passed to a
+//! differentiable parameter gets a zero tangent and a scratch accumulator
+//! whose sum is dropped.
 
 use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned};

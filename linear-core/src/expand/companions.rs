@@ -1,6 +1,15 @@
 //! The callee side of the calling convention between differentiable
 //! functions: associated functions of `f`'s linearization type.
 //!
+//! A function with slice parameters (`&[T]` of floats) crosses calls
+//! detached from its arrays (`items::Detached`): `__lin` returns its
+//! linearization with the array fields emptied (`'static`), and
+//! `__apply` and `__transpose` take the arrays back first, every slice
+//! parameter's in order, `#[nondiff]` ones included; `__transpose` also
+//! takes an accumulator per differentiable slice after the cotangent,
+//! starts its reverse pass from it, and returns it. Tangent slots of
+//! slices are borrowed (`&[T]`).
+//!
 //! A struct parameter crosses the call as its flat value (the tuple of its
 //! differentiable fields, `linear_ad::__private::ToFlat`), and so do its
 //! tangent and cotangent: that is how the caller holds it in the IR, and
