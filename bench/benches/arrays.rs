@@ -147,6 +147,37 @@ fn matvec_bench(c: &mut Criterion) {
     }
 }
 
+/// Slices across calls: the same function through calls of slice helpers
+/// and with their loops inline, against the hand-written gradient.
+fn calls_bench(c: &mut Criterion) {
+    let mut g = c.benchmark_group("arrays/calls");
+    for n in SIZES {
+        let (x, y) = (input(n, 10), input(n, 11));
+        let (v, gx, gy) = quadratic_hand(&x, &y);
+        for (name, vjp) in [
+            ("vjp_calls", quadratic_calls_vjp as fn(&[f64], &[f64], f64) -> _),
+            ("vjp_inline", quadratic_inline_vjp),
+        ] {
+            let (w, (ax, ay)) = vjp(&x, &y, 1.0);
+            assert!((v - w).abs() <= 1e-9 * (1.0 + v.abs()), "{name}");
+            same(&ax, &gx, name);
+            same(&ay, &gy, name);
+        }
+        tape("calls", n, quadratic_calls_lin(&x, &y).1.tape_bytes());
+        tape("calls_inline", n, quadratic_inline_lin(&x, &y).1.tape_bytes());
+        let data = (x, y);
+        g.bench_with_input(BenchmarkId::new("hand", n), &data, |b, (x, y)| {
+            b.iter(|| quadratic_hand(black_box(x), black_box(y)))
+        });
+        g.bench_with_input(BenchmarkId::new("vjp_calls", n), &data, |b, (x, y)| {
+            b.iter(|| quadratic_calls_vjp(black_box(x), black_box(y), 1.0))
+        });
+        g.bench_with_input(BenchmarkId::new("vjp_inline", n), &data, |b, (x, y)| {
+            b.iter(|| quadratic_inline_vjp(black_box(x), black_box(y), 1.0))
+        });
+    }
+}
+
 fn log_sum_exp_bench(c: &mut Criterion) {
     let mut g = c.benchmark_group("arrays/log_sum_exp");
     for n in SIZES {
@@ -192,6 +223,6 @@ fn least_squares_bench(c: &mut Criterion) {
 criterion_group! {
     name = benches;
     config = config();
-    targets = rosenbrock_bench, dot_bench, matvec_bench, log_sum_exp_bench, least_squares_bench
+    targets = rosenbrock_bench, dot_bench, matvec_bench, log_sum_exp_bench, least_squares_bench, calls_bench
 }
 criterion_main!(benches);

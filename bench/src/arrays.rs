@@ -139,3 +139,52 @@ pub fn least_squares_hand(w: &[f64; 2], xs: &[f64], ys: &[f64]) -> (f64, [f64; 2
     let n = xs.len() as f64;
     (loss / n, [g[0] / n, g[1] / n])
 }
+
+/// Σ xᵢ², a helper for [`quadratic_calls`].
+#[differentiable]
+pub fn sum_squares(x: &[f64]) -> f64 {
+    let mut s = 0.0;
+    for i in 0..x.len() {
+        s += x[i] * x[i];
+    }
+    s
+}
+
+/// ⟨x, y⟩ + ½‖x‖² + ½‖y‖² through calls of slice helpers ([`dot`],
+/// [`sum_squares`]): the callees' derivatives run behind their calls, the
+/// arrays passed back to them and their cotangents accumulated in the
+/// caller's buffers.
+#[differentiable]
+pub fn quadratic_calls(x: &[f64], y: &[f64]) -> f64 {
+    dot(x, y) + 0.5 * sum_squares(x) + 0.5 * sum_squares(y)
+}
+
+/// [`quadratic_calls`] with the helpers' loops written inline, one after
+/// the other as the calls run them.
+#[differentiable]
+pub fn quadratic_inline(x: &[f64], y: &[f64]) -> f64 {
+    let mut d = 0.0;
+    for i in 0..x.len() {
+        d += x[i] * y[i];
+    }
+    let mut a = 0.0;
+    for i in 0..x.len() {
+        a += x[i] * x[i];
+    }
+    let mut b = 0.0;
+    for i in 0..y.len() {
+        b += y[i] * y[i];
+    }
+    d + 0.5 * a + 0.5 * b
+}
+
+pub fn quadratic_hand(x: &[f64], y: &[f64]) -> (f64, Vec<f64>, Vec<f64>) {
+    let mut v = 0.0;
+    let (mut gx, mut gy) = (vec![0.0; x.len()], vec![0.0; y.len()]);
+    for i in 0..x.len() {
+        v += x[i] * y[i] + 0.5 * x[i] * x[i] + 0.5 * y[i] * y[i];
+        gx[i] = y[i] + x[i];
+        gy[i] = x[i] + y[i];
+    }
+    (v, gx, gy)
+}

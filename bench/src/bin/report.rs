@@ -183,6 +183,7 @@ Gradients over slices against adjoints written by hand (`bench/src/arrays.rs`, `
     }
     out.push_str("\n![time against n](bench/arrays.svg)\n\n");
     struct_matvec(out);
+    slice_calls(out);
     let _ = std::fs::write(root().join("bench/arrays.svg"), arrays_svg());
     array_crates(out);
 }
@@ -212,6 +213,36 @@ The mat-vec again, with the matrix in a struct's `Vec` field and its column coun
             st.map_or("–".into(), fmt_ns),
             ratio(st, vjp),
             ratio(st, hand),
+        );
+    }
+    out.push('\n');
+}
+
+fn slice_calls(out: &mut String) {
+    if median("arrays_calls", "vjp_calls/10").is_none() {
+        return;
+    }
+    out.push_str("### Slices across calls
+
+`⟨x, y⟩ + ½‖x‖² + ½‖y‖²` through calls of slice helpers (`quadratic_calls`: `dot(x, y) + 0.5 * sum_squares(x) + 0.5 * sum_squares(y)`) and with the helpers' three loops written inline (`quadratic_inline`), against a hand-written gradient in one fused loop. Through calls, each callee's reverse pass adds into the caller's cotangent buffers (no array is copied); the caller's tape holds the callees' linearizations, which hold no arrays.
+
+| n | hand-written | `f_vjp`, inline | `f_vjp`, calls | calls ÷ inline | calls ÷ hand-written | tape, calls |
+| ---: | ---: | ---: | ---: | ---: | ---: | ---: |
+");
+    for n in ARRAY_SIZES {
+        let hand = median("arrays_calls", &format!("hand/{n}"));
+        let inline = median("arrays_calls", &format!("vjp_inline/{n}"));
+        let calls = median("arrays_calls", &format!("vjp_calls/{n}"));
+        let tape = array_tape("calls", n);
+        let _ = writeln!(
+            out,
+            "| {n} | {} | {} | {} | {} | {} | {} |",
+            hand.map_or("–".into(), fmt_ns),
+            inline.map_or("–".into(), fmt_ns),
+            calls.map_or("–".into(), fmt_ns),
+            ratio(calls, inline),
+            ratio(calls, hand),
+            tape.map_or("–".into(), |b| format!("{b} B")),
         );
     }
     out.push('\n');
