@@ -155,7 +155,10 @@ fn calls_bench(c: &mut Criterion) {
         let (x, y) = (input(n, 10), input(n, 11));
         let (v, gx, gy) = quadratic_hand(&x, &y);
         for (name, vjp) in [
-            ("vjp_calls", quadratic_calls_vjp as fn(&[f64], &[f64], f64) -> _),
+            (
+                "vjp_calls",
+                quadratic_calls_vjp as fn(&[f64], &[f64], f64) -> _,
+            ),
             ("vjp_inline", quadratic_inline_vjp),
         ] {
             let (w, (ax, ay)) = vjp(&x, &y, 1.0);
@@ -164,7 +167,11 @@ fn calls_bench(c: &mut Criterion) {
             same(&ay, &gy, name);
         }
         tape("calls", n, quadratic_calls_lin(&x, &y).1.tape_bytes());
-        tape("calls_inline", n, quadratic_inline_lin(&x, &y).1.tape_bytes());
+        tape(
+            "calls_inline",
+            n,
+            quadratic_inline_lin(&x, &y).1.tape_bytes(),
+        );
         let data = (x, y);
         g.bench_with_input(BenchmarkId::new("hand", n), &data, |b, (x, y)| {
             b.iter(|| quadratic_hand(black_box(x), black_box(y)))

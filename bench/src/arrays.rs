@@ -144,8 +144,8 @@ pub fn least_squares_hand(w: &[f64; 2], xs: &[f64], ys: &[f64]) -> (f64, [f64; 2
 #[differentiable]
 pub fn sum_squares(x: &[f64]) -> f64 {
     let mut s = 0.0;
-    for i in 0..x.len() {
-        s += x[i] * x[i];
+    for &v in x {
+        s += v * v;
     }
     s
 }
@@ -168,12 +168,12 @@ pub fn quadratic_inline(x: &[f64], y: &[f64]) -> f64 {
         d += x[i] * y[i];
     }
     let mut a = 0.0;
-    for i in 0..x.len() {
-        a += x[i] * x[i];
+    for &v in x {
+        a += v * v;
     }
     let mut b = 0.0;
-    for i in 0..y.len() {
-        b += y[i] * y[i];
+    for &v in y {
+        b += v * v;
     }
     d + 0.5 * a + 0.5 * b
 }

@@ -243,13 +243,12 @@ pub(super) fn companions(
         Some(t) => (quote!(<#t>::#jvp), quote!(<#t>::#lin)),
         None => (quote!(#jvp), quote!(#lin)),
     };
-    let n = params.len();
-    let a: Vec<syn::Ident> = (0..n)
-        .map(|i| format_ident!("__a{}", i, span = Span::mixed_site()))
-        .collect();
-    let d: Vec<syn::Ident> = (0..n)
-        .map(|i| format_ident!("__d{}", i, span = Span::mixed_site()))
-        .collect();
+    let idents = |tag: &str| -> Vec<syn::Ident> {
+        (0..params.len())
+            .map(|i| format_ident!("__{}{}", tag, i, span = Span::mixed_site()))
+            .collect()
+    };
+    let (a, d) = (idents("a"), idents("d"));
     let crossings: Vec<Crossing> = params.iter().map(|p| crossing(p, arrays)).collect();
     let each = |f: &dyn Fn(usize, &Crossing) -> TokenStream| -> Vec<TokenStream> {
         crossings.iter().enumerate().map(|(i, c)| f(i, c)).collect()
@@ -265,55 +264,18 @@ pub(super) fn companions(
     let jvp_slots = each(&|i, c| c.slot_ty(&params[i], &constant));
     let any = quote!(impl ::core::marker::Sized);
     let apply_slots = each(&|i, c| c.slot_ty(&params[i], &any));
-    let tangents: Vec<TokenStream> = active
-        .iter()
-        .map(|(i, _)| crossings[*i].tangent(&d[*i], true))
-        .collect();
-    let owned_tangents: Vec<TokenStream> = active
-        .iter()
-        .map(|(i, _)| crossings[*i].tangent(&d[*i], false))
-        .collect();
+    let (tangents, packed) = tangent_args(active, &crossings, &d);
     let constants: Vec<&syn::Ident> = params
         .iter()
         .zip(&d)
         .filter(|(p, _)| p.active.is_none())
         .map(|(_, di)| di)
         .collect();
-    let packed = if owned_tangents.len() == 1 {
-        owned_tangents[0].clone()
-    } else {
-        quote!((#(#owned_tangents,)*))
-    };
-    // The arrays a caller passes back to `__apply` and `__transpose`
-    // (`items::Detached`), in order.
-    // (every array parameter, differentiable or not, as `lower::array_param`
-    // says), and the accumulators its transpose starts from (one per
-    // differentiable array).
     let float = crate::lower::float_param(&item.sig.generics);
-    let ins: Vec<(&syn::Ident, &syn::Type)> = params
-        .iter()
-        .zip(&a)
-        .filter(|(p, _)| arrays && crate::lower::array_param(&p.ty, float.as_ref()))
-        .map(|(p, ai)| (ai, &p.ty))
-        .collect();
-    let in_params: Vec<TokenStream> = ins.iter().map(|(ai, t)| quote!(#ai: #t)).collect();
-    let in_args: Vec<&syn::Ident> = ins.iter().map(|(ai, _)| *ai).collect();
-    let accs: Vec<(syn::Ident, TokenStream)> = params
-        .iter()
-        .zip(&crossings)
-        .filter(|(_, c)| matches!(c, Crossing::Array))
-        .enumerate()
-        .map(|(k, (p, _))| {
-            let t = p
-                .active
-                .as_ref()
-                .map(|(s, _)| owned_array(s))
-                .unwrap_or_default();
-            (format_ident!("__acc{}", k, span = Span::mixed_site()), t)
-        })
-        .collect();
+    let slices = Slices::of(params, (&a, &crossings), float.as_ref(), arrays);
+    let (in_params, in_args, accs) = (&slices.params, &slices.args(), &slices.accs);
     let (ct, transpose_body, per_param_ty) =
-        transpose_parts(params, &crossings, active.len(), (&in_args, &accs));
+        transpose_parts(params, &crossings, active.len(), (in_args, accs));
     let acc_params = accs.iter().map(|(acc, t)| quote!(#acc: #t));
     let forward = Forward {
         a: &a,
@@ -325,7 +287,7 @@ pub(super) fn companions(
         call: (&jvp_name, &pass, &tangents),
         packed: &packed,
         ret: (ret_ty, ret_tan),
-        ins: (&in_params, &in_args),
+        ins: (in_params, in_args),
     };
     let plain = forward.items(None);
     // A caller's `apply_lanes` and `f_jvp_lanes` call `f`'s, `K` tangents
@@ -335,15 +297,7 @@ pub(super) fn companions(
         let k = syn::Ident::new("__K", Span::mixed_site());
         forward.items(Some((&k, &quote!(#lanes_name))))
     });
-    let lin_call = if detach {
-        let (y, l) = (
-            syn::Ident::new("__y", Span::mixed_site()),
-            syn::Ident::new("__l", Span::mixed_site()),
-        );
-        quote!({ let (#y, #l) = #lin_name(#(#pass,)*); (#y, #l.__detach()) })
-    } else {
-        quote!(#lin_name(#(#pass,)*))
-    };
+    let lin_call = lin_call(&lin_name, &pass, detach);
     quote! {
         #[doc(hidden)]
         #allow
@@ -363,6 +317,91 @@ pub(super) fn companions(
 
             #lanes
         }
+    }
+}
+
+/// The tangents of the differentiable parameters (`active`) in their
+/// slots `d`, as `f_jvp` takes them, and packed as `apply` takes them.
+fn tangent_args(
+    active: &[(usize, &Shape)],
+    crossings: &[Crossing],
+    d: &[syn::Ident],
+) -> (Vec<TokenStream>, TokenStream) {
+    let tangents: Vec<TokenStream> = active
+        .iter()
+        .map(|(i, _)| crossings[*i].tangent(&d[*i], true))
+        .collect();
+    let owned: Vec<TokenStream> = active
+        .iter()
+        .map(|(i, _)| crossings[*i].tangent(&d[*i], false))
+        .collect();
+    let packed = match owned.as_slice() {
+        [one] => one.clone(),
+        many => quote!((#(#many,)*)),
+    };
+    (tangents, packed)
+}
+
+/// `f_lin(a..)`, returning the linearization detached from its arrays
+/// (`items::Detached`) if `detach`.
+fn lin_call(lin_name: &TokenStream, pass: &[TokenStream], detach: bool) -> TokenStream {
+    if !detach {
+        return quote!(#lin_name(#(#pass,)*));
+    }
+    let (y, l) = (
+        syn::Ident::new("__y", Span::mixed_site()),
+        syn::Ident::new("__l", Span::mixed_site()),
+    );
+    quote!({ let (#y, #l) = #lin_name(#(#pass,)*); (#y, #l.__detach()) })
+}
+
+/// The slices a caller passes back to `__apply` and `__transpose`
+/// (`items::Detached`): every slice parameter in order, differentiable or
+/// not (as `lower::array_param` says), and the accumulators `__transpose`
+/// starts from, one per differentiable slice. None unless `f` crosses
+/// calls detached.
+struct Slices<'a> {
+    /// The parameters' names, and their declarations.
+    names: Vec<&'a syn::Ident>,
+    params: Vec<TokenStream>,
+    accs: Vec<(syn::Ident, TokenStream)>,
+}
+
+impl<'a> Slices<'a> {
+    fn of(
+        params: &[Param],
+        (a, crossings): (&'a [syn::Ident], &[Crossing]),
+        float: Option<&syn::Ident>,
+        detached: bool,
+    ) -> Slices<'a> {
+        let ins: Vec<(&'a syn::Ident, &syn::Type)> = params
+            .iter()
+            .zip(a)
+            .filter(|(p, _)| detached && crate::lower::array_param(&p.ty, float))
+            .map(|(p, ai)| (ai, &p.ty))
+            .collect();
+        let accs = params
+            .iter()
+            .zip(crossings)
+            .filter(|(_, c)| matches!(c, Crossing::Array))
+            .enumerate()
+            .map(|(k, (p, _))| {
+                let t = p.active.as_ref().map(|(s, _)| owned_array(s));
+                (
+                    format_ident!("__acc{}", k, span = Span::mixed_site()),
+                    t.unwrap_or_default(),
+                )
+            })
+            .collect();
+        Slices {
+            names: ins.iter().map(|(ai, _)| *ai).collect(),
+            params: ins.iter().map(|(ai, t)| quote!(#ai: #t)).collect(),
+            accs,
+        }
+    }
+
+    fn args(&self) -> Vec<&'a syn::Ident> {
+        self.names.clone()
     }
 }
 

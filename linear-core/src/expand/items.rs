@@ -934,26 +934,14 @@ pub(super) fn generate(
         .is_some()
         .then(|| second::hessian(item, &sig, (vjp_lin, vjp_lanes)));
     let detached_static = with_arrays && lin.borrows;
-    let companions = if callable {
-        let float = (sig.float.decl(None), &sig.float.where_clause);
-        let map_ty = sig
-            .float
-            .decl(detached_static.then(|| syn::Lifetime::new("'static", Span::call_site())));
-        let c = companions(
-            item,
-            &l.params,
-            (&map_name, (float.0.clone(), map_ty), float.1),
-            (&sig.ret_ty, &sig.ret_tan),
-            &sig.active,
-            &sig.allow,
-            (owner.callee_type(), public_lanes && !with_arrays),
+    let companions = callable.then(|| {
+        callee_side(
+            (item, l, &sig, owner),
+            &map_name,
+            public_lanes && !with_arrays,
             (with_arrays, detached_static),
-        );
-        let m = owner.method_impl(&item.sig.ident, &map_name, float);
-        quote!(#c #m)
-    } else {
-        quote!()
-    };
+        )
+    });
     Ok(Generated {
         fns: {
             let lin_fns = &lin.fns;
@@ -972,6 +960,34 @@ pub(super) fn generate(
             (Some(_), false) => crate::signature::Order::OwnOnly,
         },
     })
+}
+
+/// The callee side of calls of `f` (`companions`), for a function other
+/// differentiable code can call: with `lanes`, and detached from its
+/// slices (`with_arrays`, a linearization named `'static` if it
+/// borrows: [`Detached`]).
+fn callee_side(
+    (item, l, sig, owner): (&syn::ItemFn, &Lowered, &Sig, Owner),
+    map_name: &syn::Ident,
+    lanes: bool,
+    (with_arrays, detached_static): (bool, bool),
+) -> TokenStream {
+    let float = (sig.float.decl(None), &sig.float.where_clause);
+    let map_ty = sig
+        .float
+        .decl(detached_static.then(|| syn::Lifetime::new("'static", Span::call_site())));
+    let c = companions(
+        item,
+        &l.params,
+        (map_name, (float.0.clone(), map_ty), float.1),
+        (&sig.ret_ty, &sig.ret_tan),
+        &sig.active,
+        &sig.allow,
+        (owner.callee_type(), lanes),
+        (with_arrays, detached_static),
+    );
+    let m = owner.method_impl(&item.sig.ident, map_name, float);
+    quote!(#c #m)
 }
 
 /// `f_jvp(params.., tangents..) -> (R, R)`: J(f).
@@ -1396,7 +1412,6 @@ fn lin_items(
     calls: &Calls,
     names: &mut Names,
 ) -> Result<Lin, String> {
-    let ret_ty = &sig.ret_ty;
     let held: Vec<_> = sig.inputs.iter().chain(&sig.data).cloned().collect();
     let mut tape = Tape::new(out.forward, out.residual, &held)?;
     let lin_name = format_ident!("{}_lin", item.sig.ident);
@@ -1415,7 +1430,7 @@ fn lin_items(
 
     let ct_ir = result_to_ir(quote!(#cotangent), &l.ret, names);
     let mut t_args = vec![(self_tape, Hold::Shallow), (ct_ir, Hold::Owned)];
-    let (y, tape_var, y_len) = (hidden("__y"), hidden("__tape"), hidden("__y_len"));
+    let (y, y_len) = (hidden("__y"), hidden("__y_len"));
     let lengths = Lengths::new(sig, l, &mut tape, &mut t_args, &tangent, &cotangent, &y_len);
     let Lengths {
         len_inits,
@@ -1423,16 +1438,9 @@ fn lin_items(
         lanes_checks,
         ct_check,
     } = lengths;
-    // A detached linearization's transpose starts from its caller's
-    // accumulators; its own callers pass zeroed buffers.
-    let zeros: Vec<TokenStream> = match &detached {
-        Some(d) if t_args.len() == 2 + d.accs.len() => t_args[2..]
-            .iter_mut()
-            .zip(&d.accs)
-            .map(|((buf, _), (acc, _))| std::mem::replace(buf, quote!(#acc)))
-            .collect(),
-        _ => Vec::new(),
-    };
+    let zeros = detached
+        .as_ref()
+        .map_or_else(Vec::new, |d| d.start_from_accumulators(&mut t_args));
     let apply_body = quote!({ #unpack #(#tangent_checks)* let #r = #apply; #conv });
     let own_inputs = detached.as_ref().map(|d| d.bind_own(quote!(self)));
     let lanes = lanes.map(|b| {
@@ -1442,34 +1450,16 @@ fn lin_items(
     let t_body = body_holding(out.transposed, &t_args, calls);
     let transpose_out = sig.pack_cotangents(names, t_body);
 
-    let y_out = primal_from_ir(quote!(#y), &l.ret, names);
-    let mut read = tape.field_inits(&tape_var, len_inits);
-    read.extend(sig.float.marker().map(|(_, init)| init));
     let generics = sig.float.decl(tape.lifetime());
-    let measure = if ct_check.is_empty() {
-        quote!()
-    } else {
+    let measure = (!ct_check.is_empty()).then(|| {
         let len = super::result_len(&quote!(#y), &l.ret);
         quote!(let #y_len = #len;)
-    };
-    let body = quote! {
-        let (#y, #tape_var) = #fwd_body;
-        #measure
-        (#y_out, #map_name { #(#read,)* })
-    };
-    let ret = quote!((#ret_ty, #map_name #generics));
-    let forward = sig.forward_helper(&forward_name(item), tape.lifetime(), ret.clone(), body);
-    let passing = if tape.borrows() {
-        &sig.passing_borrowed
-    } else {
-        &sig.passing
-    };
-    let lin_fn = sig.emit(
-        (quote!(#[doc = #lin_doc] #[inline]), sig.vis),
-        &lin_name,
-        (tape.lifetime(), passing, &[]),
-        ret,
-        sig.call_forward(&forward_name(item)),
+    });
+    let fns = lin_fns(
+        (item, l, sig, &tape),
+        (fwd_body, map_name, &lin_name, &lin_doc),
+        (len_inits, measure),
+        names,
     );
     let maps = MapBodies {
         apply: apply_body,
@@ -1490,7 +1480,7 @@ fn lin_items(
     let items = quote!(#tape_items #map_impls #detach);
     let lin = Lin {
         items,
-        fns: quote!(#forward #lin_fn),
+        fns,
         lanes: has_lanes,
         // Not where `f_lin` would allocate a tape `f_jvp` does not need,
         // nor check tangent arrays' lengths under `apply`'s name.
@@ -1499,6 +1489,45 @@ fn lin_items(
         borrows: tape.borrows(),
     };
     Ok(lin)
+}
+
+/// `f_lin(params..) -> (R, FLinearization)` and the forward pass it shares
+/// with `f_vjp` (see [`Sig::forward_helper`]), which builds the
+/// linearization from the forward pass's `tape`, the lengths it keeps
+/// (`len_inits`) and, where the cotangent of the result is checked, the
+/// result's length (`measure`).
+fn lin_fns(
+    (item, l, sig, tape): (&syn::ItemFn, &Lowered, &Sig, &Tape),
+    (fwd_body, map_name, lin_name, lin_doc): (&TokenStream, &syn::Ident, &syn::Ident, &str),
+    (len_inits, measure): (Vec<TokenStream>, Option<TokenStream>),
+    names: &mut Names,
+) -> TokenStream {
+    let (y, tape_var) = (hidden("__y"), hidden("__tape"));
+    let y_out = primal_from_ir(quote!(#y), &l.ret, names);
+    let mut read = tape.field_inits(&tape_var, len_inits);
+    read.extend(sig.float.marker().map(|(_, init)| init));
+    let generics = sig.float.decl(tape.lifetime());
+    let body = quote! {
+        let (#y, #tape_var) = #fwd_body;
+        #measure
+        (#y_out, #map_name { #(#read,)* })
+    };
+    let ret_ty = &sig.ret_ty;
+    let ret = quote!((#ret_ty, #map_name #generics));
+    let forward = sig.forward_helper(&forward_name(item), tape.lifetime(), ret.clone(), body);
+    let passing = if tape.borrows() {
+        &sig.passing_borrowed
+    } else {
+        &sig.passing
+    };
+    let lin_fn = sig.emit(
+        (quote!(#[doc = #lin_doc] #[inline]), sig.vis),
+        lin_name,
+        (tape.lifetime(), passing, &[]),
+        ret,
+        sig.call_forward(&forward_name(item)),
+    );
+    quote!(#forward #lin_fn)
 }
 
 /// The bodies of the linearization's derivative and its transpose, with
@@ -1727,6 +1756,22 @@ impl Detached {
             .zip(own)
             .map(|((id, e), a)| quote!(let #id: &[#e] = #a;));
         quote!(#(#binds)*)
+    }
+
+    /// Makes the transposed body start from the accumulators (`__acc0`,
+    /// ...) instead of the zeroed cotangent buffers of `t_args` (the
+    /// transposed residual's arguments after the tape and the result's
+    /// cotangent), which it returns: `__reverse` passes them to
+    /// `__reverse_into`.
+    fn start_from_accumulators(&self, t_args: &mut [(TokenStream, Hold)]) -> Vec<TokenStream> {
+        match t_args.get_mut(2..) {
+            Some(bufs) if bufs.len() == self.accs.len() => bufs
+                .iter_mut()
+                .zip(&self.accs)
+                .map(|((buf, _), (acc, _))| std::mem::replace(buf, quote!(#acc)))
+                .collect(),
+            _ => Vec::new(),
+        }
     }
 
     /// `__detach(self)`, the linearization with its array fields emptied:

@@ -88,19 +88,12 @@ impl CallSite {
     /// The positions among the extern's non-linear parameters of the
     /// [`CallArg::Data`] arrays.
     pub fn data_positions(&self) -> Vec<usize> {
-        let mut k = 0;
-        let mut out = Vec::new();
-        for a in &self.args {
-            match a {
-                CallArg::Data { .. } => {
-                    out.push(k);
-                    k += 1;
-                }
-                CallArg::Active(..) | CallArg::Origin(..) | CallArg::Discrete(_) => k += 1,
-                CallArg::Inactive(..) | CallArg::Again { .. } => {}
-            }
-        }
-        out
+        self.args
+            .iter()
+            .zip(self.positions())
+            .filter(|(a, _)| matches!(a, CallArg::Data { .. }))
+            .filter_map(|(_, (k, _))| k)
+            .collect()
     }
 
     /// Per argument, its position among the extern's non-linear arguments
@@ -346,102 +339,20 @@ impl Lowerer<'_> {
         ret: Option<Shape>,
         hint: &str,
     ) -> Val {
-        let linear = self.mode == Mode::Linear;
         let f = self.float();
-        let (mut args, mut vars, mut tys) = (Vec::new(), Vec::new(), Vec::new());
-        let mut passes_struct = false;
+        let mut lowered = Arguments::default();
         let slots = self.array_slots(&path, args_in.len());
-        for ((a, lowered), slot) in args_in.into_iter().zip(slots) {
-            // `g(&s)`: a struct crosses as its value whichever way the
-            // callee takes it; a constant keeps its `&`.
-            let (inner, by_ref) = match a {
-                syn::Expr::Reference(r) if r.mutability.is_none() => (&*r.expr, true),
-                _ => (a, false),
-            };
-            let val = match lowered {
-                Some(v) => v,
-                None => self.expr(inner, hint),
-            };
-            match val {
-                Val::Active(v, _) if self.poison.contains(&v) => return self.placeholder(),
-                Val::Active(_, Ty::Array(..)) if slot == Some(false) => {
-                    self.errs.spanned(a, "this array is differentiable here, but the function called takes it as `#[nondiff]`: its derivative through this argument would be lost; pass a constant array, or remove `#[nondiff]` from the parameter");
-                    return self.placeholder();
-                }
-                Val::Inactive(_) if slot.is_some() => {
-                    let Some((v, ty)) = self.data_argument(inner) else {
-                        self.errs.spanned(a, "a constant array passed to another differentiable function must be a `#[nondiff]` parameter of this function (`#[nondiff] name: &[f64]`) or an array this function builds (`let ones = vec![1.0; n];`); other constants (a `const` or `static`, an expression) cannot be passed yet");
-                        return self.placeholder();
-                    };
-                    let shape = Shape::Slice(Box::new(Shape::Float(f)), super::SliceKind::Slice);
-                    let shape = match &ty {
-                        Ty::Array(e, _) => match **e {
-                            Ty::Real(g) => {
-                                Shape::Slice(Box::new(Shape::Float(g)), super::SliceKind::Slice)
-                            }
-                            _ => shape,
-                        },
-                        _ => shape,
-                    };
-                    args.push(CallArg::Data {
-                        shape,
-                        active: slot == Some(true),
-                        span: a.span(),
-                    });
-                    vars.push(v);
-                    tys.push(ty);
-                }
-                Val::Active(v, ty) if self.not_passable(&v, &ty).is_some() => {
-                    let msg = self.not_passable(&v, &ty).unwrap_or_default();
-                    self.errs.spanned(a, msg);
-                    return self.placeholder();
-                }
-                Val::Active(v, ty @ (Ty::Int | Ty::Bool)) if !linear => {
-                    args.push(CallArg::Discrete(a.span()));
-                    vars.push(v);
-                    tys.push(ty);
-                }
-                Val::Active(v, Ty::Array(..)) if vars.contains(&v) => {
-                    let first = args
-                        .iter()
-                        .zip(&vars)
-                        .position(|(_, w)| *w == v)
-                        .unwrap_or_default();
-                    // `vars` lists the IR arguments, `args` every argument:
-                    // the first's index among `args`.
-                    let first = nth_ir_arg(&args, first);
-                    args.push(CallArg::Again {
-                        first,
-                        span: a.span(),
-                    });
-                }
-                Val::Active(v, ty) => {
-                    passes_struct |= matches!(self.shape_of(&v), Shape::Struct(_));
-                    let Some(arg) = self.active_arg(&v, a) else {
-                        return self.placeholder();
-                    };
-                    args.push(arg);
-                    vars.push(v);
-                    tys.push(ty);
-                }
-                Val::Inactive(tokens) if linear && float_literal(&tokens) == Some(0.0) => {
-                    let z = self.emit_lin("zero", Ty::Real(f), Expr::LinZero(Ty::Real(f)));
-                    args.push(CallArg::Active(Shape::Float(f), a.span()));
-                    vars.push(z);
-                    tys.push(Ty::Real(f));
-                }
-                Val::Inactive(tokens) => {
-                    let tokens = if by_ref {
-                        quote!(&#tokens)
-                    } else {
-                        super::unparen(tokens)
-                    };
-                    let id = self.new_inactive_name("a");
-                    self.prelude.push(quote!(let #id = #tokens;));
-                    args.push(CallArg::Inactive(id, a.span()));
-                }
+        for ((a, val), slot) in args_in.into_iter().zip(slots) {
+            if self.call_arg((a, val), slot, hint, &mut lowered).is_none() {
+                return self.placeholder();
             }
         }
+        let Arguments {
+            args,
+            vars,
+            tys,
+            passes_struct,
+        } = lowered;
         // After the arguments: a problem with one of them is the more
         // precise message, and their own calls are numbered first.
         let at = self.callee_float(&path, &tys);
@@ -469,6 +380,78 @@ impl Lowerer<'_> {
             self.assumed.insert(r.clone(), path);
         }
         v
+    }
+
+    /// Lowers the argument `a` of a call (`lowered` already, for a method's
+    /// receiver) into `out`, for a parameter `slot` says whether is a
+    /// slice ([`Self::array_slots`]); `None` if it cannot be passed (the
+    /// error is reported).
+    fn call_arg(
+        &mut self,
+        (a, lowered): (&syn::Expr, Option<Val>),
+        slot: Option<bool>,
+        hint: &str,
+        out: &mut Arguments,
+    ) -> Option<()> {
+        let (linear, f) = (self.mode == Mode::Linear, self.float());
+        // `g(&s)`: a struct crosses as its value whichever way the
+        // callee takes it; a constant keeps its `&`.
+        let (inner, by_ref) = match a {
+            syn::Expr::Reference(r) if r.mutability.is_none() => (&*r.expr, true),
+            _ => (a, false),
+        };
+        let val = match lowered {
+            Some(v) => v,
+            None => self.expr(inner, hint),
+        };
+        match val {
+            Val::Active(v, _) if self.poison.contains(&v) => return None,
+            Val::Active(_, Ty::Array(..)) if slot == Some(false) => {
+                self.errs.spanned(a, "this array is differentiable here, but the function called takes it as `#[nondiff]`: its derivative through this argument would be lost; pass a constant array, or remove `#[nondiff]` from the parameter");
+                return None;
+            }
+            Val::Inactive(_) if slot.is_some() => {
+                let (arg, v, ty) = self.data_call_arg(a, inner, slot == Some(true))?;
+                out.push(arg, v, ty);
+            }
+            Val::Active(v, ty) if self.not_passable(&v, &ty).is_some() => {
+                let msg = self.not_passable(&v, &ty).unwrap_or_default();
+                self.errs.spanned(a, msg);
+                return None;
+            }
+            Val::Active(v, ty @ (Ty::Int | Ty::Bool)) if !linear => {
+                out.push(CallArg::Discrete(a.span()), v, ty);
+            }
+            Val::Active(v, Ty::Array(..)) if out.vars.contains(&v) => {
+                // `vars` lists the IR arguments, `args` every argument.
+                let k = out.vars.iter().position(|w| *w == v).unwrap_or_default();
+                let first = nth_ir_arg(&out.args, k);
+                out.args.push(CallArg::Again {
+                    first,
+                    span: a.span(),
+                });
+            }
+            Val::Active(v, ty) => {
+                out.passes_struct |= matches!(self.shape_of(&v), Shape::Struct(_));
+                let arg = self.active_arg(&v, a)?;
+                out.push(arg, v, ty);
+            }
+            Val::Inactive(tokens) if linear && float_literal(&tokens) == Some(0.0) => {
+                let z = self.emit_lin("zero", Ty::Real(f), Expr::LinZero(Ty::Real(f)));
+                out.push(CallArg::Active(Shape::Float(f), a.span()), z, Ty::Real(f));
+            }
+            Val::Inactive(tokens) => {
+                let tokens = if by_ref {
+                    quote!(&#tokens)
+                } else {
+                    super::unparen(tokens)
+                };
+                let id = self.new_inactive_name("a");
+                self.prelude.push(quote!(let #id = #tokens;));
+                out.args.push(CallArg::Inactive(id, a.span()));
+            }
+        }
+        Some(())
     }
 
     /// Why `v` is a float where the code uses it as something else, if it
@@ -600,15 +583,34 @@ impl Lowerer<'_> {
         out
     }
 
-    /// The data array standing for `e`, an array parameter of this
-    /// function that is constant (`#[nondiff]`), and its type.
-    fn data_argument(&mut self, e: &syn::Expr) -> Option<(Var, Ty)> {
-        let syn::Expr::Path(p) = super::exits::strip(e) else {
+    /// A constant array argument `a` (`inner` without its `&`) for an array
+    /// parameter of the callee (differentiable if `active`): the data
+    /// array standing for it, which must be a `#[nondiff]` parameter of
+    /// this function (else the error is reported), with its type.
+    fn data_call_arg(
+        &mut self,
+        a: &syn::Expr,
+        inner: &syn::Expr,
+        active: bool,
+    ) -> Option<(CallArg, Var, Ty)> {
+        let param = match super::exits::strip(inner) {
+            syn::Expr::Path(p) => p.path.get_ident().cloned(),
+            _ => None,
+        };
+        let Some((v, elem)) = param.and_then(|id| self.data_array_for_call(&id)) else {
+            self.errs.spanned(a, "a constant array passed to another differentiable function must be a `#[nondiff]` parameter of this function (`#[nondiff] name: &[f64]`) or an array this function builds (`let ones = vec![1.0; n];`); other constants (a `const` or `static`, an expression) cannot be passed yet");
             return None;
         };
-        let id = p.path.get_ident()?.clone();
-        let (v, elem) = self.data_array_for_call(&id)?;
-        Some((v, Ty::Array(Box::new(elem), None)))
+        let float = match elem {
+            Ty::Real(f) => f,
+            _ => self.float(),
+        };
+        let arg = CallArg::Data {
+            shape: Shape::Slice(Box::new(Shape::Float(float)), super::SliceKind::Slice),
+            active,
+            span: a.span(),
+        };
+        Some((arg, v, Ty::Array(Box::new(elem), None)))
     }
 
     /// Why the differentiable value `v` cannot be an argument of another
@@ -735,6 +737,25 @@ impl Lowerer<'_> {
         }
         let f = tys.iter().find_map(first).unwrap_or(self.float());
         Some((param, crate::codegen::float_ty(f)))
+    }
+}
+
+/// A call's arguments as lowering collects them: every argument, the IR
+/// arguments and their types, and whether a struct crosses the call.
+#[derive(Default)]
+struct Arguments {
+    args: Vec<CallArg>,
+    vars: Vec<Var>,
+    tys: Vec<Ty>,
+    passes_struct: bool,
+}
+
+impl Arguments {
+    /// An argument the IR passes, as `v` of type `ty`.
+    fn push(&mut self, arg: CallArg, v: Var, ty: Ty) {
+        self.args.push(arg);
+        self.vars.push(v);
+        self.tys.push(ty);
     }
 }
 
