@@ -754,7 +754,7 @@ fn targets(out: &mut String) {
         )
     );
     out.push_str("\
-- **The exp/sqrt scalar and the 2-D Rosenbrock gradient ÷ primal sit at their targets' edges** and cross them from run to run: `f_vjp` ÷ hand-written on the scalar has measured 0.77 to 1.35 (16 to 20 ns against a hand-written 13 to 21 ns; the same generated code has measured 16.1 and 18.5 ns in back-to-back runs), the Rosenbrock gradient 1.29 to 2.66× a primal of under 1 ns. Differences of a nanosecond are within this shared machine's run-to-run noise; neither has been isolated further.\n\n");
+- **The exp/sqrt scalar and the 2-D Rosenbrock gradient ÷ primal sit at their targets' edges** and cross them from run to run: `f_vjp` ÷ hand-written on the scalar has measured 0.77 to 1.35 (16 to 20 ns against a hand-written 13 to 21 ns; the same generated code has measured 16.1 and 18.5 ns in back-to-back runs), the Rosenbrock gradient 1.29 to 2.66× a primal of under 1 ns. Differences of a nanosecond are within this shared machine's run-to-run noise; neither has been isolated further.\n\n- **The BA residual's expansion sits at its 10 ms edge too:** 9.4 ms on 2026-11-27, 9.1 to 11.1 ms in runs on 2026-11-28 of builds whose expansion executes the same instructions (701.4 M and 701.1 M for a 300-statement function under `valgrind --tool=callgrind`, before and after slices crossed calls).\n\n");
     array_misses(out);
 }
 
