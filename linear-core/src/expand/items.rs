@@ -1089,24 +1089,19 @@ impl Tape {
             },
             _ => Vec::new(),
         };
-        let inputs = (0..tys.len())
+        let held: Vec<Option<&(Var, TokenStream, Shape)>> = (0..tys.len())
             .map(|k| {
                 let v = vars.get(k)?;
                 params
                     .iter()
                     .find(|(p, _, s)| p == v && matches!(s, Shape::Slice(..)))
-                    .map(|(_, id, s)| (id.clone(), s.clone()))
             })
             .collect();
-        let input_vars = (0..tys.len())
-            .map(|k| {
-                let v = vars.get(k)?;
-                params
-                    .iter()
-                    .any(|(p, _, s)| p == v && matches!(s, Shape::Slice(..)))
-                    .then(|| v.clone())
-            })
+        let inputs = held
+            .iter()
+            .map(|h| h.map(|(_, id, s)| (id.clone(), s.clone())))
             .collect();
+        let input_vars = held.iter().map(|h| h.map(|(v, _, _)| v.clone())).collect();
         let mut field_names = Names::default();
         let fields = (0..tys.len())
             .map(|k| match vars.get(k) {
