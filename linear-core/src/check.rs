@@ -91,8 +91,12 @@
 //!
 //!     Calls. An extern's borrowed linear parameters (`borrow τ̇`, the
 //!     tangents of the arrays another differentiable function is passed)
-//!     are read in place as `lindex` reads, not consumed; its transpose
-//!     takes their accumulators and returns them (see [`crate::ir::Extern`]).
+//!     are read in place as `lindex` reads, not consumed, and so are a
+//!     function's linear array parameters its body does not consume
+//!     ([`crate::visit::borrowed_params`]); a call lends an array once (a
+//!     second lending would need a second accumulator in the transpose),
+//!     and the transposed call takes its accumulator and returns it (see
+//!     [`crate::ir::Extern`]).
 //!
 //!     Data. An array bound to a Rust constant (`let d: array(f64) =
 //!     const(..)`, a `#[nondiff]` slice) is an ordinary non-linear array
@@ -253,7 +257,10 @@ impl Checker<'_> {
     /// A callee defined before this function, or an extern.
     fn sig(&self, func: &Var) -> Option<Sig> {
         if let Some(f) = self.sigs.get(func) {
-            return Some(f.sig());
+            return Some(Sig {
+                borrowed: self.borrowed(func),
+                ..f.sig()
+            });
         }
         self.externs.iter().find(|e| &e.name == func).map(|e| Sig {
             nl_params: e.nl_params.clone(),
@@ -262,6 +269,19 @@ impl Checker<'_> {
             lin_rets: e.lin_rets.clone(),
             borrowed: e.borrowed.clone(),
         })
+    }
+
+    /// The linear parameters callee `func` borrows (a function defined
+    /// before this one, or an extern).
+    fn borrowed(&self, func: &Var) -> Vec<usize> {
+        match (
+            self.sigs.get(func),
+            self.externs.iter().find(|e| &e.name == func),
+        ) {
+            (Some(f), _) => crate::visit::borrowed_params(f, &|g| self.borrowed(g)),
+            (None, Some(e)) => e.borrowed.clone(),
+            (None, None) => Vec::new(),
+        }
     }
 
     fn bind(&mut self, b: &Binder, linear: bool) -> Res<()> {
@@ -516,6 +536,10 @@ impl Checker<'_> {
                         // A borrowed array is read in place, as `lindex`
                         // reads it (invariant 11).
                         let t = if linear && callee.borrowed.contains(&k) {
+                            let again = callee.borrowed.iter().any(|&j| j < k && args[j] == *a);
+                            if again {
+                                return Err(format!("linear array `{a}` is lent twice to `{func}`; a call borrows an array once"));
+                            }
                             self.read_in_place(a)?;
                             self.in_scope(a).map(|s| s.ty.clone()).unwrap_or(Ty::Int)
                         } else {

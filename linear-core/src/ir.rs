@@ -1478,10 +1478,24 @@ impl Program {
         self.externs.iter().find(|f| f.name.as_str() == name)
     }
 
+    /// The positions of the linear parameters function or extern `name`
+    /// borrows: reads in place without consuming them
+    /// ([`crate::visit::borrowed_params`], [`Extern`]).
+    pub fn borrowed(&self, name: &str) -> Vec<usize> {
+        match (self.func(name), self.extern_(name)) {
+            (Some(f), _) => crate::visit::borrowed_params(f, &|g| self.borrowed(g.as_str())),
+            (None, Some(e)) => e.borrowed.clone(),
+            (None, None) => Vec::new(),
+        }
+    }
+
     /// The signature of function or extern `name`.
     pub fn sig(&self, name: &str) -> Option<Sig> {
         if let Some(f) = self.func(name) {
-            return Some(f.sig());
+            return Some(Sig {
+                borrowed: self.borrowed(name),
+                ..f.sig()
+            });
         }
         self.extern_(name).map(|e| Sig {
             nl_params: e.nl_params.clone(),

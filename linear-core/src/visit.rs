@@ -301,6 +301,23 @@ pub fn for_each_consumed_in(
     order.iter().filter(|v| uses[*v] > 0).for_each(f);
 }
 
+/// The positions of `f`'s linear parameters that are linear arrays its
+/// body reads in place and never consumes (borrowed: a caller lends them
+/// and reads them again after the call; T gives each an accumulator), as
+/// `borrowed` says of the functions `f` calls.
+pub fn borrowed_params(f: &Func, borrowed: &dyn Fn(&Var) -> Vec<usize>) -> Vec<usize> {
+    let mut consumed = rustc_hash::FxHashSet::default();
+    for_each_consumed_in(&f.body, borrowed, &mut |v| {
+        consumed.insert(v.clone());
+    });
+    f.lin_params
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| b.ty.is_linear_array() && !consumed.contains(&b.var))
+        .map(|(k, _)| k)
+        .collect()
+}
+
 /// The type of every variable `f` binds, parameters included.
 pub fn binder_types(f: &Func) -> HashMap<Var, crate::ir::Ty> {
     let mut types = HashMap::with_capacity_and_hasher(

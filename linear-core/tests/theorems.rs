@@ -70,6 +70,8 @@ struct Stats {
     folded_work_saved: u64,
     /// Programs in which folding took the linear code out of a case.
     arms_folded: u64,
+    /// Programs that pass an array to a call, which borrows its tangent.
+    lends_arrays: u64,
     transposes_strict: u64,
     with_case: u64,
     with_range_loop: u64,
@@ -474,6 +476,13 @@ fn one_program(seed: u64, size_: usize, st: &RefCell<Stats>) -> Result<(), TestC
     s.with_branch_write += u64::from(written_in_an_arm(&text));
     s.with_push += u64::from(text.contains("= push("));
     s.with_data += u64::from(reads_data(&text));
+    s.lends_arrays += u64::from(p.funcs.iter().any(|f| {
+        linear_core::visit::any_subexpr(&f.body, &mut |e| {
+            matches!(e, Expr::App { func, .. } if p.sig(func.as_str()).is_some_and(|g| {
+                g.nl_params.iter().any(|t| matches!(t, linear_core::ir::Ty::Array(..)))
+            }))
+        })
+    }));
     let residual_loops = |pred: &dyn Fn(&str) -> bool| {
         u.funcs
             .iter()
@@ -766,8 +775,8 @@ fn theorems_hold_on_random_programs() {
         s.with_case, s.with_range_loop, s.with_while_loop, s.with_nesting, s.flat_tapes
     );
     println!(
-        "arrays: {} programs read an array, {} inside a loop or an arm; {} residuals loop over a range again with no per-iteration record, {} zip the range with records that leave out the index ({} of a descending range) (SaveAll); the default policy left out {} per-iteration records and carried a loop-invariant value out of its loop in {} programs; {} programs write a local array in place, {} overwrite an element read before, {} write one in an arm of a case, {} grow one by `push`, {} read data (no tangent)",
-        s.with_array, s.with_array_loop, s.reread_loops, s.zipped_loops, s.zipped_descending, s.reread_records_saved, s.hoisted_invariants, s.with_local_array, s.with_overwrite, s.with_branch_write, s.with_push, s.with_data
+        "arrays: {} programs read an array, {} inside a loop or an arm; {} residuals loop over a range again with no per-iteration record, {} zip the range with records that leave out the index ({} of a descending range) (SaveAll); the default policy left out {} per-iteration records and carried a loop-invariant value out of its loop in {} programs; {} programs write a local array in place, {} overwrite an element read before, {} write one in an arm of a case, {} grow one by `push`, {} read data (no tangent), {} pass an array to a call (which borrows its tangent)",
+        s.with_array, s.with_array_loop, s.reread_loops, s.zipped_loops, s.zipped_descending, s.reread_records_saved, s.hoisted_invariants, s.with_local_array, s.with_overwrite, s.with_branch_write, s.with_push, s.with_data, s.lends_arrays
     );
     println!(
         "Thm 8.1 size constants measured: |J(P)| <= {:.2}|P|, |U(J)| <= {:.2}|J|, |T(U)| <= {:.2}|U|, |L(J)| <= {:.2}|J|",
@@ -822,6 +831,12 @@ fn theorems_hold_on_random_programs() {
         s.folded > s.cases / 10,
         "folding reduced the work of only {} of {} programs",
         s.folded,
+        s.cases
+    );
+    assert!(
+        s.lends_arrays > s.cases / 100,
+        "only {} of {} programs pass an array to a call",
+        s.lends_arrays,
         s.cases
     );
     assert!(

@@ -12,7 +12,10 @@
 //! A call `let r..; ṙ.. = g(a..; ȧ..)` becomes the block
 //! `{ let p..; ṗ.. = (a..; ȧ..); body_g }` with every variable bound in
 //! the copy of `body_g` (its parameters `p` among them) renamed to a name
-//! fresh in the caller, so binders stay unique within the function. The
+//! fresh in the caller, so binders stay unique within the function. A
+//! linear array `g` borrows (reads in place, [`Program::borrowed`]) is not
+//! bound: its parameter is renamed to the caller's array, which the
+//! caller reads again after the call. The
 //! copies are the simplifier's to remove. Calls inside the inlined body
 //! are inlined in turn; calls of externs are kept.
 //!
@@ -155,10 +158,19 @@ impl Inliner<'_> {
             let msg = format!("calls of `{}` nest too deep to inline (recursion?)", g.name);
             return Err(PassError::new(self.caller, &msg));
         }
-        // Parameters and binders of the copy get names fresh in the caller.
+        // Parameters and binders of the copy get names fresh in the caller;
+        // a borrowed array is read in place, so its parameter names the
+        // caller's array itself, which the caller reads again after.
         let mut map: HashMap<Var, Var> = HashMap::default();
+        let borrowed = self.p.borrowed(g.name.as_str());
+        for (k, b) in g.lin_params.iter().enumerate() {
+            if borrowed.contains(&k) {
+                map.insert(b.var.clone(), lin[k].clone());
+            }
+        }
         for b in g.nl_params.iter().chain(&g.lin_params) {
-            map.insert(b.var.clone(), self.fresh.var(b.var.as_str()));
+            map.entry(b.var.clone())
+                .or_insert_with(|| self.fresh.var(b.var.as_str()));
         }
         crate::visit::for_each_bind(&g.body, &mut |v, _| {
             map.entry(v.clone())
@@ -167,17 +179,24 @@ impl Inliner<'_> {
         let mut body = g.body.clone();
         rename_all(&mut body, &map);
         let body = self.expr(&body, depth + 1)?;
-        let renamed = |bs: &[Binder]| -> Vec<Binder> {
+        let renamed = |bs: &[(usize, &Binder)]| -> Vec<Binder> {
             bs.iter()
-                .map(|b| Binder::new(map[&b.var].clone(), b.ty.clone()))
+                .map(|(_, b)| Binder::new(map[&b.var].clone(), b.ty.clone()))
                 .collect()
         };
+        let nl_params: Vec<(usize, &Binder)> = g.nl_params.iter().enumerate().collect();
+        let lin_params: Vec<(usize, &Binder)> = g
+            .lin_params
+            .iter()
+            .enumerate()
+            .filter(|(k, _)| !borrowed.contains(k))
+            .collect();
         let bind = Stmt::Let {
-            nl: renamed(&g.nl_params),
-            lin: renamed(&g.lin_params),
+            nl: renamed(&nl_params),
+            lin: renamed(&lin_params),
             rhs: Expr::Ret {
                 nl: nl.to_vec(),
-                lin: lin.to_vec(),
+                lin: lin_params.iter().map(|(k, _)| lin[*k].clone()).collect(),
             },
         };
         Ok(Expr::block(vec![bind], body))

@@ -191,6 +191,9 @@ struct FnGen<'a> {
     /// Variables in scope with their types and block depth.
     pool: Vec<(Var, Ty, usize)>,
     used: HashSet<Var>,
+    /// The data array (a Rust constant, with no tangent), if any: never
+    /// passed to a call, which lends its arguments' tangents.
+    data: Option<Var>,
 }
 
 fn random_param_ty(rng: &mut Rng) -> Ty {
@@ -213,6 +216,7 @@ impl<'a> FnGen<'a> {
             next: 0,
             pool: Vec::new(),
             used: HashSet::new(),
+            data: None,
         }
     }
 
@@ -262,6 +266,21 @@ impl<'a> FnGen<'a> {
             .pool
             .iter()
             .filter(|(_, u, _)| u == t)
+            .map(|(v, _, _)| v.clone())
+            .collect();
+        if c.is_empty() {
+            return None;
+        }
+        let v = c[self.rng.below(c.len())].clone();
+        Some(self.use_(&v))
+    }
+
+    /// An array of type `t` in scope, other than the data array.
+    fn array_of(&mut self, t: &Ty) -> Option<Var> {
+        let c: Vec<Var> = self
+            .pool
+            .iter()
+            .filter(|(v, u, _)| u == t && self.data.as_ref() != Some(v))
             .map(|(v, _, _)| v.clone())
             .collect();
         if c.is_empty() {
@@ -546,12 +565,30 @@ impl<'a> FnGen<'a> {
             67..=80 if !self.funcs.is_empty() => {
                 let f = &self.funcs[self.rng.below(self.funcs.len())];
                 let (params, rets) = (f.nl_params.clone(), f.nl_rets.clone());
-                // Arrays are not passed to calls (J reads them by index).
-                if params.iter().any(|b| matches!(b.ty, Ty::Array(..))) {
+                // Arrays in scope are lent to the call (the callee borrows
+                // their tangents); without one of a parameter's type, no
+                // call.
+                // An array is lent once per call (invariant 11).
+                let arrays: Option<Vec<Option<Var>>> = params
+                    .iter()
+                    .map(|b| match &b.ty {
+                        Ty::Array(..) => self.array_of(&b.ty).map(Some),
+                        _ => Some(None),
+                    })
+                    .collect();
+                let Some(arrays) = arrays else {
+                    return;
+                };
+                let lent: Vec<&Var> = arrays.iter().flatten().collect();
+                if (1..lent.len()).any(|i| lent[..i].contains(&lent[i])) {
                     return;
                 }
                 let name = f.name.clone();
-                let args: Vec<Var> = params.iter().map(|b| self.build(out, &b.ty, d)).collect();
+                let args: Vec<Var> = params
+                    .iter()
+                    .zip(arrays)
+                    .map(|(b, a)| a.unwrap_or_else(|| self.build(out, &b.ty, d)))
+                    .collect();
                 let bs: Vec<Binder> = rets
                     .iter()
                     .map(|t| Binder::new(self.var(), t.clone()))
@@ -1681,7 +1718,7 @@ impl<'a> FnGen<'a> {
                 args: vec![],
                 ty: t.clone(),
             };
-            self.bind(&mut data, t, rhs, 0);
+            self.data = Some(self.bind(&mut data, t, rhs, 0));
         }
         let k = 1 + self.rng.below(2);
         let stmts = 2 + self.rng.below(self.size);

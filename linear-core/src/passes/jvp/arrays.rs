@@ -60,6 +60,15 @@ impl Jvp<'_> {
                 continue;
             }
             if lent(self, k) {
+                if nl[..k]
+                    .iter()
+                    .enumerate()
+                    .any(|(j, w)| w == v && lent(self, j))
+                {
+                    return Err(self.err(&format!(
+                        "array `{v}` is passed twice to `{func}`, which borrows each array's tangent once (lowering passes it once)"
+                    )));
+                }
                 all.push(self.arrays[v].clone());
             } else {
                 all.push(
