@@ -9,7 +9,7 @@
 
 mod support;
 
-use linear_ad::{differentiable, LinearMap};
+use linear_ad::{differentiable, Lanes, LinearMap};
 use num_traits::Float;
 use support::{assert_close, check, fd_along};
 
@@ -92,6 +92,26 @@ fn controlled(x: &[f64], y: &[f64], n: usize) -> f64 {
 #[differentiable]
 fn outer(x: &[f64], y: &[f64]) -> f64 {
     mixed(x, y, 0.3) * norm(y)
+}
+
+/// `lanes` through calls passing slices: the callees' own `apply_lanes`
+/// and `f_jvp_lanes` run behind the calls.
+#[differentiable(lanes)]
+fn ldot(a: &[f64], b: &[f64]) -> f64 {
+    let mut s = 0.0;
+    for i in 0..a.len() {
+        s += a[i] * b[i].sin();
+    }
+    s
+}
+
+#[differentiable(lanes)]
+fn lanes_caller(x: &[f64], #[nondiff] w: &[f64]) -> f64 {
+    let mut r = vec![0.0; x.len()];
+    for i in 0..x.len() {
+        r[i] = x[i] * x[i];
+    }
+    ldot(x, &r) * ldot(w, x) + ldot(&r, w)
 }
 
 #[differentiable]
@@ -240,4 +260,25 @@ fn an_array_built_from_constants() {
     let (s, n) = (x.iter().sum::<f64>(), norm(&x));
     let want: Vec<f64> = x.iter().map(|xi| n + s * xi / n).collect();
     assert_close(&g, &want, 1e-12);
+}
+
+#[test]
+fn lanes_through_calls() {
+    let (x, w) = (xs(4, 0.3), xs(4, -0.8));
+    let (v, l) = lanes_caller_lin(&x, &w);
+    let r: Vec<f64> = x.iter().map(|xi| xi * xi).collect();
+    assert_eq!(v, lanes_caller(&x, &w));
+    assert_eq!(v, ldot(&x, &r) * ldot(&w, &x) + ldot(&r, &w));
+    // Lane j seeded with the j-th unit vector: the gradient, lane by lane.
+    let seeds: Vec<Lanes<f64, 4>> = (0..4).map(Lanes::unit).collect();
+    let lanes = l.apply_lanes(seeds.clone());
+    let (_, g) = lanes_caller_vjp(&x, &w, 1.0);
+    assert_close(&lanes.0, &g, 1e-12);
+    let (_, jl) = lanes_caller_jvp_lanes(&x, &w, &seeds);
+    assert_close(&jl.0, &g, 1e-12);
+    for (j, gj) in g.iter().enumerate() {
+        let mut e = vec![0.0; 4];
+        e[j] = 1.0;
+        assert!(support::close(l.apply(e), *gj, 1e-12));
+    }
 }

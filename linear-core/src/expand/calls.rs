@@ -317,11 +317,16 @@ fn transpose_call(
     }))
 }
 
-/// A zeroed `Vec` as long as the IR array `arr`, of shape `s`.
+/// A zeroed `Vec` as long as the IR array `arr`, of shape `s` (in lanes
+/// in `apply_lanes`).
 fn zeros_like(arr: &syn::Ident, s: &Shape) -> TokenStream {
     let e = match s {
         Shape::Slice(e, _) => e.rust(),
         other => other.rust(),
+    };
+    let e = match crate::codegen::LinearLanes::get() {
+        Some(k) => crate::codegen::in_lanes(&e, &k),
+        None => e,
     };
     quote!(::linear_ad::__private::zeros::<#e>(#arr.len()))
 }

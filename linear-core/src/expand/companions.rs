@@ -441,24 +441,26 @@ impl Forward<'_> {
         let ret_tan = in_lanes(self.ret.1);
         let jvp_slots = self.slots.0.iter().map(in_lanes);
         let apply_slots = self.slots.1.iter().map(in_lanes);
+        let ins = self.ins.1;
         let (jvp, apply, generics, jvp_name, applied) = match lanes {
             Some((k, lanes_name)) => (
                 quote!(__jvp_lanes),
                 quote!(__apply_lanes),
                 quote!(<const #k: usize>),
                 lanes_name,
-                quote!(self.apply_lanes(#packed)),
+                if ins.is_empty() {
+                    quote!(self.apply_lanes(#packed))
+                } else {
+                    quote!(self.__tangent_lanes::<#k>(#(#ins,)* #packed))
+                },
             ),
-            None if !self.ins.1.is_empty() => {
-                let ins = self.ins.1;
-                (
-                    quote!(__jvp),
-                    quote!(__apply),
-                    quote!(),
-                    jvp_name,
-                    quote!(self.__tangent(#(#ins,)* #packed)),
-                )
-            }
+            None if !ins.is_empty() => (
+                quote!(__jvp),
+                quote!(__apply),
+                quote!(),
+                jvp_name,
+                quote!(self.__tangent(#(#ins,)* #packed)),
+            ),
             None => (
                 quote!(__jvp),
                 quote!(__apply),

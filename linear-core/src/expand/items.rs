@@ -938,7 +938,7 @@ pub(super) fn generate(
         callee_side(
             (item, l, &sig, owner),
             &map_name,
-            public_lanes && !with_arrays,
+            public_lanes,
             (with_arrays, detached_static),
         )
     });
@@ -952,7 +952,7 @@ pub(super) fn generate(
             quote!(#lin_items #companions #derived)
         },
         callable,
-        lanes: lin.lanes && !with_arrays,
+        lanes: lin.lanes,
         detached_static,
         order: match (passes.second_order, twice) {
             (None, _) => crate::signature::Order::Once,
@@ -1437,10 +1437,8 @@ fn lin_items(
         .as_ref()
         .map_or_else(Vec::new, |d| d.start_from_accumulators(&mut t_args));
     let apply_body = quote!({ #unpack #(#tangent_checks)* let #r = #apply; #conv });
-    let own_inputs = detached.as_ref().map(|d| d.bind_own(quote!(self)));
-    let lanes = lanes.map(|b| {
-        b.map(|apply| quote!({ #own_inputs #unpack #(#lanes_checks)* let #r = #apply; #conv }))
-    });
+    let lanes =
+        lanes.map(|b| b.map(|apply| quote!({ #unpack #(#lanes_checks)* let #r = #apply; #conv })));
     let tape_items = tape.items(map_name, sig, &map_doc, calls);
     let t_body = body_holding(out.transposed, &t_args, calls);
     let transpose_out = sig.pack_cotangents(names, t_body);
@@ -1557,8 +1555,12 @@ impl MapBodies {
             transpose,
             zeros,
         } = self;
+        let (ins, own) = match detached {
+            Some(d) => (d.params(), d.own_args(quote!(self))),
+            None => (Vec::new(), Vec::new()),
+        };
         let lanes = match lanes {
-            Some(Ok(body)) => lanes::method(sig, map_name, generics, tangent, body),
+            Some(Ok(body)) => lanes::method(sig, (map_name, generics), tangent, body, (&ins, &own)),
             Some(Err(refusal)) => refusal,
             None => quote!(),
         };
@@ -1566,10 +1568,6 @@ impl MapBodies {
         let where_clause = &sig.float.where_clause;
         let (shown_tangent, shown_cotangent) = (readable("tangent"), readable("cotangent"));
         let inline = inline_always_optimised();
-        let (ins, own) = match detached {
-            Some(d) => (d.params(), d.own_args(quote!(self))),
-            None => (Vec::new(), Vec::new()),
-        };
         let reverse = match detached {
             // The body once, in `__reverse_into`, which callers' transposes
             // call with their accumulators.
@@ -1739,18 +1737,6 @@ impl Detached {
                 None => quote!(&[]),
             })
             .collect()
-    }
-
-    /// The arrays bound from the linearization's own fields (in
-    /// `apply_lanes`, whose body reads them as `__tangent`'s does).
-    fn bind_own(&self, map: TokenStream) -> TokenStream {
-        let own = self.own_args(map);
-        let binds = self
-            .ins
-            .iter()
-            .zip(own)
-            .map(|((id, e), a)| quote!(let #id: &[#e] = #a;));
-        quote!(#(#binds)*)
     }
 
     /// Makes the transposed body start from the accumulators (`__acc0`,
