@@ -94,6 +94,29 @@ fn outer(x: &[f64], y: &[f64]) -> f64 {
     mixed(x, y, 0.3) * norm(y)
 }
 
+/// Row `off / m` of a row-major matrix `a` dotted with `x`: the whole
+/// array and the row's offset cross the call.
+#[differentiable]
+fn row_dot(a: &[f64], off: usize, x: &[f64]) -> f64 {
+    let mut s = 0.0;
+    for j in 0..x.len() {
+        s += a[off + j] * x[j];
+    }
+    s
+}
+
+/// `‖A x‖²` row by row, through calls in a loop.
+#[differentiable]
+fn rows_energy(a: &[f64], x: &[f64]) -> f64 {
+    let m = x.len();
+    let mut e = 0.0;
+    for i in 0..a.len() / m {
+        let y = row_dot(a, i * m, x);
+        e += y * y;
+    }
+    e
+}
+
 /// `lanes` through calls passing slices: the callees' own `apply_lanes`
 /// and `f_jvp_lanes` run behind the calls.
 #[differentiable(lanes)]
@@ -281,4 +304,21 @@ fn lanes_through_calls() {
         e[j] = 1.0;
         assert!(support::close(l.apply(e), *gj, 1e-12));
     }
+}
+
+#[test]
+fn matrix_rows_through_calls_in_a_loop() {
+    let (a, x) = (xs(6, 0.2), xs(2, -0.5));
+    let (v, (ga, gx)) = rows_energy_vjp(&a, &x, 1.0);
+    assert_eq!(v, rows_energy(&a, &x));
+    // By hand: y = A x, e = ‖y‖², ∂e/∂A = 2 y xᵀ, ∂e/∂x = 2 Aᵀ y.
+    let y: Vec<f64> = (0..3)
+        .map(|i| a[2 * i] * x[0] + a[2 * i + 1] * x[1])
+        .collect();
+    let want_a: Vec<f64> = (0..6).map(|k| 2.0 * y[k / 2] * x[k % 2]).collect();
+    let want_x: Vec<f64> = (0..2)
+        .map(|j| (0..3).map(|i| 2.0 * a[2 * i + j] * y[i]).sum())
+        .collect();
+    assert_close(&ga, &want_a, 1e-12);
+    assert_close(&gx, &want_x, 1e-12);
 }

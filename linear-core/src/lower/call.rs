@@ -400,6 +400,10 @@ impl Lowerer<'_> {
             syn::Expr::Reference(r) if r.mutability.is_none() => (&*r.expr, true),
             _ => (a, false),
         };
+        if is_sub_slice(inner) {
+            self.errs.spanned(a, "passing a part of an array (`&a[lo..hi]`) to another function is not supported yet: pass the whole array and the offset (`row(a, i * m, x)`), and index it there");
+            return None;
+        }
         let val = match lowered {
             Some(v) => v,
             None => self.expr(inner, hint),
@@ -757,6 +761,12 @@ impl Arguments {
         self.vars.push(v);
         self.tys.push(ty);
     }
+}
+
+/// Whether `e` is `a[lo..hi]` (or `a[..]`, `a[lo..]`): a part of an
+/// array, which calls cannot pass yet.
+fn is_sub_slice(e: &syn::Expr) -> bool {
+    matches!(super::exits::strip(e), syn::Expr::Index(ix) if matches!(*ix.index, syn::Expr::Range(_)))
 }
 
 /// The index among a call's arguments `args` of its `k`-th IR argument.
