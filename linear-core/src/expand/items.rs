@@ -905,7 +905,7 @@ pub(super) fn generate(
     // arguments' float type (`cube<f64>`); a method of a generic block's
     // name it through the receiver's type (`Point<T>`, `Point<f64>`).
     // With arrays, callers pass them back to the detached linearization
-    // (see [`Detached`]); not yet at second order, nor in lanes.
+    // (see [`Detached`]); not yet at second order.
     let with_arrays = lin.detached.is_some() && matches!(owner, Owner::Free);
     let callable = (sig.arrays().is_empty() || with_arrays) && !structs;
     let (second_fns, directional) = match passes.second_order {

@@ -24,7 +24,9 @@
 //! * TDropLin: zero cotangents for the dropped expression's linear free
 //!   variables; the dropped code is not run.
 //! * TApp: a call to `g` becomes a call to `g.t`. An array `g` borrows
-//!   (an extern's, see [`crate::ir::Extern`]) is read in place: its
+//!   ([`crate::ir::Program::borrowed`]: an extern's borrowed parameter, or
+//!   a function's linear array parameter it never consumes) is read in
+//!   place: its
 //!   current accumulator is passed to `g.t` after the results' cotangents
 //!   and replaced by what `g.t` returns in its position, as TIndex does
 //!   with `laccum`.

@@ -22,9 +22,9 @@
 //!   every arm: an arm that leaves it alone frees its tangent, so the arms
 //!   consume the same linear variables, as Fig. 3's case rule requires.
 //!
-//! * JApp on arrays: an array passed to an extern lends it its tangent,
-//!   read in place (the extern borrows it), not consumed; a constant
-//!   array (an extern's constant parameter) has none.
+//! * JApp on arrays: an array passed to a call lends it its tangent, read
+//!   in place (the callee borrows it), not consumed; a constant array (an
+//!   extern's constant parameter) has none.
 //!
 //! Owned arrays are kept in [`Jvp::arrays`] like parameters (read in place,
 //! never split) and in [`Jvp::owned`] until their tangent is consumed: by
@@ -37,9 +37,11 @@ use crate::passes::PassError;
 impl Jvp<'_> {
     /// JApp's tangents of the arguments `nl` of a call of `func`: none for
     /// an extern's constant parameter; an array's tangent lent in place,
-    /// not consumed (the extern borrows it: see [`crate::ir::Extern`]),
-    /// however many times it is passed; one tangent per occurrence of
-    /// every other argument (`dup`s where one occurs more than once).
+    /// not consumed (the callee borrows it: J's output never consumes a
+    /// parameter's tangent array, and see [`crate::ir::Extern`]), once per
+    /// call (invariant 11 of [`crate::check`]); one tangent per
+    /// occurrence of every other argument (`dup`s where one occurs more
+    /// than once).
     pub(super) fn app_tangents(
         &mut self,
         out: &mut Vec<Stmt>,

@@ -105,7 +105,7 @@ pub fn jvp(p: &Program) -> Result<Program, PassError> {
     // An extern's derivative is another extern, with tangents of the same
     // types as its parameters and results (JDef on the signature); its
     // constant parameters have none, and it borrows the tangents of its
-    // arrays (see `arrays::app`).
+    // arrays (see `Jvp::app_tangents`).
     let externs = p
         .externs
         .iter()
