@@ -884,7 +884,7 @@ pub mod __private {
     #[diagnostic::on_unimplemented(
         message = "differentiable code cannot call this method of `{Self}`",
         label = "not a method that differentiable code can call",
-        note = "a method called from differentiable code must be marked `#[differentiable]` inside a `#[differentiable] impl` block of its type, and take no array read by index (`&[f64]`, `Vec<f64>`), no struct with `Vec` fields, nor a struct with constant fields"
+        note = "a method called from differentiable code must be marked `#[differentiable]` inside a `#[differentiable] impl` block of its type, and take no arrays other than slices of floats (`&[f64]`, not `Vec<f64>` or `&[f64; 3]`), not slices both differentiable and `#[nondiff]`, no struct with `Vec` fields, nor a struct with constant fields"
     )]
     pub trait Method<const NAME: u64> {
         type Linearization;

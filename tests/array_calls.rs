@@ -137,6 +137,37 @@ fn lanes_caller(x: &[f64], #[nondiff] w: &[f64]) -> f64 {
     ldot(x, &r) * ldot(w, x) + ldot(&r, w)
 }
 
+/// Methods taking slices, called from a free function and from another
+/// method of their block.
+#[derive(linear_ad::Differentiable, Clone, Debug)]
+struct Spring {
+    k: f64,
+    rest: f64,
+}
+
+#[differentiable]
+impl Spring {
+    #[differentiable]
+    fn energy(&self, x: &[f64]) -> f64 {
+        let mut s = 0.0;
+        for &xi in x {
+            let d = xi - self.rest;
+            s += 0.5 * self.k * d * d;
+        }
+        s
+    }
+
+    #[differentiable]
+    fn scaled_energy(&self, x: &[f64], c: f64) -> f64 {
+        c * self.energy(x)
+    }
+}
+
+#[differentiable]
+fn springs(s: &Spring, x: &[f64]) -> f64 {
+    s.energy(x) + s.scaled_energy(x, 2.0) * norm(x)
+}
+
 #[differentiable]
 fn gdot<T: Float>(a: &[T], b: &[T]) -> T {
     let mut s = T::zero();
@@ -321,4 +352,27 @@ fn matrix_rows_through_calls_in_a_loop() {
         .collect();
     assert_close(&ga, &want_a, 1e-12);
     assert_close(&gx, &want_x, 1e-12);
+}
+
+#[test]
+fn methods_taking_slices() {
+    let s = Spring { k: 1.5, rest: 0.25 };
+    let x = xs(3, 0.4);
+    let (v, (gs, gx)) = springs_vjp(&s, &x, 1.0);
+    assert_eq!(v, springs(&s, &x));
+    // By hand: E = ½k Σ(xᵢ - r)², f = E + 2E‖x‖ = E (1 + 2‖x‖).
+    let n = norm(&x);
+    let e: f64 = x.iter().map(|xi| 0.5 * s.k * (xi - s.rest).powi(2)).sum();
+    let want_x: Vec<f64> = x
+        .iter()
+        .map(|xi| s.k * (xi - s.rest) * (1.0 + 2.0 * n) + e * 2.0 * xi / n)
+        .collect();
+    assert_close(&gx, &want_x, 1e-12);
+    let de_dk = e / s.k;
+    let de_dr: f64 = x.iter().map(|xi| -s.k * (xi - s.rest)).sum();
+    assert_close(
+        &[gs.k, gs.rest],
+        &[de_dk * (1.0 + 2.0 * n), de_dr * (1.0 + 2.0 * n)],
+        1e-12,
+    );
 }

@@ -746,13 +746,14 @@ impl<'a> Owner<'a> {
         f: &syn::Ident,
         map: &syn::Ident,
         (generics, where_clause): (TokenStream, &TokenStream),
+        map_args: &TokenStream,
     ) -> Option<TokenStream> {
         let t = self.callee_type()?;
         let key = method_key(f);
         Some(quote! {
             #[doc(hidden)]
             impl #generics ::linear_ad::__private::Method<#key> for #t #where_clause {
-                type Linearization = #map #generics;
+                type Linearization = #map #map_args;
             }
         })
     }
@@ -906,7 +907,10 @@ pub(super) fn generate(
     // name it through the receiver's type (`Point<T>`, `Point<f64>`).
     // With arrays, callers pass them back to the detached linearization
     // (see [`Detached`]); not yet at second order.
-    let with_arrays = lin.detached.is_some() && matches!(owner, Owner::Free);
+    // A method's callers outside its block may not know its signature,
+    // so they cannot tell its `#[nondiff]` slices: those keep it closed.
+    let with_arrays =
+        lin.detached.is_some() && (matches!(owner, Owner::Free) || !nondiff_slices(l, &sig));
     let callable = (sig.arrays().is_empty() || with_arrays) && !structs;
     let (second_fns, directional) = match passes.second_order {
         Some(span) => {
@@ -979,15 +983,23 @@ fn callee_side(
     let c = companions(
         item,
         &l.params,
-        (map_name, (float.0.clone(), map_ty), float.1),
+        (map_name, (float.0.clone(), map_ty.clone()), float.1),
         (&sig.ret_ty, &sig.ret_tan),
         &sig.active,
         &sig.allow,
         (owner.callee_type(), lanes),
         (with_arrays, detached_static),
     );
-    let m = owner.method_impl(&item.sig.ident, map_name, float);
+    let m = owner.method_impl(&item.sig.ident, map_name, float, &map_ty);
     quote!(#c #m)
+}
+
+/// Whether `f` has `#[nondiff]` slice parameters (as calls pass them,
+/// [`crate::lower::array_param`]).
+fn nondiff_slices(l: &Lowered, sig: &Sig) -> bool {
+    l.params
+        .iter()
+        .any(|p| p.active.is_none() && crate::lower::array_param(&p.ty, sig.float.param.as_ref()))
 }
 
 /// `f_jvp(params.., tangents..) -> (R, R)`: J(f).

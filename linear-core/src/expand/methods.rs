@@ -205,20 +205,31 @@ fn own_sigs(block: &syn::ItemImpl, self_ty: &syn::Type, known: &Structs, sigs: &
     own
 }
 
-/// Whether a differentiable parameter of `sig` is an array read by index
-/// or a struct with `Vec` fields, which calls cannot pass yet (its
-/// generated code has no companions to call).
+/// Whether a differentiable parameter of `sig` is an array that calls
+/// cannot pass yet (its generated code has no companions to call): an
+/// array read by index other than a slice of floats, or a struct with
+/// `Vec` fields; or whether it takes slices both differentiable and
+/// `#[nondiff]` (callers outside the block, which do not know its
+/// signature, could not tell the constant ones: see `items::generate`).
 fn takes_arrays(sig: &syn::Signature, known: &Structs) -> bool {
-    sig.inputs.iter().any(|input| match input {
-        syn::FnArg::Typed(pt) => {
-            let nondiff = pt.attrs.iter().any(|a| a.path().is_ident("nondiff"));
-            !nondiff
-                && !crate::lower::is_constant_type(&pt.ty)
-                && crate::lower::Shape::from_param_type_in(&pt.ty, known)
-                    .is_some_and(|s| s.has_slice())
+    let float = crate::lower::float_param(&sig.generics);
+    let (mut blocking, mut slices, mut constant_slices) = (false, false, false);
+    for input in &sig.inputs {
+        let syn::FnArg::Typed(pt) = input else {
+            continue;
+        };
+        let slice = crate::lower::array_param(&pt.ty, float.as_ref());
+        if pt.attrs.iter().any(|a| a.path().is_ident("nondiff")) {
+            constant_slices |= slice;
+            continue;
         }
-        syn::FnArg::Receiver(_) => false,
-    })
+        slices |= slice;
+        blocking |= !slice
+            && !crate::lower::is_constant_type(&pt.ty)
+            && crate::lower::Shape::from_param_type_in(&pt.ty, known)
+                .is_some_and(|s| s.has_slice());
+    }
+    blocking || (slices && constant_slices)
 }
 
 /// The visibility of the block's type, if its layout is known: its

@@ -557,12 +557,13 @@ impl Lowerer<'_> {
     /// Per argument of a call of `path` (`n` of them): for a parameter that
     /// crosses as an array ([`array_param`]), whether it is differentiable
     /// (`Some(false)` for `#[nondiff]`); `None` for other parameters, and
-    /// for all of them while the callee's signature is unknown, for a
-    /// method (whose arrays do not cross calls yet) and for a callee with
-    /// no differentiable array.
+    /// for all of them while the callee's signature is unknown (a method
+    /// called from outside its block, which then takes no `#[nondiff]`
+    /// slices: `expand::items::generate`) and for a callee with no
+    /// differentiable array.
     fn array_slots(&self, path: &syn::Path, n: usize) -> Vec<Option<bool>> {
         let sig = match self.sigs.get(path) {
-            Some(sig) if method_path(path).is_none() && self.mode != Mode::Linear => sig,
+            Some(sig) if self.mode != Mode::Linear => sig,
             _ => return vec![None; n],
         };
         let float = crate::lower::float_param(&sig.sig.generics);
