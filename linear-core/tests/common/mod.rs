@@ -268,6 +268,11 @@ impl<'a> FnGen<'a> {
             .filter(|(_, u, _)| u == t)
             .map(|(v, _, _)| v.clone())
             .collect();
+        self.pick(c)
+    }
+
+    /// One of the variables `c`, marked used.
+    fn pick(&mut self, c: Vec<Var>) -> Option<Var> {
         if c.is_empty() {
             return None;
         }
@@ -283,11 +288,7 @@ impl<'a> FnGen<'a> {
             .filter(|(v, u, _)| u == t && self.data.as_ref() != Some(v))
             .map(|(v, _, _)| v.clone())
             .collect();
-        if c.is_empty() {
-            return None;
-        }
-        let v = c[self.rng.below(c.len())].clone();
-        Some(self.use_(&v))
+        self.pick(c)
     }
 
     /// A value of type `t`, built from scalars in scope if need be.
