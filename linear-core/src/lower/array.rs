@@ -284,14 +284,18 @@ fn through_places(
         places,
         stray: None,
     };
+    let out = rewritten(stmts, &mut r);
+    r.stray.map_or(Ok(out), Err)
+}
+
+/// `stmts` with `v` applied to each (a rewriter that records the first
+/// use it cannot rewrite, which its caller reports).
+fn rewritten(stmts: &[syn::Stmt], v: &mut impl syn::visit_mut::VisitMut) -> Vec<syn::Stmt> {
     let mut out = stmts.to_vec();
     for s in &mut out {
-        r.visit_stmt_mut(s);
+        v.visit_stmt_mut(s);
     }
-    match r.stray {
-        Some(span) => Err(span),
-        None => Ok(out),
-    }
+    out
 }
 
 /// `let pat = value;` for a name, `_`, or a tuple of them (an element that
@@ -1280,15 +1284,8 @@ struct Chunk<'c> {
 
 impl Chunk<'_> {
     fn rewrite(mut self, stmts: &[syn::Stmt]) -> Result<Vec<syn::Stmt>, Span> {
-        use syn::visit_mut::VisitMut;
-        let mut out = stmts.to_vec();
-        for s in &mut out {
-            self.visit_stmt_mut(s);
-        }
-        match self.stray {
-            Some(span) => Err(span),
-            None => Ok(out),
-        }
+        let out = rewritten(stmts, &mut self);
+        self.stray.map_or(Ok(out), Err)
     }
 
     fn is_chunk(&self, e: &syn::Expr) -> bool {
