@@ -757,15 +757,8 @@ fn second_order_of_replay(
     Ok(true)
 }
 
-#[test]
-fn theorems_hold_on_random_programs() {
-    let cases: u32 = std::env::var("LINEAR_CORE_CASES")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(1400);
-    let stats = RefCell::new(Stats::default());
-    let whole_sample = for_random_programs(cases, |seed, size| one_program(seed, size, &stats));
-    let s = stats.into_inner();
+/// What the sample covered, and the constants it measured.
+fn print_stats(s: &Stats) {
     println!(
         "theorems: {} programs ({} functions) checked, {} skipped for non-finite values",
         s.cases, s.functions, s.skipped_nonfinite
@@ -790,6 +783,18 @@ fn theorems_hold_on_random_programs() {
         "tapes: {} scalars saved with SaveAll, {} with RecomputeCheap ({} programs with a smaller tape), {} with LoopState ({} programs with a smaller tape, {} with a larger one: recomputation reads outer values, saved once)",
         s.tape_save, s.tape_recompute, s.smaller_tapes, s.tape_loop_state, s.smaller_loop_tapes, s.larger_loop_tapes
     );
+}
+
+#[test]
+fn theorems_hold_on_random_programs() {
+    let cases: u32 = std::env::var("LINEAR_CORE_CASES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1400);
+    let stats = RefCell::new(Stats::default());
+    let whole_sample = for_random_programs(cases, |seed, size| one_program(seed, size, &stats));
+    let s = stats.into_inner();
+    print_stats(&s);
     if !whole_sample {
         return;
     }

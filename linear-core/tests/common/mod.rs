@@ -280,6 +280,49 @@ impl<'a> FnGen<'a> {
         Some(self.use_(&v))
     }
 
+    /// A call of an earlier function of the program. Arrays in scope are
+    /// lent to it (the callee borrows their tangents), each once per call
+    /// (invariant 11); without one of a parameter's type, no call.
+    fn call(&mut self, out: &mut Vec<Stmt>, d: usize) {
+        let f = &self.funcs[self.rng.below(self.funcs.len())];
+        let (name, params, rets) = (f.name.clone(), f.nl_params.clone(), f.nl_rets.clone());
+        let arrays: Option<Vec<Option<Var>>> = params
+            .iter()
+            .map(|b| match &b.ty {
+                Ty::Array(..) => self.array_of(&b.ty).map(Some),
+                _ => Some(None),
+            })
+            .collect();
+        let Some(arrays) = arrays else {
+            return;
+        };
+        let lent: Vec<&Var> = arrays.iter().flatten().collect();
+        if (1..lent.len()).any(|i| lent[..i].contains(&lent[i])) {
+            return;
+        }
+        let args: Vec<Var> = params
+            .iter()
+            .zip(arrays)
+            .map(|(b, a)| a.unwrap_or_else(|| self.build(out, &b.ty, d)))
+            .collect();
+        let bs: Vec<Binder> = rets
+            .iter()
+            .map(|t| Binder::new(self.var(), t.clone()))
+            .collect();
+        for b in &bs {
+            self.pool.push((b.var.clone(), b.ty.clone(), d));
+        }
+        out.push(Stmt::Let {
+            nl: bs,
+            lin: vec![],
+            rhs: Expr::App {
+                func: name,
+                nl: args,
+                lin: vec![],
+            },
+        });
+    }
+
     /// An array of type `t` in scope, other than the data array.
     fn array_of(&mut self, t: &Ty) -> Option<Var> {
         let c: Vec<Var> = self
@@ -563,50 +606,7 @@ impl<'a> FnGen<'a> {
                     out.push(Stmt::Unpack { vars, tuple: v });
                 }
             }
-            67..=80 if !self.funcs.is_empty() => {
-                let f = &self.funcs[self.rng.below(self.funcs.len())];
-                let (params, rets) = (f.nl_params.clone(), f.nl_rets.clone());
-                // Arrays in scope are lent to the call (the callee borrows
-                // their tangents); without one of a parameter's type, no
-                // call.
-                // An array is lent once per call (invariant 11).
-                let arrays: Option<Vec<Option<Var>>> = params
-                    .iter()
-                    .map(|b| match &b.ty {
-                        Ty::Array(..) => self.array_of(&b.ty).map(Some),
-                        _ => Some(None),
-                    })
-                    .collect();
-                let Some(arrays) = arrays else {
-                    return;
-                };
-                let lent: Vec<&Var> = arrays.iter().flatten().collect();
-                if (1..lent.len()).any(|i| lent[..i].contains(&lent[i])) {
-                    return;
-                }
-                let name = f.name.clone();
-                let args: Vec<Var> = params
-                    .iter()
-                    .zip(arrays)
-                    .map(|(b, a)| a.unwrap_or_else(|| self.build(out, &b.ty, d)))
-                    .collect();
-                let bs: Vec<Binder> = rets
-                    .iter()
-                    .map(|t| Binder::new(self.var(), t.clone()))
-                    .collect();
-                for b in &bs {
-                    self.pool.push((b.var.clone(), b.ty.clone(), d));
-                }
-                out.push(Stmt::Let {
-                    nl: bs,
-                    lin: vec![],
-                    rhs: Expr::App {
-                        func: name,
-                        nl: args,
-                        lin: vec![],
-                    },
-                });
-            }
+            67..=80 if !self.funcs.is_empty() => self.call(out, d),
             81..=88 if d < 2 => {
                 let n = 1 + self.rng.below(self.size / 2 + 1);
                 let (e, ty) = self.block(d + 1, n, 1);
