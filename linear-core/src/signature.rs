@@ -74,6 +74,10 @@ pub enum Kind {
     /// callees' tapes, which J cannot differentiate yet
     /// (`expand::items::derived`): callers learn that they cannot call it.
     Tape,
+    /// The `f_vjp` of an `order = 2` function of slices: U's tape of a
+    /// function of arrays is not differentiated yet
+    /// ([`crate::passes::hvp::first_vjp`]); callers learn to call `f_jvp`.
+    SlicesVjp,
     /// The `f_jvp` or `f_vjp` of a function differentiable at order 1
     /// only: callers learn to ask for `order = 2`.
     FirstOrder,
@@ -102,6 +106,7 @@ impl Kind {
             Kind::Closed => "closed",
             Kind::Unmarked => "unmarked",
             Kind::Tape => "tape",
+            Kind::SlicesVjp => "slices_vjp",
             Kind::FirstOrder => "first_order",
             Kind::ThirdOrder => "third_order",
         }
@@ -174,12 +179,13 @@ impl ToTokens for Sig {
 impl Parse for Sig {
     fn parse(input: ParseStream) -> syn::Result<Self> {
         let id: syn::Ident = input.parse()?;
-        let kinds: [Kind; 7] = [
+        let kinds: [Kind; 8] = [
             Kind::Differentiable,
             Kind::Linear,
             Kind::Closed,
             Kind::Unmarked,
             Kind::Tape,
+            Kind::SlicesVjp,
             Kind::FirstOrder,
             Kind::ThirdOrder,
         ];
@@ -369,9 +375,12 @@ pub fn callee_items(
         (_, false) => quote!(#t),
     };
     let alias = match kind {
-        Kind::Closed | Kind::Unmarked | Kind::Tape | Kind::FirstOrder | Kind::ThirdOrder => {
-            TokenStream::new()
-        }
+        Kind::Closed
+        | Kind::Unmarked
+        | Kind::Tape
+        | Kind::SlicesVjp
+        | Kind::FirstOrder
+        | Kind::ThirdOrder => TokenStream::new(),
         Kind::Differentiable | Kind::Linear => quote! {
             #[doc(hidden)]
             #[allow(non_camel_case_types)]

@@ -535,50 +535,61 @@ fn transpose_parts(
 /// differentiable parameter of `f`, a count the caller does not know):
 ///
 /// * `__jvp_lin(a.., d..) -> ((y, ẏ), lin)`;
-/// * `__jvp_apply(&lin, ȧ.., ḋ..) -> (ẏ', ẏ'')`, one slot per parameter
-///   of `f` for each half;
-/// * `__jvp_transpose(&lin, (c, ċ)) -> ((ā..), (d̄..))`, `Inactive` for a
-///   constant parameter's.
+/// * `__jvp_apply(&lin, ins.., ȧ.., ḋ..) -> (ẏ', ẏ'')`, one slot per
+///   parameter of `f` for each half;
+/// * `__jvp_transpose(&lin, ins.., (c, ċ), accs..) -> ((ā..), (d̄..))`,
+///   `Inactive` for a constant parameter's.
+///
+/// Where `f` takes slices (`arrays`), `f_jvp` takes them and their
+/// directions, and crosses calls detached as `f` does (`items::Detached`):
+/// `ins` are the arrays passed back, `f`'s slices then their directions,
+/// as the caller's IR passes `g.jvp`'s array arguments again; `accs` their
+/// accumulators, in the same order, returned as their cotangents.
 ///
 /// A caller of `f` with `order = 2` differentiates its call to `f_jvp`
 /// through these (reached by [`linear_ad::__private::SecondOrder`], which
 /// `f`'s linearization implements). `None` where a parameter or the result
-/// is a struct: struct crossings are not implemented here.
+/// is a struct, or a slice is `#[nondiff]`: those crossings are not
+/// implemented here.
 pub(super) fn jvp_companions(
     params: &[Param],
-    (map_name, jvp_map, (generics, where_clause)): (
-        &syn::Ident,
-        &syn::Ident,
-        (TokenStream, &TokenStream),
-    ),
+    maps: &JvpMaps,
     (ret_ty, ret_tan): (&TokenStream, &TokenStream),
     allow: &TokenStream,
 ) -> Option<TokenStream> {
-    if params.iter().any(|p| {
-        !matches!(crossing(p, false), Crossing::Plain)
+    let crossings: Vec<Crossing> = params.iter().map(|p| crossing(p, maps.arrays)).collect();
+    let unsupported = params.iter().zip(&crossings).any(|(p, c)| {
+        matches!(c, Crossing::Struct { .. })
             || p.active.as_ref().is_some_and(|(s, _)| s.has_struct())
-    }) {
+            || (p.active.is_none() && crate::lower::array_param(&p.ty, maps.float))
+    });
+    if unsupported {
         return None;
     }
-    let idents = |tag: &str| -> Vec<syn::Ident> {
-        (0..params.len())
+    let idents = |tag: &str, n: usize| -> Vec<syn::Ident> {
+        (0..n)
             .map(|i| format_ident!("__{}{}", tag, i, span = Span::mixed_site()))
             .collect()
     };
-    let (a, d, e, g) = (idents("a"), idents("d"), idents("e"), idents("g"));
+    let n = params.len();
+    let (a, d, e, g) = (
+        idents("a", n),
+        idents("d", n),
+        idents("e", n),
+        idents("g", n),
+    );
     let tys: Vec<&syn::Type> = params.iter().map(|p| &p.ty).collect();
     let constant = quote!(impl ::linear_ad::__private::Constant);
     let any = quote!(impl ::core::marker::Sized);
     let slots = |c: &TokenStream| -> Vec<TokenStream> {
         params
             .iter()
-            .map(|p| Crossing::Plain.slot_ty(p, c))
+            .zip(&crossings)
+            .map(|(p, x)| x.slot_ty(p, c))
             .collect()
     };
     let (jvp_slots, apply_slots) = (slots(&constant), slots(&any));
-    let active: Vec<usize> = (0..params.len())
-        .filter(|&i| params[i].active.is_some())
-        .collect();
+    let active: Vec<usize> = (0..n).filter(|&i| params[i].active.is_some()).collect();
     fn pick<'v>(v: &'v [syn::Ident], active: &[usize], on: bool) -> Vec<&'v syn::Ident> {
         (0..v.len())
             .filter(|i| active.contains(i) == on)
@@ -587,44 +598,88 @@ pub(super) fn jvp_companions(
     }
     let (d_on, d_off) = (pick(&d, &active, true), pick(&d, &active, false));
     let (g_on, g_off) = (pick(&g, &active, true), pick(&g, &active, false));
+    // A slice's direction is a slice: `f_jvp`'s `__lin` takes it as is.
+    let directions = d_on.iter().zip(&active).map(|(di, &i)| match crossings[i] {
+        Crossing::Array => quote!(#di),
+        Crossing::Plain | Crossing::Struct { .. } => {
+            quote!(::linear_ad::__private::Tangent::tangent(#di))
+        }
+    });
+    // The arrays passed back, and their accumulators: `f`'s slices, then
+    // their directions.
+    let slices: Vec<usize> = (0..n)
+        .filter(|&i| matches!(crossings[i], Crossing::Array))
+        .collect();
+    let ins = idents("i", 2 * slices.len());
+    let accs = idents("acc", 2 * slices.len());
+    let in_tys: Vec<TokenStream> = slices
+        .iter()
+        .chain(&slices)
+        .map(|&i| {
+            let t = &params[i].ty;
+            quote!(#t)
+        })
+        .collect();
+    let acc_tys: Vec<TokenStream> = slices
+        .iter()
+        .chain(&slices)
+        .map(|&i| params[i].active.as_ref().map(|(s, _)| owned_array(s)))
+        .collect::<Option<_>>()?;
     // `f_jvp`'s transpose: one cotangent per parameter of `f_jvp`, then
     // spread over `f`'s parameters twice.
-    let c: Vec<syn::Ident> = (0..params.len() + active.len())
-        .map(|k| format_ident!("__c{}", k, span = Span::mixed_site()))
-        .collect();
-    let (firsts, directions) = c.split_at(params.len());
-    let (per_param, _) = spread(params, firsts.iter());
-    let (dir_tys, dirs) = spread(params, directions.iter());
+    let c = idents("c", n + active.len());
+    let (firsts, dirs) = c.split_at(n);
+    let (per_param, _) = spread(params, &crossings, firsts.iter());
+    let (dir_tys, dirs) = spread(params, &crossings, dirs.iter());
     let ct = syn::Ident::new("__ct", Span::mixed_site());
+    let JvpMaps {
+        map: (map_name, map_args),
+        jvp: (jvp_map, jvp_args),
+        generics: (generics, where_clause),
+        ..
+    } = maps;
     Some(quote! {
         #[doc(hidden)]
         #allow
-        impl #generics #jvp_map #generics #where_clause {
+        impl #generics #jvp_map #jvp_args #where_clause {
             #[inline]
             pub fn __jvp_lin(#(#a: #tys,)* #(#d: #jvp_slots,)*) -> ((#ret_ty, #ret_tan), Self) {
                 #(let _ = #d_off;)*
-                <Self>::__lin(#(#a,)* #(::linear_ad::__private::Tangent::tangent(#d_on),)*)
+                <Self>::__lin(#(#a,)* #(#directions,)*)
             }
 
             #[inline]
-            pub fn __jvp_apply(&self, #(#e: #apply_slots,)* #(#g: #apply_slots,)*) -> (#ret_tan, #ret_tan) {
+            pub fn __jvp_apply(&self, #(#ins: #in_tys,)* #(#e: #apply_slots,)* #(#g: #apply_slots,)*) -> (#ret_tan, #ret_tan) {
                 #(let _ = #g_off;)*
-                <Self>::__apply(self, #(#e,)* #(#g_on,)*)
+                <Self>::__apply(self, #(#ins,)* #(#e,)* #(#g_on,)*)
             }
 
             #[inline]
-            pub fn __jvp_transpose(&self, #ct: (#ret_tan, #ret_tan)) -> ((#(#per_param,)*), (#(#dir_tys,)*)) {
-                let (#(#c,)*) = <Self>::__transpose(self, #ct);
+            pub fn __jvp_transpose(&self, #(#ins: #in_tys,)* #ct: (#ret_tan, #ret_tan), #(#accs: #acc_tys,)*) -> ((#(#per_param,)*), (#(#dir_tys,)*)) {
+                let (#(#c,)*) = <Self>::__transpose(self, #(#ins,)* #ct, #(#accs,)*);
                 ((#(#firsts,)*), (#(#dirs,)*))
             }
         }
 
         #[doc(hidden)]
         #allow
-        impl #generics ::linear_ad::__private::SecondOrder for #map_name #generics #where_clause {
-            type JvpLin = #jvp_map #generics;
+        impl #generics ::linear_ad::__private::SecondOrder for #map_name #map_args #where_clause {
+            type JvpLin = #jvp_map #jvp_args;
         }
     })
+}
+
+/// The names [`jvp_companions`] writes: `f`'s linearization type and its
+/// generic arguments (`<'static, T>` where it is detached), `f_jvp`'s, the
+/// generic parameters both are declared with and their `where` clause,
+/// `f`'s float parameter, and whether `f` crosses calls detached from its
+/// slices.
+pub(super) struct JvpMaps<'a> {
+    pub(super) map: (&'a syn::Ident, TokenStream),
+    pub(super) jvp: (&'a syn::Ident, TokenStream),
+    pub(super) generics: (TokenStream, &'a TokenStream),
+    pub(super) float: Option<&'a syn::Ident>,
+    pub(super) arrays: bool,
 }
 
 /// Cotangents spread over one slot per parameter of `f`: the next of
@@ -632,16 +687,16 @@ pub(super) fn jvp_companions(
 /// one; their types, and the values.
 fn spread<'c>(
     params: &[Param],
+    crossings: &[Crossing],
     mut cts: impl Iterator<Item = &'c syn::Ident>,
 ) -> (Vec<TokenStream>, Vec<TokenStream>) {
-    let inactive = quote!(::linear_ad::__private::Inactive);
     params
         .iter()
-        .map(
-            |p| match (&p.active, &p.active.as_ref().and_then(|_| cts.next())) {
-                (Some((s, _)), Some(ck)) => (s.rust(), quote!(#ck)),
-                _ => (inactive.clone(), inactive.clone()),
-            },
-        )
+        .zip(crossings)
+        .map(|(p, x)| {
+            let ck = p.active.as_ref().and_then(|_| cts.next());
+            let (value, t) = x.cotangent(p, ck);
+            (t, value)
+        })
         .unzip()
 }

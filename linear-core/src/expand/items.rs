@@ -930,7 +930,13 @@ pub(super) fn generate(
         l,
         &sig,
         (directional.as_ref(), &stages, passes),
-        callable && !with_arrays,
+        (
+            callable,
+            derived::Detachment {
+                arrays: with_arrays,
+                statically: with_arrays && lin.borrows,
+            },
+        ),
     );
     // After the derived callees: the Hessian linearizes `f_vjp` once
     // where `f_vjp_lin` exists.

@@ -360,7 +360,14 @@ impl Lowerer<'_> {
             Some((_, f)) => at_float_arg(&path, f),
             None => callee,
         };
+        let mark = self.errs.mark();
         let from_sig = self.signature_result(&path, at.as_ref());
+        // A refused callee whose result has no shape here (`Vec`s in a
+        // tuple): its error stands alone, and uses of its result are not
+        // reported again.
+        if from_sig.is_none() && self.errs.mark().0 > mark.0 {
+            return self.placeholder();
+        }
         // A known signature without a result shape was refused, with its
         // own error: no second one about the result.
         let assumed = ret.is_none() && from_sig.is_none() && self.sigs.get(&path).is_none();
@@ -670,6 +677,7 @@ impl Lowerer<'_> {
             | Kind::Closed
             | Kind::Unmarked
             | Kind::Tape
+            | Kind::SlicesVjp
             | Kind::FirstOrder
             | Kind::ThirdOrder
                 if self.mode == Mode::Linear =>
@@ -694,6 +702,13 @@ impl Lowerer<'_> {
                 self.errs.spanned(
                     path,
                     format!("`{name}` cannot be differentiated yet: its reverse pass reads the tapes of the functions `{f}` calls, whose derivatives are not supported; call `{f}_jvp` here instead (forward mode for the inner derivative)"),
+                );
+            }
+            Kind::SlicesVjp => {
+                let f = name.strip_suffix("_vjp").unwrap_or(&name);
+                self.errs.spanned(
+                    path,
+                    format!("`{name}` cannot be differentiated yet: `{f}` takes slices, and the reverse pass of a function of slices is not differentiable yet; call `{f}_jvp` here instead (forward mode for the inner derivative)"),
                 );
             }
             Kind::FirstOrder => {

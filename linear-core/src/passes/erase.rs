@@ -46,17 +46,22 @@ pub fn erase(p: &Program) -> Result<Program, PassError> {
         .externs
         .iter()
         .map(|e| {
-            Extern::plain(
-                e.name.clone(),
-                (
-                    e.nl_params.iter().chain(&e.lin_params).cloned().collect(),
-                    vec![],
-                ),
-                (
-                    e.nl_rets.iter().chain(&e.lin_rets).cloned().collect(),
-                    vec![],
-                ),
-            )
+            // A constant parameter stays constant (no tangent); nothing is
+            // linear, so nothing is borrowed.
+            Extern {
+                constant: e.constant.clone(),
+                ..Extern::plain(
+                    e.name.clone(),
+                    (
+                        e.nl_params.iter().chain(&e.lin_params).cloned().collect(),
+                        vec![],
+                    ),
+                    (
+                        e.nl_rets.iter().chain(&e.lin_rets).cloned().collect(),
+                        vec![],
+                    ),
+                )
+            }
         })
         .collect();
     Ok(Program {

@@ -24,11 +24,18 @@
 //! companions (`companions::jvp_companions`, which `f` gets here too, so
 //! that second derivatives of its callers can go through it).
 //!
+//! A function of slices crosses calls detached from them
+//! (`items::Detached`), and so does its `f_jvp`, whose slices are `f`'s
+//! and their directions: `f_jvp`'s second-order companions pass both back
+//! to its linearization, and take an accumulator for each.
+//!
 //! Where `f_vjp` cannot be differentiated (its tape holds its callees'
-//! tapes, see [`crate::passes::hvp::first_vjp`]), it gets a signature of
-//! kind [`Kind::Tape`], so a caller gets an error at its call that says
-//! so. Methods, and functions other differentiable
-//! code cannot call (arrays read by index, structs), get neither.
+//! tapes, or the arrays of a function of slices: see
+//! [`crate::passes::hvp::first_vjp`]), it gets a signature of kind
+//! [`Kind::Tape`] or [`Kind::SlicesVjp`], so a caller gets an error at its
+//! call that says so. Methods, and functions other differentiable code
+//! cannot call (arrays read by index, structs, `#[nondiff]` arrays read
+//! or passed on), get neither.
 
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote};
@@ -37,7 +44,7 @@ use super::{generate, map_name, Owner, Sig};
 use crate::expand::{LanesAsk, Passes, Stages};
 use crate::ir::Func;
 use crate::layout::Structs;
-use crate::lower::{Lowered, Param, Shape};
+use crate::lower::{CallArg, Lowered, Param, Shape};
 use crate::passes::hvp::{directional_externs, first_vjp, tupled};
 use crate::signature::{callee_items, Kind, Order};
 
@@ -51,7 +58,7 @@ pub(super) fn callees(
     l: &Lowered,
     sig: &Sig,
     (d, stages, passes): (Option<&Func>, &Stages, Passes),
-    callable: bool,
+    (callable, detached): (bool, Detachment),
 ) -> Callees {
     let none = |items| Callees {
         items,
@@ -66,7 +73,7 @@ pub(super) fn callees(
         [Which::Jvp, Which::Vjp]
             .into_iter()
             .filter_map(|w| derived_item(item, l, sig, w))
-            .map(|(d_item, _)| signature(&d_item, kind))
+            .map(|(d_item, _)| signature(&d_item, kind, false))
             .collect()
     };
     let d = match (d, passes.second_order) {
@@ -74,12 +81,14 @@ pub(super) fn callees(
         (_, None) if !callable => return none(refused(Kind::Closed)),
         (_, None) => return none(refused(Kind::FirstOrder)),
         (None, Some(_)) => return none(quote!()),
-        // Reads of `#[nondiff]` data arrays: J reads an array as data
-        // where a constant binds it, not the copies inlining makes.
+        // Reads of `#[nondiff]` data arrays, or such arrays passed to
+        // calls: J reads an array as data where a constant binds it, not
+        // the copies inlining makes.
         (Some(_), Some(_))
             if !callable
                 || !l.data.is_empty()
-                || !crate::visit::data_arrays(&l.func.body).is_empty() =>
+                || !crate::visit::data_arrays(&l.func.body).is_empty()
+                || passes_data(l) =>
         {
             return none(refused(Kind::Closed))
         }
@@ -103,12 +112,23 @@ pub(super) fn callees(
             d_l.calls = l.calls.clone();
             Ok((d_item, d_l))
         });
-    let second = match &jvp {
-        Ok((d_item, _)) if !l.ret.has_struct() => {
-            let float = (sig.float.decl(None), &sig.float.where_clause);
+    let d_item = jvp.as_ref().ok().map(|(d_item, _)| d_item.clone());
+    let (jvp, _, jvp_static) = emit(jvp, passes, item.sig.ident.span());
+    let second = match d_item {
+        Some(d_item) if !l.ret.has_struct() => {
+            let statically =
+                |on: bool| on.then(|| syn::Lifetime::new("'static", Span::call_site()));
+            let (f_map, jvp_map) = (map_name(item), map_name(&d_item));
+            let maps = crate::expand::companions::JvpMaps {
+                map: (&f_map, sig.float.decl(statically(detached.statically))),
+                jvp: (&jvp_map, sig.float.decl(statically(jvp_static))),
+                generics: (sig.float.decl(None), &sig.float.where_clause),
+                float: sig.float.param.as_ref(),
+                arrays: detached.arrays,
+            };
             crate::expand::companions::jvp_companions(
                 &l.params,
-                (&map_name(item), &map_name(d_item), float),
+                &maps,
                 (&sig.ret_ty, &sig.ret_tan),
                 &sig.allow,
             )
@@ -116,25 +136,42 @@ pub(super) fn callees(
         _ => None,
     };
     let twice = second.is_some();
-    let (jvp, _) = emit(jvp, passes, item.sig.ident.span());
     let jvp = quote!(#jvp #second);
     let groups = [1, sig.active.len()];
+    // A function of slices: its tape holds arrays, which J does not
+    // differentiate yet (`first_vjp`); callers learn to call `f_jvp`.
+    if !sig.arrays().is_empty() {
+        let vjp = derived_item(item, l, sig, Which::Vjp)
+            .map(|(vjp_item, _)| signature(&vjp_item, Kind::SlicesVjp, false));
+        return Callees {
+            items: quote!(#jvp #vjp),
+            vjp_lin: false,
+            vjp_lanes: false,
+            twice,
+        };
+    }
     let vjp_first = first_vjp(&stages.transposed, &name);
     let differentiable = matches!(vjp_first, Ok(Some(_)));
     let (vjp, vjp_lanes) = match vjp_first {
-        Ok(Some(f)) => emit(
-            tupled(&f, &groups)
-                .map_err(|e| e.msg)
-                .and_then(|f| derived(item, l, sig, &f, Which::Vjp)),
-            hessian_lanes(sig, passes),
-            item.sig.ident.span(),
-        ),
+        Ok(Some(f)) => {
+            let (items, lanes, _) = emit(
+                tupled(&f, &groups)
+                    .map_err(|e| e.msg)
+                    .and_then(|f| derived(item, l, sig, &f, Which::Vjp)),
+                hessian_lanes(sig, passes),
+                item.sig.ident.span(),
+            );
+            (items, lanes)
+        }
         // Not differentiable: callers learn why at their call.
         Ok(None) => match derived_item(item, l, sig, Which::Vjp) {
-            Some((vjp_item, _)) => (signature(&vjp_item, Kind::Tape), false),
+            Some((vjp_item, _)) => (signature(&vjp_item, Kind::Tape, false), false),
             None => (quote!(), false),
         },
-        Err(e) => emit(Err(e.msg), passes, item.sig.ident.span()),
+        Err(e) => {
+            let (items, lanes, _) = emit(Err(e.msg), passes, item.sig.ident.span());
+            (items, lanes)
+        }
     };
     Callees {
         items: quote!(#jvp #vjp),
@@ -142,6 +179,13 @@ pub(super) fn callees(
         vjp_lanes,
         twice,
     }
+}
+
+/// Whether `f` passes a `#[nondiff]` array to a function it calls.
+fn passes_data(l: &Lowered) -> bool {
+    l.calls
+        .values()
+        .any(|site| site.args.iter().any(|a| matches!(a, CallArg::Data { .. })))
 }
 
 /// The passes of the derived `f_vjp`: `f_hessian` applies `f_vjp_lin`'s
@@ -169,12 +213,12 @@ pub(super) struct Callees {
 
 /// The signature macro and alias of the derived function `d_item`, of
 /// kind `kind`, as any callee has.
-fn signature(d_item: &syn::ItemFn, kind: Kind) -> TokenStream {
+fn signature(d_item: &syn::ItemFn, kind: Kind, detached: bool) -> TokenStream {
     callee_items(
         d_item,
         (kind, Order::Derived, false),
         &Structs::default(),
-        (&map_name(d_item), false),
+        (&map_name(d_item), detached),
     )
 }
 
@@ -190,25 +234,36 @@ enum Which {
 /// Everything `#[differentiable]` generates for a derived function, and
 /// its signature macro and alias; an internal error at `span` if the
 /// pipeline fails on it. Also whether its linearization has
-/// `apply_lanes`.
+/// `apply_lanes`, and whether callers name it `'static` (detached from
+/// its slices, [`super::Detached`]).
 fn emit(
     derived: Result<(syn::ItemFn, Lowered), String>,
     passes: Passes,
     span: Span,
-) -> (TokenStream, bool) {
+) -> (TokenStream, bool, bool) {
     let generated = derived.and_then(|(d_item, d_l)| {
         let g = generate(&d_item, &d_l, false, passes, Owner::Free)?;
         let kind = Kind::differentiable(g.callable);
-        let callee = signature(&d_item, kind);
-        Ok((quote!(#g #callee), g.lanes))
+        let callee = signature(&d_item, kind, g.detached_static);
+        Ok((quote!(#g #callee), g.lanes, g.detached_static))
     });
     generated.unwrap_or_else(|msg| {
         let msg = format!("linear-ad internal error (please report it): order = 2: {msg}");
         (
             quote::quote_spanned!(span=> ::core::compile_error!(#msg);),
             false,
+            false,
         )
     })
+}
+
+/// How `f` crosses calls: detached from its slices (`arrays`), and then
+/// named `'static` by callers if its linearization borrows them
+/// (`statically`); see [`super::Detached`].
+#[derive(Clone, Copy)]
+pub(super) struct Detachment {
+    pub(super) arrays: bool,
+    pub(super) statically: bool,
 }
 
 /// `f_jvp` or `f_vjp` as a user function: its `fn` line and its lowering,

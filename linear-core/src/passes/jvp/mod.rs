@@ -104,8 +104,9 @@ pub fn jvp(p: &Program) -> Result<Program, PassError> {
     }
     // An extern's derivative is another extern, with tangents of the same
     // types as its parameters and results (JDef on the signature); its
-    // constant parameters have none, and it borrows the tangents of its
-    // arrays (see `Jvp::app_tangents`).
+    // constant parameters have none and stay constant (so that J applied
+    // again, at second order, gives them none either), and it borrows the
+    // tangents of its arrays (see `Jvp::app_tangents`).
     let externs = p
         .externs
         .iter()
@@ -129,7 +130,7 @@ pub fn jvp(p: &Program) -> Result<Program, PassError> {
                 lin_params,
                 nl_rets: e.nl_rets.clone(),
                 lin_rets: e.nl_rets.iter().map(Ty::tangent).collect(),
-                constant: Vec::new(),
+                constant: e.constant.clone(),
                 borrowed,
             })
         })

@@ -1,0 +1,235 @@
+//! Second derivatives (`order = 2`) through calls that pass slices: the
+//! caller's `f_hvp` goes through each callee's `_jvp` differentiated
+//! again, detached from its arrays as first-order calls are (the arrays
+//! passed back, cotangents accumulated into the caller's buffers), never
+//! through an inlined copy of its body. Checked against the caller's twin
+//! with the callees written inline, against central finite differences of
+//! the gradient, and for symmetry; in the crate's own build profile (debug
+//! in `cargo test`, release in `.ci/run`).
+#![deny(warnings)]
+// Index loops, as numeric code writes them.
+#![allow(clippy::needless_range_loop)]
+
+use linear_ad::differentiable;
+
+fn close(a: f64, b: f64, tol: f64) -> bool {
+    (a - b).abs() <= tol * (1.0 + a.abs() + b.abs())
+}
+
+const EPS: f64 = 1e-5;
+
+#[differentiable(order = 2)]
+pub fn dot(a: &[f64], b: &[f64]) -> f64 {
+    let mut s = 0.0;
+    for i in 0..a.len() {
+        s += a[i] * b[i];
+    }
+    s
+}
+
+/// A slice and a float, differentiable in both.
+#[differentiable(order = 2)]
+pub fn wave(x: &[f64], k: f64) -> f64 {
+    let mut s = 0.0;
+    for i in 0..x.len() {
+        s += (k * x[i]).sin() * x[i];
+    }
+    s
+}
+
+/// Calls passing parameters, the same slice twice, a local array and a
+/// `#[nondiff]` slice, in a loop and in a branch.
+#[differentiable(order = 2)]
+pub fn energy(x: &[f64], y: &[f64], k: f64, #[nondiff] w: &[f64]) -> f64 {
+    let d = dot(x, y);
+    let mut s = d * d * k + dot(x, x).sin();
+    let mut r = vec![0.0; x.len()];
+    for i in 0..x.len() {
+        r[i] = x[i] * y[i] + k;
+    }
+    s += wave(&r, k);
+    s += dot(w, y) * k;
+    for j in 0..2 {
+        if s > 0.0 {
+            s += wave(y, k * j as f64);
+        } else {
+            s -= dot(&r, x);
+        }
+    }
+    s
+}
+
+#[differentiable(order = 2)]
+pub fn energy_inline(x: &[f64], y: &[f64], k: f64, #[nondiff] w: &[f64]) -> f64 {
+    let n = x.len();
+    let mut d = 0.0;
+    let mut xx = 0.0;
+    let mut wy = 0.0;
+    for i in 0..n {
+        d += x[i] * y[i];
+        xx += x[i] * x[i];
+        wy += w[i] * y[i];
+    }
+    let mut s = d * d * k + xx.sin();
+    let mut r = vec![0.0; n];
+    for i in 0..n {
+        r[i] = x[i] * y[i] + k;
+    }
+    for i in 0..n {
+        s += (k * r[i]).sin() * r[i];
+    }
+    s += wy * k;
+    for j in 0..2 {
+        if s > 0.0 {
+            let kj = k * j as f64;
+            for i in 0..n {
+                s += (kj * y[i]).sin() * y[i];
+            }
+        } else {
+            for i in 0..n {
+                s -= r[i] * x[i];
+            }
+        }
+    }
+    s
+}
+
+/// Points to test at: `x`, `y`, `k`; `w` is fixed.
+fn points() -> Vec<(Vec<f64>, Vec<f64>, f64)> {
+    vec![
+        (vec![0.3, -0.7, 1.1], vec![0.5, 0.2, -0.4], 0.8),
+        (vec![-1.2, 0.4, 0.9], vec![0.1, -0.6, 1.3], -0.35),
+        // `s` turns negative: the other branch.
+        (vec![0.2, -0.1, 0.05], vec![-0.3, 0.25, 0.1], -2.5),
+    ]
+}
+
+const W: [f64; 3] = [0.6, -1.1, 0.25];
+
+/// A direction in the three inputs.
+type Dir = (Vec<f64>, Vec<f64>, f64);
+
+fn directions() -> Vec<Dir> {
+    vec![
+        (vec![0.9, 0.1, -0.3], vec![-0.2, 0.4, 0.6], 0.5),
+        (vec![0.0, 1.0, 0.0], vec![0.0, 0.0, 0.0], 0.0),
+        (vec![0.0, 0.0, 0.0], vec![0.3, 0.0, -0.7], -1.0),
+    ]
+}
+
+fn along(x: &[f64], d: &[f64], t: f64) -> Vec<f64> {
+    x.iter().zip(d).map(|(a, b)| a + t * b).collect()
+}
+
+fn flat(g: &Dir) -> Vec<f64> {
+    g.0.iter().chain(&g.1).copied().chain([g.2]).collect()
+}
+
+#[test]
+fn slice_calls_have_the_hvp_of_their_inlined_twin() {
+    for (x, y, k) in points() {
+        for (vx, vy, vk) in directions() {
+            let (v, g, hv) = energy_hvp(&x, &y, k, &W, &vx, &vy, vk);
+            let (u, h, hu) = energy_inline_hvp(&x, &y, k, &W, &vx, &vy, vk);
+            assert!(close(v, u, 1e-14), "value {v} against {u}");
+            for (a, b) in flat(&g).into_iter().zip(flat(&h)) {
+                assert!(close(a, b, 1e-13), "gradient {g:?} against {h:?}");
+            }
+            for (a, b) in flat(&hv).into_iter().zip(flat(&hu)) {
+                assert!(close(a, b, 1e-12), "H·v {hv:?} against {hu:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn slice_calls_have_the_finite_difference_hvp() {
+    for (x, y, k) in points() {
+        for (vx, vy, vk) in directions() {
+            let (_, g, hv) = energy_hvp(&x, &y, k, &W, &vx, &vy, vk);
+            let grad = |t: f64| {
+                let (_, g) =
+                    energy_vjp(&along(&x, &vx, t), &along(&y, &vy, t), k + t * vk, &W, 1.0);
+                flat(&g)
+            };
+            assert_eq!(flat(&g), grad(0.0));
+            let (p, m) = (grad(EPS), grad(-EPS));
+            for (i, h) in flat(&hv).into_iter().enumerate() {
+                let fd = (p[i] - m[i]) / (2.0 * EPS);
+                assert!(close(h, fd, 1e-7), "H·v {hv:?}: component {i} against {fd}");
+            }
+        }
+    }
+}
+
+#[test]
+fn the_hessian_through_slice_calls_is_symmetric() {
+    let dot7 = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(p, q)| p * q).sum::<f64>();
+    for (x, y, k) in points() {
+        let ds = directions();
+        for u in &ds {
+            for v in &ds {
+                let (_, _, hv) = energy_hvp(&x, &y, k, &W, &v.0, &v.1, v.2);
+                let (_, _, hu) = energy_hvp(&x, &y, k, &W, &u.0, &u.1, u.2);
+                let (a, b) = (dot7(&flat(u), &flat(&hv)), dot7(&flat(v), &flat(&hu)));
+                assert!(close(a, b, 1e-12), "u·Hv {a} against v·Hu {b}");
+            }
+        }
+    }
+}
+
+/// A function of slices whose `_jvp` other differentiable code calls: the
+/// derivative along `v` of `pair` at `x`, differentiated again.
+#[differentiable(order = 2)]
+pub fn pair(x: &[f64], y: &[f64]) -> f64 {
+    dot(x, y) * wave(x, 0.5)
+}
+
+#[differentiable]
+pub fn slope(x: &[f64], v: &[f64]) -> f64 {
+    let (_, d) = pair_jvp(x, x, v, v);
+    d
+}
+
+#[test]
+fn the_jvp_of_a_function_of_slices_is_a_callee() {
+    let (x, v) = (vec![0.4, -0.9, 1.3], vec![0.7, 0.2, -0.5]);
+    let (s, (gx, gv)) = slope_vjp(&x, &v, 1.0);
+    let f = |x: &[f64], v: &[f64]| {
+        let h = 1e-6;
+        (pair(&along(x, v, h), &along(x, v, h)) - pair(&along(x, v, -h), &along(x, v, -h)))
+            / (2.0 * h)
+    };
+    assert!(close(s, f(&x, &v), 1e-8), "{s} against {}", f(&x, &v));
+    // The slope is linear in `v`: its gradient in `v` at `v` is itself.
+    assert!(close(dot(&gv, &v), s, 1e-12));
+    for i in 0..3 {
+        let e: Vec<f64> = (0..3).map(|j| if i == j { EPS } else { 0.0 }).collect();
+        let fd = (slope(&along(&x, &e, 1.0), &v) - slope(&along(&x, &e, -1.0), &v)) / (2.0 * EPS);
+        assert!(close(gx[i], fd, 1e-7), "{gx:?}: {i} against {fd}");
+    }
+}
+
+/// The README's example, as written there.
+#[differentiable(order = 2)]
+pub fn loss(x: &[f64], y: &[f64]) -> f64 {
+    let d = dot(x, y);
+    d * d + dot(x, x).sin()
+}
+
+#[test]
+fn the_readme_loss_has_the_hand_derived_hvp() {
+    let (x, y) = ([0.3, -0.7], [0.5, 0.2]);
+    let (v, w) = ([1.0, 0.0], [0.0, 0.0]);
+    let (_, _, hv) = loss_hvp(&x, &y, &v, &w);
+    // ∇ₓ = 2d·y + 2cos(x·x)·x and ∇ᵧ = 2d·x, along (v, 0).
+    let d = x[0] * y[0] + x[1] * y[1];
+    let xx = x[0] * x[0] + x[1] * x[1];
+    let (xv, yv) = (x[0] * v[0] + x[1] * v[1], y[0] * v[0] + y[1] * v[1]);
+    for i in 0..2 {
+        let hx = 2.0 * yv * y[i] - 4.0 * xx.sin() * xv * x[i] + 2.0 * xx.cos() * v[i];
+        let hy = 2.0 * yv * x[i] + 2.0 * d * v[i];
+        assert!(close(hv.0[i], hx, 1e-14), "{hv:?}: {i} against {hx}");
+        assert!(close(hv.1[i], hy, 1e-14), "{hv:?}: {i} against {hy}");
+    }
+}
