@@ -201,9 +201,53 @@ fn hessian_calls_bench(c: &mut Criterion) {
     grp.finish();
 }
 
+/// `slice_calls` (calls that pass slices, of `order = 2` callees)
+/// against `slice_calls_inline` (one loop): what second derivatives
+/// through such calls cost, the arrays passed back and accumulated into.
+fn hvp_slice_calls_bench(c: &mut Criterion) {
+    for n in [10usize, 1000] {
+        let x: Vec<f64> = (0..n)
+            .map(|i| ((i * 37 % 101) as f64 - 50.0) / 400.0)
+            .collect();
+        let y: Vec<f64> = (0..n)
+            .map(|i| ((i * 53 % 97) as f64 - 48.0) / 500.0)
+            .collect();
+        let (vx, vy): (Vec<f64>, Vec<f64>) = (x.iter().map(|a| a + 0.5).collect(), y.clone());
+        let (s, (g0, g1), (h0, h1)) = slice_calls_hvp(&x, &y, &vx, &vy);
+        let (s2, (g2, g3), (h2, h3)) = slice_calls_inline_hvp(&x, &y, &vx, &vy);
+        close(s, s2, "value");
+        let (a, b) = (g0.iter().chain(&g1), g2.iter().chain(&g3));
+        for (p, q) in a.zip(b) {
+            close(*p, *q, "hvp gradient");
+        }
+        for (p, q) in h0.iter().chain(&h1).zip(h2.iter().chain(&h3)) {
+            close(*p, *q, "hvp");
+        }
+        let mut grp = c.benchmark_group(format!("hvp_slice_calls_{n}"));
+        grp.bench_function("primal", |b| {
+            b.iter(|| slice_calls(black_box(&x), black_box(&y)))
+        });
+        grp.bench_function("linear_ad_vjp", |b| {
+            b.iter(|| slice_calls_vjp(black_box(&x), black_box(&y), 1.0))
+        });
+        grp.bench_function("linear_ad_hvp", |b| {
+            b.iter(|| slice_calls_hvp(black_box(&x), black_box(&y), black_box(&vx), black_box(&vy)))
+        });
+        grp.bench_function("inline_vjp", |b| {
+            b.iter(|| slice_calls_inline_vjp(black_box(&x), black_box(&y), 1.0))
+        });
+        grp.bench_function("inline_hvp", |b| {
+            b.iter(|| {
+                slice_calls_inline_hvp(black_box(&x), black_box(&y), black_box(&vx), black_box(&vy))
+            })
+        });
+        grp.finish();
+    }
+}
+
 criterion_group! {
     name = benches;
     config = config();
-    targets = hvp_bench, hessian_bench, hessian_loop_bench, hessian_calls_bench
+    targets = hvp_bench, hessian_bench, hessian_loop_bench, hessian_calls_bench, hvp_slice_calls_bench
 }
 criterion_main!(benches);

@@ -83,3 +83,43 @@ pub fn orbit(q: [f64; 4]) -> f64 {
     }
     x * x + 2.0 * y * y + vx * vy
 }
+
+/// `⟨a, b⟩`: the callee of [`slice_calls`].
+#[differentiable(order = 2)]
+pub fn sdot(a: &[f64], b: &[f64]) -> f64 {
+    let mut s = 0.0;
+    for i in 0..a.len() {
+        s += a[i] * b[i];
+    }
+    s
+}
+
+/// `Σ ln cosh yᵢ`: the other callee of [`slice_calls`].
+#[differentiable(order = 2)]
+pub fn log_cosh(y: &[f64]) -> f64 {
+    let mut s = 0.0;
+    for &v in y {
+        s += v.cosh().ln();
+    }
+    s
+}
+
+/// `⟨x, y⟩² + sin ‖x‖² + Σ ln cosh yᵢ` through calls that pass slices
+/// (one passes `x` twice): its second derivatives go through the callees'.
+#[differentiable(order = 2)]
+pub fn slice_calls(x: &[f64], y: &[f64]) -> f64 {
+    let d = sdot(x, y);
+    d * d + sdot(x, x).sin() + log_cosh(y)
+}
+
+/// [`slice_calls`] as one loop, as it is written without helpers.
+#[differentiable(order = 2)]
+pub fn slice_calls_inline(x: &[f64], y: &[f64]) -> f64 {
+    let (mut d, mut xx, mut lc) = (0.0, 0.0, 0.0);
+    for i in 0..x.len() {
+        d += x[i] * y[i];
+        xx += x[i] * x[i];
+        lc += y[i].cosh().ln();
+    }
+    d * d + xx.sin() + lc
+}

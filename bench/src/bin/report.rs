@@ -460,7 +460,33 @@ fn second_order(out: &mut String) {
         .map(|f| ratio(median(calls, f), median(inline, f)))
         .collect();
     let _ = writeln!(out, "| calls ÷ inline | {} |", ratios.join(" | "));
+    slice_calls_table(out);
     out.push_str("\nEvery variant of these benchmarks reads its input through a reference (`*black_box(&p)`). Passed by value (`black_box(p)`), the array is stored just before the function loads it, and where LLVM pairs the loads across the halves of those stores, store-to-load forwarding fails: `coulomb_calls_vjp` measured 2.5 to 2.9× `coulomb_vjp` that way, for the same instructions.\n\n");
+}
+
+/// Second derivatives through calls that pass slices, against the same
+/// computation as one loop.
+fn slice_calls_table(out: &mut String) {
+    if median("hvp_slice_calls_10", "primal").is_none() {
+        return;
+    }
+    out.push_str("\nCalls that pass slices too: `⟨x, y⟩² + sin ‖x‖² + Σ ln cosh yᵢ` through two `order = 2` callees (`sdot(x, y)`, `sdot(x, x)`, `log_cosh(y)`), against the same sums in one loop. The callees' tapes hold no arrays: the caller passes its slices back, and the callees' reverse passes add into its cotangent buffers.\n\n| n | primal, calls | `f_vjp`, inline | `f_vjp`, calls | `f_hvp`, inline | `f_hvp`, calls | `f_hvp` calls ÷ inline | HVP ÷ gradient, calls |\n| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+    let cell = |m: Option<f64>| m.map_or("–".into(), fmt_ns);
+    for n in [10, 1000] {
+        let g = format!("hvp_slice_calls_{n}");
+        let m = |f: &str| median(&g, f);
+        let _ = writeln!(
+            out,
+            "| {n} | {} | {} | {} | {} | {} | {} | {} |",
+            cell(m("primal")),
+            cell(m("inline_vjp")),
+            cell(m("linear_ad_vjp")),
+            cell(m("inline_hvp")),
+            cell(m("linear_ad_hvp")),
+            ratio(m("linear_ad_hvp"), m("inline_hvp")),
+            ratio(m("linear_ad_hvp"), m("linear_ad_vjp")),
+        );
+    }
 }
 
 /// The control-flow workloads: targets, tapes, tables.
