@@ -943,6 +943,22 @@ pub mod __private {
         panic!("linear-ad internal error: a loop ran more iterations than its iterator announced")
     }
 
+    /// A callee's linearization held by a caller that passed it parts of
+    /// arrays (`f(&a[lo..hi])`): the caller's residual and transpose pass
+    /// the same parts again, so the ranges are kept beside it, one per
+    /// part in the order of the arguments.
+    #[derive(Clone, Copy, Debug)]
+    pub struct Ranged<M, const P: usize> {
+        pub map: M,
+        pub ranges: [(usize, usize); P],
+    }
+
+    impl<M: crate::TapeSize, const P: usize> crate::TapeSize for Ranged<M, P> {
+        fn tape_bytes(&self) -> usize {
+            core::mem::size_of::<Self>() - core::mem::size_of::<M>() + self.map.tape_bytes()
+        }
+    }
+
     /// A zeroed cotangent buffer of `n` elements: the accumulator the
     /// transpose of a function with an array parameter adds into.
     #[inline]

@@ -2,8 +2,8 @@
 
 //! Calls between differentiable functions that pass arrays (`&[T]`):
 //! parameters of the caller, arrays it builds, results of
-//! other calls, the same array twice, and `#[nondiff]` arrays, in loops
-//! and branches, through chains of calls. Each caller's gradient is
+//! other calls, the same array twice, `#[nondiff]` arrays, and parts of
+//! arrays (`&a[lo..hi]`), in loops and branches, through chains of calls. Each caller's gradient is
 //! checked against finite differences, and its three modes against each
 //! other (`support::check`), in debug and release builds alike.
 
@@ -117,6 +117,56 @@ fn rows_energy(a: &[f64], x: &[f64]) -> f64 {
     e
 }
 
+/// `‖A x‖²` row by row, each row passed as a part of `a`: the twin of
+/// [`rows_energy`], which passes the whole array and an offset.
+#[differentiable]
+fn rows_energy_by_parts(a: &[f64], x: &[f64]) -> f64 {
+    let m = x.len();
+    let mut e = 0.0;
+    for i in 0..a.len() / m {
+        let y = dot(&a[i * m..(i + 1) * m], x);
+        e += y * y;
+    }
+    e
+}
+
+/// Parts of every kind: two parts of one array in one call, open and
+/// inclusive ranges, a part of a `#[nondiff]` array, the whole array
+/// after a part of it, a part of an array the function builds, and a
+/// part in a branch.
+#[differentiable]
+fn halves(x: &[f64], #[nondiff] w: &[f64]) -> f64 {
+    let h = x.len() / 2;
+    let mut sq = vec![0.0; x.len()];
+    for i in 0..x.len() {
+        sq[i] = x[i] * x[i];
+    }
+    let mut s = dot(&x[..h], &x[h..]) + dot(&w[1..], &x[..x.len() - 1]);
+    s += dot(&x[1..=h], &sq[h - 1..2 * h - 1]) * dot(&x[h..], x);
+    if s > 0.0 {
+        s += norm(&sq[h..]);
+    }
+    s
+}
+
+/// Takes no differentiable slice: a part of a constant array passed to
+/// it is an ordinary constant.
+#[differentiable]
+fn weigh(#[nondiff] w: &[f64], x: f64) -> f64 {
+    w[0] * x
+}
+
+#[differentiable]
+fn weighed_by_a_part(x: f64, #[nondiff] w: &[f64]) -> f64 {
+    weigh(&w[1..], x) * x
+}
+
+#[differentiable(lanes)]
+fn lanes_by_parts(x: &[f64], #[nondiff] w: &[f64]) -> f64 {
+    let h = x.len() / 2;
+    ldot(&x[..h], &x[h..]) + ldot(&w[..h], &x[h..])
+}
+
 /// `lanes` through calls passing slices: the callees' own `apply_lanes`
 /// and `f_jvp_lanes` run behind the calls.
 #[differentiable(lanes)]
@@ -161,6 +211,17 @@ impl Spring {
     fn scaled_energy(&self, x: &[f64], c: f64) -> f64 {
         c * self.energy(x)
     }
+
+    /// The energy of the first half, passed as a part of `x`.
+    #[differentiable]
+    fn front_energy(&self, x: &[f64]) -> f64 {
+        self.energy(&x[..x.len() / 2])
+    }
+}
+
+#[differentiable]
+fn springs_by_parts(s: &Spring, x: &[f64]) -> f64 {
+    2.0 * s.energy(&x[1..]) + s.front_energy(x)
 }
 
 #[differentiable]
@@ -352,6 +413,105 @@ fn matrix_rows_through_calls_in_a_loop() {
         .collect();
     assert_close(&ga, &want_a, 1e-12);
     assert_close(&gx, &want_x, 1e-12);
+}
+
+#[test]
+fn parts_of_arrays_have_the_gradient_of_offsets() {
+    let (a, x) = (xs(12, 0.2), xs(3, -0.5));
+    let (v, (ga, gx)) = rows_energy_by_parts_vjp(&a, &x, 1.0);
+    let (u, (ha, hx)) = rows_energy_vjp(&a, &x, 1.0);
+    assert_eq!(v, u);
+    assert_close(&ga, &ha, 1e-14);
+    assert_close(&gx, &hx, 1e-14);
+    let ax: Vec<f64> = a.iter().chain(&x).copied().collect();
+    let join = |(p, q): (Vec<f64>, Vec<f64>)| -> Vec<f64> { p.into_iter().chain(q).collect() };
+    check(
+        &ax,
+        1,
+        |v| vec![rows_energy_by_parts(&v[..12], &v[12..])],
+        |v, d| vec![rows_energy_by_parts_jvp(&v[..12], &v[12..], &d[..12], &d[12..]).1],
+        |v, w| join(rows_energy_by_parts_vjp(&v[..12], &v[12..], w[0]).1),
+        |v, d, w| {
+            let (_, l) = rows_energy_by_parts_lin(&v[..12], &v[12..]);
+            let dy = l.apply((d[..12].to_vec(), d[12..].to_vec()));
+            (vec![dy], join(l.transpose(w[0])))
+        },
+    );
+}
+
+#[test]
+fn parts_of_every_kind() {
+    let w = xs(6, -0.3);
+    for a in [0.4, -1.1] {
+        let x = xs(6, a);
+        let (v, gx) = halves_vjp(&x, &w, 1.0);
+        assert_eq!(v, halves(&x, &w));
+        // By hand, the same sums over index ranges.
+        let h = 3;
+        let d = |p: &[f64], q: &[f64]| p.iter().zip(q).map(|(a, b)| a * b).sum::<f64>();
+        let sq: Vec<f64> = x.iter().map(|t| t * t).collect();
+        let mut want = d(&x[..h], &x[h..]) + d(&w[1..], &x[..5]);
+        want += d(&x[1..=h], &sq[h - 1..2 * h - 1]) * d(&x[h..], &x);
+        if want > 0.0 {
+            want += d(&sq[h..], &sq[h..]).sqrt();
+        }
+        assert!(support::close(v, want, 1e-14), "{v} against {want}");
+        let fd: Vec<f64> = (0..6)
+            .map(|i| {
+                let mut e = vec![0.0; 6];
+                e[i] = 1.0;
+                fd_along(|x| vec![halves(x, &w)], &x, &e)[0]
+            })
+            .collect();
+        assert_close(&gx, &fd, 1e-7);
+        let (_, l) = halves_lin(&x, &w);
+        let dx = xs(6, 0.7);
+        let (_, dy) = halves_jvp(&x, &w, &dx);
+        assert!(support::close(l.apply(dx.clone()), dy, 1e-13));
+        let dot_g: f64 = gx.iter().zip(&dx).map(|(a, b)| a * b).sum();
+        assert!(support::close(dot_g, dy, 1e-12), "{dot_g} against {dy}");
+        assert_close(&l.transpose(1.0), &gx, 1e-14);
+    }
+}
+
+#[test]
+fn a_part_of_a_constant_array_as_a_constant() {
+    let w = [0.5, -1.5, 2.0];
+    let (v, g) = weighed_by_a_part_vjp(0.75, &w, 1.0);
+    assert_eq!(v, weighed_by_a_part(0.75, &w));
+    assert_eq!(v, -1.5 * 0.75 * 0.75);
+    assert_eq!(g, 2.0 * -1.5 * 0.75);
+}
+
+#[test]
+fn lanes_through_parts() {
+    let (x, w) = (xs(6, 0.3), xs(6, -0.8));
+    let (v, l) = lanes_by_parts_lin(&x, &w);
+    assert_eq!(v, lanes_by_parts(&x, &w));
+    let seeds: Vec<Lanes<f64, 6>> = (0..6).map(Lanes::unit).collect();
+    let lanes = l.apply_lanes(seeds);
+    let (_, g) = lanes_by_parts_vjp(&x, &w, 1.0);
+    assert_close(&lanes.0, &g, 1e-12);
+}
+
+#[test]
+fn methods_passed_parts_of_arrays() {
+    let s = Spring { k: 1.5, rest: 0.25 };
+    let x = xs(4, 0.4);
+    let (v, (gs, gx)) = springs_by_parts_vjp(&s, &x, 1.0);
+    assert_eq!(v, springs_by_parts(&s, &x));
+    // By hand: f = k Σ_{i≥1} (xᵢ - r)² + ½k Σ_{i<2} (xᵢ - r)².
+    let weight = |i: usize| f64::from(u8::from(i >= 1)) + 0.5 * f64::from(u8::from(i < 2));
+    let want_x: Vec<f64> = (0..4)
+        .map(|i| 2.0 * s.k * (x[i] - s.rest) * weight(i))
+        .collect();
+    assert_close(&gx, &want_x, 1e-12);
+    let sq = |i: usize| (x[i] - s.rest).powi(2);
+    let want_k: f64 = (0..4).map(|i| sq(i) * weight(i)).sum();
+    let want_r: f64 = (0..4)
+        .map(|i| -2.0 * s.k * (x[i] - s.rest) * weight(i))
+        .sum();
+    assert_close(&[gs.k, gs.rest], &[want_k, want_r], 1e-12);
 }
 
 #[test]

@@ -368,7 +368,10 @@ impl CallGen for LinearCalls<'_> {
                 // Lowering makes none in a `#[linear]` function, whose
                 // integers are all constants of the prelude and which
                 // passes no arrays.
-                CallArg::Discrete(_) | CallArg::Data { .. } | CallArg::Again { .. } => return None,
+                CallArg::Discrete(_)
+                | CallArg::Data { .. }
+                | CallArg::Again { .. }
+                | CallArg::Part { .. } => return None,
                 CallArg::Inactive(id, span) => {
                     slots.push(quote_spanned!(*span=> ::linear_ad::__private::Coef(#id)));
                     pats.push(quote!(_));

@@ -383,7 +383,12 @@ impl Lowerer<'_> {
         shape.row().map(|(e, m)| (e.clone(), m))
     }
 
-    fn int_prim(&mut self, prim: Prim, a: crate::ir::Var, b: crate::ir::Var) -> crate::ir::Var {
+    pub(super) fn int_prim(
+        &mut self,
+        prim: Prim,
+        a: crate::ir::Var,
+        b: crate::ir::Var,
+    ) -> crate::ir::Var {
         self.emit_nd(
             "n",
             Ty::Int,

@@ -82,38 +82,107 @@ pub enum CallArg {
         active: bool,
         span: Span,
     },
+    /// A part of an array, `&a[lo..hi]`, passed to an array parameter of
+    /// the callee (differentiable if `active`): the array, unless the
+    /// call passes it already (then `first`, the argument that does), and
+    /// the range's bounds, constant integers of the extern. `lent` if the
+    /// array is differentiable (the extern borrows its tangent), else it
+    /// is the data array of a `#[nondiff]` parameter, constant. Of this
+    /// shape (a slice of floats).
+    Part {
+        first: Option<usize>,
+        shape: Shape,
+        lent: bool,
+        active: bool,
+        span: Span,
+    },
+}
+
+impl CallArg {
+    /// How many IR arguments stand for this one.
+    fn ir_args(&self) -> usize {
+        match self {
+            CallArg::Inactive(..) | CallArg::Again { .. } => 0,
+            CallArg::Part { first: None, .. } => 3,
+            CallArg::Part { first: Some(_), .. } => 2,
+            CallArg::Active(..)
+            | CallArg::Origin(..)
+            | CallArg::Discrete(_)
+            | CallArg::Data { .. } => 1,
+        }
+    }
 }
 
 impl CallSite {
-    /// The positions among the extern's non-linear parameters of the
-    /// [`CallArg::Data`] arrays.
-    pub fn data_positions(&self) -> Vec<usize> {
-        self.args
-            .iter()
-            .zip(self.positions())
-            .filter(|(a, _)| matches!(a, CallArg::Data { .. }))
-            .filter_map(|(_, (k, _))| k)
-            .collect()
+    /// The positions among the extern's non-linear parameters of its
+    /// constants: the [`CallArg::Data`] arrays, the arrays of constant
+    /// [`CallArg::Part`]s, and the bounds of every part's range.
+    pub fn constant_positions(&self) -> Vec<usize> {
+        let mut out = Vec::new();
+        for ((a, (k, _)), range) in self.args.iter().zip(self.positions()).zip(self.ranges()) {
+            match a {
+                CallArg::Data { .. } | CallArg::Part { lent: false, .. } => out.extend(k),
+                _ => {}
+            }
+            if let Some((lo, hi)) = range {
+                out.extend([lo, hi]);
+            }
+        }
+        out
     }
 
     /// Per argument, its position among the extern's non-linear arguments
-    /// and among its tangents (linear arguments), where it has one.
+    /// and among its tangents (linear arguments), where it has one (a
+    /// part's: its array's, if the part passes it).
     pub fn positions(&self) -> Vec<(Option<usize>, Option<usize>)> {
         let (mut k, mut t) = (0, 0);
         self.args
             .iter()
-            .map(|a| match a {
-                CallArg::Active(..) | CallArg::Origin(..) | CallArg::Discrete(_) => {
-                    k += 1;
-                    t += 1;
-                    (Some(k - 1), Some(t - 1))
+            .map(|a| {
+                let at = k;
+                k += a.ir_args();
+                match a {
+                    CallArg::Active(..) | CallArg::Origin(..) | CallArg::Discrete(_) => {
+                        t += 1;
+                        (Some(at), Some(t - 1))
+                    }
+                    CallArg::Part {
+                        first: None, lent, ..
+                    } => {
+                        t += usize::from(*lent);
+                        (Some(at), lent.then(|| t - 1))
+                    }
+                    CallArg::Data { .. } => (Some(at), None),
+                    CallArg::Inactive(..) | CallArg::Again { .. } | CallArg::Part { .. } => {
+                        (None, None)
+                    }
                 }
-                CallArg::Data { .. } => {
-                    k += 1;
-                    (Some(k - 1), None)
-                }
-                CallArg::Inactive(..) | CallArg::Again { .. } => (None, None),
             })
+            .collect()
+    }
+
+    /// Per argument, the positions among the extern's non-linear arguments
+    /// of its range's bounds, if it is a [`CallArg::Part`].
+    pub fn ranges(&self) -> Vec<Option<(usize, usize)>> {
+        let mut k = 0;
+        self.args
+            .iter()
+            .map(|a| {
+                let at = k;
+                k += a.ir_args();
+                match a {
+                    CallArg::Part { first: None, .. } => Some((at + 1, at + 2)),
+                    CallArg::Part { first: Some(_), .. } => Some((at, at + 1)),
+                    _ => None,
+                }
+            })
+            .collect()
+    }
+
+    /// The [`CallArg::Part`]s among the arguments, in order.
+    pub fn parts(&self) -> Vec<usize> {
+        (0..self.args.len())
+            .filter(|&i| matches!(self.args[i], CallArg::Part { .. }))
             .collect()
     }
 }
@@ -407,9 +476,12 @@ impl Lowerer<'_> {
             syn::Expr::Reference(r) if r.mutability.is_none() => (&*r.expr, true),
             _ => (a, false),
         };
-        if is_sub_slice(inner) {
-            self.errs.spanned(a, "passing a part of an array (`&a[lo..hi]`) to another function is not supported yet: pass the whole array and the offset (`row(a, i * m, x)`), and index it there");
-            return None;
+        // A part of a constant array for a callee that takes no
+        // differentiable slice is an ordinary constant.
+        if let Some(part) = sub_slice(inner) {
+            if slot.is_some() || self.calls_active(&part.0.expr) {
+                return self.part_arg(a, part, slot, out);
+            }
         }
         let val = match lowered {
             Some(v) => v,
@@ -499,7 +571,7 @@ impl Lowerer<'_> {
             (params, vec![], rets, vec![], vars, vec![])
         };
         // The arrays constant here: J gives them no tangent.
-        let constant = site.data_positions();
+        let constant = site.constant_positions();
         self.externs.push(Extern {
             constant,
             ..Extern::plain(name.clone(), (nl_params, lin_params), (nl_rets, lin_rets))
@@ -623,6 +695,108 @@ impl Lowerer<'_> {
             span: a.span(),
         };
         Some((arg, v, Ty::Array(Box::new(elem), None)))
+    }
+
+    /// A part of an array, `&a[lo..hi]` (`ix` with its range, written
+    /// `a`), for a parameter that `slot` says is a slice: the array, lent
+    /// if it is differentiable or else the data array of a `#[nondiff]`
+    /// parameter, unless the call lends it already; then the bounds,
+    /// `0` and `len(a)` where the range leaves them out ([`CallArg::Part`]).
+    /// `None` if it cannot be passed (the error is reported).
+    fn part_arg(
+        &mut self,
+        a: &syn::Expr,
+        (ix, range): (&syn::ExprIndex, &syn::ExprRange),
+        slot: Option<bool>,
+        out: &mut Arguments,
+    ) -> Option<()> {
+        let base = self.expr(&ix.expr, "a");
+        // Without the callee's signature (not known yet, or a method
+        // called from outside its block), a differentiable array goes to
+        // a differentiable slice, as a whole one does.
+        let slot = match (slot, &base) {
+            (Some(slot), _) => slot,
+            (None, Val::Active(..)) => true,
+            // A constant for a callee without differentiable slices is
+            // lowered as any constant ([`Self::call_arg`]), not here.
+            (None, Val::Inactive(_)) => {
+                self.errs.spanned(a, "linear-ad internal error (please report it): a part of a constant array taken as one the call lends");
+                return None;
+            }
+        };
+        let (array, elem, lent) = match base {
+            Val::Active(v, _) if self.poison.contains(&v) => return None,
+            Val::Active(v, ty @ Ty::Array(..)) => {
+                if let Some(msg) = self.not_passable(&v, &ty) {
+                    self.errs.spanned(a, msg);
+                    return None;
+                }
+                if !slot {
+                    self.errs.spanned(a, "this array is differentiable here, but the function called takes it as `#[nondiff]`: its derivative through this argument would be lost; pass a constant array, or remove `#[nondiff]` from the parameter");
+                    return None;
+                }
+                let Ty::Array(e, _) = ty else { return None };
+                (v, *e, true)
+            }
+            Val::Inactive(_) => {
+                let param = match super::exits::strip(&ix.expr) {
+                    syn::Expr::Path(p) => p.path.get_ident().cloned(),
+                    _ => None,
+                };
+                let Some((v, elem)) = param.and_then(|id| self.data_array_for_call(&id)) else {
+                    self.errs.spanned(a, "a part of a constant array passed to another differentiable function must be of a `#[nondiff]` parameter of this function (`#[nondiff] name: &[f64]`); parts of other constants cannot be passed yet");
+                    return None;
+                };
+                (v, elem, false)
+            }
+            Val::Active(..) => {
+                self.errs.spanned(
+                    &ix.expr,
+                    "only a part of an array of floats can be passed to a slice parameter",
+                );
+                return None;
+            }
+        };
+        let bound = |l: &mut Self, e: &syn::Expr| {
+            let v = l.expr(e, "k");
+            l.materialize(v, &Ty::Int, e.span())
+        };
+        let lo = match &range.start {
+            Some(e) => bound(self, e),
+            None => self.emit_nd("k", Ty::Int, Expr::Int(0)),
+        };
+        let hi = match (&range.end, &range.limits) {
+            (Some(e), syn::RangeLimits::HalfOpen(_)) => bound(self, e),
+            (Some(e), syn::RangeLimits::Closed(_)) => {
+                let last = bound(self, e);
+                let one = self.emit_nd("k", Ty::Int, Expr::Int(1));
+                self.int_prim(crate::ir::Prim::IAdd, last, one)
+            }
+            (None, _) => self.emit_nd("n", Ty::Int, Expr::Len(array.clone())),
+        };
+        let float = match elem {
+            Ty::Real(f) => f,
+            _ => self.float(),
+        };
+        // An array lent already: the extern borrows its tangent once.
+        let first = lent
+            .then(|| out.vars.iter().position(|w| *w == array))
+            .flatten()
+            .map(|k| nth_ir_arg(&out.args, k));
+        out.args.push(CallArg::Part {
+            first,
+            shape: Shape::Slice(Box::new(Shape::Float(float)), super::SliceKind::Slice),
+            lent,
+            active: slot,
+            span: a.span(),
+        });
+        if first.is_none() {
+            out.vars.push(array);
+            out.tys.push(Ty::Array(Box::new(elem), None));
+        }
+        out.vars.extend([lo, hi]);
+        out.tys.extend([Ty::Int, Ty::Int]);
+        Some(())
     }
 
     /// Why the differentiable value `v` cannot be an argument of another
@@ -779,19 +953,29 @@ impl Arguments {
     }
 }
 
-/// Whether `e` is `a[lo..hi]` (or `a[..]`, `a[lo..]`): a part of an
-/// array, which calls cannot pass yet.
-fn is_sub_slice(e: &syn::Expr) -> bool {
-    matches!(super::exits::strip(e), syn::Expr::Index(ix) if matches!(*ix.index, syn::Expr::Range(_)))
+/// `a[lo..hi]` (or `a[..]`, `a[lo..]`, `a[lo..=hi]`): a part of an
+/// array, if `e` is one.
+fn sub_slice(e: &syn::Expr) -> Option<(&syn::ExprIndex, &syn::ExprRange)> {
+    match super::exits::strip(e) {
+        syn::Expr::Index(ix) => match &*ix.index {
+            syn::Expr::Range(r) => Some((ix, r)),
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
-/// The index among a call's arguments `args` of its `k`-th IR argument.
+/// The index among a call's arguments `args` of the one that passes its
+/// `k`-th IR argument.
 fn nth_ir_arg(args: &[CallArg], k: usize) -> usize {
-    args.iter()
-        .enumerate()
-        .filter(|(_, a)| !matches!(a, CallArg::Inactive(..) | CallArg::Again { .. }))
-        .nth(k)
-        .map_or(0, |(i, _)| i)
+    let mut at = 0;
+    for (i, a) in args.iter().enumerate() {
+        at += a.ir_args();
+        if k < at {
+            return i;
+        }
+    }
+    0
 }
 
 /// The function `name` is a derivative of: `f` for `f_jvp` or `f_vjp`

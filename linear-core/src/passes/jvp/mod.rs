@@ -15,6 +15,9 @@
 //! * JRet, JApp, JTup and every primitive rule: operands repeated within
 //!   one leaf (`x * x`, `(x, x;)`, `f(x, x;)`) get one tangent per
 //!   occurrence through a `dup` chain, the "variants" the text mentions.
+//!   An extern's constant parameters take no tangent: an argument read
+//!   only there (the bounds of a part of an array) has its tangent
+//!   dropped.
 //! * JPrimMul on a square `x * x`: `2x ẋ`, one scaling instead of two and
 //!   a sum (the operand's tangent is not duplicated).
 //! * JLit, and constants: value with a linear zero tangent.
@@ -374,6 +377,13 @@ impl Jvp<'_> {
                 let fj = fj.clone();
                 let mut out = Vec::new();
                 let ds = self.app_tangents(&mut out, func, nl, &mut sigma)?;
+                // An argument read only at constant positions (the bounds
+                // of a part of an array) passes no tangent: it is dropped.
+                for k in self.constants.get(func).cloned().unwrap_or_default() {
+                    if let Some(d) = nl.get(k).and_then(|v| sigma.remove(v)) {
+                        out.push(drop_stmt(d));
+                    }
+                }
                 Ok(Expr::block(
                     out,
                     Expr::App {

@@ -14,6 +14,17 @@
 //! added into the first's. A constant array (`CallArg::Data`) passed to a
 //! differentiable parameter gets a zero tangent and a scratch accumulator
 //! whose sum is dropped.
+//!
+//! Parts of arrays. `f(&a[lo..hi])` (`CallArg::Part`) passes the whole
+//! array in the IR, as any array, and the range's bounds as constant
+//! integers of the extern, so J, U and T apply their rules for arrays
+//! unchanged: the tangent lent is `ȧ`'s, U passes `a` back. Here each
+//! stage slices what the IR passes: `&a[lo..hi]`, `&ȧ[lo..hi]`. The
+//! residual and the transpose are not passed the bounds again, so the
+//! caller's tape holds them beside the callee's linearization
+//! (`linear_ad::__private::Ranged`). The callee's reverse pass adds into
+//! a scratch buffer as long as the part, added into the accumulator's
+//! range after the call: the callee's accumulators are owned `Vec`s.
 
 use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned};
@@ -23,6 +34,8 @@ use super::{arg_from_ir, from_ir, result_to_ir, to_ir};
 use crate::codegen::{CallGen, Names};
 use crate::ir::{Ty, Var};
 use crate::lower::{CallArg, CallSite, Shape};
+
+mod second;
 
 /// The caller-side half: Rust for the IR's calls to `call.N` and its
 /// derived externs, from the call sites recorded by lowering.
@@ -132,6 +145,11 @@ impl Calls<'_> {
                     let p = &site.callee;
                     quote!(<#p as ::linear_ad::__private::SecondOrder>::JvpLin)
                 }
+                // Beside the ranges of the parts of arrays it was passed.
+                Some((site, _)) if !site.parts().is_empty() => {
+                    let (p, n) = (&site.callee, site.parts().len());
+                    quote!(::linear_ad::__private::Ranged<#p, #n>)
+                }
                 Some((site, _)) => {
                     let p = &site.callee;
                     quote!(#p)
@@ -188,7 +206,7 @@ impl CallGen for Calls<'_> {
             .last()
             .map_or_else(Span::call_site, |s| s.ident.span());
         if stage.starts_with("jvp.jvp") {
-            return second_order_call(site, &stage, (nl, lin), span, names);
+            return second::call(site, &stage, (nl, lin), span, names);
         }
         let ty = &site.callee;
         let f = |name: &str| {
@@ -206,8 +224,8 @@ impl CallGen for Calls<'_> {
         };
         let (c_jvp, c_lin) = (lanes("__jvp_lanes", "__jvp"), f("__lin"));
         let (c_apply, c_transpose) = (lanes("__apply_lanes", "__apply"), f("__transpose"));
-        let slots = |vals: &[syn::Ident], arrays: &[Option<syn::Ident>], names: &mut Names| {
-            tangent_slots(site, (vals, arrays), names)
+        let slots = |vals: &[syn::Ident], passed: &Passed, names: &mut Names| {
+            tangent_slots(site, (vals, &passed.arrays, &passed.ranges), names)
         };
         let r = syn::Ident::new("__r", Span::mixed_site());
         let dr = syn::Ident::new("__dr", Span::mixed_site());
@@ -220,75 +238,198 @@ impl CallGen for Calls<'_> {
                 let (args, unread) = primal_args(site, nl, names)?;
                 let unread = quote!(#(let _ = &#unread;)*);
                 if stage == "jvp" {
-                    let arrays = array_args(site, nl, false);
-                    let slots = slots(lin, &arrays, names)?;
+                    let passed = Passed::of(site, nl, None);
+                    let slots = slots(lin, &passed, names)?;
                     let dr_ir = result_to_ir(quote!(#dr), &site.ret, names);
                     quote!({ #unread let (#r, #dr) = #c_jvp(#(#args,)* #(#slots,)*); (#r_ir, #dr_ir) })
                 } else {
-                    quote!({ #unread let (#r, #l) = #c_lin(#(#args,)*); (#r_ir, #l) })
+                    let held = ranged(site, nl, &l)?;
+                    quote!({ #unread let (#r, #l) = #c_lin(#(#args,)*); (#r_ir, #held) })
                 }
             }
             // After the tape, the array arguments, passed back (see
             // `passes::unzip` and `items::Detached`).
             "jvp.lin" => {
                 let (tape, arrays) = nl.split_first()?;
-                let arrays = array_args(site, arrays, true);
-                let slots = slots(lin, &arrays, names)?;
-                let passed = arrays.iter().flatten();
-                quote!({ let #r = #c_apply(&#tape, #(&#passed,)* #(#slots,)*); #r_ir })
+                let passed = Passed::of(site, arrays, Some(tape));
+                let slots = slots(lin, &passed, names)?;
+                let (map, views) = (passed.map(tape), passed.views());
+                quote!({ let #r = #c_apply(#map, #(#views,)* #(#slots,)*); #r_ir })
             }
             "jvp.lin.t" => {
                 let ((tape, arrays), (ct, accs)) = (nl.split_first()?, lin.split_first()?);
-                let arrays = array_args(site, arrays, true);
-                transpose_call(site, &c_transpose, (tape, &arrays, ct, accs), names)?
+                let passed = Passed::of(site, arrays, Some(tape));
+                transpose_call(site, &c_transpose, (tape, &passed, ct, accs), names)?
             }
             _ => return None,
         })
     }
 }
 
+/// The linearization `l` a call's forward pass returns, as the caller's
+/// tape holds it: beside the ranges of the parts of arrays it was passed
+/// (read from the IR's arguments `nl`), if any.
+fn ranged(site: &CallSite, nl: &[syn::Ident], l: &syn::Ident) -> Option<TokenStream> {
+    if site.parts().is_empty() {
+        return Some(quote!(#l));
+    }
+    let ranges: Vec<TokenStream> = site
+        .ranges()
+        .into_iter()
+        .flatten()
+        .map(|(lo, hi)| {
+            let (lo, hi) = (nl.get(lo)?, nl.get(hi)?);
+            Some(quote!((#lo, #hi)))
+        })
+        .collect::<Option<_>>()?;
+    Some(quote!(::linear_ad::__private::Ranged { map: #l, ranges: [#(#ranges,)*] }))
+}
+
+/// The arrays a call passes, per argument: the IR array (the whole array
+/// for a part of one) and, for a part, its range as the caller's code
+/// reads it (`lo..hi`), from the IR's bounds or from the tape.
+struct Passed {
+    arrays: Vec<Option<syn::Ident>>,
+    ranges: Vec<Option<TokenStream>>,
+    /// Whether the callee's linearization is held in a `Ranged`.
+    ranged: bool,
+}
+
+impl Passed {
+    /// From the call's non-linear arguments `nl`, or, where the residual
+    /// passes the arrays back after the `tape` (`nl` the arrays only),
+    /// with the ranges the tape holds.
+    fn of(site: &CallSite, nl: &[syn::Ident], tape: Option<&syn::Ident>) -> Passed {
+        let arrays = array_args(site, nl, tape.is_some());
+        let mut k = 0usize;
+        let ranges = site
+            .ranges()
+            .into_iter()
+            .map(|r| {
+                let (lo, hi) = r?;
+                Some(match tape {
+                    Some(t) => {
+                        k += 1;
+                        let k = k - 1;
+                        quote!(#t.ranges[#k].0..#t.ranges[#k].1)
+                    }
+                    None => {
+                        let (lo, hi) = (nl.get(lo)?, nl.get(hi)?);
+                        quote!(#lo..#hi)
+                    }
+                })
+            })
+            .collect();
+        Passed {
+            arrays,
+            ranges,
+            ranged: !site.parts().is_empty(),
+        }
+    }
+
+    /// The array argument `i` passes as the callee sees it: `&a`, or
+    /// `&a[lo..hi]` for a part.
+    fn view(&self, i: usize) -> Option<TokenStream> {
+        let a = self.arrays.get(i)?.as_ref()?;
+        Some(match self.range(i) {
+            Some(r) => quote!(&#a[#r]),
+            None => quote!(&#a),
+        })
+    }
+
+    fn range(&self, i: usize) -> Option<&TokenStream> {
+        self.ranges.get(i)?.as_ref()
+    }
+
+    /// The arrays passed back to the callee's detached linearization, one
+    /// per slice parameter, in order.
+    fn views(&self) -> Vec<TokenStream> {
+        (0..self.arrays.len())
+            .filter_map(|i| self.view(i))
+            .collect()
+    }
+
+    /// The callee's linearization in the `tape`.
+    fn map(&self, tape: &syn::Ident) -> TokenStream {
+        match self.ranged {
+            true => quote!(&#tape.map),
+            false => quote!(&#tape),
+        }
+    }
+}
+
 /// The call of a callee's `__transpose` (`c_transpose`) on its `tape`,
-/// the arrays passed back (`arrays`, per argument) and the cotangent `ct`
-/// of its result, with the accumulators of the arrays it borrows (`accs`,
-/// the IR's): the cotangents of the active arguments, as IR values.
+/// the arrays passed back (`passed`) and the cotangent `ct` of its result,
+/// with the accumulators of the arrays it borrows (`accs`, the IR's): the
+/// cotangents of the active arguments, as IR values. An array passed
+/// whole gets its accumulator; a part of one, an array passed again, or a
+/// constant array, a scratch buffer, added into the accumulator (in the
+/// part's range) after the call, or dropped.
 fn transpose_call(
     site: &CallSite,
     c_transpose: &TokenStream,
-    (tape, arrays, ct, accs): (
-        &syn::Ident,
-        &[Option<syn::Ident>],
-        &syn::Ident,
-        &[syn::Ident],
-    ),
+    (tape, passed, ct, accs): (&syn::Ident, &Passed, &syn::Ident, &[syn::Ident]),
     names: &mut Names,
 ) -> Option<TokenStream> {
     let ct_rust = arg_from_ir(quote!(#ct), &site.ret, names);
     let (mut pats, mut outs, mut merges) = (Vec::new(), Vec::new(), Vec::new());
     let mut acc_args = Vec::new();
     let mut accs = accs.iter();
-    // Each argument's cotangent variable, for an array passed again.
-    let mut cts: Vec<Option<syn::Ident>> = Vec::new();
+    // Each argument's accumulator after the call, for an array passed
+    // again or a part of it.
+    let mut summed: Vec<Option<syn::Ident>> = Vec::new();
     for (i, a) in site.args.iter().enumerate() {
         let (c, out) = arg_cotangent(a, names);
-        // The accumulators of the callee's differentiable arrays: the IR's,
-        // or a scratch buffer for an array passed again (added into the
-        // first's after the call) or constant here (whose sum is dropped).
+        let scratch = |n: TokenStream, s: &Shape| zeros_of(n, s);
+        let mut sum = None;
         match a {
             CallArg::Active(Shape::Slice(..), _) => {
                 let acc = accs.next()?;
                 acc_args.push(quote!(#acc));
+                sum = c.clone();
             }
             CallArg::Again { first, .. } => {
-                let (arr, s) = (arrays.get(i)?.as_ref()?, arg_shape(site, *first)?);
+                let (arr, s) = (passed.arrays.get(i)?.as_ref()?, arg_shape(site, *first)?);
                 acc_args.push(zeros_like(arr, s));
-                let (into, from) = (cts.get(*first)?.as_ref()?, c.as_ref()?);
+                let (into, from) = (summed.get(*first)?.as_ref()?, c.as_ref()?);
                 merges.push(quote!(::linear_ad::__private::add_into(&mut #into, &#from);));
+            }
+            CallArg::Part {
+                first,
+                shape,
+                lent,
+                active,
+                ..
+            } => {
+                let r = passed.range(i)?;
+                if *active {
+                    acc_args.push(scratch(quote!((#r).len()), shape));
+                }
+                match (first, lent) {
+                    (None, true) => {
+                        let (acc, m) = (accs.next()?, names.temp("acc"));
+                        let from = c.as_ref()?;
+                        merges.push(quote! {
+                            let mut #m = #acc;
+                            ::linear_ad::__private::add_into(&mut #m[#r], &#from);
+                        });
+                        outs.push(quote!(#m));
+                        sum = Some(m);
+                    }
+                    (Some(j), true) => {
+                        let (into, from) = (summed.get(*j)?.as_ref()?, c.as_ref()?);
+                        merges.push(
+                            quote!(::linear_ad::__private::add_into(&mut #into[#r], &#from);),
+                        );
+                    }
+                    (_, false) => {}
+                }
             }
             CallArg::Data {
                 shape,
                 active: true,
                 ..
-            } => acc_args.push(zeros_like(arrays.get(i)?.as_ref()?, shape)),
+            } => acc_args.push(zeros_like(passed.arrays.get(i)?.as_ref()?, shape)),
             CallArg::Active(..)
             | CallArg::Origin(..)
             | CallArg::Discrete(_)
@@ -301,17 +442,17 @@ fn transpose_call(
             None => quote!(_),
         });
         outs.extend(out);
-        cts.push(c);
+        summed.push(sum);
     }
     let out = if outs.len() == 1 {
         outs[0].clone()
     } else {
         quote!((#(#outs,)*))
     };
-    let passed = arrays.iter().flatten();
+    let (map, views) = (passed.map(tape), passed.views());
     Some(quote!({
         #[allow(unused_mut)]
-        let (#(#pats,)*) = #c_transpose(&#tape, #(&#passed,)* #ct_rust, #(#acc_args,)*);
+        let (#(#pats,)*) = #c_transpose(#map, #(#views,)* #ct_rust, #(#acc_args,)*);
         #(#merges)*
         #out
     }))
@@ -320,6 +461,12 @@ fn transpose_call(
 /// A zeroed `Vec` as long as the IR array `arr`, of shape `s` (in lanes
 /// in `apply_lanes`).
 fn zeros_like(arr: &syn::Ident, s: &Shape) -> TokenStream {
+    zeros_of(quote!(#arr.len()), s)
+}
+
+/// A zeroed `Vec` of `n` elements of the array shape `s` (in lanes in
+/// `apply_lanes`).
+fn zeros_of(n: TokenStream, s: &Shape) -> TokenStream {
     let e = match s {
         Shape::Slice(e, _) => e.rust(),
         other => other.rust(),
@@ -328,15 +475,16 @@ fn zeros_like(arr: &syn::Ident, s: &Shape) -> TokenStream {
         Some(k) => crate::codegen::in_lanes(&e, &k),
         None => e,
     };
-    quote!(::linear_ad::__private::zeros::<#e>(#arr.len()))
+    quote!(::linear_ad::__private::zeros::<#e>(#n))
 }
 
 /// The shape of the `i`-th argument of a call, if it is differentiable.
 fn arg_shape(site: &CallSite, i: usize) -> Option<&Shape> {
     match site.args.get(i)? {
-        CallArg::Active(s, _) | CallArg::Origin(s, _, _) | CallArg::Data { shape: s, .. } => {
-            Some(s)
-        }
+        CallArg::Active(s, _)
+        | CallArg::Origin(s, _, _)
+        | CallArg::Data { shape: s, .. }
+        | CallArg::Part { shape: s, .. } => Some(s),
         CallArg::Discrete(_) | CallArg::Inactive(..) | CallArg::Again { .. } => None,
     }
 }
@@ -350,14 +498,19 @@ fn array_args(site: &CallSite, nl: &[syn::Ident], compact: bool) -> Vec<Option<s
     let mut out: Vec<Option<syn::Ident>> = Vec::with_capacity(site.args.len());
     for (i, a) in site.args.iter().enumerate() {
         let id = match a {
-            CallArg::Active(Shape::Slice(..), _) | CallArg::Data { .. } => {
+            CallArg::Active(Shape::Slice(..), _)
+            | CallArg::Data { .. }
+            | CallArg::Part { first: None, .. } => {
                 rank += 1;
                 match compact {
                     true => nl.get(rank - 1).cloned(),
                     false => positions[i].0.and_then(|k| nl.get(k)).cloned(),
                 }
             }
-            CallArg::Again { first, .. } => out.get(*first).cloned().flatten(),
+            CallArg::Again { first, .. }
+            | CallArg::Part {
+                first: Some(first), ..
+            } => out.get(*first).cloned().flatten(),
             CallArg::Active(..)
             | CallArg::Origin(..)
             | CallArg::Discrete(_)
@@ -366,339 +519,6 @@ fn array_args(site: &CallSite, nl: &[syn::Ident], compact: bool) -> Vec<Option<s
         out.push(id);
     }
     out
-}
-
-/// A call of the callee's `_jvp` differentiated again, in a second
-/// derivative (`order = 2`): the IR's `g.jvp.jvp`'s forward pass, residual
-/// or transpose (`stage`), through the callee's `_jvp` linearization's
-/// functions in the callee's own calling convention (see
-/// `companions::jvp_companions`). The IR passes the active arguments, then
-/// their directions (`g.jvp`'s parameters, linearity erased); `f.hvp` is
-/// erased too (its calls pass every argument as non-linear), so the
-/// arguments are read in order whatever their linearity. The residual and
-/// the transpose take the array arguments again after the tape (the
-/// arguments' arrays, then their directions', as `g.jvp`'s linearization
-/// is detached: [`SecondArrays`]), and the transpose takes their
-/// accumulators after the cotangents.
-fn second_order_call(
-    site: &CallSite,
-    stage: &str,
-    (nl, lin): (&[syn::Ident], &[syn::Ident]),
-    span: Span,
-    names: &mut Names,
-) -> Option<TokenStream> {
-    let ty = &site.callee;
-    let f = |name: &str| {
-        let name = syn::Ident::new(name, span);
-        quote_spanned!(span=> <<#ty as ::linear_ad::__private::SecondOrder>::JvpLin>::#name)
-    };
-    let active = site
-        .args
-        .iter()
-        .filter(|a| matches!(a, CallArg::Active(..) | CallArg::Discrete(_)))
-        .count();
-    let (r, dr, l) = (
-        syn::Ident::new("__r", Span::mixed_site()),
-        syn::Ident::new("__dr", Span::mixed_site()),
-        syn::Ident::new("__l", Span::mixed_site()),
-    );
-    let r_ir = result_to_ir(quote!(#r), &site.ret, names);
-    let dr_ir = result_to_ir(quote!(#dr), &site.ret, names);
-    let all: Vec<syn::Ident> = nl.iter().chain(lin).cloned().collect();
-    let (tape, rest) = match stage {
-        "jvp.jvp" | "jvp.jvp.nl" => (None, &all[..]),
-        _ => (Some(all.first()?), all.get(1..)?),
-    };
-    let (n_values, n_directions) = SecondArrays::counts(site);
-    Some(match (stage, tape) {
-        ("jvp.jvp" | "jvp.jvp.nl", _) => {
-            // J's own call (`g_jvp`'s forward mode) passes the tangents
-            // of the arguments and directions after them.
-            let n = 2 * active + n_data(site);
-            let (point, tangents) = match stage {
-                "jvp.jvp" => rest.split_at_checked(n)?,
-                _ => (rest, &[][..]),
-            };
-            let (xs, dxs) = point.split_at_checked(active + n_data(site))?;
-            let arrays = SecondArrays::at(site, xs, dxs);
-            // Structs are refused at `order = 2`: no origins here.
-            let (args, _) = primal_args(site, xs, names)?;
-            let d_slots = arrays.slots(dxs, names)?;
-            let c = f("__jvp_lin");
-            let lin_call = quote!(let ((#r, #dr), #l) = #c(#(#args,)* #(#d_slots,)*););
-            if stage == "jvp.jvp.nl" {
-                quote!({ #lin_call (#r_ir, #dr_ir, #l) })
-            } else {
-                // Forward mode as the linearization applied once: the
-                // callee generates no forward mode of its `_jvp` in its
-                // own calling convention.
-                let ins = arrays.passed()?;
-                let (txs, tdxs) = tangents.split_at_checked(active)?;
-                let (e, g) = (arrays.slots(txs, names)?, arrays.slots(tdxs, names)?);
-                let (tr, tdr) = (
-                    syn::Ident::new("__tr", Span::mixed_site()),
-                    syn::Ident::new("__tdr", Span::mixed_site()),
-                );
-                let tr_ir = result_to_ir(quote!(#tr), &site.ret, names);
-                let tdr_ir = result_to_ir(quote!(#tdr), &site.ret, names);
-                let apply = f("__jvp_apply");
-                quote!({
-                    #lin_call
-                    let (#tr, #tdr) = #apply(&#l, #(#ins,)* #(#e,)* #(#g,)*);
-                    (#r_ir, #dr_ir, #tr_ir, #tdr_ir)
-                })
-            }
-        }
-        ("jvp.jvp.lin", Some(tape)) => {
-            let (values, rest) = rest.split_at_checked(n_values)?;
-            let (directions, rest) = rest.split_at_checked(n_directions)?;
-            let arrays = SecondArrays::passed_back(site, values, directions);
-            let (xs, dxs) = rest.split_at_checked(active)?;
-            let (e, g) = (arrays.slots(xs, names)?, arrays.slots(dxs, names)?);
-            let ins = arrays.passed()?;
-            let c = f("__jvp_apply");
-            quote!({ let (#r, #dr) = #c(&#tape, #(#ins,)* #(#e,)* #(#g,)*); (#r_ir, #dr_ir) })
-        }
-        ("jvp.jvp.lin.t", Some(tape)) => {
-            let (values, rest) = rest.split_at_checked(n_values)?;
-            let (directions, rest) = rest.split_at_checked(n_directions)?;
-            let arrays = SecondArrays::passed_back(site, values, directions);
-            let (cts, accs) = rest.split_at_checked(2)?;
-            let call = f("__jvp_transpose");
-            second_order_transpose(
-                site,
-                (&call, tape, &arrays),
-                (&cts[0], &cts[1], accs),
-                names,
-            )?
-        }
-        _ => return None,
-    })
-}
-
-/// The constant arrays a call passes to its callee (`#[nondiff]` slices of
-/// the caller): non-linear arguments with no tangent and no direction.
-fn n_data(site: &CallSite) -> usize {
-    site.args
-        .iter()
-        .filter(|a| matches!(a, CallArg::Data { .. }))
-        .count()
-}
-
-/// The arrays of a call of `g.jvp` in a second derivative, per argument
-/// of the call: the IR's array (a slice the call lends, or a constant
-/// one), and its direction's (a constant array has none: its direction is
-/// zero). `g.jvp`'s detached linearization takes them back in its own
-/// order, every slice parameter's array and then their directions'
-/// ([`SecondArrays::passed`]).
-struct SecondArrays<'a> {
-    site: &'a CallSite,
-    values: Vec<Option<syn::Ident>>,
-    directions: Vec<Option<syn::Ident>>,
-}
-
-impl<'a> SecondArrays<'a> {
-    /// How many arrays the IR passes back: the arguments' (slices lent
-    /// and constant arrays), then the lent slices' directions.
-    fn counts(site: &CallSite) -> (usize, usize) {
-        let lent = site
-            .args
-            .iter()
-            .filter(|a| matches!(a, CallArg::Active(Shape::Slice(..), _)))
-            .count();
-        (lent + n_data(site), lent)
-    }
-
-    /// From the IR's arguments of `g.jvp` (`xs`) and directions (`dxs`).
-    fn at(site: &'a CallSite, xs: &[syn::Ident], dxs: &[syn::Ident]) -> SecondArrays<'a> {
-        let positions = site.positions();
-        let get = |vals: &[syn::Ident], k: Option<usize>| k.and_then(|k| vals.get(k)).cloned();
-        let values = (0..site.args.len())
-            .map(|i| match &site.args[i] {
-                CallArg::Active(Shape::Slice(..), _) | CallArg::Data { .. } => {
-                    get(xs, positions[i].0)
-                }
-                _ => None,
-            })
-            .collect();
-        let directions = (0..site.args.len())
-            .map(|i| match &site.args[i] {
-                CallArg::Active(Shape::Slice(..), _) => get(dxs, positions[i].1),
-                _ => None,
-            })
-            .collect();
-        SecondArrays::resolved(site, values, directions)
-    }
-
-    /// From the arrays the IR passes back, in order ([`Self::counts`]).
-    fn passed_back(
-        site: &'a CallSite,
-        values: &[syn::Ident],
-        directions: &[syn::Ident],
-    ) -> SecondArrays<'a> {
-        let (mut vs, mut ds) = (values.iter(), directions.iter());
-        let (mut out_v, mut out_d) = (Vec::new(), Vec::new());
-        for a in &site.args {
-            let (v, d) = match a {
-                CallArg::Active(Shape::Slice(..), _) => (vs.next().cloned(), ds.next().cloned()),
-                CallArg::Data { .. } => (vs.next().cloned(), None),
-                _ => (None, None),
-            };
-            out_v.push(v);
-            out_d.push(d);
-        }
-        SecondArrays::resolved(site, out_v, out_d)
-    }
-
-    /// An array passed again is its first's.
-    fn resolved(
-        site: &'a CallSite,
-        mut values: Vec<Option<syn::Ident>>,
-        mut directions: Vec<Option<syn::Ident>>,
-    ) -> SecondArrays<'a> {
-        for (i, a) in site.args.iter().enumerate() {
-            if let CallArg::Again { first, .. } = a {
-                values[i] = values.get(*first).cloned().flatten();
-                directions[i] = directions.get(*first).cloned().flatten();
-            }
-        }
-        SecondArrays {
-            site,
-            values,
-            directions,
-        }
-    }
-
-    /// The callee's slice parameters: an array passed to each, lent again
-    /// or constant (`#[nondiff]` slices are refused at `order = 2`).
-    fn slices(&self) -> impl Iterator<Item = usize> + '_ {
-        (0..self.site.args.len()).filter(|&i| {
-            matches!(
-                self.site.args[i],
-                CallArg::Active(Shape::Slice(..), _) | CallArg::Again { .. } | CallArg::Data { .. }
-            )
-        })
-    }
-
-    /// What `g.jvp`'s linearization takes back: every slice parameter's
-    /// array, then their directions' (a constant array's a zeroed one).
-    fn passed(&self) -> Option<Vec<TokenStream>> {
-        let values = self.slices().map(|i| {
-            let v = self.values.get(i)?.as_ref()?;
-            Some(quote!(&#v))
-        });
-        let directions = self.slices().map(|i| match self.directions.get(i)? {
-            Some(d) => Some(quote!(&#d)),
-            None => {
-                let z = zeros_like(self.values.get(i)?.as_ref()?, arg_shape_of(self.site, i)?);
-                Some(quote!(&#z))
-            }
-        });
-        values.chain(directions).collect()
-    }
-
-    /// One tangent slot per parameter of the callee, from the IR's values
-    /// `vals` (a constant array's tangent zero, as long as the array).
-    fn slots(&self, vals: &[syn::Ident], names: &mut Names) -> Option<Vec<TokenStream>> {
-        tangent_slots(self.site, (vals, &self.values), names)
-    }
-}
-
-/// The shape of the `i`-th argument of a call, the first's for an array
-/// passed again.
-fn arg_shape_of(site: &CallSite, i: usize) -> Option<&Shape> {
-    match site.args.get(i)? {
-        CallArg::Again { first, .. } => arg_shape(site, *first),
-        _ => arg_shape(site, i),
-    }
-}
-
-/// `g.jvp.jvp`'s transpose (`call`, the callee's `__jvp_transpose`) on its
-/// `tape`, the arrays passed back and the cotangents of its two results,
-/// with the accumulators of the slices the call lends (`accs`, theirs
-/// then their directions'): the cotangents of the active arguments, then
-/// of their directions, as IR values (an array's is its accumulator,
-/// returned). An array passed again, or a constant one, gets a scratch
-/// accumulator, added into its first's or dropped.
-fn second_order_transpose(
-    site: &CallSite,
-    (call, tape, arrays): (&TokenStream, &syn::Ident, &SecondArrays),
-    (ct, dct, accs): (&syn::Ident, &syn::Ident, &[syn::Ident]),
-    names: &mut Names,
-) -> Option<TokenStream> {
-    let ct = arg_from_ir(quote!(#ct), &site.ret, names);
-    let dct = arg_from_ir(quote!(#dct), &site.ret, names);
-    let ins = arrays.passed()?;
-    let (acc_xs, acc_dxs) = accs.split_at_checked(accs.len() / 2)?;
-    let mut pats = (Vec::new(), Vec::new());
-    let mut outs = (Vec::new(), Vec::new());
-    let (mut acc_args, mut merges) = ((Vec::new(), Vec::new()), Vec::new());
-    let mut cts: (Vec<Option<syn::Ident>>, Vec<Option<syn::Ident>>) = (Vec::new(), Vec::new());
-    let (mut ix, mut idx) = (acc_xs.iter(), acc_dxs.iter());
-    for (i, a) in site.args.iter().enumerate() {
-        if matches!(a, CallArg::Origin(..)) {
-            return None;
-        }
-        let halves = [
-            (
-                &mut pats.0,
-                &mut outs.0,
-                &mut acc_args.0,
-                &mut cts.0,
-                &mut ix,
-            ),
-            (
-                &mut pats.1,
-                &mut outs.1,
-                &mut acc_args.1,
-                &mut cts.1,
-                &mut idx,
-            ),
-        ];
-        for (pats, outs, acc_args, cts, accs) in halves {
-            let (c, out) = arg_cotangent(a, names);
-            match a {
-                CallArg::Active(Shape::Slice(..), _) => {
-                    let acc = accs.next()?;
-                    acc_args.push(quote!(#acc));
-                }
-                CallArg::Again { first, .. } => {
-                    let arr = arrays.values.get(i)?.as_ref()?;
-                    acc_args.push(zeros_like(arr, arg_shape(site, *first)?));
-                    let (into, from) = (cts.get(*first)?.as_ref()?, c.as_ref()?);
-                    merges.push(quote!(::linear_ad::__private::add_into(&mut #into, &#from);));
-                }
-                CallArg::Data {
-                    shape,
-                    active: true,
-                    ..
-                } => {
-                    acc_args.push(zeros_like(arrays.values.get(i)?.as_ref()?, shape));
-                }
-                _ => {}
-            }
-            pats.push(match &c {
-                Some(c) if matches!(a, CallArg::Active(Shape::Slice(..), _)) => quote!(mut #c),
-                Some(c) => quote!(#c),
-                None => quote!(_),
-            });
-            outs.extend(out);
-            cts.push(c);
-        }
-    }
-    let (p0, p1) = pats;
-    let all: Vec<TokenStream> = outs.0.into_iter().chain(outs.1).collect();
-    let out = match all.as_slice() {
-        [one] => one.clone(),
-        many => quote!((#(#many,)*)),
-    };
-    let accs = acc_args.0.into_iter().chain(acc_args.1);
-    Some(quote!({
-        #[allow(unused_mut)]
-        let ((#(#p0,)*), (#(#p1,)*)) = #call(&#tape, #(#ins,)* (#ct, #dct), #(#accs,)*);
-        #(#merges)*
-        #out
-    }))
 }
 
 /// What a callee's transpose returns for the argument `a`: the variable
@@ -712,7 +532,9 @@ fn arg_cotangent(a: &CallArg, names: &mut Names) -> (Option<syn::Ident>, Option<
             let c = names.temp("c");
             (Some(c.clone()), Some(quote!(#c)))
         }
-        CallArg::Again { .. } => (Some(names.temp("c")), None),
+        // Scratch buffers, added into the accumulator after the call (see
+        // `transpose_call`).
+        CallArg::Again { .. } | CallArg::Part { lent: true, .. } => (Some(names.temp("c")), None),
         CallArg::Active(s, span) | CallArg::Origin(s, _, span) => {
             let c = names.temp("c");
             let t = s.rust();
@@ -721,17 +543,19 @@ fn arg_cotangent(a: &CallArg, names: &mut Names) -> (Option<syn::Ident>, Option<
             (Some(c), Some(to_ir(got, s, names)))
         }
         CallArg::Discrete(_) => (None, Some(quote!(()))),
-        CallArg::Data { .. } | CallArg::Inactive(..) => (None, None),
+        CallArg::Data { .. } | CallArg::Inactive(..) | CallArg::Part { .. } => (None, None),
     }
 }
 
 /// One tangent slot per parameter of the callee, in its order: the IR
 /// passes the active arguments' (`vals`) only, the other slots are
 /// `Inactive`; each slot carries its argument's span, so a type error
-/// about it points at the argument.
+/// about it points at the argument. The arrays passed (`arrays`, per
+/// argument) give a constant array's zero tangent its length, and the
+/// parts' `ranges` (per argument) the part of a tangent array passed.
 fn tangent_slots(
     site: &CallSite,
-    (vals, arrays): (&[syn::Ident], &[Option<syn::Ident>]),
+    (vals, arrays, ranges): (&[syn::Ident], &[Option<syn::Ident>], &[Option<TokenStream>]),
     names: &mut Names,
 ) -> Option<Vec<TokenStream>> {
     let positions = site.positions();
@@ -747,6 +571,28 @@ fn tangent_slots(
             CallArg::Again { first, span } => {
                 let v = val(*first)?;
                 out.push(quote_spanned!(*span=> &#v));
+            }
+            // The part of the tangent array, or zero for a constant one.
+            CallArg::Part {
+                first,
+                shape,
+                lent,
+                active,
+                span,
+            } => {
+                let r = ranges.get(i)?.as_ref()?;
+                let slot = match (lent, active) {
+                    (true, _) => {
+                        let v = val(first.unwrap_or(i))?;
+                        quote_spanned!(*span=> &#v[#r])
+                    }
+                    (false, true) => {
+                        let z = zeros_of(quote!((#r).len()), shape);
+                        quote!(&#z)
+                    }
+                    (false, false) => quote!(::linear_ad::__private::Inactive),
+                };
+                out.push(slot);
             }
             CallArg::Active(s, span) | CallArg::Origin(s, _, span) => {
                 let v = val(i)?;
@@ -786,11 +632,19 @@ fn primal_args<'v>(
     vals: &'v [syn::Ident],
     names: &mut Names,
 ) -> Option<(Vec<TokenStream>, Vec<&'v syn::Ident>)> {
-    let positions = site.positions();
+    let (positions, ranges) = (site.positions(), site.ranges());
     let (mut args, mut unread) = (Vec::new(), Vec::new());
     for (i, a) in site.args.iter().enumerate() {
         let val = |j: usize| positions[j].0.and_then(|k| vals.get(k));
         match a {
+            // A part of an array: of the array this argument or the one
+            // that lends it passes.
+            CallArg::Part { first, .. } => {
+                let v = val(first.unwrap_or(i))?;
+                let (lo, hi) = ranges[i]?;
+                let (lo, hi) = (vals.get(lo)?, vals.get(hi)?);
+                args.push(quote!(&#v[#lo..#hi]));
+            }
             // An array crosses borrowed, whether the caller owns it or
             // borrows it itself.
             CallArg::Active(Shape::Slice(..), _) | CallArg::Data { .. } => {
