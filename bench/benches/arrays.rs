@@ -227,9 +227,47 @@ fn least_squares_bench(c: &mut Criterion) {
     }
 }
 
+/// `‖A x‖²` row by row through calls: each row a part of `A`
+/// (`dot(&a[i*n..(i+1)*n], x)`), or the whole `A` and the row's offset,
+/// against the row's loop inline and the hand-written gradient.
+fn rows_bench(c: &mut Criterion) {
+    let mut g = c.benchmark_group("arrays/rows");
+    for (rows, cols) in ROW_SHAPES {
+        let (a, x) = (input(rows * cols, 12), input(cols, 13));
+        let (v, ga, gx) = rows_hand(&a, &x);
+        for (name, vjp) in [
+            ("parts", rows_by_parts_vjp as fn(&[f64], &[f64], f64) -> _),
+            ("offsets", rows_by_offsets_vjp),
+            ("inline", rows_inline_vjp),
+        ] {
+            let (w, (pa, px)) = vjp(&a, &x, 1.0);
+            assert!((v - w).abs() <= 1e-9 * (1.0 + v.abs()), "{name}");
+            same(&pa, &ga, name);
+            same(&px, &gx, name);
+        }
+        let id = format!("{rows}x{cols}");
+        let data = (a, x);
+        g.bench_with_input(BenchmarkId::new("hand", &id), &data, |b, (a, x)| {
+            b.iter(|| rows_hand(black_box(a), black_box(x)))
+        });
+        g.bench_with_input(BenchmarkId::new("vjp_parts", &id), &data, |b, (a, x)| {
+            b.iter(|| rows_by_parts_vjp(black_box(a), black_box(x), 1.0))
+        });
+        g.bench_with_input(BenchmarkId::new("vjp_offsets", &id), &data, |b, (a, x)| {
+            b.iter(|| rows_by_offsets_vjp(black_box(a), black_box(x), 1.0))
+        });
+        g.bench_with_input(BenchmarkId::new("vjp_inline", &id), &data, |b, (a, x)| {
+            b.iter(|| rows_inline_vjp(black_box(a), black_box(x), 1.0))
+        });
+    }
+}
+
+/// Rows × columns of the matrices of [`rows_bench`].
+const ROW_SHAPES: [(usize, usize); 2] = [(100, 10), (1000, 100)];
+
 criterion_group! {
     name = benches;
     config = config();
-    targets = rosenbrock_bench, dot_bench, matvec_bench, log_sum_exp_bench, least_squares_bench, calls_bench
+    targets = rosenbrock_bench, dot_bench, matvec_bench, log_sum_exp_bench, least_squares_bench, calls_bench, rows_bench
 }
 criterion_main!(benches);

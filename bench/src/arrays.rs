@@ -188,3 +188,67 @@ pub fn quadratic_hand(x: &[f64], y: &[f64]) -> (f64, Vec<f64>, Vec<f64>) {
     }
     (v, gx, gy)
 }
+
+/// Row `off / n` of a row-major matrix `a` (`n = x.len()` columns)
+/// dotted with `x`: the whole array and the row's offset cross the call.
+#[differentiable]
+pub fn row_dot(a: &[f64], off: usize, x: &[f64]) -> f64 {
+    let mut s = 0.0;
+    for j in 0..x.len() {
+        s += a[off + j] * x[j];
+    }
+    s
+}
+
+/// `‖A x‖²`, each row passed to [`dot`] as a part of `a`.
+#[differentiable]
+pub fn rows_by_parts(a: &[f64], x: &[f64]) -> f64 {
+    let n = x.len();
+    let mut e = 0.0;
+    for i in 0..a.len() / n {
+        let y = dot(&a[i * n..(i + 1) * n], x);
+        e += y * y;
+    }
+    e
+}
+
+/// [`rows_by_parts`] passing the whole array and each row's offset.
+#[differentiable]
+pub fn rows_by_offsets(a: &[f64], x: &[f64]) -> f64 {
+    let n = x.len();
+    let mut e = 0.0;
+    for i in 0..a.len() / n {
+        let y = row_dot(a, i * n, x);
+        e += y * y;
+    }
+    e
+}
+
+/// [`rows_by_parts`] with the row's loop inline.
+#[differentiable]
+pub fn rows_inline(a: &[f64], x: &[f64]) -> f64 {
+    let n = x.len();
+    let mut e = 0.0;
+    for i in 0..a.len() / n {
+        let mut y = 0.0;
+        for j in 0..n {
+            y += a[i * n + j] * x[j];
+        }
+        e += y * y;
+    }
+    e
+}
+
+pub fn rows_hand(a: &[f64], x: &[f64]) -> (f64, Vec<f64>, Vec<f64>) {
+    let n = x.len();
+    let (mut e, mut ga, mut gx) = (0.0, vec![0.0; a.len()], vec![0.0; n]);
+    for (row, grow) in a.chunks(n).zip(ga.chunks_mut(n)) {
+        let y: f64 = row.iter().zip(x).map(|(p, q)| p * q).sum();
+        e += y * y;
+        for j in 0..n {
+            grow[j] = 2.0 * y * x[j];
+            gx[j] += 2.0 * y * row[j];
+        }
+    }
+    (e, ga, gx)
+}

@@ -246,6 +246,30 @@ fn slice_calls(out: &mut String) {
         );
     }
     out.push('\n');
+    rows_table(out);
+}
+
+/// Parts of arrays across calls: `‖A x‖²` row by row.
+fn rows_table(out: &mut String) {
+    if median("arrays_rows", "hand/100x10").is_none() {
+        return;
+    }
+    out.push_str("Parts of arrays: `‖A x‖²` row by row, each row passed to `dot` as a part of `A` (`rows_by_parts`: `dot(&a[i * n..(i + 1) * n], x)`), or the whole `A` and the row's offset to a helper that indexes it (`rows_by_offsets`: `row_dot(a, i * n, x)`), against the row's loop inline and a hand-written gradient. A part's cotangent comes back from the callee in a buffer of its own (allocated and zeroed per call), added into the caller's in the part's range; an offset needs neither.\n\n| rows × columns | hand-written | `f_vjp`, inline | `f_vjp`, offsets | `f_vjp`, parts | parts ÷ offsets |\n| --- | ---: | ---: | ---: | ---: | ---: |\n");
+    for shape in ["100x10", "1000x100"] {
+        let m = |f: &str| median("arrays_rows", &format!("{f}/{shape}"));
+        let cell = |v: Option<f64>| v.map_or("–".into(), fmt_ns);
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} |",
+            shape.replace('x', " × "),
+            cell(m("hand")),
+            cell(m("vjp_inline")),
+            cell(m("vjp_offsets")),
+            cell(m("vjp_parts")),
+            ratio(m("vjp_parts"), m("vjp_offsets")),
+        );
+    }
+    out.push('\n');
 }
 
 const CRATES: [&str; 3] = ["num_dual", "echidna", "reverse"];
