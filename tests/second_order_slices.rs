@@ -233,3 +233,76 @@ fn the_readme_loss_has_the_hand_derived_hvp() {
         assert!(close(hv.1[i], hy, 1e-14), "{hv:?}: {i} against {hy}");
     }
 }
+
+/// Parts of arrays: rows of a matrix, two halves of one slice in one
+/// call, the whole slice after a part of it, and a part of a `#[nondiff]`
+/// slice.
+#[differentiable(order = 2)]
+pub fn by_parts(a: &[f64], x: &[f64], #[nondiff] w: &[f64]) -> f64 {
+    let n = x.len();
+    let mut e = 0.0;
+    for i in 0..a.len() / n {
+        let y = dot(&a[i * n..(i + 1) * n], x);
+        e += y * y;
+    }
+    e += dot(&x[..1], &x[1..2]) * dot(&x[1..], x);
+    e + wave(&a[..n], 0.5) * dot(&w[1..], &x[..n - 1])
+}
+
+#[differentiable(order = 2)]
+pub fn by_parts_inline(a: &[f64], x: &[f64], #[nondiff] w: &[f64]) -> f64 {
+    let n = x.len();
+    let mut e = 0.0;
+    for i in 0..a.len() / n {
+        let mut y = 0.0;
+        for j in 0..n {
+            y += a[i * n + j] * x[j];
+        }
+        e += y * y;
+    }
+    let mut tail = 0.0;
+    for j in 0..n - 1 {
+        tail += x[1 + j] * x[j];
+    }
+    e += x[0] * x[1] * tail;
+    let mut wv = 0.0;
+    let mut wx = 0.0;
+    for j in 0..n {
+        wv += (0.5 * a[j]).sin() * a[j];
+    }
+    for j in 0..n - 1 {
+        wx += w[1 + j] * x[j];
+    }
+    e + wv * wx
+}
+
+#[test]
+fn parts_of_arrays_have_the_hvp_of_their_inlined_twin() {
+    let a: Vec<f64> = (0..9).map(|i| ((i * 7 % 11) as f64 - 5.0) / 6.0).collect();
+    let (x, w) = (vec![0.4, -0.9, 1.3], W.to_vec());
+    let (va, vx): (Vec<f64>, Vec<f64>) = (
+        (0..9).map(|i| ((i * 5 % 7) as f64 - 3.0) / 4.0).collect(),
+        vec![0.7, 0.2, -0.5],
+    );
+    let (v, g, hv) = by_parts_hvp(&a, &x, &w, &va, &vx);
+    let (u, h, hu) = by_parts_inline_hvp(&a, &x, &w, &va, &vx);
+    assert!(close(v, u, 1e-14), "value {v} against {u}");
+    let flat2 =
+        |p: &(Vec<f64>, Vec<f64>)| -> Vec<f64> { p.0.iter().chain(&p.1).copied().collect() };
+    for (p, q) in flat2(&g).into_iter().zip(flat2(&h)) {
+        assert!(close(p, q, 1e-13), "gradient {g:?} against {h:?}");
+    }
+    for (p, q) in flat2(&hv).into_iter().zip(flat2(&hu)) {
+        assert!(close(p, q, 1e-12), "H·v {hv:?} against {hu:?}");
+    }
+    // And against central differences of the gradient.
+    let grad = |t: f64| flat2(&by_parts_vjp(&along(&a, &va, t), &along(&x, &vx, t), &w, 1.0).1);
+    let (p, m) = (grad(EPS), grad(-EPS));
+    for (i, hvi) in flat2(&hv).into_iter().enumerate() {
+        let fd = (p[i] - m[i]) / (2.0 * EPS);
+        assert!(
+            close(hvi, fd, 1e-7),
+            "H·v component {i}: {hvi} against {fd}"
+        );
+    }
+}

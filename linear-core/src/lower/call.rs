@@ -100,7 +100,7 @@ pub enum CallArg {
 
 impl CallArg {
     /// How many IR arguments stand for this one.
-    fn ir_args(&self) -> usize {
+    pub fn ir_args(&self) -> usize {
         match self {
             CallArg::Inactive(..) | CallArg::Again { .. } => 0,
             CallArg::Part { first: None, .. } => 3,
@@ -177,6 +177,14 @@ impl CallSite {
                 }
             })
             .collect()
+    }
+
+    /// How many non-linear arguments the extern takes, and how many
+    /// tangents (linear arguments) its derivative.
+    pub fn counts(&self) -> (usize, usize) {
+        let nl = self.args.iter().map(CallArg::ir_args).sum();
+        let tangents = self.positions().iter().filter(|(_, t)| t.is_some()).count();
+        (nl, tangents)
     }
 
     /// The [`CallArg::Part`]s among the arguments, in order.

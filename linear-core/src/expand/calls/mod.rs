@@ -143,7 +143,11 @@ impl Calls<'_> {
                 // derivative (`order = 2`).
                 Some((site, rest)) if rest == "jvp.jvp" => {
                     let p = &site.callee;
-                    quote!(<#p as ::linear_ad::__private::SecondOrder>::JvpLin)
+                    let map = quote!(<#p as ::linear_ad::__private::SecondOrder>::JvpLin);
+                    match site.parts().len() {
+                        0 => map,
+                        n => quote!(::linear_ad::__private::Ranged<#map, #n>),
+                    }
                 }
                 // Beside the ranges of the parts of arrays it was passed.
                 Some((site, _)) if !site.parts().is_empty() => {

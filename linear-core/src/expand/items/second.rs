@@ -109,10 +109,7 @@ fn unsupported_calls(calls: &Calls) -> Vec<(Span, String)> {
         // Lowering refuses structs inside tuples and arrays, and passes a
         // struct flat or as its origin, which `passes_struct` records.
         let structs = site.passes_struct || site.ret.has_struct();
-        let parts = site.args.iter().any(|a| matches!(a, crate::lower::CallArg::Part { .. }));
-        if parts {
-            Some((at, format!("second derivatives (`order = 2`) of functions that pass parts of arrays (`&a[lo..hi]`) to the functions they call are not supported yet: this call of `{name}` passes one; pass the whole array and an offset")))
-        } else if method {
+        if method {
             Some((at, format!("second derivatives (`order = 2`) of functions that call methods are not supported yet: `{name}` is a method; call a free function instead")))
         } else if structs {
             Some((at, format!("second derivatives (`order = 2`) of functions that pass structs to the functions they call are not supported yet: this call of `{name}` passes or returns one; pass its fields instead")))
