@@ -267,6 +267,29 @@ fn fold_from_a_float_constant() {
     }
 }
 
+/// `fold` given a float's method by its path (`f64::max`, `f64::min`)
+/// instead of a closure.
+#[differentiable]
+fn spread_by_paths(x: &[f64]) -> f64 {
+    let hi = x.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let lo = x.iter().copied().fold(f64::INFINITY, f64::min);
+    (hi - lo) * x.iter().copied().fold(0.0, f64::hypot)
+}
+
+#[test]
+fn fold_with_a_method_path() {
+    let x = [0.5, 2.0, -1.0];
+    let (y, g) = spread_by_paths_vjp(&x, 1.0);
+    assert_eq!(y, spread_by_paths(&x));
+    // (max - min) · ‖x‖: by hand, 3 · ‖x‖ with ‖x‖ = √5.25.
+    let n = 5.25f64.sqrt();
+    assert!(close(y, 3.0 * n, 1e-14));
+    let want = [1.5 / n, n + 6.0 / n, -n - 3.0 / n];
+    for (gi, wi) in g.iter().zip(want) {
+        assert!(close(*gi, wi, 1e-14), "{g:?} vs {want:?}");
+    }
+}
+
 #[test]
 fn fold_reduction() {
     let x = [0.2, -0.4, 1.3];

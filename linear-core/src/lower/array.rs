@@ -599,19 +599,34 @@ impl Lowerer<'_> {
                 }
             },
             ("fold", 2) => {
-                let syn::Expr::Closure(cl) = &m.args[1] else {
-                    return None;
-                };
-                let [a, p] = cl.inputs.iter().collect::<Vec<_>>()[..] else {
-                    return None;
-                };
-                let (a, p, b, init) = (untyped(a), untyped(p), &cl.body, &m.args[0]);
-                (
-                    &*m.receiver,
-                    quote!(#init),
-                    quote!(#p),
-                    quote!({ let #a = #acc; #b }),
-                )
+                let init = &m.args[0];
+                match &m.args[1] {
+                    syn::Expr::Closure(cl) => {
+                        let [a, p] = cl.inputs.iter().collect::<Vec<_>>()[..] else {
+                            return None;
+                        };
+                        let (a, p, b) = (untyped(a), untyped(p), &cl.body);
+                        (
+                            &*m.receiver,
+                            quote!(#init),
+                            quote!(#p),
+                            quote!({ let #a = #acc; #b }),
+                        )
+                    }
+                    // `fold(f64::NEG_INFINITY, f64::max)`: a float's
+                    // method of two floats, by its path.
+                    syn::Expr::Path(f) => {
+                        let name = binary_method(&f.path)?;
+                        let v = format_ident!("__linear_ad_v{}", self.fresh_index());
+                        (
+                            &*m.receiver,
+                            quote!(#init),
+                            quote!(#v),
+                            quote!(#acc.#name(#v)),
+                        )
+                    }
+                    _ => return None,
+                }
             }
             _ => return None,
         };
@@ -681,6 +696,25 @@ impl Lowerer<'_> {
         self.next_const += 1;
         self.next_const
     }
+}
+
+/// The method a path to a float's method of two floats names (`f64::max`,
+/// `f32::min`, `T::hypot`), which `fold` may be given instead of a
+/// closure.
+fn binary_method(path: &syn::Path) -> Option<&syn::Ident> {
+    let [owner, method] = path.segments.iter().collect::<Vec<_>>()[..] else {
+        return None;
+    };
+    let binary = [
+        "max",
+        "min",
+        "hypot",
+        "atan2",
+        "powf",
+        "copysign",
+        "rem_euclid",
+    ];
+    (owner.arguments.is_none() && binary.iter().any(|b| method.ident == b)).then_some(&method.ident)
 }
 
 /// Whether `e` is a method call this module lowers as a reduction.
