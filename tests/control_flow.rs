@@ -27,6 +27,47 @@ pub fn piecewise(x: f64) -> f64 {
     }
 }
 
+/// Variables declared without a value and assigned in each branch, of a
+/// float, a tuple, a constant and a value assigned once after its `let`.
+#[differentiable]
+#[allow(clippy::needless_late_init)]
+pub fn assigned_later(x: f64, y: f64, n: usize) -> f64 {
+    let z: f64;
+    if x > y {
+        z = x * y;
+    } else {
+        z = x.sin();
+    }
+    let c: f64;
+    if n > 2 {
+        c = 1.5;
+    } else {
+        c = 2.5;
+    }
+    let p: (f64, f64);
+    if n.is_multiple_of(2) {
+        p = (x, y * 2.0);
+    } else {
+        p = (y, x);
+    }
+    let q: f64;
+    q = z + 1.0;
+    z * c + p.0 * p.1 * q
+}
+
+#[test]
+fn variables_assigned_after_their_let() {
+    for (x, y, n) in [(0.7, 0.2, 4), (0.3, 1.1, 1), (-0.4, -0.9, 3)] {
+        let (v, (gx, gy)) = assigned_later_vjp(x, y, n, 1.0);
+        assert_eq!(v, assigned_later(x, y, n));
+        let fx = fd(|t| assigned_later(t, y, n), x);
+        let fy = fd(|t| assigned_later(x, t, n), y);
+        assert!(close(gx, fx, 1e-6), "{gx} against {fx}");
+        assert!(close(gy, fy, 1e-6), "{gy} against {fy}");
+        assert_eq!(assigned_later_jvp(x, y, n, 1.0, 0.0).1, gx);
+    }
+}
+
 #[test]
 fn if_else_chains_follow_the_branch_taken() {
     for x in [-2.0, -0.5, 0.3, 1.5, 3.0] {

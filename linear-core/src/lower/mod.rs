@@ -671,6 +671,60 @@ pub(crate) fn is_float_param(p: &syn::Path) -> bool {
     crate::codegen::FloatParam::get().is_some_and(|t| p.is_ident(&t))
 }
 
+/// `let y: T;`, a float (or a tuple or array of floats) assigned later,
+/// as `let mut y: T = 0.0;`: Rust assigns it on every path before it is
+/// read, so the zero is never read, and its tangent is never used.
+/// `None` for an unannotated `let` or another type.
+fn deferred(local: &syn::Local) -> Option<syn::Local> {
+    let syn::Pat::Type(t) = &local.pat else {
+        return None;
+    };
+    let syn::Pat::Ident(id) = &*t.pat else {
+        return None;
+    };
+    if id.by_ref.is_some() || id.subpat.is_some() {
+        return None;
+    }
+    let zero = zero_of(&t.ty)?;
+    let (name, ty, attrs) = (&id.ident, &t.ty, &local.attrs);
+    let span = local.let_token.span;
+    let stmt: syn::Stmt = syn::parse_quote_spanned! {span=>
+        #(#attrs)*
+        #[allow(unused_assignments)]
+        let mut #name: #ty = #zero;
+    };
+    match stmt {
+        syn::Stmt::Local(l) => Some(l),
+        _ => None,
+    }
+}
+
+/// Zero of a float type, or of a tuple or array of them.
+fn zero_of(t: &syn::Type) -> Option<syn::Expr> {
+    match t {
+        syn::Type::Path(p) if p.qself.is_none() => {
+            if p.path.is_ident("f64") || p.path.is_ident("f32") {
+                Some(syn::parse_quote!(0.0))
+            } else if is_float_param(&p.path) {
+                let path = &p.path;
+                Some(syn::parse_quote!(#path::zero()))
+            } else {
+                None
+            }
+        }
+        syn::Type::Tuple(tt) if !tt.elems.is_empty() => {
+            let parts: Vec<syn::Expr> = tt.elems.iter().map(zero_of).collect::<Option<_>>()?;
+            Some(syn::parse_quote!((#(#parts,)*)))
+        }
+        syn::Type::Array(a) => {
+            let (e, n) = (zero_of(&a.elem)?, &a.len);
+            Some(syn::parse_quote!([#e; #n]))
+        }
+        syn::Type::Paren(p) => zero_of(&p.elem),
+        _ => None,
+    }
+}
+
 /// Lowers `item` in the given mode, knowing the layouts of the derived
 /// structs it names and the signatures `sigs` of functions it calls; the
 /// called paths whose signatures may be fetched and are not in `sigs`, and
@@ -1878,7 +1932,17 @@ impl Lowerer<'_> {
                             self.inactive_shapes.insert(id.to_string(), shape);
                         }
                         let tokens = unparen(tokens);
-                        self.prelude.push(quote!(let #id = #tokens;));
+                        // Mutable: the prelude may assign it again (an `if`
+                        // on constants assigning it in each branch). The
+                        // user's own function is linted for what it does.
+                        if i.mutability.is_some() {
+                            self.prelude.push(quote! {
+                                #[allow(unused_mut, unused_assignments)]
+                                let mut #id = #tokens;
+                            });
+                        } else {
+                            self.prelude.push(quote!(let #id = #tokens;));
+                        }
                         self.set(name, Binding::Inactive(id, i.mutability.is_some()));
                     }
                 }
@@ -1984,10 +2048,13 @@ impl Lowerer<'_> {
 
     fn local(&mut self, local: &syn::Local) {
         let Some(init) = &local.init else {
-            self.errs.spanned(
-                local,
-                "`let` without a value is not supported: initialise the variable",
-            );
+            match deferred(local) {
+                Some(initialised) => self.local(&initialised),
+                None => self.errs.spanned(
+                    local,
+                    "a `let` without a value needs its type here, a float or a tuple or array of floats (`let y: f64;`, assigned in every branch after it); otherwise initialise the variable",
+                ),
+            }
             return;
         };
         if let Some((_, e)) = &init.diverge {
