@@ -262,6 +262,18 @@ impl Lowerer<'_> {
         ret: Option<Shape>,
         hint: &str,
     ) -> Val {
+        if let syn::Expr::Path(p) = &*c.func {
+            let closure = p
+                .path
+                .get_ident()
+                .and_then(|id| match self.lookup(&id.to_string()) {
+                    Some(super::Binding::Closure(k)) => Some(*k),
+                    _ => None,
+                });
+            if let Some(k) = closure {
+                return self.call_closure(k, c, hint);
+            }
+        }
         let path = match &*c.func {
             syn::Expr::Path(p) if p.qself.is_none() => p.path.clone(),
             other => {

@@ -155,7 +155,8 @@ impl Lowerer<'_> {
                             Some(Binding::Active(v, ..)) if !self.nondiff.contains(v) => {
                                 return true
                             }
-                            Some(Binding::Poisoned) => return true,
+                            // A closure's call is its body, lowered in place.
+                            Some(Binding::Poisoned | Binding::Closure(_)) => return true,
                             _ => {}
                         }
                     }
@@ -224,7 +225,7 @@ impl Lowerer<'_> {
                     Binding::Active(_, t, _) => Some(t.clone()),
                     Binding::Inactive(v, _) => self.inactive_types.get(&v.to_string()).cloned(),
                     Binding::Param => self.param_types.get(&id).and_then(scalar_ty),
-                    Binding::Poisoned => None,
+                    Binding::Poisoned | Binding::Closure(_) => None,
                 }
             }
             syn::Expr::Binary(b) => match b.op {

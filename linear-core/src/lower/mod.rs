@@ -36,6 +36,7 @@ use crate::visit::Fresh;
 
 mod array;
 mod call;
+mod closure;
 mod control;
 mod exits;
 mod generic;
@@ -1190,6 +1191,9 @@ enum Binding {
     /// Bound to the placeholder of an earlier error: anything reading it is
     /// not lowered and not reported again.
     Poisoned,
+    /// A closure (`let f = |v| ..;`), the index of its definition
+    /// ([`closure::Closure`]): a call of it is its body, in place.
+    Closure(usize),
 }
 
 struct Lowerer<'a> {
@@ -1197,6 +1201,8 @@ struct Lowerer<'a> {
     errs: &'a mut Errors,
     fresh: Fresh,
     scopes: Vec<HashMap<String, Binding>>,
+    /// The closures bound by `let` so far ([`Binding::Closure`]).
+    closures: Vec<closure::Closure>,
     out: Vec<Stmt>,
     prelude: Vec<TokenStream>,
     float: Option<Float>,
@@ -1298,6 +1304,7 @@ impl<'e> Lowerer<'e> {
             errs,
             fresh: Fresh::default(),
             scopes: vec![HashMap::default()],
+            closures: Vec::new(),
             out: Vec::new(),
             prelude: Vec::new(),
             float: None,
@@ -1346,7 +1353,7 @@ fn describe(e: &syn::Expr) -> &'static str {
         syn::Expr::If(_) => "`if` expressions",
         syn::Expr::Match(_) => "`match` expressions",
         syn::Expr::ForLoop(_) | syn::Expr::While(_) | syn::Expr::Loop(_) => "loops",
-        syn::Expr::Closure(_) => "closures",
+        syn::Expr::Closure(_) => "closures other than those bound by `let` and called by name (`let f = |v: f64| ..; f(x)`)",
         syn::Expr::Reference(_) => "references",
         syn::Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => "dereferences",
         syn::Expr::Struct(_) => "struct expressions",
@@ -1599,7 +1606,8 @@ impl Lowerer<'_> {
             match &tt {
                 TokenTree::Ident(i) => {
                     if !prev_dot && !prev_colon {
-                        if let Some(Binding::Active(..) | Binding::Poisoned) =
+                        // A closure's call is its body, lowered in place.
+                        if let Some(Binding::Active(..) | Binding::Poisoned | Binding::Closure(_)) =
                             self.lookup(&i.to_string())
                         {
                             return true;
@@ -2047,6 +2055,9 @@ impl Lowerer<'_> {
     }
 
     fn local(&mut self, local: &syn::Local) {
+        if self.closure_local(local) {
+            return;
+        }
         let Some(init) = &local.init else {
             match deferred(local) {
                 Some(initialised) => self.local(&initialised),
@@ -2509,6 +2520,10 @@ impl Lowerer<'_> {
                 };
                 match self.lookup(&id.to_string()).cloned() {
                     Some(Binding::Active(v, t, _)) => Val::Active(v, t),
+                    Some(Binding::Closure(_)) => {
+                        self.errs.spanned(e, "a closure is supported called by its name (`f(x)`), where each call is its body; it cannot be used as a value (bound again, passed or returned)");
+                        self.placeholder()
+                    }
                     _ => Val::Inactive(self.rename_inactive(e)),
                 }
             }
