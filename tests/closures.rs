@@ -86,3 +86,31 @@ fn closures_in_loops_and_branches() {
     assert!(close(d, want, 1e-13), "{d} against {want}");
     assert!(close(l.apply((dx.to_vec(), 0.25)), d, 1e-13));
 }
+
+/// A closure, and a differentiable function, given to `map` by name.
+#[differentiable]
+pub fn cube(v: f64) -> f64 {
+    v * v * v
+}
+
+#[differentiable]
+pub fn mapped(x: &[f64], a: f64) -> f64 {
+    let scaled = |v: f64| a * v.sin();
+    let s: f64 = x.iter().copied().map(scaled).sum();
+    let c: Vec<f64> = x.iter().copied().map(cube).collect();
+    s + c.iter().sum::<f64>()
+}
+
+#[test]
+fn closures_and_functions_given_to_map_by_name() {
+    let (x, a) = ([0.4, -0.9, 1.3], 0.7);
+    let (v, (gx, ga)) = mapped_vjp(&x, a, 1.0);
+    assert_eq!(v, mapped(&x, a));
+    // Σ a sin xᵢ + xᵢ³.
+    for i in 0..3 {
+        let want = a * x[i].cos() + 3.0 * x[i] * x[i];
+        assert!(close(gx[i], want, 1e-14), "{gx:?}");
+    }
+    let want: f64 = x.iter().map(|v| v.sin()).sum();
+    assert!(close(ga, want, 1e-14), "{ga} against {want}");
+}

@@ -164,23 +164,31 @@ fn untyped(p: &syn::Pat) -> &syn::Pat {
 }
 
 /// `it.map(|p| b)` as `it`, `p` (without a type ascription) and `b`;
-/// `None` if `e` is not a `map` call, `Some(None)` if its argument is not
-/// a closure of one parameter.
+/// `it.map(f)`, a function or closure by name, as `it`, `v` and `f(v)`.
+/// `None` if `e` is not a `map` call, `Some(None)` if its argument is
+/// neither.
 #[allow(clippy::type_complexity)]
-fn map_call(e: &syn::Expr) -> Option<Option<(&syn::Expr, &syn::Pat, &syn::Expr)>> {
+fn map_call(e: &syn::Expr) -> Option<Option<(&syn::Expr, TokenStream, TokenStream)>> {
     let syn::Expr::MethodCall(inner) = e else {
         return None;
     };
     if inner.method != "map" || inner.args.len() != 1 {
         return None;
     }
-    let syn::Expr::Closure(cl) = &inner.args[0] else {
-        return Some(None);
-    };
-    let [p] = cl.inputs.iter().collect::<Vec<_>>()[..] else {
-        return Some(None);
-    };
-    Some(Some((&inner.receiver, untyped(p), &cl.body)))
+    match &inner.args[0] {
+        syn::Expr::Closure(cl) => {
+            let [p] = cl.inputs.iter().collect::<Vec<_>>()[..] else {
+                return Some(None);
+            };
+            let (p, b) = (untyped(p), &cl.body);
+            Some(Some((&inner.receiver, quote!(#p), quote!(#b))))
+        }
+        syn::Expr::Path(f) if f.qself.is_none() && f.path.get_ident().is_some() => {
+            let v = format_ident!("__linear_ad_mapped");
+            Some(Some((&inner.receiver, quote!(#v), quote!(#f(#v)))))
+        }
+        _ => Some(None),
+    }
 }
 
 /// `let` statements binding `pat` to the item `item` of iteration index
@@ -590,7 +598,7 @@ impl Lowerer<'_> {
         let method = m.method.to_string();
         let (iter, init, pat, body) = match (method.as_str(), m.args.len()) {
             ("sum", 0) => match map_call(&m.receiver) {
-                Some(Some((it, p, b))) => (it, quote!(0.0), quote!(#p), quote!(#acc + (#b))),
+                Some(Some((it, p, b))) => (it, quote!(0.0), p, quote!(#acc + (#b))),
                 Some(None) => return None,
                 None => {
                     let other = &*m.receiver;
@@ -661,7 +669,7 @@ impl Lowerer<'_> {
         }
         let acc = format_ident!("__linear_ad_c{}", self.fresh_index());
         let (iter, pat, item) = match map_call(&m.receiver) {
-            Some(Some((it, p, b))) => (it, quote!(#p), quote!(#b)),
+            Some(Some((it, p, b))) => (it, p, b),
             Some(None) => return None,
             None => {
                 let other = &*m.receiver;
