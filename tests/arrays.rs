@@ -290,6 +290,60 @@ fn fold_with_a_method_path() {
     }
 }
 
+/// Windows and chunks in reductions and collections, and a `for` over
+/// windows: total variation, the trapezoid rule, first differences, and
+/// products within chunks (the last one shorter).
+#[differentiable]
+fn total_variation(x: &[f64]) -> f64 {
+    x.windows(2).map(|w| (w[1] - w[0]).abs()).sum::<f64>()
+}
+
+#[differentiable]
+fn trapezoid(y: &[f64], h: f64) -> f64 {
+    let mut s = 0.0;
+    for w in y.windows(2) {
+        s += 0.5 * h * (w[0] + w[1]);
+    }
+    s
+}
+
+#[differentiable]
+fn first_differences(x: &[f64]) -> Vec<f64> {
+    x.windows(2).map(|w| w[1] - w[0]).collect()
+}
+
+#[differentiable]
+fn chunk_ends(x: &[f64]) -> f64 {
+    x.chunks(2).map(|c| c[0] * c[c.len() - 1]).sum::<f64>()
+}
+
+#[test]
+fn windows_and_chunks_in_reductions() {
+    let x = [0.5, 2.0, -1.0, 0.25, 3.0];
+    let (v, g) = total_variation_vjp(&x, 1.0);
+    assert_eq!(v, total_variation(&x));
+    assert_eq!(v, 1.5 + 3.0 + 1.25 + 2.75);
+    // ∂/∂xᵢ of Σ|xᵢ₊₁ - xᵢ|: the signs of the differences on each side.
+    assert_eq!(g, vec![-1.0, 2.0, -2.0, 0.0, 1.0]);
+    let (t, (gy, gh)) = trapezoid_vjp(&x, 0.1, 1.0);
+    assert_eq!(t, trapezoid(&x, 0.1));
+    for (g, w) in gy.iter().zip([0.05, 0.1, 0.1, 0.1, 0.05]) {
+        assert!(close(*g, w, 1e-15), "{gy:?}");
+    }
+    assert!(close(gh, t / 0.1, 1e-14));
+    let dx = [1.0, 0.0, 0.0, 0.0, 2.0];
+    let (d, dd) = first_differences_jvp(&x, &dx);
+    assert_eq!(d, first_differences(&x));
+    assert_eq!(dd, vec![-1.0, 0.0, 0.0, 2.0]);
+    // Chunks [0.5, 2], [-1, 0.25], [3]: 0.5·2 - 0.25 + 9.
+    let (c, gc) = chunk_ends_vjp(&x, 1.0);
+    assert_eq!(c, chunk_ends(&x));
+    assert_eq!(c, 1.0 - 0.25 + 9.0);
+    assert_eq!(gc, vec![2.0, 0.5, 0.25, -1.0, 6.0]);
+    // Fewer elements than a window: no window.
+    assert_eq!(total_variation_vjp(&[1.5], 1.0), (0.0, vec![0.0]));
+}
+
 #[test]
 fn fold_reduction() {
     let x = [0.2, -0.4, 1.3];

@@ -21,9 +21,11 @@
 //!   `&mut a` (a local array) a name is the element's place instead:
 //!   `*v` in the body becomes `a[k]`, read and written. `for c in
 //!   a.chunks(k)` (and `chunks_exact`) runs over the chunks' indices, with
-//!   `c[j]` read as `a[i * k + j]` and `c.len()` as the chunk's length.
+//!   `c[j]` read as `a[i * k + j]` and `c.len()` as the chunk's length;
+//!   `for w in a.windows(k)` over the windows', `w[j]` read as `a[i + j]`.
 //! * Reductions are loops: `it.sum::<f64>()`, `it.map(|v| e).sum()` and
-//!   `it.fold(init, |acc, v| e)` over such an iteration become
+//!   `it.fold(init, |acc, v| e)` over such an iteration (or over chunks or
+//!   windows) become
 //!   `{ let mut s = init; for v in it { s = s + e; } s }`; over a range
 //!   (`(0..n).map(|i| e).sum()`, also `.rev()`, `.step_by(k)`) the loop
 //!   runs the range itself.
@@ -531,7 +533,7 @@ impl Lowerer<'_> {
         }
     }
 
-    /// `for c in a.chunks(k)` (or `chunks_exact(k)`) as a loop over the
+    /// `for c in a.chunks(k)` (or `chunks_exact(k)`, `windows(k)`) as a loop over the
     /// chunks' indices, `c[j]` read as `a[i * k + j]` and `c.len()` as the
     /// chunk's length (the last of `chunks` may be shorter, and reading past
     /// it panics as in the original); `None` if `f` is not one.
@@ -539,9 +541,10 @@ impl Lowerer<'_> {
         let syn::Expr::MethodCall(m) = super::exits::strip(&f.expr) else {
             return None;
         };
-        let exact = match m.method.to_string().as_str() {
-            "chunks" => false,
-            "chunks_exact" => true,
+        let kind = match m.method.to_string().as_str() {
+            "chunks" => Parts::Chunks,
+            "chunks_exact" => Parts::Exact,
+            "windows" => Parts::Windows,
             _ => return None,
         };
         let a = leaf(&m.receiver)?;
@@ -554,18 +557,27 @@ impl Lowerer<'_> {
             return Some(Err(()));
         };
         let i = format_ident!("__linear_ad_k{}", self.fresh_index());
-        let (n, len) = if exact {
-            (quote!(#a.len() / (#k)), quote!((#k)))
-        } else {
-            let rest = quote!((#a.len() - #i * (#k)));
-            (
-                quote!((#a.len() + (#k) - 1) / (#k)),
-                quote!(if #rest < (#k) { #rest } else { #k }),
-            )
+        let (n, len, start) = match kind {
+            Parts::Exact => (quote!(#a.len() / (#k)), quote!((#k)), quote!(#i * (#k))),
+            Parts::Chunks => {
+                let rest = quote!((#a.len() - #i * (#k)));
+                (
+                    quote!((#a.len() + (#k) - 1) / (#k)),
+                    quote!(if #rest < (#k) { #rest } else { #k }),
+                    quote!(#i * (#k)),
+                )
+            }
+            // Every run of `k` consecutive elements, none if there are
+            // fewer.
+            Parts::Windows => (
+                quote!(if #a.len() < (#k) { 0 } else { #a.len() + 1 - (#k) }),
+                quote!((#k)),
+                quote!(#i),
+            ),
         };
         let chunk = Chunk {
             name: &name.ident,
-            start: quote!(#i * (#k)),
+            start,
             array: &a,
             len,
             stray: None,
@@ -638,7 +650,7 @@ impl Lowerer<'_> {
             }
             _ => return None,
         };
-        if recognise(iter).is_none() && !is_range(iter) {
+        if recognise(iter).is_none() && !is_range(iter) && !is_parts(iter) {
             return None;
         }
         // Spanned at the method, so that an error about the loop (its
@@ -677,7 +689,7 @@ impl Lowerer<'_> {
                 (other, quote!(#v), quote!(#v))
             }
         };
-        if recognise(iter).is_none() && !is_range(iter) {
+        if recognise(iter).is_none() && !is_range(iter) && !is_parts(iter) {
             return None;
         }
         let turbofish = m.turbofish.as_ref().and_then(|t| match t.args.first() {
@@ -731,6 +743,23 @@ pub(super) fn is_reduction(m: &syn::ExprMethodCall) -> bool {
         (m.method.to_string().as_str(), m.args.len()),
         ("sum", 0) | ("fold", 2)
     )
+}
+
+/// How `chunk_for` cuts an array.
+enum Parts {
+    Chunks,
+    Exact,
+    Windows,
+}
+
+/// Whether `e` iterates over an array's chunks or windows
+/// (`a.chunks(k)`, `a.chunks_exact(k)`, `a.windows(k)`), which a `for`
+/// loop runs over their indices.
+fn is_parts(e: &syn::Expr) -> bool {
+    matches!(super::exits::strip(e), syn::Expr::MethodCall(m)
+        if m.args.len() == 1
+            && ["chunks", "chunks_exact", "windows"].iter().any(|n| m.method == n)
+            && leaf(&m.receiver).is_some())
 }
 
 /// Whether `e` iterates over a range of integers (`a..b`, `(a..b).rev()`,

@@ -2454,7 +2454,7 @@ impl Lowerer<'_> {
         } else if array::is_reduction(m) {
             (
                 self.array_reduction(m),
-                "reductions in differentiable functions run over arrays or ranges: `a.iter().sum::<f64>()`, `a.iter().map(|v| ..).sum::<f64>()`, `a.iter().fold(init, |acc, v| ..)` or `fold(init, f64::max)`, with `.copied()`, `.enumerate()`, `.zip(..)`, `.rev()`, or `(0..n).map(|i| ..).sum::<f64>()`",
+                "reductions in differentiable functions run over arrays or ranges: `a.iter().sum::<f64>()`, `a.iter().map(|v| ..).sum::<f64>()`, `a.iter().fold(init, |acc, v| ..)` or `fold(init, f64::max)`, with `.copied()`, `.enumerate()`, `.zip(..)`, `.rev()`, over `a.chunks(k)` or `a.windows(k)`, or `(0..n).map(|i| ..).sum::<f64>()`",
             )
         } else {
             return self.method_call(m, ret_hint, hint);
