@@ -9,7 +9,8 @@
 //! assigned after the definition does not change it, as in Rust: an IR
 //! variable is a value; a mutable prelude constant is copied when the
 //! closure is defined. No IR form is new, so J, U and T see the body's
-//! operations as if written at each call.
+//! operations as if written at each call. `map` given a closure by name
+//! (`.map(sq)`) calls it on each item (`array::map_call`).
 //!
 //! Refused, each with an error at the closure: a closure used other than
 //! by a call of its name (passed to a function, returned), `return` in its
@@ -19,7 +20,6 @@
 
 use proc_macro2::TokenStream;
 use quote::quote;
-use syn::spanned::Spanned;
 use syn::visit::Visit;
 
 use super::{Binding, Lowerer, Val};
@@ -190,6 +190,5 @@ fn free_names(e: &syn::Expr) -> Vec<String> {
     }
     let mut n = Names(Vec::new());
     n.visit_expr(e);
-    let _ = e.span();
     n.0
 }
