@@ -317,6 +317,30 @@ fn chunk_ends(x: &[f64]) -> f64 {
     x.chunks(2).map(|c| c[0] * c[c.len() - 1]).sum::<f64>()
 }
 
+/// Maps of maps: `Σ pᵢ²` of the softmax `p`.
+#[differentiable]
+fn softmax_purity(x: &[f64]) -> f64 {
+    let e: Vec<f64> = x.iter().map(|a| a.exp()).collect();
+    let s: f64 = e.iter().sum();
+    e.iter().map(|v| v / s).map(|p| p * p).sum::<f64>()
+}
+
+#[test]
+fn maps_of_maps() {
+    let x = [0.5, 2.0, -1.0];
+    let (v, g) = softmax_purity_vjp(&x, 1.0);
+    assert_eq!(v, softmax_purity(&x));
+    let z: f64 = x.iter().map(|a| a.exp()).sum();
+    let p: Vec<f64> = x.iter().map(|a| a.exp() / z).collect();
+    let q: f64 = p.iter().map(|p| p * p).sum();
+    assert!(close(v, q, 1e-15));
+    // ∂(Σ p²)/∂xⱼ = 2 pⱼ (pⱼ - Σ p²).
+    for j in 0..3 {
+        let want = 2.0 * p[j] * (p[j] - q);
+        assert!(close(g[j], want, 1e-14), "{g:?}");
+    }
+}
+
 #[test]
 fn windows_and_chunks_in_reductions() {
     let x = [0.5, 2.0, -1.0, 0.25, 3.0];

@@ -23,7 +23,9 @@
 //!   a.chunks(k)` (and `chunks_exact`) runs over the chunks' indices, with
 //!   `c[j]` read as `a[i * k + j]` and `c.len()` as the chunk's length;
 //!   `for w in a.windows(k)` over the windows', `w[j]` read as `a[i + j]`.
-//! * Reductions are loops: `it.sum::<f64>()`, `it.map(|v| e).sum()` and
+//! * Reductions are loops: `it.sum::<f64>()`, `it.map(|v| e).sum()` (a map
+//!   of a map is one body, the inner's value bound to the outer's
+//!   parameter) and
 //!   `it.fold(init, |acc, v| e)` over such an iteration (or over chunks or
 //!   windows) become
 //!   `{ let mut s = init; for v in it { s = s + e; } s }`; over a range
@@ -166,7 +168,8 @@ fn untyped(p: &syn::Pat) -> &syn::Pat {
 }
 
 /// `it.map(|p| b)` as `it`, `p` (without a type ascription) and `b`;
-/// `it.map(f)`, a function or closure by name, as `it`, `v` and `f(v)`.
+/// `it.map(f)`, a function or closure by name, as `it`, `v` and `f(v)`;
+/// maps of maps composed.
 /// `None` if `e` is not a `map` call, `Some(None)` if its argument is
 /// neither.
 #[allow(clippy::type_complexity)]
@@ -177,19 +180,25 @@ fn map_call(e: &syn::Expr) -> Option<Option<(&syn::Expr, TokenStream, TokenStrea
     if inner.method != "map" || inner.args.len() != 1 {
         return None;
     }
-    match &inner.args[0] {
+    let (p, b) = match &inner.args[0] {
         syn::Expr::Closure(cl) => {
             let [p] = cl.inputs.iter().collect::<Vec<_>>()[..] else {
                 return Some(None);
             };
             let (p, b) = (untyped(p), &cl.body);
-            Some(Some((&inner.receiver, quote!(#p), quote!(#b))))
+            (quote!(#p), quote!(#b))
         }
         syn::Expr::Path(f) if f.qself.is_none() && f.path.get_ident().is_some() => {
             let v = format_ident!("__linear_ad_mapped");
-            Some(Some((&inner.receiver, quote!(#v), quote!(#f(#v)))))
+            (quote!(#v), quote!(#f(#v)))
         }
-        _ => Some(None),
+        _ => return Some(None),
+    };
+    // `it.map(f).map(g)`: one iteration, `g` applied to `f`'s value.
+    match map_call(&inner.receiver) {
+        Some(Some((it, p0, b0))) => Some(Some((it, p0, quote!({ let #p = #b0; #b })))),
+        Some(None) => Some(None),
+        None => Some(Some((&inner.receiver, p, b))),
     }
 }
 
