@@ -28,7 +28,8 @@ pub fn piecewise(x: f64) -> f64 {
 }
 
 /// Variables declared without a value and assigned in each branch, of a
-/// float, a tuple, a constant and a value assigned once after its `let`.
+/// float, a tuple, an array, a constant and a value assigned once after
+/// its `let`.
 #[differentiable]
 #[allow(clippy::needless_late_init)]
 pub fn assigned_later(x: f64, y: f64, n: usize) -> f64 {
@@ -52,7 +53,13 @@ pub fn assigned_later(x: f64, y: f64, n: usize) -> f64 {
     }
     let q: f64;
     q = z + 1.0;
-    z * c + p.0 * p.1 * q
+    let a: [f64; 2];
+    if x > 0.0 {
+        a = [x, y * 2.0];
+    } else {
+        a = [y, x];
+    }
+    z * c + p.0 * p.1 * q + a[0] * a[1]
 }
 
 #[test]
@@ -64,7 +71,8 @@ fn variables_assigned_after_their_let() {
         let fy = fd(|t| assigned_later(x, t, n), y);
         assert!(close(gx, fx, 1e-6), "{gx} against {fx}");
         assert!(close(gy, fy, 1e-6), "{gy} against {fy}");
-        assert_eq!(assigned_later_jvp(x, y, n, 1.0, 0.0).1, gx);
+        let (_, d) = assigned_later_jvp(x, y, n, 1.0, 0.0);
+        assert!(close(d, gx, 1e-14), "{d} against {gx}");
     }
 }
 

@@ -717,9 +717,13 @@ fn zero_of(t: &syn::Type) -> Option<syn::Expr> {
             let parts: Vec<syn::Expr> = tt.elems.iter().map(zero_of).collect::<Option<_>>()?;
             Some(syn::parse_quote!((#(#parts,)*)))
         }
+        // Its elements listed, as an array assigned whole is written
+        // (`p = [x, y]`), not a local array (`[0.0; N]`).
         syn::Type::Array(a) => {
-            let (e, n) = (zero_of(&a.elem)?, &a.len);
-            Some(syn::parse_quote!([#e; #n]))
+            let n = usize::try_from(int_literal(&a.len)?).ok()?;
+            let e = zero_of(&a.elem)?;
+            let zeros = std::iter::repeat_n(e, n);
+            Some(syn::parse_quote!([#(#zeros),*]))
         }
         syn::Type::Paren(p) => zero_of(&p.elem),
         _ => None,
