@@ -135,27 +135,24 @@ impl CallSite {
     /// and among its tangents (linear arguments), where it has one (a
     /// part's: its array's, if the part passes it).
     pub fn positions(&self) -> Vec<(Option<usize>, Option<usize>)> {
-        let (mut k, mut t) = (0, 0);
+        let mut t = 0;
         self.args
             .iter()
-            .map(|a| {
-                let at = k;
-                k += a.ir_args();
-                match a {
-                    CallArg::Active(..) | CallArg::Origin(..) | CallArg::Discrete(_) => {
-                        t += 1;
-                        (Some(at), Some(t - 1))
-                    }
-                    CallArg::Part {
-                        first: None, lent, ..
-                    } => {
-                        t += usize::from(*lent);
-                        (Some(at), lent.then(|| t - 1))
-                    }
-                    CallArg::Data { .. } => (Some(at), None),
-                    CallArg::Inactive(..) | CallArg::Again { .. } | CallArg::Part { .. } => {
-                        (None, None)
-                    }
+            .zip(self.starts())
+            .map(|(a, at)| match a {
+                CallArg::Active(..) | CallArg::Origin(..) | CallArg::Discrete(_) => {
+                    t += 1;
+                    (Some(at), Some(t - 1))
+                }
+                CallArg::Part {
+                    first: None, lent, ..
+                } => {
+                    t += usize::from(*lent);
+                    (Some(at), lent.then(|| t - 1))
+                }
+                CallArg::Data { .. } => (Some(at), None),
+                CallArg::Inactive(..) | CallArg::Again { .. } | CallArg::Part { .. } => {
+                    (None, None)
                 }
             })
             .collect()
@@ -164,19 +161,25 @@ impl CallSite {
     /// Per argument, the positions among the extern's non-linear arguments
     /// of its range's bounds, if it is a [`CallArg::Part`].
     pub fn ranges(&self) -> Vec<Option<(usize, usize)>> {
-        let mut k = 0;
         self.args
             .iter()
-            .map(|a| {
-                let at = k;
-                k += a.ir_args();
-                match a {
-                    CallArg::Part { first: None, .. } => Some((at + 1, at + 2)),
-                    CallArg::Part { first: Some(_), .. } => Some((at, at + 1)),
-                    _ => None,
-                }
+            .zip(self.starts())
+            .map(|(a, at)| match a {
+                CallArg::Part { first: None, .. } => Some((at + 1, at + 2)),
+                CallArg::Part { first: Some(_), .. } => Some((at, at + 1)),
+                _ => None,
             })
             .collect()
+    }
+
+    /// Per argument, the position among the extern's non-linear arguments
+    /// of the first IR argument standing for it.
+    fn starts(&self) -> impl Iterator<Item = usize> + '_ {
+        self.args.iter().scan(0, |k, a| {
+            let at = *k;
+            *k += a.ir_args();
+            Some(at)
+        })
     }
 
     /// How many non-linear arguments the extern takes, and how many

@@ -26,6 +26,7 @@ use super::{Binding, Lowerer, Val};
 
 /// A closure bound by `let`: its parameters and body, and the bindings of
 /// the variables it captures, as they were where it was defined.
+#[derive(Clone)]
 pub(super) struct Closure {
     inputs: Vec<syn::Pat>,
     body: syn::Expr,
@@ -87,11 +88,16 @@ impl Lowerer<'_> {
     /// `f(args..)` of the closure `k`: its body, lowered with its captured
     /// variables and its parameters (bound to `args`) in scope.
     pub(super) fn call_closure(&mut self, k: usize, c: &syn::ExprCall, hint: &str) -> Val {
-        let (inputs, n) = match self.closures.get(k) {
-            Some(cl) => (cl.inputs.clone(), cl.inputs.len()),
-            None => return self.placeholder(),
+        let Some(Closure {
+            inputs,
+            body,
+            captured,
+        }) = self.closures.get(k).cloned()
+        else {
+            return self.placeholder();
         };
-        if c.args.len() != n {
+        if c.args.len() != inputs.len() {
+            let n = inputs.len();
             self.errs.spanned(
                 c,
                 format!("this closure takes {n} argument(s), not {}", c.args.len()),
@@ -100,10 +106,6 @@ impl Lowerer<'_> {
         }
         // The arguments in the caller's scope, first.
         let args: Vec<Val> = c.args.iter().map(|a| self.expr(a, hint)).collect();
-        let (body, captured) = match self.closures.get(k) {
-            Some(cl) => (cl.body.clone(), cl.captured.clone()),
-            None => return self.placeholder(),
-        };
         self.scopes.push(Default::default());
         for (name, b) in captured {
             self.set(name, b);

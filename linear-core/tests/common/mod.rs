@@ -225,6 +225,19 @@ impl<'a> FnGen<'a> {
         Var::new(&format!("x{}", self.next))
     }
 
+    /// A fresh variable of each type in `tys`, each in scope from depth
+    /// `d` on.
+    fn fresh_binders(&mut self, tys: &[Ty], d: usize) -> Vec<Binder> {
+        let bs: Vec<Binder> = tys
+            .iter()
+            .map(|t| Binder::new(self.var(), t.clone()))
+            .collect();
+        for b in &bs {
+            self.pool.push((b.var.clone(), b.ty.clone(), d));
+        }
+        bs
+    }
+
     fn bind(&mut self, out: &mut Vec<Stmt>, ty: Ty, rhs: Expr, depth: usize) -> Var {
         let v = self.var();
         out.push(Stmt::Let {
@@ -305,13 +318,7 @@ impl<'a> FnGen<'a> {
             .zip(arrays)
             .map(|(b, a)| a.unwrap_or_else(|| self.build(out, &b.ty, d)))
             .collect();
-        let bs: Vec<Binder> = rets
-            .iter()
-            .map(|t| Binder::new(self.var(), t.clone()))
-            .collect();
-        for b in &bs {
-            self.pool.push((b.var.clone(), b.ty.clone(), d));
-        }
+        let bs = self.fresh_binders(&rets, d);
         out.push(Stmt::Let {
             nl: bs,
             lin: vec![],
@@ -596,13 +603,7 @@ impl<'a> FnGen<'a> {
                     .collect();
                 if let Some((v, ts)) = tuples.get(self.rng.below(tuples.len())).cloned() {
                     self.use_(&v);
-                    let vars: Vec<Binder> = ts
-                        .iter()
-                        .map(|t| Binder::new(self.var(), t.clone()))
-                        .collect();
-                    for b in &vars {
-                        self.pool.push((b.var.clone(), b.ty.clone(), d));
-                    }
+                    let vars = self.fresh_binders(&ts, d);
                     out.push(Stmt::Unpack { vars, tuple: v });
                 }
             }
@@ -720,13 +721,7 @@ impl<'a> FnGen<'a> {
                         rets[0] = s;
                     }
                     Ty::Tuple(ref ts) if self.rng.chance(0.5) => {
-                        let vars: Vec<Binder> = ts
-                            .iter()
-                            .map(|t| Binder::new(self.var(), t.clone()))
-                            .collect();
-                        for b in &vars {
-                            self.pool.push((b.var.clone(), b.ty.clone(), d));
-                        }
+                        let vars = self.fresh_binders(ts, d);
                         out.push(Stmt::Unpack { vars, tuple: v });
                     }
                     _ => out.push(Stmt::Let {
@@ -896,13 +891,7 @@ impl<'a> FnGen<'a> {
         let (t, _) = self.block_of(d + 1, n, &want, None);
         let n = self.inner_size();
         let (e, _) = self.block_of(d + 1, n, &want, None);
-        let bs: Vec<Binder> = want
-            .iter()
-            .map(|t| Binder::new(self.var(), t.clone()))
-            .collect();
-        for b in &bs {
-            self.pool.push((b.var.clone(), b.ty.clone(), d));
-        }
+        let bs = self.fresh_binders(&want, d);
         out.push(Stmt::Let {
             nl: bs,
             lin: vec![],
