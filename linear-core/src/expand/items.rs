@@ -31,6 +31,7 @@ use quote::{format_ident, quote};
 use super::calls::Calls;
 use super::companions::companions;
 use super::pieces::{join, pieces, Piece};
+use super::results::{pattern, places, Results};
 use super::{
     find, from_ir, pascal, pattern_idents, pipeline, primal_from_ir, result_to_ir, to_ir,
     wants_dump, LanesAsk, Passes, Stages,
@@ -1017,9 +1018,10 @@ fn jvp_item(
     calls: &Calls,
     names: &mut Names,
 ) -> TokenStream {
-    let (y, dy) = (hidden("__y"), hidden("__dy"));
-    let y_out = primal_from_ir(quote!(#y), &l.ret, names);
-    let dy_out = from_ir(quote!(#dy), &l.ret, names);
+    let (ys, dys) = (Results::new("__y", &l.ret), Results::new("__dy", &l.ret));
+    let y_out = ys.value(names, primal_from_ir);
+    let dy_out = dys.value(names, from_ir);
+    let bound = pattern(&ys.names.iter().chain(&dys.names).collect::<Vec<_>>());
     let jvp_body = body(fj, &sig.jvp_args(), calls);
     let name = &item.sig.ident;
     let link = sig.owner.doc_path(name, true);
@@ -1032,7 +1034,7 @@ fn jvp_item(
         &jvp_name,
         &sig.tangent_params,
         quote!((#ret_ty, #ret_tan)),
-        quote!(#(#checks)* let (#y, #dy) = #jvp_body; (#y_out, #dy_out)),
+        quote!(#(#checks)* let #bound = #jvp_body; (#y_out, #dy_out)),
     )
 }
 
@@ -1348,7 +1350,6 @@ impl Lengths {
         t_args: &mut Vec<(TokenStream, Hold)>,
         tangent: &syn::Ident,
         cotangent: &syn::Ident,
-        y_len: &syn::Ident,
     ) -> Lengths {
         let name = &l.func.name;
         let lin_name = format!("{name}_lin");
@@ -1374,15 +1375,17 @@ impl Lengths {
             }
         }
         // The cotangent of a result of run-time length has its length.
-        let ct_check = if l.ret.runtime_array() {
-            let field = len_out();
-            tape.lens.push(field.clone());
-            len_inits.push(quote!(#field: #y_len));
-            let msg = format!("`LinearMap::transpose` of `{lin_name}`'s linearization: the cotangent must have the length of `{name}`'s result");
-            length_check(&quote!(#cotangent), &quote!(self.#field), &msg)
-        } else {
-            quote!()
-        };
+        let places = super::results::places(&quote!(#cotangent), &l.ret);
+        let ct_check = len_outs(&l.ret)
+            .into_iter()
+            .map(|(field, i)| {
+                let y_len = y_len(i);
+                tape.lens.push(field.clone());
+                len_inits.push(quote!(#field: #y_len));
+                let msg = format!("`LinearMap::transpose` of `{lin_name}`'s linearization: the cotangent must have the length of `{name}`'s result{}", which_result(&l.ret, i));
+                length_check(&places[i].0, &quote!(self.#field), &msg)
+            })
+            .collect();
         Lengths {
             len_inits,
             tangent_checks,
@@ -1392,10 +1395,38 @@ impl Lengths {
     }
 }
 
-/// The linearization's field holding the length of a result of run-time
-/// length, which `transpose` and `f_vjp` check the cotangent against.
-fn len_out() -> syn::Ident {
-    format_ident!("__len_out")
+/// The linearization's fields holding the lengths of the results of
+/// run-time length, which `transpose` and `f_vjp` check the cotangents
+/// against, each with its result's index.
+fn len_outs(ret: &Shape) -> Vec<(syn::Ident, usize)> {
+    let results = ret.results();
+    let one = results.len() == 1;
+    results
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s.runtime_array())
+        .map(|(i, _)| match one {
+            true => (format_ident!("__len_out"), i),
+            false => (format_ident!("__len_out{}", i), i),
+        })
+        .collect()
+}
+
+/// The length of result `i` (of run-time length) in `f_lin`.
+fn y_len(i: usize) -> syn::Ident {
+    match i {
+        0 => hidden("__y_len"),
+        i => format_ident!("__y_len{}", i, span = Span::mixed_site()),
+    }
+}
+
+/// Which result a message about result `i` of a result of shape `ret` is
+/// about: nothing for one result, else its position in the tuple.
+fn which_result(ret: &Shape, i: usize) -> String {
+    match ret.results().len() {
+        1 => String::new(),
+        _ => format!(" (its array result number {})", i + 1),
+    }
 }
 
 /// The docs of the linearization type and of `f_lin`.
@@ -1432,19 +1463,22 @@ fn lin_items(
     let detached = Detached::plan(l, sig, &tape);
     let self_tape = tape.read_in_place(detached.as_ref());
 
-    let (tangent, cotangent, r) = (hidden("__tangent"), hidden("__cotangent"), hidden("__r"));
+    let (tangent, cotangent) = (hidden("__tangent"), hidden("__cotangent"));
     let (unpack, ts) = sig.unpack_tangents(names, &tangent);
     let mut args = vec![(self_tape.clone(), Hold::Shallow)];
     args.extend(ts.into_iter().map(|t| (t, Hold::Owned)));
     let apply = body_holding(out.residual, &args, calls);
-    let conv = from_ir(quote!(#r), &l.ret, names);
+    let rs = Results::new("__r", &l.ret);
+    let (r, conv) = (pattern(&rs.names.iter().collect::<Vec<_>>()), rs.value(names, from_ir));
     let lanes = lanes::residual(lanes, (sig, l), out.residual, (&args, calls));
     let has_lanes = matches!(lanes, Some(Ok(_)));
 
-    let ct_ir = result_to_ir(quote!(#cotangent), &l.ret, names);
-    let mut t_args = vec![(self_tape, Hold::Shallow), (ct_ir, Hold::Owned)];
-    let (y, y_len) = (hidden("__y"), hidden("__y_len"));
-    let lengths = Lengths::new(sig, l, &mut tape, &mut t_args, &tangent, &cotangent, &y_len);
+    let mut t_args = vec![(self_tape, Hold::Shallow)];
+    for (place, s) in places(&quote!(#cotangent), &l.ret) {
+        t_args.push((result_to_ir(place, s, names), Hold::Owned));
+    }
+    let ys = Results::new("__y", &l.ret);
+    let lengths = Lengths::new(sig, l, &mut tape, &mut t_args, &tangent, &cotangent);
     let Lengths {
         len_inits,
         tangent_checks,
@@ -1453,7 +1487,9 @@ fn lin_items(
     } = lengths;
     let zeros = detached
         .as_ref()
-        .map_or_else(Vec::new, |d| d.start_from_accumulators(&mut t_args));
+        .map_or_else(Vec::new, |d| {
+            d.start_from_accumulators(&mut t_args, l.ret.results().len())
+        });
     let apply_body = quote!({ #unpack #(#tangent_checks)* let #r = #apply; #conv });
     let lanes =
         lanes.map(|b| b.map(|apply| quote!({ #unpack #(#lanes_checks)* let #r = #apply; #conv })));
@@ -1462,10 +1498,14 @@ fn lin_items(
     let transpose_out = sig.pack_cotangents(names, t_body);
 
     let generics = sig.float.decl(tape.lifetime());
-    let measure = (!ct_check.is_empty()).then(|| {
-        let len = super::result_len(&quote!(#y), &l.ret);
-        quote!(let #y_len = #len;)
-    });
+    let measure: Vec<TokenStream> = len_outs(&l.ret)
+        .into_iter()
+        .map(|(_, i)| {
+            let (y, y_len) = (&ys.names[i], y_len(i));
+            let len = super::result_len(&quote!(#y), ys.shapes[i]);
+            quote!(let #y_len = #len;)
+        })
+        .collect();
     let fns = lin_fns(
         (item, l, sig, &tape),
         (fwd_body, map_name, &lin_name, &lin_doc),
@@ -1505,22 +1545,23 @@ fn lin_items(
 /// `f_lin(params..) -> (R, FLinearization)` and the forward pass it shares
 /// with `f_vjp` (see [`Sig::forward_helper`]), which builds the
 /// linearization from the forward pass's `tape`, the lengths it keeps
-/// (`len_inits`) and, where the cotangent of the result is checked, the
-/// result's length (`measure`).
+/// (`len_inits`) and, where the cotangents of results are checked, the
+/// results' lengths (`measure`).
 fn lin_fns(
     (item, l, sig, tape): (&syn::ItemFn, &Lowered, &Sig, &Tape),
     (fwd_body, map_name, lin_name, lin_doc): (&TokenStream, &syn::Ident, &syn::Ident, &str),
-    (len_inits, measure): (Vec<TokenStream>, Option<TokenStream>),
+    (len_inits, measure): (Vec<TokenStream>, Vec<TokenStream>),
     names: &mut Names,
 ) -> TokenStream {
-    let (y, tape_var) = (hidden("__y"), hidden("__tape"));
-    let y_out = primal_from_ir(quote!(#y), &l.ret, names);
+    let (ys, tape_var) = (Results::new("__y", &l.ret), hidden("__tape"));
+    let y_out = ys.value(names, primal_from_ir);
+    let bound = pattern(&ys.names.iter().chain([&tape_var]).collect::<Vec<_>>());
     let mut read = tape.field_inits(&tape_var, len_inits);
     read.extend(sig.float.marker().map(|(_, init)| init));
     let generics = sig.float.decl(tape.lifetime());
     let body = quote! {
-        let (#y, #tape_var) = #fwd_body;
-        #measure
+        let #bound = #fwd_body;
+        #(#measure)*
         (#y_out, #map_name { #(#read,)* })
     };
     let ret_ty = &sig.ret_ty;
@@ -1762,8 +1803,12 @@ impl Detached {
     /// transposed residual's arguments after the tape and the result's
     /// cotangent), which it returns: `__reverse` passes them to
     /// `__reverse_into`.
-    fn start_from_accumulators(&self, t_args: &mut [(TokenStream, Hold)]) -> Vec<TokenStream> {
-        match t_args.get_mut(2..) {
+    fn start_from_accumulators(
+        &self,
+        t_args: &mut [(TokenStream, Hold)],
+        results: usize,
+    ) -> Vec<TokenStream> {
+        match t_args.get_mut(1 + results..) {
             Some(bufs) if bufs.len() == self.accs.len() => bufs
                 .iter_mut()
                 .zip(&self.accs)
@@ -1864,13 +1909,14 @@ fn vjp_item(
     let doc = format!("Reverse mode of [`{link}`]: its value and the cotangents of its differentiable parameters for the given output cotangent (the gradient, for an output cotangent of 1). Generated by linear-ad.");
     let (ret_ty, ret_tan, in_ty) = (&sig.ret_ty, &sig.ret_tan, &sig.in_ty);
     let vjp_name = format_ident!("{}_vjp", name);
-    let ct_check = if l.ret.runtime_array() {
-        let msg = format!("`{vjp_name}`: the cotangent must have the length of `{name}`'s result");
-        let field = len_out();
-        length_check(&quote!(#cotangent), &quote!(#map.#field), &msg)
-    } else {
-        quote!()
-    };
+    let places = super::results::places(&quote!(#cotangent), &l.ret);
+    let ct_check: Vec<TokenStream> = len_outs(&l.ret)
+        .into_iter()
+        .map(|(field, i)| {
+            let msg = format!("`{vjp_name}`: the cotangent must have the length of `{name}`'s result{}", which_result(&l.ret, i));
+            length_check(&places[i].0, &quote!(#map.#field), &msg)
+        })
+        .collect();
     let shown = readable("cotangent");
     let forward = sig.call_forward(&forward_name(item));
     let own = detached.map_or_else(Vec::new, |d| d.own_args(quote!(#map)));
@@ -1882,7 +1928,7 @@ fn vjp_item(
         quote! {
             let #cotangent = #shown;
             let (#y, #map) = #forward;
-            #ct_check
+            #(#ct_check)*
             (#y, #map.__reverse(#(#own,)* #cotangent))
         },
     )

@@ -33,6 +33,7 @@ mod items;
 mod linear;
 mod methods;
 mod pieces;
+pub(super) mod results;
 
 pub(crate) use items::method_key;
 pub use linear::{linear, linear_with};

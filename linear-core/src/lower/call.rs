@@ -586,8 +586,11 @@ impl Lowerer<'_> {
     ) -> Val {
         let ret_ty = site.ret.ty();
         let ret = site.ret.clone();
-        let (params, rets) = (tys, vec![ret_ty.clone()]);
         let linear = self.mode == Mode::Linear;
+        if ret.grouped() && !linear {
+            return self.emit_grouped_call(name, site, (vars, tys), hint);
+        }
+        let (params, rets) = (tys, vec![ret_ty.clone()]);
         let (nl_params, lin_params, nl_rets, lin_rets, nl, lin) = if linear {
             (vec![], params, vec![], rets, vec![], vars)
         } else {

@@ -194,6 +194,48 @@ pub(super) fn desugar(block: &syn::Block, ret: &syn::Type) -> syn::Block {
     syn::parse2(code).unwrap_or_else(|_| block.clone())
 }
 
+/// The body with the exits of its loops (`break`, `continue`, `loop`)
+/// desugared and its last expression kept as written, for a result that
+/// is several IR values and so has no variable to assign
+/// (`results.rs`); `Err` with the statement that returns early (a
+/// `return` or `?` before the end), which would need one.
+pub(super) fn desugar_loops(block: &syn::Block) -> Result<syn::Block, Span> {
+    use syn::spanned::Spanned;
+    let Some((tail, init)) = block.stmts.split_last() else {
+        return Ok(block.clone());
+    };
+    if let Some(s) = init.iter().find(|s| exits(s, &[])) {
+        return Err(first_return(s).unwrap_or_else(|| s.span()));
+    }
+    let exit = ident("__exit");
+    let body = rewrite(init, &mut Ctx { loops: Vec::new() });
+    let code: TokenStream = quote! {{
+        let mut #exit: u8 = 0;
+        #(#body)*
+        #tail
+    }};
+    Ok(syn::parse2(code).unwrap_or_else(|_| block.clone()))
+}
+
+/// The span of the first `return` or `?` in `s`, outside closures.
+fn first_return(s: &syn::Stmt) -> Option<Span> {
+    use syn::spanned::Spanned;
+    struct First(Option<Span>);
+    impl<'ast> Visit<'ast> for First {
+        fn visit_expr_return(&mut self, r: &'ast syn::ExprReturn) {
+            self.0 = self.0.or(Some(r.span()));
+        }
+        fn visit_expr_try(&mut self, t: &'ast syn::ExprTry) {
+            self.0 = self.0.or(Some(t.question_token.span()));
+        }
+        fn visit_expr_closure(&mut self, _: &'ast syn::ExprClosure) {}
+        fn visit_item(&mut self, _: &'ast syn::Item) {}
+    }
+    let mut v = First(None);
+    v.visit_stmt(s);
+    v.0
+}
+
 /// Whether `t` is `Vec<..>` (by any path ending so).
 fn is_vec(t: &syn::Type) -> bool {
     match t {

@@ -45,6 +45,7 @@ mod lifetimes;
 mod methods;
 mod ops;
 mod place;
+mod results;
 mod structs;
 mod view;
 
@@ -452,6 +453,13 @@ impl Shape {
             }
             syn::Type::Paren(p) => Shape::from_result_type(&p.elem, structs),
             syn::Type::Group(g) => Shape::from_result_type(&g.elem, structs),
+            // A tuple holding a `Vec`: several IR results (`results.rs`).
+            syn::Type::Tuple(tt) if holds_vec(t) => tt
+                .elems
+                .iter()
+                .map(|e| Shape::from_result_type(e, structs))
+                .collect::<Option<_>>()
+                .map(Shape::Tuple),
             _ => Shape::from_type_in(t, structs),
         }
     }
@@ -788,6 +796,57 @@ fn lower_body(
     }
     l.fn_ret = Some(ret.clone());
     l.data_ok = array_interface(&ret, &params);
+    let (ret, rets) = if ret.grouped() {
+        let block = match exits::needed(&item.block) {
+            false => (*item.block).clone(),
+            true => match exits::desugar_loops(&item.block) {
+                Ok(b) => b,
+                Err(span) => {
+                    l.errs.push(span, "returning early (`return` or `?` before the end) is not supported yet in a function whose result is a tuple holding an array: let the branches assign variables, and end the function with the tuple (`(s, y)`)");
+                    return None;
+                }
+            },
+        };
+        l.grouped_result(&block.stmts, &ret)?
+    } else {
+        single_result(l, item, mode, ret)
+    };
+    let (hoisted, out) = (std::mem::take(&mut l.hoisted), std::mem::take(&mut l.out));
+    l.check_grouped_uses(&[&hoisted, &out]);
+    if !l.errs.is_empty() {
+        return None;
+    }
+    let mut body = hoisted;
+    body.extend(out);
+    let ret_tys = ret.results().into_iter().map(Shape::ty).collect();
+    let mut func = assemble(mode, &sig.ident, nl_params, ret_tys, body, rets);
+    crate::visit::insert_dups_and_drops(&mut func);
+    crate::passes::transpose::drop_unused(&mut func);
+    Some(Lowered {
+        func,
+        params,
+        ret,
+        prelude: std::mem::take(&mut l.prelude),
+        externs: std::mem::take(&mut l.externs),
+        calls: std::mem::take(&mut l.calls),
+        opaques: std::mem::take(&mut l.opaques),
+        data: {
+            let mut d: Vec<_> = std::mem::take(&mut l.data_arrays)
+                .into_iter()
+                .map(|(name, (v, shape))| (v, name, shape))
+                .collect();
+            d.sort_by(|a, b| a.1.cmp(&b.1));
+            d
+        },
+    })
+}
+
+/// The function's result of one IR value, from its last expression (or
+/// final `return`), early exits desugared first: the shape, an array
+/// built in a local array as such ([`Shape::built`]), and the variable
+/// (none if it failed to lower, reported).
+fn single_result(l: &mut Lowerer, item: &syn::ItemFn, mode: Mode, ret: Shape) -> (Shape, Vec<Var>) {
+    let sig = &item.sig;
     // Early exits become structured control flow first (a `Vec` result
     // starting as an empty local array, see `exits.rs`).
     let block = match (&sig.output, exits::needed(&item.block)) {
@@ -815,46 +874,22 @@ fn lower_body(
         };
         rets.push(var);
     }
-    if !l.errs.is_empty() {
-        return None;
-    }
-    let mut body = std::mem::take(&mut l.hoisted);
-    body.extend(std::mem::take(&mut l.out));
-    let mut func = assemble(mode, &sig.ident, nl_params, ret_ty, body, rets);
-    crate::visit::insert_dups_and_drops(&mut func);
-    crate::passes::transpose::drop_unused(&mut func);
-    Some(Lowered {
-        func,
-        params,
-        ret,
-        prelude: std::mem::take(&mut l.prelude),
-        externs: std::mem::take(&mut l.externs),
-        calls: std::mem::take(&mut l.calls),
-        opaques: std::mem::take(&mut l.opaques),
-        data: {
-            let mut d: Vec<_> = std::mem::take(&mut l.data_arrays)
-                .into_iter()
-                .map(|(name, (v, shape))| (v, name, shape))
-                .collect();
-            d.sort_by(|a, b| a.1.cmp(&b.1));
-            d
-        },
-    })
+    (ret, rets)
 }
 
-/// The lowered function: its parameters, result and body are non-linear
+/// The lowered function: its parameters, results and body are non-linear
 /// for `#[differentiable]`, linear for `#[linear]`.
 fn assemble(
     mode: Mode,
     name: &syn::Ident,
     params: Vec<Binder>,
-    ret_ty: Ty,
+    ret_tys: Vec<Ty>,
     body: Vec<Stmt>,
     rets: Vec<Var>,
 ) -> Func {
     let (nl_params, lin_params, nl_rets, lin_rets, nl, lin) = match mode {
-        Mode::Differentiable => (params, vec![], vec![ret_ty], vec![], rets, vec![]),
-        Mode::Linear => (vec![], params, vec![], vec![ret_ty], vec![], rets),
+        Mode::Differentiable => (params, vec![], ret_tys, vec![], rets, vec![]),
+        Mode::Linear => (vec![], params, vec![], ret_tys, vec![], rets),
     };
     Func {
         name: Var::new(&name.to_string()),
@@ -902,7 +937,7 @@ fn result_shape(
             None
         }
         None if holds_vec(t) => {
-            errs.spanned(t, "a tuple holding an array is not supported as a result yet: return the array alone (`-> Vec<f64>`) and compute the other parts in a function of their own");
+            errs.spanned(t, "an array of `Vec`s, or a tuple holding an array of another kind, is not supported as a result: return a tuple of `Vec<T>`s and floats (`-> (f64, Vec<f64>, Vec<f64>)`)");
             None
         }
         None => {
@@ -1211,6 +1246,9 @@ struct Lowerer<'a> {
     prelude: Vec<TokenStream>,
     float: Option<Float>,
     unpacked: HashMap<Var, Vec<Var>>,
+    /// The tuples of grouped calls' results, which no statement binds
+    /// (`results.rs`), and the calls' spans and callees.
+    unbound: Vec<(Var, Span, String)>,
     /// Arrays held by value (IR tuples) indexed at run time: the local
     /// array each is copied into (see [`view`]).
     views: HashMap<Var, Var>,
@@ -1313,6 +1351,7 @@ impl<'e> Lowerer<'e> {
             prelude: Vec::new(),
             float: None,
             unpacked: HashMap::default(),
+            unbound: Vec::new(),
             views: HashMap::default(),
             types: HashMap::default(),
             next_const: 0,

@@ -30,6 +30,7 @@ use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned};
 use rustc_hash::FxHashMap as HashMap;
 
+use super::results::{from_parts, ir_parts, tuple};
 use super::{arg_from_ir, from_ir, result_to_ir, to_ir};
 use crate::codegen::{CallGen, Names};
 use crate::ir::{Ty, Var};
@@ -236,7 +237,7 @@ impl CallGen for Calls<'_> {
         let l = syn::Ident::new("__l", Span::mixed_site());
         // A result is owned by the caller: an array result is its own IR
         // value, not a borrow as an array parameter is.
-        let r_ir = result_to_ir(quote!(#r), &site.ret, names);
+        let r_ir = ir_parts(&quote!(#r), &site.ret, names, result_to_ir);
         Some(match stage.as_str() {
             "jvp" | "jvp.nl" => {
                 let (args, unread) = primal_args(site, nl, names)?;
@@ -244,11 +245,13 @@ impl CallGen for Calls<'_> {
                 if stage == "jvp" {
                     let passed = Passed::of(site, nl, None);
                     let slots = slots(lin, &passed, names)?;
-                    let dr_ir = result_to_ir(quote!(#dr), &site.ret, names);
-                    quote!({ #unread let (#r, #dr) = #c_jvp(#(#args,)* #(#slots,)*); (#r_ir, #dr_ir) })
+                    let dr_ir = ir_parts(&quote!(#dr), &site.ret, names, result_to_ir);
+                    let out = tuple(&[r_ir, dr_ir].concat());
+                    quote!({ #unread let (#r, #dr) = #c_jvp(#(#args,)* #(#slots,)*); #out })
                 } else {
                     let held = ranged(site, nl, &l)?;
-                    quote!({ #unread let (#r, #l) = #c_lin(#(#args,)*); (#r_ir, #held) })
+                    let out = tuple(&[r_ir, vec![held]].concat());
+                    quote!({ #unread let (#r, #l) = #c_lin(#(#args,)*); #out })
                 }
             }
             // After the tape, the array arguments, passed back (see
@@ -258,10 +261,12 @@ impl CallGen for Calls<'_> {
                 let passed = Passed::of(site, arrays, Some(tape));
                 let slots = slots(lin, &passed, names)?;
                 let (map, views) = (passed.map(tape), passed.views());
-                quote!({ let #r = #c_apply(#map, #(#views,)* #(#slots,)*); #r_ir })
+                let out = tuple(&r_ir);
+                quote!({ let #r = #c_apply(#map, #(#views,)* #(#slots,)*); #out })
             }
             "jvp.lin.t" => {
-                let ((tape, arrays), (ct, accs)) = (nl.split_first()?, lin.split_first()?);
+                let k = site.ret.results().len();
+                let ((tape, arrays), (ct, accs)) = (nl.split_first()?, lin.split_at_checked(k)?);
                 let passed = Passed::of(site, arrays, Some(tape));
                 transpose_call(site, &c_transpose, (tape, &passed, ct, accs), names)?
             }
@@ -372,10 +377,10 @@ impl Passed {
 fn transpose_call(
     site: &CallSite,
     c_transpose: &TokenStream,
-    (tape, passed, ct, accs): (&syn::Ident, &Passed, &syn::Ident, &[syn::Ident]),
+    (tape, passed, ct, accs): (&syn::Ident, &Passed, &[syn::Ident], &[syn::Ident]),
     names: &mut Names,
 ) -> Option<TokenStream> {
-    let ct_rust = arg_from_ir(quote!(#ct), &site.ret, names);
+    let ct_rust = from_parts(ct, &site.ret, names, arg_from_ir);
     let (mut pats, mut outs, mut merges) = (Vec::new(), Vec::new(), Vec::new());
     let mut acc_args = Vec::new();
     let mut accs = accs.iter();

@@ -16,6 +16,7 @@ use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 
 use super::{hidden, readable, Calls, Owner, Sig};
+use crate::expand::results::{pattern, Results};
 use crate::expand::LanesAsk;
 use crate::ir::{Float, Func};
 use crate::lower::{Lowered, Shape};
@@ -278,9 +279,10 @@ fn jvp_item(
 ) -> TokenStream {
     let k = count();
     let _lanes = crate::codegen::LinearLanes::set(Some(k.clone()));
-    let (y, dy) = (hidden("__y"), hidden("__dy"));
-    let y_out = crate::expand::primal_from_ir(quote!(#y), &l.ret, names);
-    let dy_out = crate::expand::from_ir(quote!(#dy), &l.ret, names);
+    let (ys, dys) = (Results::new("__y", &l.ret), Results::new("__dy", &l.ret));
+    let y_out = ys.value(names, crate::expand::primal_from_ir);
+    let dy_out = dys.value(names, crate::expand::from_ir);
+    let bound = pattern(&ys.names.iter().chain(&dys.names).collect::<Vec<_>>());
     let jvp_body = crate::codegen::body(fj, &sig.jvp_args(), calls);
     let name = &item.sig.ident;
     let link = sig.owner.doc_path(name, true);
@@ -302,7 +304,7 @@ fn jvp_item(
             #(#markers)*
             #(#prelude)*
             #(#checks)*
-            let (#y, #dy) = #jvp_body;
+            let #bound = #jvp_body;
             (#y_out, #dy_out)
         }
     }
