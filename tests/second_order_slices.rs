@@ -306,3 +306,97 @@ fn parts_of_arrays_have_the_hvp_of_their_inlined_twin() {
         );
     }
 }
+
+/// `sin ⟨x², y⟩`: its `g_vjp` returns the gradient as two vectors,
+/// `cos(s)·(2 x y, x²)`, and is a differentiable function in its turn.
+#[differentiable(order = 2)]
+pub fn g(x: &[f64], y: &[f64]) -> f64 {
+    let mut s = 0.0;
+    for i in 0..x.len() {
+        s += x[i] * x[i] * y[i];
+    }
+    s.sin()
+}
+
+/// The squared norm of `g`'s gradient, through `g_vjp`: reverse over
+/// reverse, the inner gradient's vectors destructured.
+#[differentiable]
+pub fn grad_norm(x: &[f64], y: &[f64]) -> f64 {
+    let (_, (gx, gy)) = g_vjp(x, y, 1.0);
+    let mut n = 0.0;
+    for i in 0..gx.len() {
+        n += gx[i] * gx[i] + gy[i] * gy[i];
+    }
+    n
+}
+
+/// [`grad_norm`] with `g`'s gradient written by hand.
+#[differentiable]
+pub fn grad_norm_by_hand(x: &[f64], y: &[f64]) -> f64 {
+    let mut s = 0.0;
+    for i in 0..x.len() {
+        s += x[i] * x[i] * y[i];
+    }
+    let c = s.cos();
+    let mut n = 0.0;
+    for i in 0..x.len() {
+        let (a, b) = (2.0 * x[i] * y[i] * c, x[i] * x[i] * c);
+        n += a * a + b * b;
+    }
+    n
+}
+
+#[test]
+fn the_vjp_of_a_function_of_slices_is_differentiable() {
+    let (x, y) = (vec![0.3, -0.4, 0.9], vec![1.1, 0.5, -0.2]);
+    let (v, (gx, gy)) = grad_norm_vjp(&x, &y, 1.0);
+    let (w, (hx, hy)) = grad_norm_by_hand_vjp(&x, &y, 1.0);
+    assert!(close(v, w, 1e-13), "{v} against {w}");
+    assert!(close(grad_norm(&x, &y), w, 1e-13));
+    for (a, b) in gx.iter().chain(&gy).zip(hx.iter().chain(&hy)) {
+        assert!(close(*a, *b, 1e-12), "{gx:?} {gy:?} against {hx:?} {hy:?}");
+    }
+    // Finite differences of the function itself.
+    for i in 0..3 {
+        let e: Vec<f64> = (0..3).map(|j| if i == j { EPS } else { 0.0 }).collect();
+        let fx = (grad_norm(&along(&x, &e, 1.0), &y) - grad_norm(&along(&x, &e, -1.0), &y))
+            / (2.0 * EPS);
+        let fy = (grad_norm(&x, &along(&y, &e, 1.0)) - grad_norm(&x, &along(&y, &e, -1.0)))
+            / (2.0 * EPS);
+        assert!(close(gx[i], fx, 1e-7), "{gx:?}: {i} against {fx}");
+        assert!(close(gy[i], fy, 1e-7), "{gy:?}: {i} against {fy}");
+    }
+    // Forward mode through `g_vjp` agrees with reverse.
+    let (dx, dy) = (vec![0.5, -1.0, 0.25], vec![0.125, 0.75, -0.5]);
+    let (_, dv) = grad_norm_jvp(&x, &y, &dx, &dy);
+    assert!(close(dv, dot(&gx, &dx) + dot(&gy, &dy), 1e-12));
+}
+
+#[test]
+fn the_vjp_of_a_function_of_slices_has_its_own_derivatives() {
+    let (x, y) = (vec![0.3, -0.4, 0.9], vec![1.1, 0.5, -0.2]);
+    let (dx, dy, dc) = (vec![0.5, -1.0, 0.25], vec![0.125, 0.75, -0.5], 0.3);
+    // `g_vjp_jvp`: the derivative of (value, gradient) along (dx, dy, dc),
+    // against central differences of `g_vjp`.
+    let ((v, (gx, gy)), (dv, (dgx, dgy))) = g_vjp_jvp(&x, &y, 2.0, &dx, &dy, dc);
+    assert_eq!((v, (gx, gy)), g_vjp(&x, &y, 2.0));
+    let at = |t: f64| g_vjp(&along(&x, &dx, t), &along(&y, &dy, t), 2.0 + t * dc);
+    let ((v1, (ax1, ay1)), (v0, (ax0, ay0))) = (at(EPS), at(-EPS));
+    assert!(close(dv, (v1 - v0) / (2.0 * EPS), 1e-8));
+    for i in 0..3 {
+        assert!(
+            close(dgx[i], (ax1[i] - ax0[i]) / (2.0 * EPS), 1e-7),
+            "{dgx:?}"
+        );
+        assert!(
+            close(dgy[i], (ay1[i] - ay0[i]) / (2.0 * EPS), 1e-7),
+            "{dgy:?}"
+        );
+    }
+    // Its reverse mode, against its forward mode: the dot-product identity.
+    let ct = (0.7, (vec![1.0, -2.0, 0.5], vec![0.25, 0.0, -1.0]));
+    let (_, (bx, by, bc)) = g_vjp_vjp(&x, &y, 2.0, ct.clone());
+    let lhs = ct.0 * dv + dot(&ct.1 .0, &dgx) + dot(&ct.1 .1, &dgy);
+    let rhs = dot(&bx, &dx) + dot(&by, &dy) + bc * dc;
+    assert!(close(lhs, rhs, 1e-12), "{lhs} against {rhs}");
+}

@@ -101,7 +101,10 @@ fn every_mode_agrees_with_finite_differences() {
         |v, w| lse_softmax_vjp(v, (w[0], w[1..].to_vec())).1,
         |v, d, w| {
             let (_, lin) = lse_softmax_lin(v);
-            (flat(lin.apply(d.to_vec())), lin.transpose((w[0], w[1..].to_vec())))
+            (
+                flat(lin.apply(d.to_vec())),
+                lin.transpose((w[0], w[1..].to_vec())),
+            )
         },
     );
 }
@@ -221,7 +224,10 @@ fn a_cotangent_of_the_wrong_length_is_refused() {
         .cloned()
         .or_else(|| msg.downcast_ref::<&str>().map(|s| s.to_string()))
         .unwrap_or_default();
-    assert!(text.contains("the length of `lse_softmax`'s result"), "{text}");
+    assert!(
+        text.contains("the length of `lse_softmax`'s result"),
+        "{text}"
+    );
 }
 
 /// A tuple result in lanes.
@@ -241,10 +247,18 @@ fn lanes_agree_with_one_direction_at_a_time() {
     assert_eq!(y, scaled(&x, 0.5));
     let dx = vec![Lanes([1.0, 0.0]), Lanes([0.0, 0.0])];
     let (a, ys) = lin.apply_lanes((dx, Lanes([0.0, 1.0])));
-    let (_, ys2) = scaled_jvp_lanes(&x, 0.5, &[Lanes([1.0, 0.0]), Lanes([0.0, 0.0])], Lanes([0.0, 1.0]));
+    let (_, ys2) = scaled_jvp_lanes(
+        &x,
+        0.5,
+        &[Lanes([1.0, 0.0]), Lanes([0.0, 0.0])],
+        Lanes([0.0, 1.0]),
+    );
     assert_eq!(ys, ys2.1);
     for lane in 0..2 {
-        let (dx, dk) = (vec![f64::from(u8::from(lane == 0)), 0.0], f64::from(u8::from(lane == 1)));
+        let (dx, dk) = (
+            vec![f64::from(u8::from(lane == 0)), 0.0],
+            f64::from(u8::from(lane == 1)),
+        );
         let (da, dy) = lin.apply((dx, dk));
         assert_eq!(a.0[lane], da);
         let got: Vec<f64> = ys.iter().map(|l| l.0[lane]).collect();

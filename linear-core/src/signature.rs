@@ -74,10 +74,6 @@ pub enum Kind {
     /// callees' tapes, which J cannot differentiate yet
     /// (`expand::items::derived`): callers learn that they cannot call it.
     Tape,
-    /// The `f_vjp` of an `order = 2` function of slices: U's tape of a
-    /// function of arrays is not differentiated yet
-    /// ([`crate::passes::hvp::first_vjp`]); callers learn to call `f_jvp`.
-    SlicesVjp,
     /// The `f_jvp` or `f_vjp` of a function differentiable at order 1
     /// only: callers learn to ask for `order = 2`.
     FirstOrder,
@@ -106,7 +102,6 @@ impl Kind {
             Kind::Closed => "closed",
             Kind::Unmarked => "unmarked",
             Kind::Tape => "tape",
-            Kind::SlicesVjp => "slices_vjp",
             Kind::FirstOrder => "first_order",
             Kind::ThirdOrder => "third_order",
         }
@@ -179,13 +174,12 @@ impl ToTokens for Sig {
 impl Parse for Sig {
     fn parse(input: ParseStream) -> syn::Result<Self> {
         let id: syn::Ident = input.parse()?;
-        let kinds: [Kind; 8] = [
+        let kinds: [Kind; 7] = [
             Kind::Differentiable,
             Kind::Linear,
             Kind::Closed,
             Kind::Unmarked,
             Kind::Tape,
-            Kind::SlicesVjp,
             Kind::FirstOrder,
             Kind::ThirdOrder,
         ];
@@ -375,12 +369,9 @@ pub fn callee_items(
         (_, false) => quote!(#t),
     };
     let alias = match kind {
-        Kind::Closed
-        | Kind::Unmarked
-        | Kind::Tape
-        | Kind::SlicesVjp
-        | Kind::FirstOrder
-        | Kind::ThirdOrder => TokenStream::new(),
+        Kind::Closed | Kind::Unmarked | Kind::Tape | Kind::FirstOrder | Kind::ThirdOrder => {
+            TokenStream::new()
+        }
         Kind::Differentiable | Kind::Linear => quote! {
             #[doc(hidden)]
             #[allow(non_camel_case_types)]

@@ -1525,12 +1525,18 @@ fn tapes(
     recycled: bool,
     capacity: &TokenStream,
 ) -> (Vec<TokenStream>, Vec<TokenStream>) {
+    let (res_tys, _) = l.result_types();
+    let lens = res_tys[l.nl.len()..].iter().map(inline_len);
     cols.iter()
         .zip(inline)
         .zip(&l.collect)
-        .map(|((c, inline), t)| {
-            if *inline {
-                let init = quote!(let mut #c = ::linear_ad::__private::ArrayVec::new(););
+        .zip(lens)
+        .map(|(((c, inline), t), len)| {
+            if let (true, Some(n)) = (*inline, len) {
+                // Its capacity spelled out: nothing else may name the
+                // list's type (a tape tuple the simplifier dissolved).
+                let n = n as usize;
+                let init = quote!(let mut #c = ::linear_ad::__private::ArrayVec::<_, #n>::new(););
                 (init, quote!(#c))
             } else if recycled && pooled(t) {
                 let init = quote!(let mut #c = ::linear_ad::__private::Tape::buffer(#capacity););

@@ -1469,7 +1469,10 @@ fn lin_items(
     args.extend(ts.into_iter().map(|t| (t, Hold::Owned)));
     let apply = body_holding(out.residual, &args, calls);
     let rs = Results::new("__r", &l.ret);
-    let (r, conv) = (pattern(&rs.names.iter().collect::<Vec<_>>()), rs.value(names, from_ir));
+    let (r, conv) = (
+        pattern(&rs.names.iter().collect::<Vec<_>>()),
+        rs.value(names, from_ir),
+    );
     let lanes = lanes::residual(lanes, (sig, l), out.residual, (&args, calls));
     let has_lanes = matches!(lanes, Some(Ok(_)));
 
@@ -1485,11 +1488,9 @@ fn lin_items(
         lanes_checks,
         ct_check,
     } = lengths;
-    let zeros = detached
-        .as_ref()
-        .map_or_else(Vec::new, |d| {
-            d.start_from_accumulators(&mut t_args, l.ret.results().len())
-        });
+    let zeros = detached.as_ref().map_or_else(Vec::new, |d| {
+        d.start_from_accumulators(&mut t_args, l.ret.results().len())
+    });
     let apply_body = quote!({ #unpack #(#tangent_checks)* let #r = #apply; #conv });
     let lanes =
         lanes.map(|b| b.map(|apply| quote!({ #unpack #(#lanes_checks)* let #r = #apply; #conv })));
@@ -1913,7 +1914,10 @@ fn vjp_item(
     let ct_check: Vec<TokenStream> = len_outs(&l.ret)
         .into_iter()
         .map(|(field, i)| {
-            let msg = format!("`{vjp_name}`: the cotangent must have the length of `{name}`'s result{}", which_result(&l.ret, i));
+            let msg = format!(
+                "`{vjp_name}`: the cotangent must have the length of `{name}`'s result{}",
+                which_result(&l.ret, i)
+            );
             length_check(&places[i].0, &quote!(#map.#field), &msg)
         })
         .collect();

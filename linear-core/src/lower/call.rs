@@ -877,7 +877,6 @@ impl Lowerer<'_> {
             | Kind::Closed
             | Kind::Unmarked
             | Kind::Tape
-            | Kind::SlicesVjp
             | Kind::FirstOrder
             | Kind::ThirdOrder
                 if self.mode == Mode::Linear =>
@@ -902,13 +901,6 @@ impl Lowerer<'_> {
                 self.errs.spanned(
                     path,
                     format!("`{name}` cannot be differentiated yet: its reverse pass reads the tapes of the functions `{f}` calls, whose derivatives are not supported; call `{f}_jvp` here instead (forward mode for the inner derivative)"),
-                );
-            }
-            Kind::SlicesVjp => {
-                let f = name.strip_suffix("_vjp").unwrap_or(&name);
-                self.errs.spanned(
-                    path,
-                    format!("`{name}` cannot be differentiated yet: `{f}` takes slices, and the reverse pass of a function of slices is not differentiable yet; call `{f}_jvp` here instead (forward mode for the inner derivative)"),
                 );
             }
             Kind::FirstOrder => {

@@ -132,7 +132,8 @@ fn as_one_function(
 /// pass then its transposed residual, as one non-linear function (L of
 /// their composition, inlined), so that the pipeline can run on it again:
 /// the VJP as a differentiable function. `transposed` is the pipeline's
-/// output for `f`, whose parameters must not be arrays read by index.
+/// output for `f`, whose results must not be arrays: an array parameter
+/// gets a zeroed accumulator, returned as its cotangent.
 ///
 /// Straight-line code's tape is a tuple of reals, which the inliner and
 /// simplifier dissolve; a loop's records become arrays
@@ -145,14 +146,13 @@ pub fn first_vjp(transposed: &Program, f: &str) -> Result<Option<Func>, PassErro
     let name = Var::new(f);
     let forward = find(transposed, &format!("{f}.jvp.nl"))?;
     let reverse = find(transposed, &format!("{f}.jvp.lin.t"))?;
-    if forward
-        .nl_params
-        .iter()
-        .any(|b| matches!(b.ty, Ty::Array(..)))
-    {
+    // The cotangent of an array result would be a parameter the
+    // transposed residual writes as its buffer, which J refuses.
+    let results = forward.nl_rets.split_last().map_or(&[][..], |(_, r)| r);
+    if results.iter().any(|t| matches!(t, Ty::Array(..))) {
         return Err(PassError::new(
             &name,
-            "the VJP of a function of arrays read by index is not differentiable yet",
+            "the VJP of a function returning an array is not differentiable yet",
         ));
     }
     // A callee's tape is opaque to J: its VJP is not differentiated.

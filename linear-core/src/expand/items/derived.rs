@@ -30,10 +30,11 @@
 //! to its linearization, and take an accumulator for each.
 //!
 //! Where `f_vjp` cannot be differentiated (its tape holds its callees'
-//! tapes, or the arrays of a function of slices: see
-//! [`crate::passes::hvp::first_vjp`]), it gets a signature of kind
-//! [`Kind::Tape`] or [`Kind::SlicesVjp`], so a caller gets an error at its
-//! call that says so. Methods, and functions other differentiable code
+//! tapes: see [`crate::passes::hvp::first_vjp`]), it gets a signature of
+//! kind [`Kind::Tape`], so a caller gets an error at its call that says
+//! so. A function of slices' `f_vjp` returns their cotangents, a tuple
+//! holding arrays (`(R, (Vec<T>, ..))`), whose parts are results of their
+//! own through the pipeline (`lower/results.rs`). Methods, and functions other differentiable code
 //! cannot call (arrays read by index, structs, `#[nondiff]` arrays read
 //! or passed on), get neither.
 
@@ -138,11 +139,15 @@ pub(super) fn callees(
     let twice = second.is_some();
     let jvp = quote!(#jvp #second);
     let groups = [1, sig.active.len()];
-    // A function of slices: its tape holds arrays, which J does not
-    // differentiate yet (`first_vjp`); callers learn to call `f_jvp`.
-    if !sig.arrays().is_empty() {
+    // A function of slices: `f_vjp` returns the cotangents of its arrays,
+    // a tuple holding arrays, whose parts stay results of their own
+    // (`lower/results.rs`); `f_hessian` does not use it.
+    let slices = !sig.arrays().is_empty();
+    // Arrays calls cannot pass (`&[T; N]`, rows): callers could not call
+    // `f_vjp` (nor `f`), whose bodies go through the pipeline for nothing.
+    if slices && !detached.arrays {
         let vjp = derived_item(item, l, sig, Which::Vjp)
-            .map(|(vjp_item, _)| signature(&vjp_item, Kind::SlicesVjp, false));
+            .map(|(vjp_item, _)| signature(&vjp_item, Kind::Closed, false));
         return Callees {
             items: quote!(#jvp #vjp),
             vjp_lin: false,
@@ -151,8 +156,19 @@ pub(super) fn callees(
         };
     }
     let vjp_first = first_vjp(&stages.transposed, &name);
-    let differentiable = matches!(vjp_first, Ok(Some(_)));
+    let differentiable = matches!(vjp_first, Ok(Some(_))) && !slices;
     let (vjp, vjp_lanes) = match vjp_first {
+        Ok(Some(f)) if slices => {
+            let (items, _, _) = emit(
+                derived(item, l, sig, &f, Which::Vjp),
+                Passes {
+                    lanes: LanesAsk::No,
+                    ..passes
+                },
+                item.sig.ident.span(),
+            );
+            (items, false)
+        }
         Ok(Some(f)) => {
             let (items, lanes, _) = emit(
                 tupled(&f, &groups)
@@ -313,7 +329,7 @@ fn derived(
     }
     let ret = match which {
         Which::Jvp => Shape::Tuple(vec![l.ret.clone(), l.ret.clone()]),
-        Which::Vjp => Shape::Tuple(vec![l.ret.clone(), in_shape(sig)]),
+        Which::Vjp => Shape::Tuple(vec![l.ret.clone(), owned(&in_shape(sig))]),
     };
     let lowered = Lowered {
         func,
@@ -333,6 +349,21 @@ fn in_shape(sig: &Sig) -> Shape {
     match sig.active.as_slice() {
         [(_, s)] => (*s).clone(),
         many => Shape::Tuple(many.iter().map(|(_, s)| (*s).clone()).collect()),
+    }
+}
+
+/// The shape of a cotangent `f_vjp` returns for a parameter of shape `s`:
+/// an owned array for an array parameter (`Vec<T>` for `&[T]`, `[T; n]`
+/// for `&[T; n]`), as `In` has it.
+fn owned(s: &Shape) -> Shape {
+    use crate::lower::SliceKind;
+    match s {
+        Shape::Slice(e, SliceKind::ArrayRef(n) | SliceKind::Array(n)) => {
+            Shape::Slice(e.clone(), SliceKind::Array(*n))
+        }
+        Shape::Slice(e, _) => Shape::Slice(e.clone(), SliceKind::Vec),
+        Shape::Tuple(ss) => Shape::Tuple(ss.iter().map(owned).collect()),
+        Shape::Float(_) | Shape::Array(..) | Shape::Struct(_) => s.clone(),
     }
 }
 
