@@ -1,4 +1,6 @@
 #![deny(warnings)]
+// Index loops, as numeric code writes them.
+#![allow(clippy::needless_range_loop)]
 
 //! Functions whose result is a tuple holding arrays (`-> (f64, Vec<f64>)`):
 //! each component is a result of its own in the IR, grouped into the Rust
