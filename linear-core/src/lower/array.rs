@@ -13,21 +13,22 @@
 //!   and `i * M + j` when not (with `j`'s range known, as in
 //!   `for j in 0..M`, rustc folds the check away).
 //! * Iteration is index loops: `for v in a.iter()` (also `&a`, `a`,
-//!   `.copied()`, `.cloned()`, `.rev()`, `.enumerate()`, `.zip(b.iter())`,
-//!   on differentiable arrays and `#[nondiff]` data alike) is rewritten,
-//!   before lowering, into `for k in 0..n { let v = a[k]; .. }`, with `n`
-//!   the shorter length for a `zip`. Patterns bind values: `&v` and `v`
+//!   parts `a[lo..hi]`, `.copied()`, `.cloned()`, `.rev()`, `.enumerate()`,
+//!   `.zip(b.iter())`, `.skip(s)`, `.take(t)`, `.filter(|v| ..)`, on
+//!   differentiable arrays and `#[nondiff]` data alike, recognised by
+//!   `iter.rs`) is rewritten, before lowering, into `for k in 0..n { let v
+//!   = a[k]; .. }`, with `n` the shorter length for a `zip`, offsets for
+//!   parts and skips, and the body under `if` for a filter. Patterns bind values: `&v` and `v`
 //!   both bind the element (and `*v` reads it). Through `a.iter_mut()` or
 //!   `&mut a` (a local array) a name is the element's place instead:
 //!   `*v` in the body becomes `a[k]`, read and written. `for c in
 //!   a.chunks(k)` (and `chunks_exact`) runs over the chunks' indices, with
 //!   `c[j]` read as `a[i * k + j]` and `c.len()` as the chunk's length;
 //!   `for w in a.windows(k)` over the windows', `w[j]` read as `a[i + j]`.
-//! * Reductions are loops: `it.sum::<f64>()`, `it.map(|v| e).sum()` (a map
-//!   of a map is one body, the inner's value bound to the outer's
-//!   parameter) and
-//!   `it.fold(init, |acc, v| e)` over such an iteration (or over chunks or
-//!   windows) become
+//! * Reductions are loops: `it.sum::<f64>()`, `it.product::<f64>()`,
+//!   `it.map(|v| e).sum()` (a map of a map is one body, the inner's value
+//!   bound to the outer's parameter) and `it.fold(init, |acc, v| e)` (after
+//!   a map too) over such an iteration (or over chunks or windows) become
 //!   `{ let mut s = init; for v in it { s = s + e; } s }`; over a range
 //!   (`(0..n).map(|i| e).sum()`, also `.rev()`, `.step_by(k)`) the loop
 //!   runs the range itself.
@@ -58,114 +59,13 @@ use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote};
 use syn::spanned::Spanned;
 
+use super::iter::{bind_item, leaf, parse, recognise, untyped, Bound};
 use super::{Lowerer, Val};
 use crate::ir::{Expr, Prim, Ty};
-
-/// An iteration over arrays: the arrays (several for `zip`), whether it
-/// counts (`enumerate`) and whether it runs backwards, and the shape of the
-/// items it yields.
-pub(super) struct Chain {
-    pub(super) sources: Vec<syn::Expr>,
-    pub(super) rev: bool,
-    pub(super) item: Item,
-}
-
-/// The structure of an iteration's items.
-pub(super) enum Item {
-    /// The element of source `k`.
-    Elem(usize),
-    /// `(index, item)`.
-    Enumerate(Box<Item>),
-    /// `(item, item)`.
-    Zip(Box<Item>, Box<Item>),
-    /// The iteration's index (the first half of `Enumerate`).
-    Index,
-    /// The element of source `k` as a place (`iter_mut`): its name is an
-    /// alias of `a[k]`, read and written through `*name`.
-    Place(usize),
-}
-
-/// Recognises an iteration over arrays: `a.iter()`, `&a`, `a` (a plain
-/// path), with `.copied()`, `.cloned()`, `.rev()`, `.enumerate()` and
-/// `.zip(..)` applied.
-fn chain(e: &syn::Expr, sources: &mut Vec<syn::Expr>, top: bool) -> Option<(Item, bool)> {
-    match e {
-        syn::Expr::Paren(p) => chain(&p.expr, sources, top),
-        syn::Expr::Group(g) => chain(&g.expr, sources, top),
-        syn::Expr::Reference(r) if r.mutability.is_none() => {
-            leaf(&r.expr).map(|s| push(sources, s))
-        }
-        syn::Expr::Reference(r) if top => leaf(&r.expr).map(|s| push_place(sources, s)),
-        syn::Expr::Path(_) if top => leaf(e).map(|s| push(sources, s)),
-        syn::Expr::MethodCall(m) => {
-            let name = m.method.to_string();
-            match (name.as_str(), m.args.len()) {
-                ("iter" | "into_iter", 0) => leaf(&m.receiver).map(|s| push(sources, s)),
-                // Elements written through (`*v = ..`): places, not values.
-                ("iter_mut", 0) => leaf(&m.receiver).map(|s| push_place(sources, s)),
-                ("copied" | "cloned", 0) => chain(&m.receiver, sources, false),
-                ("rev", 0) => chain(&m.receiver, sources, false).map(|(i, r)| (i, !r)),
-                ("enumerate", 0) => {
-                    let (i, r) = chain(&m.receiver, sources, false)?;
-                    // `rev().enumerate()` counts from 0 in reverse order:
-                    // not an index loop.
-                    (!r).then(|| (Item::Enumerate(Box::new(i)), false))
-                }
-                ("zip", 1) => {
-                    let (a, ra) = chain(&m.receiver, sources, false)?;
-                    let (b, rb) = chain(&m.args[0], sources, true)?;
-                    (!ra && !rb).then(|| (Item::Zip(Box::new(a), Box::new(b)), false))
-                }
-                _ => None,
-            }
-        }
-        _ => None,
-    }
-}
-
-/// `s` as a source whose elements are places (`iter_mut()`, `&mut s`).
-fn push_place(sources: &mut Vec<syn::Expr>, s: syn::Expr) -> (Item, bool) {
-    sources.push(s);
-    (Item::Place(sources.len() - 1), false)
-}
 
 /// The prefix of a reduction's accumulator's name, which errors about
 /// it do not show (`control::state_of`).
 pub(super) const ACCUMULATOR: &str = "__linear_ad_s";
-
-fn push(sources: &mut Vec<syn::Expr>, s: syn::Expr) -> (Item, bool) {
-    sources.push(s);
-    (Item::Elem(sources.len() - 1), false)
-}
-
-/// The array an iteration starts from: a path or a field.
-fn leaf(e: &syn::Expr) -> Option<syn::Expr> {
-    match e {
-        syn::Expr::Paren(p) => leaf(&p.expr),
-        syn::Expr::Path(_) | syn::Expr::Field(_) => Some(e.clone()),
-        _ => None,
-    }
-}
-
-pub(super) fn recognise(e: &syn::Expr) -> Option<Chain> {
-    let mut sources = Vec::new();
-    let (item, rev) = chain(e, &mut sources, true)?;
-    Some(Chain { sources, rev, item })
-}
-
-/// Parses generated syntax; `None` where the user's pieces spliced into it
-/// do not fit, so that the macro reports an error instead of panicking.
-fn parse<T: syn::parse::Parse>(t: proc_macro2::TokenStream) -> Option<T> {
-    syn::parse2(t).ok()
-}
-
-/// A closure parameter without its type ascription (`|v: &f64|`).
-fn untyped(p: &syn::Pat) -> &syn::Pat {
-    match p {
-        syn::Pat::Type(t) => &t.pat,
-        other => other,
-    }
-}
 
 /// `it.map(|p| b)` as `it`, `p` (without a type ascription) and `b`;
 /// `it.map(f)`, a function or closure by name, as `it`, `v` and `f(v)`;
@@ -200,69 +100,6 @@ fn map_call(e: &syn::Expr) -> Option<Option<(&syn::Expr, TokenStream, TokenStrea
         Some(None) => Some(None),
         None => Some(Some((&inner.receiver, p, b))),
     }
-}
-
-/// `let` statements binding `pat` to the item `item` of iteration index
-/// `k`: one per name, so that tuples of an index and elements need no
-/// tuple value.
-pub(super) fn bind_item(
-    pat: &syn::Pat,
-    item: &Item,
-    k: &syn::Ident,
-    sources: &[syn::Expr],
-    out: &mut Bound,
-) -> Result<(), Span> {
-    match pat {
-        syn::Pat::Reference(r) => return bind_item(&r.pat, item, k, sources, out),
-        syn::Pat::Paren(p) => return bind_item(&p.pat, item, k, sources, out),
-        syn::Pat::Wild(_) => return Ok(()),
-        _ => {}
-    }
-    if let Item::Place(s) = item {
-        let syn::Pat::Ident(i) = pat else {
-            return Err(pat.span());
-        };
-        let a = &sources[*s];
-        let place = parse(quote!(#a[#k])).ok_or_else(|| pat.span())?;
-        out.places.push((i.ident.clone(), place));
-        return Ok(());
-    }
-    let pair = |pat: &syn::Pat| -> Result<(syn::Pat, syn::Pat), Span> {
-        let syn::Pat::Tuple(t) = pat else {
-            return Err(pat.span());
-        };
-        match t.elems.iter().collect::<Vec<_>>()[..] {
-            [a, b] => Ok((a.clone(), b.clone())),
-            _ => Err(pat.span()),
-        }
-    };
-    let value = match item {
-        Item::Place(_) => return Err(pat.span()),
-        Item::Elem(s) => {
-            let a = &sources[*s];
-            quote!(#a[#k])
-        }
-        Item::Index => quote!(#k),
-        Item::Enumerate(inner) => {
-            let (i, rest) = pair(pat)?;
-            bind_item(&i, &Item::Index, k, sources, out)?;
-            return bind_item(&rest, inner, k, sources, out);
-        }
-        Item::Zip(a, b) => {
-            let (pa, pb) = pair(pat)?;
-            bind_item(&pa, a, k, sources, out)?;
-            return bind_item(&pb, b, k, sources, out);
-        }
-    };
-    bind_whole(pat, &mut out.lets, value)
-}
-
-/// What an iteration's pattern binds: `let`s of element values, and the
-/// names that alias elements written in place (`iter_mut`).
-#[derive(Default)]
-pub(super) struct Bound {
-    pub(super) lets: Vec<syn::Stmt>,
-    pub(super) places: Vec<(syn::Ident, syn::Expr)>,
 }
 
 /// `stmts` with each `*name` of an alias replaced by its element; the
@@ -315,48 +152,6 @@ fn rewritten(stmts: &[syn::Stmt], v: &mut impl syn::visit_mut::VisitMut) -> Vec<
         v.visit_stmt_mut(s);
     }
     out
-}
-
-/// `let pat = value;` for a name, `_`, or a tuple of them (an element that
-/// is a tuple), with `&` patterns read as the values they match.
-fn bind_whole(
-    pat: &syn::Pat,
-    out: &mut Vec<syn::Stmt>,
-    value: proc_macro2::TokenStream,
-) -> Result<(), Span> {
-    fn by_value(p: &syn::Pat) -> Option<proc_macro2::TokenStream> {
-        match p {
-            syn::Pat::Ident(i) if i.subpat.is_none() && i.by_ref.is_none() => Some(quote!(#p)),
-            syn::Pat::Wild(_) => Some(quote!(#p)),
-            syn::Pat::Reference(r) => by_value(&r.pat),
-            syn::Pat::Paren(q) => by_value(&q.pat),
-            syn::Pat::Tuple(t) => {
-                let elems = t.elems.iter().map(by_value).collect::<Option<Vec<_>>>()?;
-                Some(quote!((#(#elems,)*)))
-            }
-            _ => None,
-        }
-    }
-    let p = by_value(pat).ok_or_else(|| pat.span())?;
-    out.push(parse(quote!(let #p = #value;)).ok_or_else(|| pat.span())?);
-    Ok(())
-}
-
-/// The length an iteration runs: the array's, the shortest for a `zip`.
-pub(super) fn length(sources: &[syn::Expr]) -> proc_macro2::TokenStream {
-    let mut it = sources.iter();
-    let Some(first) = it.next() else {
-        return quote!(0usize);
-    };
-    let mut n = quote!(#first.len());
-    for s in it {
-        n = quote!({
-            let __linear_ad_a = #n;
-            let __linear_ad_b = #s.len();
-            if __linear_ad_a < __linear_ad_b { __linear_ad_a } else { __linear_ad_b }
-        });
-    }
-    n
 }
 
 impl Lowerer<'_> {
@@ -521,16 +316,28 @@ impl Lowerer<'_> {
             }
         };
         let lets = bound.lets;
-        let n = length(&c.sources);
+        let n = &c.len;
         // Parenthesised: a block bound (`zip`'s) must not end the head.
         let range = if c.rev {
             quote!((0..#n).rev())
         } else {
             quote!((0..#n))
         };
+        let mut body = quote!(#(#lets)* #(#stmts)*);
+        // Innermost the last filter: each runs only on the items the
+        // earlier ones kept.
+        for (pat, item, cond) in c.filters.iter().rev() {
+            let mut held = Bound::default();
+            if bind_item(pat, item, &k, &c.sources, &mut held).is_err() || !held.places.is_empty() {
+                self.errs.spanned(pat, "this pattern does not match the filtered items: bind names, `&name`, `_`, or tuples of them");
+                return Some(Err(()));
+            }
+            let held = held.lets;
+            body = quote!({ #(#held)* if #cond { #body } });
+        }
         // Spanned at the user's `for`: errors about the loop point there.
         let span = f.for_token.span;
-        match parse(quote::quote_spanned!(span=> for #k in #range { #(#lets)* #(#stmts)* })) {
+        match parse(quote::quote_spanned!(span=> for #k in #range { #body })) {
             Some(l) => Some(Ok(l)),
             None => {
                 self.errs.spanned(
@@ -617,16 +424,18 @@ impl Lowerer<'_> {
     pub(super) fn array_reduction(&mut self, m: &syn::ExprMethodCall) -> Option<syn::Expr> {
         let acc = format_ident!("{ACCUMULATOR}{}", self.fresh_index());
         let method = m.method.to_string();
-        let (iter, init, pat, body) = match (method.as_str(), m.args.len()) {
-            ("sum", 0) => match map_call(&m.receiver) {
-                Some(Some((it, p, b))) => (it, quote!(0.0), p, quote!(#acc + (#b))),
-                Some(None) => return None,
-                None => {
-                    let other = &*m.receiver;
-                    let v = format_ident!("__linear_ad_v{}", self.fresh_index());
-                    (other, quote!(0.0), quote!(#v), quote!(#acc + #v))
-                }
-            },
+        // The items, through a `map` if there is one (`it.map(f).fold(..)`).
+        let (iter, pat, item, mapped) = match map_call(&m.receiver) {
+            Some(Some((it, p, b))) => (it, p, quote!((#b)), true),
+            Some(None) => return None,
+            None => {
+                let v = format_ident!("__linear_ad_v{}", self.fresh_index());
+                (&*m.receiver, quote!(#v), quote!(#v), false)
+            }
+        };
+        let (init, pat, body) = match (method.as_str(), m.args.len()) {
+            ("sum", 0) => (quote!(0.0), pat, quote!(#acc + #item)),
+            ("product", 0) => (quote!(1.0), pat, quote!(#acc * #item)),
             ("fold", 2) => {
                 let init = &m.args[0];
                 match &m.args[1] {
@@ -635,24 +444,24 @@ impl Lowerer<'_> {
                             return None;
                         };
                         let (a, p, b) = (untyped(a), untyped(p), &cl.body);
-                        (
-                            &*m.receiver,
-                            quote!(#init),
-                            quote!(#p),
-                            quote!({ let #a = #acc; #b }),
-                        )
+                        match mapped {
+                            // The fold's item is the map's value.
+                            true => {
+                                let p = by_value(p);
+                                (
+                                    quote!(#init),
+                                    pat,
+                                    quote!({ let #p = #item; let #a = #acc; #b }),
+                                )
+                            }
+                            false => (quote!(#init), quote!(#p), quote!({ let #a = #acc; #b })),
+                        }
                     }
                     // `fold(f64::NEG_INFINITY, f64::max)`: a float's
                     // method of two floats, by its path.
                     syn::Expr::Path(f) => {
                         let name = binary_method(&f.path)?;
-                        let v = format_ident!("__linear_ad_v{}", self.fresh_index());
-                        (
-                            &*m.receiver,
-                            quote!(#init),
-                            quote!(#v),
-                            quote!(#acc.#name(#v)),
-                        )
+                        (quote!(#init), pat, quote!(#acc.#name(#item)))
                     }
                     _ => return None,
                 }
@@ -727,6 +536,15 @@ impl Lowerer<'_> {
     }
 }
 
+/// A closure parameter's pattern as it binds a value: `&v` (and `&&v`)
+/// as `v`, which a `let` of the value itself then binds.
+fn by_value(p: &syn::Pat) -> &syn::Pat {
+    match p {
+        syn::Pat::Reference(r) => by_value(&r.pat),
+        other => other,
+    }
+}
+
 /// The method a path to a float's method of two floats names (`f64::max`,
 /// `f32::min`, `T::hypot`), which `fold` may be given instead of a
 /// closure.
@@ -750,7 +568,7 @@ fn binary_method(path: &syn::Path) -> Option<&syn::Ident> {
 pub(super) fn is_reduction(m: &syn::ExprMethodCall) -> bool {
     matches!(
         (m.method.to_string().as_str(), m.args.len()),
-        ("sum", 0) | ("fold", 2)
+        ("sum" | "product", 0) | ("fold", 2)
     )
 }
 

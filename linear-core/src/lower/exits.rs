@@ -488,24 +488,26 @@ fn counted(
 }
 
 /// A `for` loop over an array's elements (the iterations
-/// `super::array` rewrites into index loops: `a.iter()`, `&a`, `.copied()`,
-/// `.enumerate()`, `.zip(..)`, `.rev()`) as a counted `while` over its
-/// indices, the pattern binding elements by value as there.
+/// `super::iter` recognises: `a.iter()`, `&a`, `a[lo..hi]`, `.copied()`,
+/// `.enumerate()`, `.zip(..)`, `.rev()`, `.skip(s)`, `.take(t)`; not
+/// `.filter(..)`) as a counted `while` over its indices, the pattern
+/// binding elements by value as there.
 fn elements(
     iter: &syn::Expr,
     i: &syn::Ident,
     hi: &syn::Ident,
     pat: &syn::Pat,
 ) -> Option<(TokenStream, TokenStream, TokenStream)> {
-    let c = super::array::recognise(iter)?;
-    let mut bound = super::array::Bound::default();
-    super::array::bind_item(pat, &c.item, i, &c.sources, &mut bound).ok()?;
-    // Loops through `iter_mut()` stay `for` loops (not with an exit).
-    if !bound.places.is_empty() {
+    let c = super::iter::recognise(iter)?;
+    let mut bound = super::iter::Bound::default();
+    super::iter::bind_item(pat, &c.item, i, &c.sources, &mut bound).ok()?;
+    // Loops through `iter_mut()` stay `for` loops (not with an exit), and
+    // so do filtered ones.
+    if !bound.places.is_empty() || !c.filters.is_empty() {
         return None;
     }
     let lets = bound.lets;
-    let n = super::array::length(&c.sources);
+    let n = c.len;
     Some(if c.rev {
         (
             quote!(let mut #i = #n;),

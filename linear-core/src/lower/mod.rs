@@ -41,6 +41,7 @@ mod control;
 mod exits;
 mod generic;
 mod inactive;
+mod iter;
 mod lifetimes;
 mod methods;
 mod ops;
@@ -504,6 +505,9 @@ impl Shape {
         }
     }
 }
+
+/// The reductions over arrays differentiable code runs (`array.rs`).
+const REDUCTIONS: &str = "reductions in differentiable functions run over arrays, parts of them or ranges: `a.iter().sum::<f64>()`, `product`, `a.iter().map(|v| ..).sum::<f64>()`, `a.iter().fold(init, |acc, v| ..)` or `fold(init, f64::max)`, with `.copied()`, `.enumerate()`, `.zip(..)`, `.rev()`, `.skip(s)`, `.take(t)`, `.filter(|v| ..)`, over `a[1..]`, `a.chunks(k)` or `a.windows(k)`, or `(0..n).map(|i| ..).sum::<f64>()`";
 
 /// Tokens as the user wrote them, without most of the printer's spaces.
 fn show_tokens(t: &TokenStream) -> String {
@@ -2492,13 +2496,10 @@ impl Lowerer<'_> {
         let (loop_form, unsupported) = if array::is_collect(m) {
             (
                 self.array_collect(m, ret_hint),
-                "`collect` in differentiable functions gathers iterations over arrays or ranges into a `Vec`: `a.iter().map(|v| ..).collect::<Vec<f64>>()`, with `.copied()`, `.enumerate()`, `.zip(..)`, `.rev()`, or `(0..n).map(|i| ..).collect::<Vec<f64>>()`",
+                "`collect` in differentiable functions gathers iterations over arrays or ranges into a `Vec`: `a.iter().map(|v| ..).collect::<Vec<f64>>()`, with `.copied()`, `.enumerate()`, `.zip(..)`, `.rev()`, `.skip(s)`, `.take(t)`, `.filter(|v| ..)`, over `a[1..]`, or `(0..n).map(|i| ..).collect::<Vec<f64>>()`",
             )
         } else if array::is_reduction(m) {
-            (
-                self.array_reduction(m),
-                "reductions in differentiable functions run over arrays or ranges: `a.iter().sum::<f64>()`, `a.iter().map(|v| ..).sum::<f64>()`, `a.iter().fold(init, |acc, v| ..)` or `fold(init, f64::max)`, with `.copied()`, `.enumerate()`, `.zip(..)`, `.rev()`, over `a.chunks(k)` or `a.windows(k)`, or `(0..n).map(|i| ..).sum::<f64>()`",
-            )
+            (self.array_reduction(m), REDUCTIONS)
         } else {
             return self.method_call(m, ret_hint, hint);
         };
@@ -2932,7 +2933,17 @@ impl Lowerer<'_> {
             1
         } else {
             // A method of a value already reported is not reported again.
-            if !self.is_poison(&recv.0) {
+            if self.is_poison(&recv.0) {
+            } else if matches!(&recv.0, Val::Active(_, Ty::Array(..)))
+                && matches!(
+                    method,
+                    "iter" | "into_iter" | "iter_mut" | "chunks" | "windows"
+                )
+            {
+                self.errs.push(mspan, format!("this iteration is not one differentiable code runs: {REDUCTIONS}; `for` loops over them, and `collect`"));
+            } else if matches!(&recv.0, Val::Active(_, Ty::Array(..))) {
+                self.errs.push(mspan, format!("`{method}` of an array is not supported in differentiable code: read its elements by index (`a[0]`, `a[a.len() - 1]`), or reduce it (`a.iter().fold(init, |acc, v| ..)`, `a.iter().copied().fold(f64::NEG_INFINITY, f64::max)`)"));
+            } else {
                 self.errs.push(mspan, format!("`{method}` is not a differentiable operation; the supported float methods are {METHODS}"));
             }
             return self.placeholder();

@@ -1,0 +1,371 @@
+//! Iterations over arrays, recognised in the syntax before lowering and
+//! rewritten into loops over indices (`for k in 0..n { let v = a[k]; .. }`,
+//! see `array.rs`): `a.iter()`, `&a`, `a`, `a.iter_mut()`, `&mut a`, over a
+//! whole array or a part of one (`a[lo..hi]`, `a[lo..]`, `a[..hi]`,
+//! `a[lo..=hi]`), with `.copied()`, `.cloned()`, `.rev()`, `.enumerate()`,
+//! `.zip(..)`, `.skip(s)`, `.take(t)` and `.filter(|v| ..)` applied.
+//!
+//! Every item is an affine function of one loop index `j` in `0..len`:
+//! element `a[off + j]` of a source, or the count `off + j` of an
+//! `enumerate`. A part of an array starts its offset at `lo`; `skip(s)`
+//! adds `s` to every offset and takes `s` from the length, `take(t)` caps
+//! the length (on a reversed iteration, `skip` and `take` apply at the
+//! top of the range instead, which the reversed loop visits first); `zip`
+//! runs to the shorter of its two lengths, each side keeping its offsets.
+//! A `filter` keeps the items its closure accepts: the loop's body runs
+//! under `if cond`, the closure's parameter bound to the item as it was
+//! where the filter stands. `enumerate`, `zip`, `skip` and `take` after a
+//! filter would count the items it kept, which indices cannot say: they
+//! are not recognised, and the loop is reported where it is lowered.
+//!
+//! Lengths are computed as written (`a.len() - lo`, the minimum of two by
+//! an `if`), so that generated code reads out of bounds, and panics, where
+//! the original slices or indexes out of bounds.
+
+use proc_macro2::{Span, TokenStream};
+use quote::quote;
+use syn::spanned::Spanned;
+
+/// An iteration over arrays: the arrays it reads (several for `zip`),
+/// whether it runs backwards, the shape of its items, how many there are,
+/// and the conditions they must meet.
+pub(super) struct Chain {
+    pub(super) sources: Vec<syn::Expr>,
+    pub(super) rev: bool,
+    pub(super) item: Item,
+    /// The number of indices the loop runs over.
+    pub(super) len: TokenStream,
+    /// Each `filter`'s closure parameter, bound to the item as it stands
+    /// there, and its body, in order.
+    pub(super) filters: Vec<(syn::Pat, Item, syn::Expr)>,
+}
+
+/// How far an item is from the loop index: `None` for none (`a[k]`).
+pub(super) type Offset = Option<TokenStream>;
+
+/// The structure of an iteration's items.
+#[derive(Clone)]
+pub(super) enum Item {
+    /// The element of source `k`, at the loop index plus the offset.
+    Elem(usize, Offset),
+    /// `(index, item)`: the count is the loop index plus the offset.
+    Enumerate(Offset, Box<Item>),
+    /// `(item, item)`.
+    Zip(Box<Item>, Box<Item>),
+    /// The element of source `k` as a place (`iter_mut`): its name is an
+    /// alias of `a[off + k]`, read and written through `*name`.
+    Place(usize, Offset),
+}
+
+impl Item {
+    /// The item with every offset moved on by `by`.
+    fn shifted(self, by: &TokenStream) -> Item {
+        let add = |off: Offset| Some(plus(off, by));
+        match self {
+            Item::Elem(s, off) => Item::Elem(s, add(off)),
+            Item::Place(s, off) => Item::Place(s, add(off)),
+            Item::Enumerate(off, inner) => Item::Enumerate(add(off), Box::new(inner.shifted(by))),
+            Item::Zip(a, b) => Item::Zip(Box::new(a.shifted(by)), Box::new(b.shifted(by))),
+        }
+    }
+}
+
+/// `off + by`.
+fn plus(off: Offset, by: &TokenStream) -> TokenStream {
+    match off {
+        None => quote!((#by)),
+        Some(o) => quote!((#o + (#by))),
+    }
+}
+
+/// The loop index `k` plus `off`.
+pub(super) fn at(k: &syn::Ident, off: &Offset) -> TokenStream {
+    match off {
+        None => quote!(#k),
+        Some(o) => quote!(#o + #k),
+    }
+}
+
+/// A chain being recognised, before it is a [`Chain`].
+struct Part {
+    item: Item,
+    rev: bool,
+    len: TokenStream,
+    filters: Vec<(syn::Pat, Item, syn::Expr)>,
+}
+
+/// Recognises an iteration over arrays (see the module doc); `None` for
+/// anything else.
+pub(super) fn recognise(e: &syn::Expr) -> Option<Chain> {
+    let mut sources = Vec::new();
+    let p = chain(e, &mut sources, true)?;
+    Some(Chain {
+        sources,
+        rev: p.rev,
+        item: p.item,
+        len: p.len,
+        filters: p.filters,
+    })
+}
+
+fn chain(e: &syn::Expr, sources: &mut Vec<syn::Expr>, top: bool) -> Option<Part> {
+    match e {
+        syn::Expr::Paren(p) => chain(&p.expr, sources, top),
+        syn::Expr::Group(g) => chain(&g.expr, sources, top),
+        syn::Expr::Reference(r) if r.mutability.is_none() => source(&r.expr, sources, false),
+        syn::Expr::Reference(r) if top => source(&r.expr, sources, true),
+        syn::Expr::Path(_) if top => source(e, sources, false),
+        syn::Expr::MethodCall(m) => adapter(m, sources),
+        _ => None,
+    }
+}
+
+/// `m`, an iterator method applied to a chain (or starting one).
+fn adapter(m: &syn::ExprMethodCall, sources: &mut Vec<syn::Expr>) -> Option<Part> {
+    let name = m.method.to_string();
+    let arg = m.args.first();
+    match (name.as_str(), m.args.len()) {
+        ("iter" | "into_iter", 0) => source(&m.receiver, sources, false),
+        // Elements written through (`*v = ..`): places, not values.
+        ("iter_mut", 0) => source(&m.receiver, sources, true),
+        ("copied" | "cloned", 0) => chain(&m.receiver, sources, false),
+        ("rev", 0) => chain(&m.receiver, sources, false).map(|p| Part { rev: !p.rev, ..p }),
+        ("enumerate", 0) => {
+            let p = chain(&m.receiver, sources, false)?;
+            // `rev().enumerate()` counts from 0 in reverse order, and
+            // `filter(..).enumerate()` only the items kept: not index
+            // loops.
+            (!p.rev && p.filters.is_empty()).then(|| Part {
+                item: Item::Enumerate(None, Box::new(p.item)),
+                ..p
+            })
+        }
+        ("zip", 1) => {
+            let a = chain(&m.receiver, sources, false)?;
+            let b = chain(&m.args[0], sources, true)?;
+            let plain = |p: &Part| !p.rev && p.filters.is_empty();
+            (plain(&a) && plain(&b)).then(|| Part {
+                len: min(&a.len, &b.len),
+                item: Item::Zip(Box::new(a.item), Box::new(b.item)),
+                rev: false,
+                filters: vec![],
+            })
+        }
+        ("skip", 1) => {
+            let p = chain(&m.receiver, sources, false)?;
+            let s = arg?;
+            let s = quote!((#s));
+            let len = less(&p.len, &s);
+            p.filters.is_empty().then(|| match p.rev {
+                // The last `s` in storage order go first.
+                true => Part { len, ..p },
+                false => Part {
+                    len,
+                    item: p.item.shifted(&s),
+                    ..p
+                },
+            })
+        }
+        ("take", 1) => {
+            let p = chain(&m.receiver, sources, false)?;
+            let t = arg?;
+            let len = min(&p.len, &quote!((#t)));
+            let dropped = less(&p.len, &len);
+            p.filters.is_empty().then(|| match p.rev {
+                // The top `t` in storage order.
+                true => Part {
+                    item: p.item.shifted(&dropped),
+                    len,
+                    ..p
+                },
+                false => Part { len, ..p },
+            })
+        }
+        ("filter", 1) => {
+            let p = chain(&m.receiver, sources, false)?;
+            let syn::Expr::Closure(cl) = arg? else {
+                return None;
+            };
+            let [pat] = cl.inputs.iter().collect::<Vec<_>>()[..] else {
+                return None;
+            };
+            let mut p = p;
+            p.filters
+                .push((untyped(pat).clone(), p.item.clone(), (*cl.body).clone()));
+            Some(p)
+        }
+        _ => None,
+    }
+}
+
+/// A source of elements (values, or places if `place`): an array (a path
+/// or a field) or a part of one, `a[lo..hi]`.
+fn source(e: &syn::Expr, sources: &mut Vec<syn::Expr>, place: bool) -> Option<Part> {
+    let (a, lo, len) = match unparen(e) {
+        syn::Expr::Index(ix) => {
+            let syn::Expr::Range(r) = unparen(&ix.index) else {
+                return None;
+            };
+            let a = leaf(&ix.expr)?;
+            let lo = r.start.as_ref().map(|s| quote!((#s)));
+            let hi = match (&r.end, &r.limits) {
+                (Some(h), syn::RangeLimits::HalfOpen(_)) => quote!((#h)),
+                (Some(h), syn::RangeLimits::Closed(_)) => quote!(((#h) + 1)),
+                (None, _) => quote!(#a.len()),
+            };
+            let len = match &lo {
+                Some(lo) => quote!((#hi - #lo)),
+                None => hi,
+            };
+            (a, lo, len)
+        }
+        _ => {
+            let a = leaf(e)?;
+            let len = quote!(#a.len());
+            (a, None, len)
+        }
+    };
+    sources.push(a);
+    let k = sources.len() - 1;
+    let item = match place {
+        true => Item::Place(k, lo),
+        false => Item::Elem(k, lo),
+    };
+    Some(Part {
+        item,
+        rev: false,
+        len,
+        filters: vec![],
+    })
+}
+
+/// The array an iteration starts from: a path or a field.
+pub(super) fn leaf(e: &syn::Expr) -> Option<syn::Expr> {
+    match unparen(e) {
+        e @ (syn::Expr::Path(_) | syn::Expr::Field(_)) => Some(e.clone()),
+        _ => None,
+    }
+}
+
+fn unparen(e: &syn::Expr) -> &syn::Expr {
+    match e {
+        syn::Expr::Paren(p) => unparen(&p.expr),
+        syn::Expr::Group(g) => unparen(&g.expr),
+        other => other,
+    }
+}
+
+/// The smaller of two lengths.
+fn min(a: &TokenStream, b: &TokenStream) -> TokenStream {
+    quote!({
+        let __linear_ad_a = #a;
+        let __linear_ad_b = #b;
+        if __linear_ad_a < __linear_ad_b { __linear_ad_a } else { __linear_ad_b }
+    })
+}
+
+/// `a - b`, or none if `b` is more.
+fn less(a: &TokenStream, b: &TokenStream) -> TokenStream {
+    quote!({
+        let __linear_ad_a = #a;
+        let __linear_ad_b = #b;
+        if __linear_ad_a < __linear_ad_b { 0 } else { __linear_ad_a - __linear_ad_b }
+    })
+}
+
+/// A closure parameter without its type ascription (`|v: &f64|`).
+pub(super) fn untyped(p: &syn::Pat) -> &syn::Pat {
+    match p {
+        syn::Pat::Type(t) => &t.pat,
+        other => other,
+    }
+}
+
+/// Parses generated syntax; `None` where the user's pieces spliced into it
+/// do not fit, so that the macro reports an error instead of panicking.
+pub(super) fn parse<T: syn::parse::Parse>(t: TokenStream) -> Option<T> {
+    syn::parse2(t).ok()
+}
+
+/// `let` statements binding `pat` to the item `item` of iteration index
+/// `k`: one per name, so that tuples of an index and elements need no
+/// tuple value.
+pub(super) fn bind_item(
+    pat: &syn::Pat,
+    item: &Item,
+    k: &syn::Ident,
+    sources: &[syn::Expr],
+    out: &mut Bound,
+) -> Result<(), Span> {
+    match pat {
+        syn::Pat::Reference(r) => return bind_item(&r.pat, item, k, sources, out),
+        syn::Pat::Paren(p) => return bind_item(&p.pat, item, k, sources, out),
+        syn::Pat::Wild(_) => return Ok(()),
+        _ => {}
+    }
+    if let Item::Place(s, off) = item {
+        let syn::Pat::Ident(i) = pat else {
+            return Err(pat.span());
+        };
+        let (a, ix) = (&sources[*s], at(k, off));
+        let place = parse(quote!(#a[#ix])).ok_or_else(|| pat.span())?;
+        out.places.push((i.ident.clone(), place));
+        return Ok(());
+    }
+    let pair = |pat: &syn::Pat| -> Result<(syn::Pat, syn::Pat), Span> {
+        let syn::Pat::Tuple(t) = pat else {
+            return Err(pat.span());
+        };
+        match t.elems.iter().collect::<Vec<_>>()[..] {
+            [a, b] => Ok((a.clone(), b.clone())),
+            _ => Err(pat.span()),
+        }
+    };
+    let value = match item {
+        Item::Place(..) => return Err(pat.span()),
+        Item::Elem(s, off) => {
+            let (a, ix) = (&sources[*s], at(k, off));
+            quote!(#a[#ix])
+        }
+        Item::Enumerate(off, inner) => {
+            let (i, rest) = pair(pat)?;
+            bind_whole(&i, &mut out.lets, at(k, off))?;
+            return bind_item(&rest, inner, k, sources, out);
+        }
+        Item::Zip(a, b) => {
+            let (pa, pb) = pair(pat)?;
+            bind_item(&pa, a, k, sources, out)?;
+            return bind_item(&pb, b, k, sources, out);
+        }
+    };
+    bind_whole(pat, &mut out.lets, value)
+}
+
+/// What an iteration's pattern binds: `let`s of element values, and the
+/// names that alias elements written in place (`iter_mut`).
+#[derive(Default)]
+pub(super) struct Bound {
+    pub(super) lets: Vec<syn::Stmt>,
+    pub(super) places: Vec<(syn::Ident, syn::Expr)>,
+}
+
+/// `let pat = value;` for a name, `_`, or a tuple of them (an element that
+/// is a tuple), with `&` patterns read as the values they match.
+fn bind_whole(pat: &syn::Pat, out: &mut Vec<syn::Stmt>, value: TokenStream) -> Result<(), Span> {
+    fn by_value(p: &syn::Pat) -> Option<TokenStream> {
+        match p {
+            syn::Pat::Ident(i) if i.subpat.is_none() && i.by_ref.is_none() => Some(quote!(#p)),
+            syn::Pat::Wild(_) => Some(quote!(#p)),
+            syn::Pat::Reference(r) => by_value(&r.pat),
+            syn::Pat::Paren(q) => by_value(&q.pat),
+            syn::Pat::Tuple(t) => {
+                let elems = t.elems.iter().map(by_value).collect::<Option<Vec<_>>>()?;
+                Some(quote!((#(#elems,)*)))
+            }
+            _ => None,
+        }
+    }
+    let p = by_value(pat).ok_or_else(|| pat.span())?;
+    out.push(parse(quote!(let #p = #value;)).ok_or_else(|| pat.span())?);
+    Ok(())
+}

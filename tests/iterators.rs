@@ -1,0 +1,228 @@
+#![deny(warnings)]
+// Index loops in the twins, as numeric code writes them.
+#![allow(clippy::needless_range_loop)]
+
+//! Iterations over parts of arrays, as numeric Rust writes them: parts
+//! (`x[1..]`, `&x[..n - 1]`, `x[1..=2]`), `.skip(s)`, `.take(t)`,
+//! `.filter(|v| ..)`, `product()`, and `fold` after `map`, in `for`
+//! loops, reductions and collections. Each function has a twin written
+//! with index loops: both are lowered to the same kind of loops, so their
+//! values and derivatives agree to rounding, and the iterator forms are
+//! checked against finite differences too.
+
+use linear_ad::differentiable;
+
+mod support;
+use support::{assert_close, check, close};
+
+/// Σ (x[i+1] − x[i])², by a zip of two parts of one array.
+#[differentiable]
+fn roughness(x: &[f64]) -> f64 {
+    let n = x.len();
+    x[1..]
+        .iter()
+        .zip(&x[..n - 1])
+        .map(|(a, b)| (a - b) * (a - b))
+        .sum::<f64>()
+}
+
+#[differentiable]
+fn roughness_twin(x: &[f64]) -> f64 {
+    let mut s = 0.0;
+    for i in 1..x.len() {
+        let d = x[i] - x[i - 1];
+        s += d * d;
+    }
+    s
+}
+
+/// `skip`, `take`, `enumerate` before and after them, and a reversed
+/// iteration cut at its top.
+#[differentiable]
+fn window(x: &[f64], w: f64) -> f64 {
+    let mut s = 0.0;
+    for (i, v) in x.iter().enumerate().skip(1).take(3) {
+        s += (i as f64) * v * w;
+    }
+    s += x
+        .iter()
+        .skip(2)
+        .enumerate()
+        .map(|(j, v)| (j as f64 + 1.0) * v.sin())
+        .sum::<f64>();
+    s + x.iter().rev().skip(1).take(2).fold(0.0, |a, v| a * w + v)
+}
+
+#[differentiable]
+fn window_twin(x: &[f64], w: f64) -> f64 {
+    let n = x.len();
+    let mut s = 0.0;
+    for i in 1..4 {
+        if i < n {
+            s += (i as f64) * x[i] * w;
+        }
+    }
+    for i in 2..n {
+        s += ((i - 2) as f64 + 1.0) * x[i].sin();
+    }
+    let mut a = 0.0;
+    for i in (n - 3..n - 1).rev() {
+        a = a * w + x[i];
+    }
+    s + a
+}
+
+/// Filters, on elements and on pairs, a product, and a fold after a map.
+#[differentiable]
+fn hinge(x: &[f64], y: &[f64]) -> f64 {
+    let positive = x.iter().filter(|v| **v > 0.0).map(|v| v * v).sum::<f64>();
+    let mut s = 0.0;
+    for (a, b) in x.iter().zip(y).filter(|(a, b)| **a > **b) {
+        s += (a - b) * (a - b);
+    }
+    let p = x[1..=2].iter().product::<f64>();
+    let c = x.iter().map(|v| v.cos()).fold(0.0, |a, c| a + c * c);
+    positive + s + p + c
+}
+
+#[differentiable]
+fn hinge_twin(x: &[f64], y: &[f64]) -> f64 {
+    let mut positive = 0.0;
+    let mut s = 0.0;
+    let mut c = 0.0;
+    for i in 0..x.len() {
+        if x[i] > 0.0 {
+            positive += x[i] * x[i];
+        }
+        if x[i] > y[i] {
+            s += (x[i] - y[i]) * (x[i] - y[i]);
+        }
+        c += x[i].cos() * x[i].cos();
+    }
+    positive + s + x[1] * x[2] + c
+}
+
+/// A collection over a filtered part, written in place through
+/// `iter_mut` over a part, and a loop left by `break`.
+#[differentiable]
+fn scaled_tail(x: &[f64], k: f64) -> f64 {
+    let mut y: Vec<f64> = x[1..].iter().map(|v| v * k).collect();
+    for v in y[1..].iter_mut() {
+        *v *= 2.0;
+    }
+    let mut s = 0.0;
+    for v in y.iter().skip(1) {
+        if *v > 100.0 {
+            break;
+        }
+        s += v * v;
+    }
+    s + y[0]
+}
+
+#[differentiable]
+fn scaled_tail_twin(x: &[f64], k: f64) -> f64 {
+    let n = x.len() - 1;
+    let mut y = vec![0.0; n];
+    for i in 0..n {
+        y[i] = x[i + 1] * k;
+    }
+    for i in 1..n {
+        y[i] *= 2.0;
+    }
+    let mut s = 0.0;
+    let mut i = 1;
+    while i < n && y[i] <= 100.0 {
+        s += y[i] * y[i];
+        i += 1;
+    }
+    s + y[0]
+}
+
+const X: [f64; 5] = [0.3, -1.2, 2.0, 0.7, -0.4];
+const Y: [f64; 5] = [0.1, -1.5, 2.5, 0.2, 0.3];
+
+#[test]
+fn parts_of_an_array_zipped() {
+    assert!(close(roughness(&X), roughness_twin(&X), 1e-15));
+    let (_, g) = roughness_vjp(&X, 1.0);
+    let (_, h) = roughness_twin_vjp(&X, 1.0);
+    assert_close(&g, &h, 1e-15);
+    check(
+        &X,
+        1,
+        |v| vec![roughness(v)],
+        |v, d| vec![roughness_jvp(v, d).1],
+        |v, w| roughness_vjp(v, w[0]).1,
+        |v, d, w| {
+            let (_, lin) = roughness_lin(v);
+            use linear_ad::LinearMap;
+            (vec![lin.apply(d.to_vec())], lin.transpose(w[0]))
+        },
+    );
+}
+
+#[test]
+fn skip_take_and_enumerate() {
+    let w = 0.7;
+    assert!(close(window(&X, w), window_twin(&X, w), 1e-14));
+    let (_, (g, gw)) = window_vjp(&X, w, 1.0);
+    let (_, (h, hw)) = window_twin_vjp(&X, w, 1.0);
+    assert_close(&g, &h, 1e-14);
+    assert!(close(gw, hw, 1e-14));
+    // A short array: `take(3)` past the end, `skip(2)` to the end.
+    let short = [0.5, -0.25, 1.5];
+    assert!(close(window(&short, w), window_twin(&short, w), 1e-14));
+    check(
+        &[X[0], X[1], X[2], X[3], X[4], w],
+        1,
+        |v| vec![window(&v[..5], v[5])],
+        |v, d| vec![window_jvp(&v[..5], v[5], &d[..5], d[5]).1],
+        |v, c| {
+            let (_, (g, gw)) = window_vjp(&v[..5], v[5], c[0]);
+            [g, vec![gw]].concat()
+        },
+        |v, d, c| {
+            use linear_ad::LinearMap;
+            let (_, lin) = window_lin(&v[..5], v[5]);
+            let (g, gw) = lin.transpose(c[0]);
+            (
+                vec![lin.apply((d[..5].to_vec(), d[5]))],
+                [g, vec![gw]].concat(),
+            )
+        },
+    );
+}
+
+#[test]
+fn filters_products_and_folds_after_maps() {
+    assert!(close(hinge(&X, &Y), hinge_twin(&X, &Y), 1e-14));
+    let (_, (gx, gy)) = hinge_vjp(&X, &Y, 1.0);
+    let (_, (hx, hy)) = hinge_twin_vjp(&X, &Y, 1.0);
+    assert_close(&gx, &hx, 1e-14);
+    assert_close(&gy, &hy, 1e-14);
+    // Along a direction that crosses no filter's boundary.
+    let d = [0.5, -0.25, 0.125, 1.0, -0.5];
+    let fd = support::fd_along(|v| vec![hinge(v, &Y)], &X, &d);
+    let (_, dv) = hinge_jvp(&X, &Y, &d, &[0.0; 5]);
+    assert!(close(dv, fd[0], 1e-6), "{dv} against {}", fd[0]);
+}
+
+#[test]
+fn collections_and_places_over_parts() {
+    let k = 1.3;
+    assert!(close(scaled_tail(&X, k), scaled_tail_twin(&X, k), 1e-14));
+    let (_, (g, gk)) = scaled_tail_vjp(&X, k, 1.0);
+    let (_, (h, hk)) = scaled_tail_twin_vjp(&X, k, 1.0);
+    assert_close(&g, &h, 1e-14);
+    assert!(close(gk, hk, 1e-14));
+    // The `break`: past an element over 100, nothing more is summed.
+    let big = [1.0, 2.0, 80.0, 3.0, 4.0];
+    assert!(close(
+        scaled_tail(&big, k),
+        scaled_tail_twin(&big, k),
+        1e-14
+    ));
+    let (_, (g, _)) = scaled_tail_vjp(&big, k, 1.0);
+    assert_eq!(&g[3..], &[0.0, 0.0]);
+}
