@@ -98,6 +98,11 @@ pub fn records_as_arrays(f: &Func, flatten: bool) -> Result<Func, PassError> {
     Ok(out)
 }
 
+/// Whether `t` is a tuple holding an array.
+fn holds_array(t: &Ty) -> bool {
+    matches!(t, Ty::Tuple(ts) if ts.iter().any(|t| matches!(t, Ty::Array(..))))
+}
+
 /// Whether a value of type `t` holds a list.
 fn holds_list(t: &Ty) -> bool {
     match t {
@@ -108,11 +113,11 @@ fn holds_list(t: &Ty) -> bool {
     }
 }
 
-/// `e` with every tuple holding a list that is built (`tup`) and then
-/// unpacked in one block (U's tape, inlined) taken apart: the unpacked
-/// names are replaced by the tuple's components, and the tuple is gone
-/// if nothing else reads it. J passes an array on only by itself, never
-/// inside a tuple.
+/// `e` with every tuple holding a list or an array that is built (`tup`)
+/// and then unpacked in one block (U's tape, inlined; a function of
+/// slices' tape holds them) taken apart: the unpacked names are replaced
+/// by the tuple's components, and the tuple is gone if nothing else reads
+/// it. J passes an array on only by itself, never inside a tuple.
 fn forward_tuples(e: Expr) -> Expr {
     match e {
         Expr::Block { stmts, tail } => {
@@ -147,7 +152,7 @@ fn forward_tuples(e: Expr) -> Expr {
                         } = &st
                         {
                             if let ([b], []) = (nl.as_slice(), lin.as_slice()) {
-                                if holds_list(&b.ty) {
+                                if holds_list(&b.ty) || holds_array(&b.ty) {
                                     tups.insert(b.var.clone(), vs.clone());
                                 }
                             }

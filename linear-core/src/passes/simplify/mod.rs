@@ -13,10 +13,7 @@
 //!   Accumulating a zero into an array, `laccum(ā, i, z)`, is `ā`; an
 //!   in-place read whose result is only dropped is not done (its index is
 //!   dropped instead).
-//! * Copies. `let a; b = (x; y)` renames `a` to `x` and `b` to `y`, and
-//!   `unpack (a, b) = t` of a tuple `t = tup(x, y)` holding an array does
-//!   too: J passes an array on only by itself (the tape of a function of
-//!   slices holds its arrays, which `hvp::first_vjp` unpacks again).
+//! * Copies. `let a; b = (x; y)` renames `a` to `x` and `b` to `y`.
 //! * Increments. `lset(ȧ, i, lindex(ȧ, i) + e)` is `laccum(ȧ, i, e)`.
 //! * Repeated reads. `index(a, i)` of an array and index already read in
 //!   scope is that earlier read (arrays are values: no write can come
@@ -78,7 +75,6 @@ pub fn simplify_func(f: &Func, linear: &HashMap<Var, bool>) -> Func {
         rename: HashMap::default(),
         zero: empty_params(f),
         reads: HashMap::default(),
-        tuples: HashMap::default(),
         arrays: &arrays,
         fresh: Fresh::for_func(f),
     };
@@ -93,7 +89,6 @@ pub fn simplify_func(f: &Func, linear: &HashMap<Var, bool>) -> Func {
             rename: HashMap::default(),
             zero: empty_params(&g),
             reads: HashMap::default(),
-            tuples: HashMap::default(),
             arrays: &arrays,
             fresh: Fresh::for_func(&g),
         };
@@ -288,17 +283,10 @@ struct Simp<'a> {
     /// Array reads in scope: `index(a, i)` by array and index variable,
     /// to the variable holding it.
     reads: HashMap<(Var, Var), Var>,
-    /// Non-linear tuples holding arrays, to their components.
-    tuples: HashMap<Var, Vec<Var>>,
     /// The function's array variables: they may go unread (invariant 11
     /// of `check`), so a read removed needs no drop.
     arrays: &'a rustc_hash::FxHashSet<Var>,
     fresh: Fresh,
-}
-
-/// Whether `nl` is one tuple holding an array.
-fn holds_array(nl: &[Binder]) -> bool {
-    matches!(nl, [b] if matches!(&b.ty, Ty::Tuple(ts) if ts.iter().any(|t| matches!(t, Ty::Array(..)))))
 }
 
 /// The variables of `f` that hold arrays.
@@ -777,20 +765,10 @@ impl Simp<'_> {
 
     fn stmt(&mut self, s: &Stmt, out: &mut Vec<Stmt>) {
         match s {
-            Stmt::Unpack { vars, tuple } => {
-                let tuple = self.r(tuple);
-                match self.tuples.get(&tuple) {
-                    Some(xs) if xs.len() == vars.len() => {
-                        for (b, x) in vars.iter().zip(xs.clone()) {
-                            self.rename.insert(b.var.clone(), x);
-                        }
-                    }
-                    _ => out.push(Stmt::Unpack {
-                        vars: vars.clone(),
-                        tuple,
-                    }),
-                }
-            }
+            Stmt::Unpack { vars, tuple } => out.push(Stmt::Unpack {
+                vars: vars.clone(),
+                tuple: self.r(tuple),
+            }),
             Stmt::LinUnpack { vars, tuple } => {
                 let tuple = self.r(tuple);
                 if self.is_zero(&tuple) {
@@ -825,9 +803,6 @@ impl Simp<'_> {
                     }
                     Expr::LinZero(t) if lin.len() == 1 => {
                         self.zero.insert(lin[0].var.clone(), t.clone());
-                    }
-                    Expr::Tup(xs) if lin.is_empty() && holds_array(nl) => {
-                        self.tuples.insert(nl[0].var.clone(), xs.clone());
                     }
                     Expr::LinAdd(a, b) if lin.len() == 1 => {
                         match (self.is_zero(a), self.is_zero(b)) {
