@@ -453,6 +453,44 @@ pub use num_traits;
 
 pub use lanes::Lanes;
 
+/// `x` itself, with a zero derivative: inside `#[differentiable]` code, no
+/// tangent flows through `stop_gradient(x)` and no cotangent flows back
+/// into `x` (JAX's `lax.stop_gradient`). Outside it, it is the identity.
+///
+/// For a value whose derivative is zero in exact arithmetic, so that
+/// differentiating it only costs time: the shift of the max trick in a
+/// log-sum-exp (`m + ln Σ exp(xᵢ − m)` does not depend on `m`), which
+/// reverse mode then neither records nor runs backwards.
+///
+/// ```
+/// use linear_ad::{differentiable, stop_gradient};
+///
+/// #[differentiable]
+/// fn log_sum_exp(x: &[f64]) -> f64 {
+///     let m = stop_gradient(x.iter().copied().fold(f64::NEG_INFINITY, f64::max));
+///     let s: f64 = x.iter().map(|v| (v - m).exp()).sum();
+///     m + s.ln()
+/// }
+///
+/// let x = [1.0, 2.0, 3.0];
+/// let (value, g) = log_sum_exp_vjp(&x, 1.0);
+/// // The gradient is the softmax, as without `stop_gradient`.
+/// let e: Vec<f64> = x.iter().map(|v| (v - value).exp()).collect();
+/// for (a, b) in g.iter().zip(&e) {
+///     assert!((a - b).abs() < 1e-15);
+/// }
+/// // Around `m`, the function itself only sees a constant.
+/// #[differentiable]
+/// fn scaled(x: f64) -> f64 {
+///     stop_gradient(x * x) + x
+/// }
+/// assert_eq!(scaled_vjp(3.0, 1.0), (12.0, 1.0));
+/// ```
+#[inline(always)]
+pub fn stop_gradient<T>(x: T) -> T {
+    x
+}
+
 /// Invokes `$m!` once per tuple arity from 1 to 8, with each component's
 /// type parameter and index (`A 0, B 1`).
 macro_rules! for_tuples {

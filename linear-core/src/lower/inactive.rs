@@ -379,6 +379,37 @@ impl Lowerer<'_> {
         self.emit_nd("c", ty.clone(), Expr::Const { name, args, ty })
     }
 
+    /// `stop_gradient(e)`: `e`'s value as inactive code kept in place
+    /// (`Expr::Const`, whose tangent is zero and whose arguments' tangents
+    /// J drops), so that no derivative flows through it either way.
+    pub(super) fn stop_gradient(&mut self, c: &syn::ExprCall, hint: &str) -> Val {
+        let [arg] = c.args.iter().collect::<Vec<_>>()[..] else {
+            self.errs
+                .spanned(c, "`stop_gradient` takes one value: `stop_gradient(x)`");
+            return self.placeholder();
+        };
+        match self.expr(arg, hint) {
+            Val::Active(v, _) if self.poison.contains(&v) => self.placeholder(),
+            Val::Active(_, _) if self.mode == Mode::Linear => {
+                self.errs.spanned(c, "`stop_gradient` of a linear value is not linear (it is the value itself, with no derivative): a `#[linear]` function has no use for it");
+                self.placeholder()
+            }
+            Val::Active(v, ty) if ty.is_vector() => {
+                let p = syn::Ident::new("__arg1", Span::mixed_site());
+                let out = self.opaque_code((quote!(#p), vec![p]), vec![v.clone()], ty.clone());
+                if let Some(s) = self.shapes.get(&v).cloned() {
+                    self.shapes.insert(out.clone(), s);
+                }
+                Val::Active(out, ty)
+            }
+            Val::Active(_, ty) => {
+                self.errs.spanned(arg, format!("`stop_gradient` takes a float, or a tuple or fixed-size array of floats, not a value of type {ty}"));
+                self.placeholder()
+            }
+            inactive @ Val::Inactive(_) => inactive,
+        }
+    }
+
     /// Tokens with prelude locals renamed and IR variables replaced by
     /// placeholders: the code, the placeholders, and the variables they
     /// stand for.

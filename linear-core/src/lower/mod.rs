@@ -506,6 +506,22 @@ impl Shape {
     }
 }
 
+/// Whether `f` is `stop_gradient`, by its name or through `linear_ad`.
+fn is_stop_gradient(f: &syn::Expr) -> bool {
+    let syn::Expr::Path(p) = f else { return false };
+    let segs: Vec<String> = p
+        .path
+        .segments
+        .iter()
+        .map(|s| s.ident.to_string())
+        .collect();
+    match segs.as_slice() {
+        [one] => one == "stop_gradient",
+        [krate, one] => krate == "linear_ad" && one == "stop_gradient",
+        _ => false,
+    }
+}
+
 /// The reductions over arrays differentiable code runs (`array.rs`).
 const REDUCTIONS: &str = "reductions in differentiable functions run over arrays, parts of them or ranges: `a.iter().sum::<f64>()`, `product`, `a.iter().map(|v| ..).sum::<f64>()`, `a.iter().fold(init, |acc, v| ..)` or `fold(init, f64::max)`, with `.copied()`, `.enumerate()`, `.zip(..)`, `.rev()`, `.skip(s)`, `.take(t)`, `.filter(|v| ..)`, over `a[1..]`, `a.chunks(k)` or `a.windows(k)`, or `(0..n).map(|i| ..).sum::<f64>()`";
 
@@ -2644,6 +2660,9 @@ impl Lowerer<'_> {
         ret_hint: Option<Shape>,
         hint: &str,
     ) -> Val {
+        if is_stop_gradient(&c.func) {
+            return self.stop_gradient(c, hint);
+        }
         let name = match &*c.func {
             syn::Expr::Path(p) if p.path.segments.len() == 2 => {
                 let ty = p.path.segments[0].ident.to_string();

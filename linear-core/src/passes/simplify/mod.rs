@@ -24,6 +24,9 @@
 //! * Zero state (see [`zeros`]). A linear loop state component that
 //!   starts at zero and stays zero leaves the loop, and a linear result
 //!   every arm of a case returns as zero leaves the case.
+//! * Dead linear loops (see [`dead`]). A loop whose linear results are
+//!   all dropped keeps its non-linear half; its initial linear state is
+//!   dropped instead.
 //! * Dead code. A binding none of whose variables is read, whose
 //!   right-hand side reads no linear variable, is removed, and so is an
 //!   unpacking none of whose components is read.
@@ -40,6 +43,7 @@
 //! with the same signatures that type-checks in the same language, computes
 //! the same results, and does no more work.
 
+mod dead;
 mod zeros;
 
 use rustc_hash::FxHashMap as HashMap;
@@ -81,9 +85,10 @@ pub fn simplify_func(f: &Func, linear: &HashMap<Var, bool>) -> Func {
     let body = s.expr(&f.body);
     let mut g = Func { body, ..f.clone() };
     dead_code(&mut g.body);
-    // Linear values that are only dropped: drop their inputs instead, then
-    // simplify the copies this leaves.
-    if dropped_linear(&mut g.body) {
+    // Linear values that are only dropped, loops whose linear results are
+    // (`dead.rs`): drop their inputs instead, then simplify the copies
+    // and the dead code this leaves.
+    if dead::dead_linear_loops(&mut g.body) | dropped_linear(&mut g.body) {
         let mut s = Simp {
             linear,
             rename: HashMap::default(),
