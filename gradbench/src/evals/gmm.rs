@@ -15,12 +15,15 @@
 //! written as loops over flat row-major arrays, as ADBench's C++ writes
 //! it: `exp(qₖ)` and `Σ qₖ` once per component, then one pass over the
 //! points. `C` and the last term are constants of the input sizes and
-//! `γ`, computed as ordinary Rust.
+//! `γ`, computed as ordinary Rust. Each LSE's max shift is held by
+//! `stop_gradient`, as JAX's `logsumexp` holds it: the result does not
+//! depend on it in exact arithmetic, so the gradient is the same, and
+//! reverse mode neither records the maxima nor runs their loops backwards.
 
 // Index loops, as the eval's formulas are written.
 #![allow(clippy::needless_range_loop)]
 
-use linear_ad::differentiable;
+use linear_ad::{differentiable, stop_gradient};
 use serde::{Deserialize, Deserializer};
 
 use super::{run, unknown, Evaluated, Input};
@@ -82,6 +85,7 @@ pub fn objective(
         for c in 1..k {
             top = top.max(terms[c]);
         }
+        let top = stop_gradient(top);
         let mut sum = 0.0;
         for c in 0..k {
             sum += (terms[c] - top).exp();
@@ -93,6 +97,7 @@ pub fn objective(
     for c in 1..k {
         top = top.max(alpha[c]);
     }
+    let top = stop_gradient(top);
     let mut sum = 0.0;
     for c in 0..k {
         sum += (alpha[c] - top).exp();

@@ -402,6 +402,10 @@ impl Lowerer<'_> {
                 }
                 Val::Active(out, ty)
             }
+            Val::Active(_, Ty::Array(..)) => {
+                self.errs.spanned(arg, "`stop_gradient` takes a float, or a tuple or fixed-size array of floats, not an array read by index: hold the elements it needs (`stop_gradient(x[i])`)");
+                self.placeholder()
+            }
             Val::Active(_, ty) => {
                 self.errs.spanned(arg, format!("`stop_gradient` takes a float, or a tuple or fixed-size array of floats, not a value of type {ty}"));
                 self.placeholder()
