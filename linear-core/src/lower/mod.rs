@@ -817,17 +817,7 @@ fn lower_body(
     l.fn_ret = Some(ret.clone());
     l.data_ok = array_interface(&ret, &params);
     let (ret, rets) = if ret.grouped() {
-        let block = match exits::needed(&item.block) {
-            false => (*item.block).clone(),
-            true => match exits::desugar_loops(&item.block) {
-                Ok(b) => b,
-                Err(span) => {
-                    l.errs.push(span, "returning early (`return` or `?` before the end) is not supported yet in a function whose result is a tuple holding an array: let the branches assign variables, and end the function with the tuple (`(s, y)`)");
-                    return None;
-                }
-            },
-        };
-        l.grouped_result(&block.stmts, &ret)?
+        l.grouped_body(&item.block, &ret)?
     } else {
         single_result(l, item, mode, ret)
     };
@@ -2894,6 +2884,27 @@ impl Lowerer<'_> {
         }
     }
 
+    /// Reports `method`, called on `recv`, as no operation differentiable
+    /// code has; a method of a value already reported is not reported
+    /// again.
+    fn unsupported_method(&mut self, method: &str, mspan: Span, recv: &Val) {
+        let array = matches!(recv, Val::Active(_, Ty::Array(..)));
+        let iteration = matches!(
+            method,
+            "iter" | "into_iter" | "iter_mut" | "chunks" | "windows"
+        );
+        let msg = if self.is_poison(recv) {
+            return;
+        } else if array && iteration {
+            format!("this iteration is not one differentiable code runs: {REDUCTIONS}; `for` loops over them, and `collect`")
+        } else if array {
+            format!("`{method}` of an array is not supported in differentiable code: read its elements by index (`a[0]`, `a[a.len() - 1]`), or reduce it (`a.iter().fold(init, |acc, v| ..)`, `a.iter().copied().fold(f64::NEG_INFINITY, f64::max)`)")
+        } else {
+            format!("`{method}` is not a differentiable operation; the supported float methods are {METHODS}")
+        };
+        self.errs.push(mspan, msg);
+    }
+
     fn call_prim(
         &mut self,
         method: &str,
@@ -2951,20 +2962,7 @@ impl Lowerer<'_> {
         } else if binary.is_some() || method == "powi" {
             1
         } else {
-            // A method of a value already reported is not reported again.
-            if self.is_poison(&recv.0) {
-            } else if matches!(&recv.0, Val::Active(_, Ty::Array(..)))
-                && matches!(
-                    method,
-                    "iter" | "into_iter" | "iter_mut" | "chunks" | "windows"
-                )
-            {
-                self.errs.push(mspan, format!("this iteration is not one differentiable code runs: {REDUCTIONS}; `for` loops over them, and `collect`"));
-            } else if matches!(&recv.0, Val::Active(_, Ty::Array(..))) {
-                self.errs.push(mspan, format!("`{method}` of an array is not supported in differentiable code: read its elements by index (`a[0]`, `a[a.len() - 1]`), or reduce it (`a.iter().fold(init, |acc, v| ..)`, `a.iter().copied().fold(f64::NEG_INFINITY, f64::max)`)"));
-            } else {
-                self.errs.push(mspan, format!("`{method}` is not a differentiable operation; the supported float methods are {METHODS}"));
-            }
+            self.unsupported_method(method, mspan, &recv.0);
             return self.placeholder();
         };
         if args.len() != want {

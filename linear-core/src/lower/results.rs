@@ -43,15 +43,33 @@ impl Shape {
 }
 
 impl Lowerer<'_> {
+    /// The function's body, of the grouped result shape `ret`: its loops'
+    /// exits desugared, then [`Lowerer::grouped_result`]. A `return`
+    /// before the end is refused: it would need a variable to hold the
+    /// result.
+    pub(super) fn grouped_body(
+        &mut self,
+        block: &syn::Block,
+        ret: &Shape,
+    ) -> Option<(Shape, Vec<Var>)> {
+        let block = match super::exits::needed(block) {
+            false => block.clone(),
+            true => match super::exits::desugar_loops(block) {
+                Ok(b) => b,
+                Err(span) => {
+                    self.errs.push(span, "returning early (`return` or `?` before the end) is not supported yet in a function whose result is a tuple holding an array: let the branches assign variables, and end the function with the tuple (`(s, y)`)");
+                    return None;
+                }
+            },
+        };
+        self.grouped_result(&block.stmts, ret)
+    }
+
     /// The function's result, of the grouped shape `ret`, from the last of
     /// `stmts` (after lowering the others): one IR variable per result, and
     /// the shape with each array built in a local array as such
     /// ([`Shape::built`]). `None` with the error reported.
-    pub(super) fn grouped_result(
-        &mut self,
-        stmts: &[syn::Stmt],
-        ret: &Shape,
-    ) -> Option<(Shape, Vec<Var>)> {
+    fn grouped_result(&mut self, stmts: &[syn::Stmt], ret: &Shape) -> Option<(Shape, Vec<Var>)> {
         let Some((last, init)) = stmts.split_last() else {
             self.errs
                 .push(Span::call_site(), "the function must end with its result");

@@ -34,9 +34,9 @@
 //! kind [`Kind::Tape`], so a caller gets an error at its call that says
 //! so. A function of slices' `f_vjp` returns their cotangents, a tuple
 //! holding arrays (`(R, (Vec<T>, ..))`), whose parts are results of their
-//! own through the pipeline (`lower/results.rs`). Methods, and functions other differentiable code
-//! cannot call (arrays read by index, structs, `#[nondiff]` arrays read
-//! or passed on), get neither.
+//! own through the pipeline (`lower/results.rs`). Methods, and functions
+//! other differentiable code cannot call (arrays other than slices of
+//! floats, structs, `#[nondiff]` arrays read or passed on), get neither.
 
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote};
@@ -143,8 +143,9 @@ pub(super) fn callees(
     // a tuple holding arrays, whose parts stay results of their own
     // (`lower/results.rs`); `f_hessian` does not use it.
     let slices = !sig.arrays().is_empty();
-    // Arrays calls cannot pass (`&[T; N]`, rows): callers could not call
-    // `f_vjp` (nor `f`), whose bodies go through the pipeline for nothing.
+    // Arrays calls cannot pass (rows, `Vec<T>` by value): callers could
+    // not call `f_vjp` (nor `f`), which would go through the pipeline for
+    // nothing.
     if slices && !detached.arrays {
         let vjp = derived_item(item, l, sig, Which::Vjp)
             .map(|(vjp_item, _)| signature(&vjp_item, Kind::Closed, false));
