@@ -9,7 +9,7 @@
 //! finite differences and the others, and calls of such functions from
 //! other differentiable code against the same code written inline.
 
-use linear_ad::{differentiable, Lanes, LinearMap};
+use linear_ad::{differentiable, Differentiable, Lanes, LinearMap};
 
 mod support;
 use support::{assert_close, check, close, dot, fd_along};
@@ -266,4 +266,82 @@ fn lanes_agree_with_one_direction_at_a_time() {
         let got: Vec<f64> = ys.iter().map(|l| l.0[lane]).collect();
         assert_eq!(got, dy);
     }
+}
+
+#[derive(Differentiable, Clone, Copy)]
+pub struct Scale {
+    pub k: f64,
+}
+
+#[differentiable]
+impl Scale {
+    /// `(k² Σ x², k x)`.
+    #[differentiable]
+    pub fn apply(&self, x: &[f64]) -> (f64, Vec<f64>) {
+        let mut y = vec![0.0; x.len()];
+        let mut s = 0.0;
+        for i in 0..x.len() {
+            y[i] = self.k * x[i];
+            s += y[i] * y[i];
+        }
+        (s, y)
+    }
+}
+
+/// `(w², w x)`, generic in the float type.
+#[differentiable]
+fn generic<T: linear_ad::num_traits::Float>(x: &[T], w: T) -> (T, Vec<T>) {
+    let mut y = vec![T::zero(); x.len()];
+    for i in 0..x.len() {
+        y[i] = x[i] * w;
+    }
+    (w * w, y)
+}
+
+/// `(x d, Σ d sin x)` over `#[nondiff]` data.
+#[differentiable]
+fn weighted(x: &[f64], #[nondiff] d: &[f64]) -> (Vec<f64>, f64) {
+    let mut y = vec![0.0; x.len()];
+    let mut s = 0.0;
+    for i in 0..x.len() {
+        y[i] = x[i] * d[i];
+        s += d[i] * x[i].sin();
+    }
+    (y, s)
+}
+
+/// `k² Σ x² + k x₀ + k³ x₁`, through a method (its result annotated, as
+/// outside its block) and a generic function.
+#[differentiable]
+fn through_both(x: &[f64], k: f64) -> f64 {
+    let sc = Scale { k };
+    let (s, y): (f64, Vec<f64>) = sc.apply(x);
+    let (g, z) = generic(x, k);
+    s + y[0] + g * z[1]
+}
+
+#[test]
+fn methods_generic_floats_and_data() {
+    let (x, k) = ([0.5, -1.0], 2.0);
+    let (v, (gx, gk)) = through_both_vjp(&x, k, 1.0);
+    assert_eq!(v, through_both(&x, k));
+    let hand = k * k * (x[0] * x[0] + x[1] * x[1]) + k * x[0] + k * k * k * x[1];
+    assert!(close(v, hand, 1e-15));
+    let want = [2.0 * k * k * x[0] + k, 2.0 * k * k * x[1] + k * k * k];
+    assert_close(&gx, &want, 1e-14);
+    let dk = 2.0 * k * (x[0] * x[0] + x[1] * x[1]) + x[0] + 3.0 * k * k * x[1];
+    assert!(close(gk, dk, 1e-14));
+    let (_, s) = Scale { k: 3.0 }.apply_vjp(&x, (1.0, vec![0.0, 0.0]));
+    assert!(close(s.0.k, 6.0 * 1.25, 1e-14));
+    assert_close(&s.1, &[9.0, -18.0], 1e-14);
+    let (g32, _) = generic_vjp(&[1.0f32, 2.0], 0.5f32, (1.0, vec![1.0, 1.0]));
+    assert_eq!(g32, (0.25f32, vec![0.5f32, 1.0]));
+    let d = [1.0, 2.0];
+    let (r, dx) = weighted_vjp(&x, &d, (vec![1.0, 1.0], 1.0));
+    assert_eq!(r, weighted(&x, &d));
+    assert_close(
+        &dx,
+        &[d[0] + d[0] * x[0].cos(), d[1] + d[1] * x[1].cos()],
+        1e-14,
+    );
 }

@@ -2133,9 +2133,11 @@ impl Lowerer<'_> {
             _ => "v".into(),
         };
         if let syn::Pat::Type(t) = &local.pat {
-            // `Vec<T>` names the element type of an empty `Vec`.
-            self.ret_hint =
-                Shape::from_type_in(&t.ty, &self.structs).or_else(|| Shape::from_param_type(&t.ty));
+            // `Vec<T>` names the element type of an empty `Vec`; a tuple
+            // holding one, a method's result of several arrays.
+            self.ret_hint = Shape::from_type_in(&t.ty, &self.structs)
+                .or_else(|| Shape::from_param_type(&t.ty))
+                .or_else(|| Shape::from_result_type(&t.ty, &self.structs));
             self.want_layout(&t.ty, &init.expr);
         }
         let mutable = match &local.pat {
