@@ -226,3 +226,24 @@ fn collections_and_places_over_parts() {
     let (_, (g, _)) = scaled_tail_vjp(&big, k, 1.0);
     assert_eq!(&g[3..], &[0.0, 0.0]);
 }
+
+/// Elements out of an `Option`: `first`, `last` and `reduce`, unwrapped.
+#[differentiable]
+fn ends(x: &[f64]) -> f64 {
+    let a = *x.first().unwrap();
+    let b = x.last().copied().unwrap_or(0.0);
+    let c = x.iter().copied().reduce(f64::max).unwrap();
+    let d = x.iter().copied().reduce(|p, q| p * q).expect("non-empty");
+    a * b + c + d
+}
+
+#[test]
+fn first_last_and_reduce_unwrapped() {
+    let x = [0.5, 2.0, -1.5];
+    let (v, g) = ends_vjp(&x, 1.0);
+    assert_eq!(v, ends(&x));
+    // x₀x₂ + max + x₀x₁x₂, the maximum x₁.
+    assert!(close(v, x[0] * x[2] + x[1] + x[0] * x[1] * x[2], 1e-15));
+    let want = [x[2] + x[1] * x[2], 1.0 + x[0] * x[2], x[0] + x[0] * x[1]];
+    assert_close(&g, &want, 1e-15);
+}

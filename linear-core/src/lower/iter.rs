@@ -18,6 +18,9 @@
 //! filter would count the items it kept, which indices cannot say: they
 //! are not recognised, and the loop is reported where it is lowered.
 //!
+//! An element out of an `Option` (`a.first()`, `a.last()`, `it.reduce(f)`,
+//! unwrapped) is an index or a `fold` ([`unwrapped`]).
+//!
 //! Lengths are computed as written (`a.len() - lo`, the minimum of two by
 //! an `if`), so that generated code reads out of bounds, and panics, where
 //! the original slices or indexes out of bounds.
@@ -368,4 +371,55 @@ fn bind_whole(pat: &syn::Pat, out: &mut Vec<syn::Stmt>, value: TokenStream) -> R
     let p = by_value(pat).ok_or_else(|| pat.span())?;
     out.push(parse(quote!(let #p = #value;)).ok_or_else(|| pat.span())?);
     Ok(())
+}
+
+/// An element taken out of an `Option` of an array (`a.first()`,
+/// `a.last()`, `it.reduce(f)`, with `.copied()` or `.cloned()`) by
+/// `.unwrap()`, `.expect(..)` or `.unwrap_or(e)`, as code without the
+/// `Option`: `a[0]`, `a[a.len() - 1]`, a `fold` from the first element
+/// over the rest, and for `unwrap_or`, an `if` on the array's length.
+/// An empty array panics where the original's `unwrap` panics (at the
+/// index). `None` for anything else.
+pub(super) fn unwrapped(m: &syn::ExprMethodCall) -> Option<syn::Expr> {
+    let default = match (m.method.to_string().as_str(), m.args.len()) {
+        ("unwrap" | "expect", _) => None,
+        ("unwrap_or", 1) => Some(&m.args[0]),
+        _ => return None,
+    };
+    let mut inner = unparen(&m.receiver);
+    while let syn::Expr::MethodCall(c) = inner {
+        match (c.method.to_string().as_str(), c.args.len()) {
+            ("copied" | "cloned", 0) => inner = unparen(&c.receiver),
+            _ => break,
+        }
+    }
+    let syn::Expr::MethodCall(c) = inner else {
+        return None;
+    };
+    let (value, array) = match (c.method.to_string().as_str(), c.args.len()) {
+        ("first", 0) => {
+            let a = leaf(&c.receiver)?;
+            (quote!(#a[0]), a)
+        }
+        ("last", 0) => {
+            let a = leaf(&c.receiver)?;
+            (quote!(#a[#a.len() - 1]), a)
+        }
+        ("reduce", 1) => {
+            let chain = recognise(&c.receiver)?;
+            let (f, a) = (&c.args[0], chain.sources.first()?.clone());
+            if chain.sources.len() != 1 || chain.rev || !chain.filters.is_empty() {
+                return None;
+            }
+            let Item::Elem(0, None) = chain.item else {
+                return None;
+            };
+            (quote!(#a[1..].iter().copied().fold(#a[0], #f)), a)
+        }
+        _ => return None,
+    };
+    parse(match default {
+        None => value,
+        Some(d) => quote!(if #array.len() > 0 { #value } else { #d }),
+    })
 }

@@ -2501,6 +2501,9 @@ impl Lowerer<'_> {
         if let Some(v) = self.generic_from(e, hint) {
             return v;
         }
+        if let Some(e) = iter::unwrapped(m) {
+            return self.expr(&e, hint);
+        }
         let (loop_form, unsupported) = if array::is_collect(m) {
             (
                 self.array_collect(m, ret_hint),
