@@ -28,30 +28,14 @@ use super::{dropped, lin_drop};
 /// Rewrites every dead linear loop in `e` (see the module doc); whether
 /// anything changed.
 pub(super) fn dead_linear_loops(e: &mut Expr) -> bool {
-    let mut changed = false;
-    match e {
-        Expr::Block { stmts, tail } => {
-            for s in stmts.iter_mut() {
-                if let Stmt::Let { rhs, .. } = s {
-                    changed |= dead_linear_loops(rhs);
-                }
-            }
-            changed |= dead_linear_loops(tail);
-            while let Some(j) = (0..stmts.len()).find(|&j| dead_at(stmts, j)) {
-                rewrite(stmts, j);
-                changed = true;
-            }
+    super::each_block(e, &mut |stmts| {
+        let mut changed = false;
+        while let Some(j) = (0..stmts.len()).find(|&j| dead_at(stmts, j)) {
+            rewrite(stmts, j);
+            changed = true;
         }
-        Expr::Drop(inner) => changed |= dead_linear_loops(inner),
-        Expr::Case { arms, .. } => {
-            for a in arms.iter_mut() {
-                changed |= dead_linear_loops(&mut a.body);
-            }
-        }
-        Expr::Loop(l) => changed |= dead_linear_loops(&mut l.body),
-        _ => {}
-    }
-    changed
+        changed
+    })
 }
 
 /// Whether statement `j` of `stmts` is a loop with linear results, each

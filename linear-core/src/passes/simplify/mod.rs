@@ -147,70 +147,84 @@ fn drop_unread_linear(f: &mut Func) {
 /// more; a scaling of k scalars and its drop 2k, its inputs' drops k + 1). `let ; a1, a2 = dup(b)` with `a1` dropped becomes
 /// the copy `a2 = b`. Returns whether anything changed.
 fn dropped_linear(e: &mut Expr) -> bool {
+    each_block(e, &mut dropped_in_block)
+}
+
+/// [`dropped_linear`] in one block.
+fn dropped_in_block(stmts: &mut Vec<Stmt>) -> bool {
+    let mut changed = false;
+    while let Some((i, j)) = linear_drop_site(stmts) {
+        let replacement = match &stmts[j] {
+            Stmt::Let { lin, rhs, .. } => match rhs {
+                Expr::Dup(b) => {
+                    let dropped = stmts_dropped_linear(&stmts[i]);
+                    let keep = lin
+                        .iter()
+                        .find(|x| Some(&x.var) != dropped.as_ref())
+                        .cloned();
+                    keep.map(|k| {
+                        vec![Stmt::Let {
+                            nl: vec![],
+                            lin: vec![k],
+                            rhs: Expr::lin_var(b.clone()),
+                        }]
+                    })
+                }
+                // The factor's read stays here, as a drop: removing it
+                // could make its value unread, dropped where it is
+                // bound, outside a loop that may not run.
+                Expr::LinScale(k, b) => Some(vec![
+                    Stmt::Let {
+                        nl: vec![],
+                        lin: vec![],
+                        rhs: Expr::Drop(Box::new(Expr::var(k.clone()))),
+                    },
+                    lin_drop(b),
+                ]),
+                Expr::LinNeg(b) => Some(vec![lin_drop(b)]),
+                Expr::LinAdd(b, c) => Some(vec![lin_drop(b), lin_drop(c)]),
+                Expr::LinTup(vs) => Some(vs.iter().map(lin_drop).collect()),
+                // The array is read, not consumed: nothing to drop
+                // but the index (kept read where it was, as above).
+                Expr::LinIndex { idx, .. } => Some(vec![Stmt::Let {
+                    nl: vec![],
+                    lin: vec![],
+                    rhs: Expr::Drop(Box::new(Expr::var(idx.clone()))),
+                }]),
+                _ => None,
+            },
+            _ => None,
+        };
+        let Some(rep) = replacement else { break };
+        stmts.remove(i);
+        stmts.splice(j..=j, rep);
+        changed = true;
+    }
+    changed
+}
+
+/// Applies `f` to every block of `e`, innermost first (the blocks inside
+/// a block's statements and tail before the block itself); whether any
+/// application changed something.
+fn each_block(e: &mut Expr, f: &mut dyn FnMut(&mut Vec<Stmt>) -> bool) -> bool {
     let mut changed = false;
     match e {
         Expr::Block { stmts, tail } => {
             for s in stmts.iter_mut() {
                 if let Stmt::Let { rhs, .. } = s {
-                    changed |= dropped_linear(rhs);
+                    changed |= each_block(rhs, f);
                 }
             }
-            changed |= dropped_linear(tail);
-            while let Some((i, j)) = linear_drop_site(stmts) {
-                let replacement = match &stmts[j] {
-                    Stmt::Let { lin, rhs, .. } => match rhs {
-                        Expr::Dup(b) => {
-                            let dropped = stmts_dropped_linear(&stmts[i]);
-                            let keep = lin
-                                .iter()
-                                .find(|x| Some(&x.var) != dropped.as_ref())
-                                .cloned();
-                            keep.map(|k| {
-                                vec![Stmt::Let {
-                                    nl: vec![],
-                                    lin: vec![k],
-                                    rhs: Expr::lin_var(b.clone()),
-                                }]
-                            })
-                        }
-                        // The factor's read stays here, as a drop: removing it
-                        // could make its value unread, dropped where it is
-                        // bound, outside a loop that may not run.
-                        Expr::LinScale(k, b) => Some(vec![
-                            Stmt::Let {
-                                nl: vec![],
-                                lin: vec![],
-                                rhs: Expr::Drop(Box::new(Expr::var(k.clone()))),
-                            },
-                            lin_drop(b),
-                        ]),
-                        Expr::LinNeg(b) => Some(vec![lin_drop(b)]),
-                        Expr::LinAdd(b, c) => Some(vec![lin_drop(b), lin_drop(c)]),
-                        Expr::LinTup(vs) => Some(vs.iter().map(lin_drop).collect()),
-                        // The array is read, not consumed: nothing to drop
-                        // but the index (kept read where it was, as above).
-                        Expr::LinIndex { idx, .. } => Some(vec![Stmt::Let {
-                            nl: vec![],
-                            lin: vec![],
-                            rhs: Expr::Drop(Box::new(Expr::var(idx.clone()))),
-                        }]),
-                        _ => None,
-                    },
-                    _ => None,
-                };
-                let Some(rep) = replacement else { break };
-                stmts.remove(i);
-                stmts.splice(j..=j, rep);
-                changed = true;
-            }
+            changed |= each_block(tail, f);
+            changed |= f(stmts);
         }
-        Expr::Drop(inner) => changed |= dropped_linear(inner),
+        Expr::Drop(inner) => changed |= each_block(inner, f),
         Expr::Case { arms, .. } => {
             for a in arms.iter_mut() {
-                changed |= dropped_linear(&mut a.body);
+                changed |= each_block(&mut a.body, f);
             }
         }
-        Expr::Loop(l) => changed |= dropped_linear(&mut l.body),
+        Expr::Loop(l) => changed |= each_block(&mut l.body, f),
         _ => {}
     }
     changed
