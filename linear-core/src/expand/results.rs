@@ -83,8 +83,9 @@ pub(super) fn places<'s>(e: &TokenStream, s: &'s Shape) -> Vec<(TokenStream, &'s
     }
 }
 
-/// A pattern binding `names` in order, then `rest`: the tuple a generated
-/// body returns (a lone name is the body's value itself).
+/// A pattern binding `names` in order to the tuple a generated body
+/// returns (its results, then its linear results or its tape; a lone
+/// name is the body's value itself).
 pub(super) fn pattern(names: &[&syn::Ident]) -> TokenStream {
     match names {
         [one] => quote!(#one),
