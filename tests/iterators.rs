@@ -227,23 +227,41 @@ fn collections_and_places_over_parts() {
     assert_eq!(&g[3..], &[0.0, 0.0]);
 }
 
-/// Elements out of an `Option`: `first`, `last` and `reduce`, unwrapped.
+/// Elements out of an `Option`: `first`, `last`, `reduce`, `max_by` and
+/// `min_by`, unwrapped.
 #[differentiable]
 fn ends(x: &[f64]) -> f64 {
     let a = *x.first().unwrap();
     let b = x.last().copied().unwrap_or(0.0);
     let c = x.iter().copied().reduce(f64::max).unwrap();
     let d = x.iter().copied().reduce(|p, q| p * q).expect("non-empty");
-    a * b + c + d
+    let e = x.iter().copied().max_by(|p, q| p.total_cmp(q)).unwrap();
+    let f = x
+        .iter()
+        .copied()
+        .min_by(|p, q| p.partial_cmp(q).unwrap())
+        .unwrap();
+    let g = x
+        .iter()
+        .copied()
+        .max_by(|p, q| q.total_cmp(p))
+        .unwrap_or(0.0);
+    a * b + c + d + e * f * g
 }
 
 #[test]
-fn first_last_and_reduce_unwrapped() {
+fn first_last_reduce_and_max_by_unwrapped() {
     let x = [0.5, 2.0, -1.5];
     let (v, g) = ends_vjp(&x, 1.0);
     assert_eq!(v, ends(&x));
-    // x₀x₂ + max + x₀x₁x₂, the maximum x₁.
-    assert!(close(v, x[0] * x[2] + x[1] + x[0] * x[1] * x[2], 1e-15));
-    let want = [x[2] + x[1] * x[2], 1.0 + x[0] * x[2], x[0] + x[0] * x[1]];
+    // x₀x₂ + max + x₀x₁x₂ + max·min·min, the maximum x₁, the minimum x₂
+    // (`max_by` with the comparison reversed is a minimum).
+    let hand = x[0] * x[2] + x[1] + x[0] * x[1] * x[2] + x[1] * x[2] * x[2];
+    assert!(close(v, hand, 1e-15));
+    let want = [
+        x[2] + x[1] * x[2],
+        1.0 + x[0] * x[2] + x[2] * x[2],
+        x[0] + x[0] * x[1] + 2.0 * x[1] * x[2],
+    ];
     assert_close(&g, &want, 1e-15);
 }

@@ -19,7 +19,8 @@
 //! are not recognised, and the loop is reported where it is lowered.
 //!
 //! An element out of an `Option` (`a.first()`, `a.last()`, `it.reduce(f)`,
-//! unwrapped) is an index or a `fold` ([`unwrapped`]).
+//! `it.max_by(|a, b| a.total_cmp(b))`, `min_by`, unwrapped) is an index or
+//! a `fold` ([`unwrapped`]).
 //!
 //! Lengths are computed as written (`a.len() - lo`, the minimum of two by
 //! an `if`), so that generated code reads out of bounds, and panics, where
@@ -405,14 +406,30 @@ pub(super) fn unwrapped(m: &syn::ExprMethodCall) -> Option<syn::Expr> {
             let a = leaf(&c.receiver)?;
             (quote!(#a[#a.len() - 1]), a)
         }
-        ("reduce", 1) => {
+        (name @ ("reduce" | "max_by" | "min_by"), 1) => {
             let chain = recognise(&c.receiver)?;
-            let (f, a) = (&c.args[0], chain.sources.first()?.clone());
+            let a = chain.sources.first()?.clone();
             if chain.sources.len() != 1 || chain.rev || !chain.filters.is_empty() {
                 return None;
             }
             let Item::Elem(0, None) = chain.item else {
                 return None;
+            };
+            let f = match name {
+                "reduce" => {
+                    let f = &c.args[0];
+                    quote!(#f)
+                }
+                // The larger (smaller) by a comparator of the two items
+                // in order: `max` (`min`) of the float type; reversed,
+                // the other.
+                _ => {
+                    let m = match (name == "max_by") == in_order(&c.args[0])? {
+                        true => quote!(max),
+                        false => quote!(min),
+                    };
+                    quote!(|__linear_ad_p, __linear_ad_q| __linear_ad_p.#m(__linear_ad_q))
+                }
             };
             (quote!(#a[1..].iter().copied().fold(#a[0], #f)), a)
         }
@@ -422,4 +439,55 @@ pub(super) fn unwrapped(m: &syn::ExprMethodCall) -> Option<syn::Expr> {
         None => value,
         Some(d) => quote!(if #array.len() > 0 { #value } else { #d }),
     })
+}
+
+/// Whether `f` compares its two items in order (`|a, b| a.total_cmp(b)`,
+/// `|a, b| a.partial_cmp(b).unwrap()`, through `&` and `*` as written):
+/// `Some(true)`, `Some(false)` reversed (`b.total_cmp(a)`), `None` for any
+/// other closure.
+fn in_order(f: &syn::Expr) -> Option<bool> {
+    let syn::Expr::Closure(cl) = unparen(f) else {
+        return None;
+    };
+    let names: Vec<String> = cl.inputs.iter().map(pat_name).collect::<Option<_>>()?;
+    let [a, b] = names.as_slice() else {
+        return None;
+    };
+    let mut call = unparen(&cl.body);
+    if let syn::Expr::MethodCall(m) = call {
+        if matches!(m.method.to_string().as_str(), "unwrap" | "expect") {
+            call = unparen(&m.receiver);
+        }
+    }
+    let syn::Expr::MethodCall(m) = call else {
+        return None;
+    };
+    if !matches!(m.method.to_string().as_str(), "total_cmp" | "partial_cmp") || m.args.len() != 1 {
+        return None;
+    }
+    let (x, y) = (name_of(&m.receiver)?, name_of(&m.args[0])?);
+    match (x == *a && y == *b, x == *b && y == *a) {
+        (true, _) => Some(true),
+        (_, true) => Some(false),
+        _ => None,
+    }
+}
+
+/// The name a closure parameter binds (`a`, `&a`, `&&a`, `a: &f64`).
+fn pat_name(p: &syn::Pat) -> Option<String> {
+    match untyped(p) {
+        syn::Pat::Ident(i) => Some(i.ident.to_string()),
+        syn::Pat::Reference(r) => pat_name(&r.pat),
+        _ => None,
+    }
+}
+
+/// The variable `e` reads, through `&`, `*` and parentheses.
+fn name_of(e: &syn::Expr) -> Option<String> {
+    match unparen(e) {
+        syn::Expr::Path(p) => p.path.get_ident().map(|i| i.to_string()),
+        syn::Expr::Reference(r) => name_of(&r.expr),
+        syn::Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => name_of(&u.expr),
+        _ => None,
+    }
 }
