@@ -174,11 +174,10 @@ fn adapter(m: &syn::ExprMethodCall, sources: &mut Vec<syn::Expr>) -> Option<Part
             let p = chain(&m.receiver, sources, false)?;
             let t = arg?;
             let len = min(&p.len, &quote!((#t)));
-            let dropped = less(&p.len, &len);
             p.filters.is_empty().then(|| match p.rev {
                 // The top `t` in storage order.
                 true => Part {
-                    item: p.item.shifted(&dropped),
+                    item: p.item.shifted(&less(&p.len, &len)),
                     len,
                     ..p
                 },

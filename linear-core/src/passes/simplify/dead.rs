@@ -20,6 +20,8 @@
 //! a vector (an array is never dropped, invariant 11 of `check`);
 //! anything else is left as it is.
 
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+
 use crate::ir::{Binder, Expr, Loop, Stmt, Var};
 use crate::visit::stmt_uses;
 
@@ -30,7 +32,13 @@ use super::{dropped, lin_drop};
 pub(super) fn dead_linear_loops(e: &mut Expr) -> bool {
     super::each_block(e, &mut |stmts| {
         let mut changed = false;
-        while let Some(j) = (0..stmts.len()).find(|&j| dead_at(stmts, j)) {
+        // One count of the block's uses per rewrite, and none for a block
+        // without a candidate (a straight-line function's).
+        while stmts.iter().any(candidate) {
+            let only = dropped_only(stmts);
+            let Some(j) = (0..stmts.len()).find(|&j| dead_at(&stmts[j], &only)) else {
+                break;
+            };
             rewrite(stmts, j);
             changed = true;
         }
@@ -38,34 +46,42 @@ pub(super) fn dead_linear_loops(e: &mut Expr) -> bool {
     })
 }
 
-/// Whether statement `j` of `stmts` is a loop with linear results, each
-/// dropped later in the block and read nowhere else, whose body can lose
-/// its linear half.
-fn dead_at(stmts: &[Stmt], j: usize) -> bool {
+/// Whether `s` is a loop with linear results and linear state, all of
+/// vector types.
+fn candidate(s: &Stmt) -> bool {
+    matches!(s, Stmt::Let { lin, rhs: Expr::Loop(l), .. }
+        if !lin.is_empty() && !l.lin.is_empty() && l.lin.iter().all(|(b, _)| b.ty.is_vector()))
+}
+
+/// The linear variables whose one use in `stmts` is a drop.
+fn dropped_only(stmts: &[Stmt]) -> HashSet<Var> {
+    let mut uses: HashMap<Var, usize> = HashMap::default();
+    for s in stmts {
+        stmt_uses(s, &mut |u: &Var, _| {
+            *uses.entry(u.clone()).or_default() += 1
+        });
+    }
+    stmts
+        .iter()
+        .filter_map(|s| match dropped(s) {
+            Some((v, true)) if uses.get(v) == Some(&1) => Some(v.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Whether `s` is a loop whose linear results are each dropped and read
+/// nowhere else (`only`), and whose body can lose its linear half.
+fn dead_at(s: &Stmt, only: &HashSet<Var>) -> bool {
     let Stmt::Let {
         lin,
         rhs: Expr::Loop(l),
         ..
-    } = &stmts[j]
+    } = s
     else {
         return false;
     };
-    if lin.is_empty() || l.lin.is_empty() || l.lin.iter().any(|(b, _)| !b.ty.is_vector()) {
-        return false;
-    }
-    let dropped_only = |v: &Var| {
-        let rest = &stmts[j + 1..];
-        let drops = rest
-            .iter()
-            .filter(|s| dropped(s) == Some((v, true)))
-            .count();
-        let mut uses = 0;
-        for s in rest {
-            stmt_uses(s, &mut |u: &Var, _| uses += usize::from(u == v));
-        }
-        drops == 1 && uses == 1
-    };
-    lin.iter().all(|b| dropped_only(&b.var)) && strippable(&l.body)
+    candidate(s) && lin.iter().all(|b| only.contains(&b.var)) && strippable(&l.body)
 }
 
 /// Whether a loop body is a block of statements each purely non-linear
