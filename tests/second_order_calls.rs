@@ -265,3 +265,78 @@ fn a_linear_function_with_order_2_keeps_its_transpose_and_has_a_hessian() {
     let (_, _, h) = mix_hessian(a, x, y);
     assert_eq!(h, [[0.0, 1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 0.0]]);
 }
+
+/// The squared norm of `outer`'s gradient, through `outer_vjp`: reverse
+/// over reverse through calls. `outer_vjp` calls `bump` (with a literal
+/// argument) and `weighted` (a count, and a constant between its
+/// differentiable parameters), and its reverse pass goes through their
+/// own `_vjp`s (`linear_core::passes::through`).
+#[differentiable]
+pub fn outer_grad_norm(x: f64, y: f64) -> f64 {
+    let (_, (gx, gy)) = outer_vjp(x, y, 1.0);
+    gx * gx + gy * gy
+}
+
+#[differentiable]
+pub fn outer_inline_grad_norm(x: f64, y: f64) -> f64 {
+    let (_, (gx, gy)) = outer_inline_vjp(x, y, 1.0);
+    gx * gx + gy * gy
+}
+
+#[test]
+fn the_vjp_of_a_function_with_calls_is_differentiable() {
+    for (x, y, vx, vy) in AT {
+        let (v, g) = outer_grad_norm_vjp(x, y, 1.0);
+        let (w, h) = outer_inline_grad_norm_vjp(x, y, 1.0);
+        assert!(close(v, w, 1e-14), "value {v} against {w}");
+        assert!(
+            close(g.0, h.0, 1e-12) && close(g.1, h.1, 1e-12),
+            "{g:?} against the inlined twin's {h:?}"
+        );
+        let fd = |dx: f64, dy: f64| {
+            (outer_grad_norm(x + EPS * dx, y + EPS * dy)
+                - outer_grad_norm(x - EPS * dx, y - EPS * dy))
+                / (2.0 * EPS)
+        };
+        assert!(
+            close(g.0, fd(1.0, 0.0), 1e-7) && close(g.1, fd(0.0, 1.0), 1e-7),
+            "{g:?} against finite differences"
+        );
+        // Forward over reverse through the same calls.
+        let (_, d) = outer_grad_norm_jvp(x, y, vx, vy);
+        assert!(close(d, g.0 * vx + g.1 * vy, 1e-12), "{d} against {g:?}");
+    }
+}
+
+#[test]
+fn the_vjp_of_a_function_with_calls_has_its_own_derivatives() {
+    for (x, y0, y1) in [(0.3, 0.5, -0.2), (1.1, -0.7, 0.4), (-0.6, 1.3, 0.9)] {
+        let y = [y0, y1];
+        let (dx, dy, dc) = (0.7, [-0.4, 1.1], 0.3);
+        // `looped_vjp_jvp` against central differences of `looped_vjp`
+        // along (dx, dy, dc): calls in loops and branches, of callees
+        // that call others.
+        let ((v, g), (dv, dg)) = looped_vjp_jvp(x, y, 1.5, dx, dy, dc);
+        let at = |t: f64| {
+            looped_vjp(
+                x + t * dx,
+                [y[0] + t * dy[0], y[1] + t * dy[1]],
+                1.5 + t * dc,
+            )
+        };
+        let ((vp, gp), (vm, gm)) = (at(EPS), at(-EPS));
+        assert_eq!((v, g), looped_vjp(x, y, 1.5));
+        let fd = |p: f64, m: f64| (p - m) / (2.0 * EPS);
+        assert!(close(dv, fd(vp, vm), 1e-7), "{dv} against {}", fd(vp, vm));
+        assert!(close(dg.0, fd(gp.0, gm.0), 1e-7), "{dg:?}");
+        for k in 0..2 {
+            assert!(close(dg.1[k], fd(gp.1[k], gm.1[k]), 1e-7), "{dg:?}");
+        }
+        // `looped_vjp_vjp` is its transpose: ⟨w, J·d⟩ = ⟨Jᵀw, d⟩.
+        let (wv, wg) = (0.6, (-1.2, [0.8, 0.25]));
+        let (_, (tx, ty, tc)) = looped_vjp_vjp(x, y, 1.5, (wv, wg));
+        let lhs = wv * dv + wg.0 * dg.0 + wg.1[0] * dg.1[0] + wg.1[1] * dg.1[1];
+        let rhs = tx * dx + ty[0] * dy[0] + ty[1] * dy[1] + tc * dc;
+        assert!(close(lhs, rhs, 1e-12), "{lhs} against {rhs}");
+    }
+}

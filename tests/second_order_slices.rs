@@ -400,3 +400,130 @@ fn the_vjp_of_a_function_of_slices_has_its_own_derivatives() {
     let rhs = dot(&bx, &dx) + dot(&by, &dy) + bc * dc;
     assert!(close(lhs, rhs, 1e-12), "{lhs} against {rhs}");
 }
+
+/// Calls passing parameters, the same slice twice, a local array and a
+/// literal, in a loop: `calls_vjp`'s reverse pass goes through `dot_vjp`
+/// and `wave_vjp` (`linear_core::passes::through`), whose cotangent
+/// vectors it adds into its own.
+#[differentiable(order = 2)]
+pub fn calls(x: &[f64], y: &[f64], k: f64) -> f64 {
+    let d = dot(x, y);
+    let mut s = d * wave(x, 0.5);
+    let mut r = vec![0.0; x.len()];
+    for i in 0..x.len() {
+        r[i] = x[i] * y[i] + k;
+    }
+    s += wave(&r, k);
+    for j in 0..2 {
+        s += dot(x, x).sin() * wave(y, k * j as f64);
+    }
+    s
+}
+
+#[differentiable(order = 2)]
+pub fn calls_inline(x: &[f64], y: &[f64], k: f64) -> f64 {
+    let n = x.len();
+    let mut d = 0.0;
+    let mut w = 0.0;
+    let mut xx = 0.0;
+    let mut wr = 0.0;
+    for i in 0..n {
+        d += x[i] * y[i];
+        w += (0.5 * x[i]).sin() * x[i];
+        xx += x[i] * x[i];
+        let r = x[i] * y[i] + k;
+        wr += (k * r).sin() * r;
+    }
+    let mut s = d * w + wr;
+    for j in 0..2 {
+        let kj = k * j as f64;
+        let mut wy = 0.0;
+        for i in 0..n {
+            wy += (kj * y[i]).sin() * y[i];
+        }
+        s += xx.sin() * wy;
+    }
+    s
+}
+
+/// The squared norm of `calls`' gradient, through `calls_vjp`.
+#[differentiable]
+pub fn calls_grad_norm(x: &[f64], y: &[f64], k: f64) -> f64 {
+    let (_, (gx, gy, gk)) = calls_vjp(x, y, k, 1.0);
+    let mut n = gk * gk;
+    for i in 0..gx.len() {
+        n += gx[i] * gx[i] + gy[i] * gy[i];
+    }
+    n
+}
+
+#[differentiable]
+pub fn calls_inline_grad_norm(x: &[f64], y: &[f64], k: f64) -> f64 {
+    let (_, (gx, gy, gk)) = calls_inline_vjp(x, y, k, 1.0);
+    let mut n = gk * gk;
+    for i in 0..gx.len() {
+        n += gx[i] * gx[i] + gy[i] * gy[i];
+    }
+    n
+}
+
+#[test]
+fn the_vjp_of_a_function_with_slice_calls_is_differentiable() {
+    for (x, y, k) in points() {
+        let (v, (gx, gy, gk)) = calls_grad_norm_vjp(&x, &y, k, 1.0);
+        let (w, (hx, hy, hk)) = calls_inline_grad_norm_vjp(&x, &y, k, 1.0);
+        assert!(close(v, w, 1e-13), "{v} against {w}");
+        assert!(close(gk, hk, 1e-11), "{gk} against the inlined twin's {hk}");
+        for (a, b) in gx.iter().chain(&gy).zip(hx.iter().chain(&hy)) {
+            assert!(close(*a, *b, 1e-11), "{gx:?} {gy:?} against {hx:?} {hy:?}");
+        }
+        let n = x.len();
+        for i in 0..n {
+            let e: Vec<f64> = (0..n).map(|j| if i == j { EPS } else { 0.0 }).collect();
+            let fx = (calls_grad_norm(&along(&x, &e, 1.0), &y, k)
+                - calls_grad_norm(&along(&x, &e, -1.0), &y, k))
+                / (2.0 * EPS);
+            assert!(close(gx[i], fx, 1e-6), "{gx:?}: {i} against {fx}");
+        }
+        let fk =
+            (calls_grad_norm(&x, &y, k + EPS) - calls_grad_norm(&x, &y, k - EPS)) / (2.0 * EPS);
+        assert!(close(gk, fk, 1e-6), "{gk} against {fk}");
+    }
+}
+
+#[test]
+fn the_vjp_of_a_function_with_slice_calls_has_its_own_derivatives() {
+    for (x, y, k) in points() {
+        let n = x.len();
+        let dx: Vec<f64> = (0..n).map(|i| 0.5 - 0.25 * i as f64).collect();
+        let dy: Vec<f64> = (0..n).map(|i| 0.125 * i as f64 - 0.3).collect();
+        let (dk, dc) = (0.4, -0.7);
+        let ((v, (gx, gy, gk)), (dv, (dgx, dgy, dgk))) =
+            calls_vjp_jvp(&x, &y, k, 1.5, &dx, &dy, dk, dc);
+        assert_eq!((v, (gx, gy, gk)), calls_vjp(&x, &y, k, 1.5));
+        let at = |t: f64| {
+            calls_vjp(
+                &along(&x, &dx, t),
+                &along(&y, &dy, t),
+                k + t * dk,
+                1.5 + t * dc,
+            )
+        };
+        let ((v1, (ax1, ay1, ak1)), (v0, (ax0, ay0, ak0))) = (at(EPS), at(-EPS));
+        let fd = |p: f64, m: f64| (p - m) / (2.0 * EPS);
+        assert!(close(dv, fd(v1, v0), 1e-7), "{dv}");
+        assert!(close(dgk, fd(ak1, ak0), 1e-6), "{dgk}");
+        for i in 0..n {
+            assert!(close(dgx[i], fd(ax1[i], ax0[i]), 1e-6), "{dgx:?}");
+            assert!(close(dgy[i], fd(ay1[i], ay0[i]), 1e-6), "{dgy:?}");
+        }
+        // `calls_vjp_vjp` is its transpose: ⟨w, J·d⟩ = ⟨Jᵀw, d⟩.
+        let wx: Vec<f64> = (0..n).map(|i| 1.0 - 0.5 * i as f64).collect();
+        let wy: Vec<f64> = (0..n).map(|i| 0.25 * i as f64).collect();
+        let ct = (0.6, (wx.clone(), wy.clone(), -1.1));
+        let (_, (bx, by, bk, bc)) = calls_vjp_vjp(&x, &y, k, 1.5, ct);
+        let lhs = 0.6 * dv + dot(&wx, &dgx) + dot(&wy, &dgy) - 1.1 * dgk;
+        let rhs = dot(&bx, &dx) + dot(&by, &dy) + bk * dk + bc * dc;
+        assert!(close(lhs, rhs, 1e-12), "{lhs} against {rhs}");
+    }
+}

@@ -3,8 +3,8 @@
 //! under the macro's default policy, and T), then J of it:
 //! `cargo run -p linear-core --example dbg_vjp -- path/to/f.la`.
 use linear_core::passes::{
-    hvp::first_vjp, jvp::jvp, simplify::simplify, transpose::transpose, unzip::unzip,
-    unzip::Checkpoint,
+    hvp::first_vjp, jvp::jvp, simplify::simplify, through::through_all, transpose::transpose,
+    unzip::unzip, unzip::Checkpoint,
 };
 
 fn main() {
@@ -15,10 +15,11 @@ fn main() {
     let j = simplify(&jvp(&simplify(&p)).expect("J"));
     let u = simplify(&unzip(&j, Checkpoint::Adjoint).expect("U"));
     let t = simplify(&transpose(&u).expect("T"));
-    match first_vjp(&t, main.as_str()) {
-        Ok(Some(f)) => {
+    // Every extern `g` through its VJP `g.vjp` (`passes::through`).
+    match first_vjp(&t, main.as_str(), &through_all(&p.externs)) {
+        Ok(Some((f, externs))) => {
             let prog = linear_core::Program {
-                externs: vec![],
+                externs,
                 funcs: vec![f],
             };
             println!("{prog}");

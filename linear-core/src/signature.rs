@@ -70,9 +70,10 @@ pub enum Kind {
     /// `#[differentiable]`: the block's other methods learn that they
     /// cannot call it.
     Unmarked,
-    /// The `f_vjp` of an `order = 2` function whose reverse pass reads its
-    /// callees' tapes, which J cannot differentiate yet
-    /// (`expand::items::derived`): callers learn that they cannot call it.
+    /// The `f_vjp` of an `order = 2` function whose reverse pass reads
+    /// what J cannot differentiate yet, such as the tape of a call with no
+    /// path through its callee's own VJP (`expand::items::derived`):
+    /// callers learn that they cannot call it.
     Tape,
     /// The `f_jvp` or `f_vjp` of a function differentiable at order 1
     /// only: callers learn to ask for `order = 2`.
@@ -119,6 +120,9 @@ pub enum Order {
     /// Twice: `order = 2`, and its linearization implements
     /// `SecondOrder`.
     Twice,
+    /// Twice, and its `f_vjp` is differentiable too: a caller's own
+    /// differentiable `f_vjp` calls it there (`passes::through`).
+    TwiceVjp,
     /// `order = 2` for its own `f_hvp`, but not through calls: its
     /// parameters or result are structs, or it reads `#[nondiff]` data
     /// arrays.
@@ -133,6 +137,7 @@ impl Order {
         match self {
             Order::Once => "once",
             Order::Twice => "twice",
+            Order::TwiceVjp => "twice_vjp",
             Order::OwnOnly => "own_only",
             Order::Derived => "derived",
         }
@@ -187,7 +192,13 @@ impl Parse for Sig {
             return Err(syn::Error::new(id.span(), "unknown signature kind"));
         };
         let id: syn::Ident = input.parse()?;
-        let orders = [Order::Once, Order::Twice, Order::OwnOnly, Order::Derived];
+        let orders = [
+            Order::Once,
+            Order::Twice,
+            Order::TwiceVjp,
+            Order::OwnOnly,
+            Order::Derived,
+        ];
         let Some(order) = orders.into_iter().find(|o| id == o.name()) else {
             return Err(syn::Error::new(id.span(), "unknown signature order"));
         };

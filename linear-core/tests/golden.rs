@@ -7,7 +7,8 @@
 //! default) unzips with
 //! that policy instead of saving everything. A line `// vjp` among the
 //! leading comments also prints the last function's composed VJP as
-//! `order = 2` differentiates it (`hvp::first_vjp`: records as arrays),
+//! `order = 2` differentiates it (`hvp::first_vjp`: records as arrays,
+//! each extern `g` called through its VJP `g.vjp`, `passes::through`),
 //! and J of it.
 
 use std::fmt::Write;
@@ -16,8 +17,8 @@ use std::path::Path;
 use linear_core::check::{check, check_linear_b};
 use linear_core::parse::parse_program;
 use linear_core::passes::{
-    erase::erase, fold::fold, hvp::first_vjp, jvp::jvp, simplify::simplify, transpose::transpose,
-    unzip,
+    erase::erase, fold::fold, hvp::first_vjp, jvp::jvp, simplify::simplify, through::through_all,
+    transpose::transpose, unzip,
 };
 
 fn stages(src: &str) -> String {
@@ -81,11 +82,14 @@ fn stages(src: &str) -> String {
         .any(|l| l.trim() == "// vjp");
     if vjp {
         let main = p.funcs.last().expect("a function").name.clone();
-        let f = first_vjp(&ts, main.as_str())
+        // Every extern goes through its VJP, `g.vjp` for `g`, which
+        // returns a cotangent for each parameter holding reals.
+        let through = through_all(&p.externs);
+        let (f, externs) = first_vjp(&ts, main.as_str(), &through)
             .expect("first_vjp applies")
             .expect("the VJP is differentiable");
         let v = linear_core::Program {
-            externs: vec![],
+            externs,
             funcs: vec![f],
         };
         check(&v).expect("the VJP type-checks");

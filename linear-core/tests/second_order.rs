@@ -230,8 +230,8 @@ fn forward_over_reverse(
         return Ok(());
     }
     let t = first_order(&one)?;
-    let vjp = match first_vjp(&t, main).map_err(|e| fail(e.to_string()))? {
-        Some(f) => f,
+    let vjp = match first_vjp(&t, main, &[]).map_err(|e| fail(e.to_string()))? {
+        Some((f, _)) => f,
         None => {
             st.borrow_mut().vjp_refused += 1;
             return Ok(());

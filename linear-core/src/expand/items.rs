@@ -924,6 +924,7 @@ pub(super) fn generate(
     let derived::Callees {
         items: derived,
         vjp_lin,
+        vjp_callable,
         vjp_lanes,
         twice,
     } = derived::callees(
@@ -965,10 +966,11 @@ pub(super) fn generate(
         callable,
         lanes: lin.lanes,
         detached_static,
-        order: match (passes.second_order, twice) {
-            (None, _) => crate::signature::Order::Once,
-            (Some(_), true) => crate::signature::Order::Twice,
-            (Some(_), false) => crate::signature::Order::OwnOnly,
+        order: match (passes.second_order, twice, vjp_callable) {
+            (None, _, _) => crate::signature::Order::Once,
+            (Some(_), true, true) => crate::signature::Order::TwiceVjp,
+            (Some(_), true, false) => crate::signature::Order::Twice,
+            (Some(_), false, _) => crate::signature::Order::OwnOnly,
         },
     })
 }

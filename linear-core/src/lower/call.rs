@@ -49,6 +49,11 @@ pub struct CallSite {
     /// Whether the callee's linearization has `apply_lanes`, by its
     /// signature.
     pub lanes: bool,
+    /// Per argument, the shape of the cotangent the callee's `_vjp`
+    /// returns for its parameter (`None` for a `#[nondiff]` parameter or
+    /// an integer or boolean one), if its signature says for every
+    /// parameter ([`Lowerer::cotangent_shapes`]).
+    pub cotangents: Option<Vec<Option<Shape>>>,
 }
 
 #[derive(Clone, Debug)]
@@ -473,6 +478,7 @@ impl Lowerer<'_> {
             passes_struct,
             order: self.sigs.get(&path).map(|s| (s.kind, s.order)),
             lanes: self.sigs.get(&path).is_some_and(|s| s.lanes),
+            cotangents: self.cotangent_shapes(&path, at.as_ref()),
         };
         let v = self.emit_call(name, site, vars, tys, hint);
         if let (true, Val::Active(r, _)) = (assumed, &v) {
@@ -657,6 +663,49 @@ impl Lowerer<'_> {
         id.set_span(a.span().resolved_at(Span::mixed_site()));
         self.prelude.push(quote!(let #id = #origin;));
         Some(CallArg::Origin(flat, id, a.span()))
+    }
+
+    /// Per parameter of the callee at `path` (its float type `at` if it
+    /// is generic), the shape of its cotangent in the callee's `_vjp`
+    /// result: a differentiable parameter's own shape, `None` for a
+    /// `#[nondiff]` one or an integer or boolean one. `None` for a method
+    /// and for a callee whose signature is unknown or has a parameter of
+    /// another type: it is not read (`expand::items::derived`) unless
+    /// every parameter is accounted for.
+    fn cotangent_shapes(
+        &self,
+        path: &syn::Path,
+        at: Option<&(syn::Ident, TokenStream)>,
+    ) -> Option<Vec<Option<Shape>>> {
+        let sig = self.sigs.get(path)?;
+        let discrete = |t: &syn::Type| {
+            const NAMES: [&str; 13] = [
+                "usize", "isize", "u8", "u16", "u32", "u64", "i8", "i16", "i32", "i64", "bool",
+                "u128", "i128",
+            ];
+            matches!(t, syn::Type::Path(p) if p.qself.is_none()
+                && NAMES.iter().any(|n| p.path.is_ident(n)))
+        };
+        sig.sig
+            .inputs
+            .iter()
+            .map(|input| match input {
+                syn::FnArg::Receiver(_) => None,
+                syn::FnArg::Typed(pt) if pt.attrs.iter().any(|a| a.path().is_ident("nondiff")) => {
+                    Some(None)
+                }
+                syn::FnArg::Typed(pt) if discrete(&pt.ty) => Some(None),
+                syn::FnArg::Typed(pt) => {
+                    let t = match at {
+                        Some((param, f)) => {
+                            super::structs::subst(&pt.ty, param, &syn::parse_quote!(#f))
+                        }
+                        None => (*pt.ty).clone(),
+                    };
+                    Shape::from_param_type_in(&t, &sig.structs).map(Some)
+                }
+            })
+            .collect()
     }
 
     /// Per argument of a call of `path` (`n` of them): for a parameter that
@@ -900,7 +949,7 @@ impl Lowerer<'_> {
                 let f = name.strip_suffix("_vjp").unwrap_or(&name);
                 self.errs.spanned(
                     path,
-                    format!("`{name}` cannot be differentiated yet: its reverse pass reads the tapes of the functions `{f}` calls, whose derivatives are not supported; call `{f}_jvp` here instead (forward mode for the inner derivative)"),
+                    format!("`{name}` cannot be differentiated yet: its reverse pass reads what forward mode cannot differentiate: the tape of a call in `{f}` that passes a part of an array (`&x[a..b]`) or returns an array, or of a function whose own `_vjp` cannot be differentiated, or the records of a loop nested where they cannot be kept flat; call `{f}_jvp` here instead (forward mode for the inner derivative)"),
                 );
             }
             Kind::FirstOrder => {

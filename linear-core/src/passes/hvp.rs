@@ -39,13 +39,21 @@
 //! and the second pipeline differentiates those as externs again
 //! (`g.jvp.jvp`, unzipped and transposed), which the callee must provide
 //! (the macro's `order = 2` does). Their tapes are opaque, so
-//! [`first_vjp`] refuses them. [`hvp`] refuses results other than one
-//! real. Output of [`second_adjoint`] and
+//! [`first_vjp`] calls them through their own VJPs instead
+//! ([`super::through`]: the callee's arguments on the tape, its `g.vjp`
+//! in the reverse pass), which the caller names in `through`; a call
+//! with no such path leaves the VJP not differentiable. [`hvp`] refuses
+//! results other than one real. Output of [`second_adjoint`] and
 //! [`hvp`]: a program of one non-linear function that type-checks in
 //! Linear A, simplified.
 
 use super::{
-    erase::erase, inline::inline, records::records_as_arrays, simplify::simplify, PassError,
+    erase::erase,
+    inline::inline,
+    records::records_as_arrays,
+    simplify::simplify,
+    through::{through_vjps, Through},
+    PassError,
 };
 use crate::check::check;
 use crate::ir::{Binder, Expr, Extern, Func, Program, Stmt, Ty, Var};
@@ -138,11 +146,18 @@ fn as_one_function(
 /// Straight-line code's tape is a tuple of reals, which the inliner and
 /// simplifier dissolve; a loop's records become arrays
 /// ([`records_as_arrays`]: a replayed loop, under binomial checkpointing,
-/// stores its states there). `None` when a record's type has no tangent
-/// J can carry: external functions' tapes (see `has_tangent`). Records
-/// of loops inside loops or branches are segments of flat arrays there,
-/// which J differentiates.
-pub fn first_vjp(transposed: &Program, f: &str) -> Result<Option<Func>, PassError> {
+/// stores its states there). Calls of other functions go through their
+/// VJPs, the paths `through` names ([`through_vjps`]); returned with the
+/// externs the function then calls. `None` when a record's type has no
+/// tangent J can carry: a tape of a call with no path through its
+/// callee's VJP, or lists left where records cannot be flat (see
+/// `has_tangent`). Records of loops inside loops or branches are
+/// segments of flat arrays there, which J differentiates.
+pub fn first_vjp(
+    transposed: &Program,
+    f: &str,
+    through: &[Through],
+) -> Result<Option<(Func, Vec<Extern>)>, PassError> {
     let name = Var::new(f);
     let forward = find(transposed, &format!("{f}.jvp.nl"))?;
     let reverse = find(transposed, &format!("{f}.jvp.lin.t"))?;
@@ -155,16 +170,20 @@ pub fn first_vjp(transposed: &Program, f: &str) -> Result<Option<Func>, PassErro
             "the VJP of a function returning an array is not differentiable yet",
         ));
     }
-    // A callee's tape is opaque to J: its VJP is not differentiated.
-    if !transposed.externs.is_empty() {
-        return Ok(None);
-    }
     let vjp = composed_vjp(forward, reverse, None, &name)?;
-    let (vjp, _) = as_one_function(forward, reverse, vjp, &[], &name)?;
+    let (vjp, erased) = as_one_function(forward, reverse, vjp, &transposed.externs, &name)?;
+    // A callee's tape is opaque to J: its calls go through its VJP.
+    let (vjp, externs) = match erased.is_empty() {
+        true => (vjp, vec![]),
+        false => match through_vjps(&vjp, &erased, through)? {
+            Some(rewritten) => rewritten,
+            None => return Ok(None),
+        },
+    };
     let as_arrays = |flatten: bool| -> Result<Func, PassError> {
         let f = records_as_arrays(&vjp, flatten)?;
         let program = Program {
-            externs: vec![],
+            externs: externs.clone(),
             funcs: vec![f],
         };
         check(&program)
@@ -181,7 +200,7 @@ pub fn first_vjp(transposed: &Program, f: &str) -> Result<Option<Func>, PassErro
     // flat arrays.
     let vjp = as_arrays(true).or_else(|_| as_arrays(false))?;
     let differentiable = crate::visit::binder_types(&vjp).values().all(has_tangent);
-    Ok(differentiable.then_some(vjp))
+    Ok(differentiable.then_some((vjp, externs)))
 }
 
 /// Whether J gives values of type `t` their exact tangent: reals,

@@ -8,6 +8,7 @@ pub mod inline;
 pub mod jvp;
 pub mod records;
 pub mod simplify;
+pub mod through;
 pub mod transpose;
 pub mod unzip;
 

@@ -29,10 +29,15 @@
 //! and their directions: `f_jvp`'s second-order companions pass both back
 //! to its linearization, and take an accumulator for each.
 //!
-//! Where `f_vjp` cannot be differentiated (its tape holds its callees'
-//! tapes: see [`crate::passes::hvp::first_vjp`]), it gets a signature of
-//! kind [`Kind::Tape`], so a caller gets an error at its call that says
-//! so. A function of slices' `f_vjp` returns their cotangents, a tuple
+//! `f_vjp`'s calls go through the callees' own `_vjp`s, which `order = 2`
+//! makes differentiable (their signatures say so: `Order::TwiceVjp`):
+//! its forward pass calls `g` and keeps `g`'s arguments, its reverse pass
+//! calls `g_vjp` on them ([`crate::passes::through`]; [`through_calls`]
+//! makes the call sites). Where `f_vjp` cannot be differentiated (a call
+//! with no such path, passing a part of an array or a constant array,
+//! or records J cannot carry: see [`crate::passes::hvp::first_vjp`]), it
+//! gets a signature of kind [`Kind::Tape`], so a caller gets an error at
+//! its call that says so. A function of slices' `f_vjp` returns their cotangents, a tuple
 //! holding arrays (`(R, (Vec<T>, ..))`), whose parts are results of their
 //! own through the pipeline (`lower/results.rs`). Methods, and functions
 //! other differentiable code cannot call (arrays other than slices of
@@ -43,10 +48,13 @@ use quote::{format_ident, quote};
 
 use super::{generate, map_name, Owner, Sig};
 use crate::expand::{LanesAsk, Passes, Stages};
-use crate::ir::Func;
+use rustc_hash::FxHashMap as HashMap;
+
+use crate::ir::{Extern, Func, Var};
 use crate::layout::Structs;
-use crate::lower::{CallArg, Lowered, Param, Shape};
+use crate::lower::{CallArg, CallSite, Lowered, Param, Shape};
 use crate::passes::hvp::{directional_externs, first_vjp, tupled};
+use crate::passes::through::Through;
 use crate::signature::{callee_items, Kind, Order};
 
 /// The derived callees `f_jvp` and `f_vjp`, from `d` (the directional
@@ -64,6 +72,7 @@ pub(super) fn callees(
     let none = |items| Callees {
         items,
         vjp_lin: false,
+        vjp_callable: false,
         vjp_lanes: false,
         twice: false,
     };
@@ -101,7 +110,6 @@ pub(super) fn callees(
         lanes: LanesAsk::No,
         ..passes
     };
-    let name = item.sig.ident.to_string();
     // `f_jvp` calls what `f` calls, through their `_jvp`s: its externs
     // are J's, linearity erased, at `f`'s call sites.
     let jvp = tupled(d, &[1, 1])
@@ -138,7 +146,6 @@ pub(super) fn callees(
     };
     let twice = second.is_some();
     let jvp = quote!(#jvp #second);
-    let groups = [1, sig.active.len()];
     // A function of slices: `f_vjp` returns the cotangents of its arrays,
     // a tuple holding arrays, whose parts stay results of their own
     // (`lower/results.rs`); `f_hessian` does not use it.
@@ -152,50 +159,194 @@ pub(super) fn callees(
         return Callees {
             items: quote!(#jvp #vjp),
             vjp_lin: false,
+            vjp_callable: false,
             vjp_lanes: false,
             twice,
         };
     }
-    let vjp_first = first_vjp(&stages.transposed, &name);
-    let differentiable = matches!(vjp_first, Ok(Some(_))) && !slices;
-    let (vjp, vjp_lanes) = match vjp_first {
-        Ok(Some(f)) if slices => {
+    let (vjp, vjp_lanes, vjp_callable) = vjp_items(item, l, sig, (stages, passes));
+    let differentiable = vjp_callable && !slices;
+    Callees {
+        items: quote!(#jvp #vjp),
+        vjp_lin: differentiable,
+        vjp_callable,
+        vjp_lanes,
+        twice,
+    }
+}
+
+/// The derived `f_vjp` (its items, whether its linearization has
+/// `apply_lanes`, and whether it is differentiable), or its signature of
+/// kind [`Kind::Tape`] where its composed VJP cannot be differentiated.
+/// Its calls go through their callees' own VJPs ([`through_calls`]).
+fn vjp_items(
+    item: &syn::ItemFn,
+    l: &Lowered,
+    sig: &Sig,
+    (stages, passes): (&Stages, Passes),
+) -> (TokenStream, bool, bool) {
+    let name = item.sig.ident.to_string();
+    let slices = !sig.arrays().is_empty();
+    let groups = [1, sig.active.len()];
+    let (through, sites) = through_calls(l);
+    let with_calls = |(d_item, mut d_l): (syn::ItemFn, Lowered), externs: Vec<Extern>| {
+        d_l.externs = externs;
+        d_l.calls = sites.clone();
+        (d_item, d_l)
+    };
+    match first_vjp(&stages.transposed, &name, &through) {
+        Ok(Some((f, externs))) if slices => {
             let (items, _, _) = emit(
-                derived(item, l, sig, &f, Which::Vjp),
+                derived(item, l, sig, &f, Which::Vjp).map(|d| with_calls(d, externs)),
                 Passes {
                     lanes: LanesAsk::No,
                     ..passes
                 },
                 item.sig.ident.span(),
             );
-            (items, false)
+            (items, false, true)
         }
-        Ok(Some(f)) => {
+        Ok(Some((f, externs))) => {
             let (items, lanes, _) = emit(
                 tupled(&f, &groups)
                     .map_err(|e| e.msg)
-                    .and_then(|f| derived(item, l, sig, &f, Which::Vjp)),
+                    .and_then(|f| derived(item, l, sig, &f, Which::Vjp))
+                    .map(|d| with_calls(d, externs)),
                 hessian_lanes(sig, passes),
                 item.sig.ident.span(),
             );
-            (items, lanes)
+            (items, lanes, true)
         }
         // Not differentiable: callers learn why at their call.
         Ok(None) => match derived_item(item, l, sig, Which::Vjp) {
-            Some((vjp_item, _)) => (signature(&vjp_item, Kind::Tape, false), false),
-            None => (quote!(), false),
+            Some((vjp_item, _)) => (signature(&vjp_item, Kind::Tape, false), false, false),
+            None => (quote!(), false, false),
         },
         Err(e) => {
             let (items, lanes, _) = emit(Err(e.msg), passes, item.sig.ident.span());
-            (items, lanes)
+            (items, lanes, false)
         }
-    };
-    Callees {
-        items: quote!(#jvp #vjp),
-        vjp_lin: differentiable,
-        vjp_lanes,
-        twice,
     }
+}
+
+/// The calls `f_vjp` can make through their callees' VJPs
+/// ([`crate::passes::through`]): calls of functions whose `_vjp` is
+/// differentiable (`Order::TwiceVjp`), passing floats, tuples and fixed
+/// arrays of them, or integers; with the call sites of `f_vjp`'s own
+/// calls: `f`'s, and one of the callee's `_vjp` per such call, numbered
+/// after them.
+fn through_calls(l: &Lowered) -> (Vec<Through>, HashMap<Var, CallSite>) {
+    let mut sites = l.calls.clone();
+    let mut calls: Vec<(&Var, &CallSite)> = l.calls.iter().collect();
+    calls.sort_by_key(|(v, _)| v.number());
+    let mut next = calls.last().map_or(0, |(v, _)| v.number());
+    let mut through = Vec::new();
+    for (name, site) in calls {
+        let Some(call) = l.externs.iter().find(|e| e.name == *name) else {
+            continue;
+        };
+        let Some((vjp_site, cotangents)) = vjp_site(site) else {
+            continue;
+        };
+        next += 1;
+        let vjp = Var::new(&format!("call.{next}"));
+        sites.insert(vjp.clone(), vjp_site);
+        through.push(Through::new(call.clone(), vjp, cotangents));
+    }
+    (through, sites)
+}
+
+/// A cotangent a callee's `_vjp` returns: its IR type, and the call's IR
+/// parameter it belongs to ([`crate::passes::through::Cotangent::param`]).
+type Cotangent = (crate::ir::Ty, Option<usize>);
+
+/// The call site of the callee's `_vjp` at `site`'s arguments and the
+/// cotangent of its result, and the cotangents it returns (see
+/// [`Through::new`]); `None` unless the callee's `_vjp` is
+/// differentiable and every argument a value (a float, a tuple or fixed
+/// array of them, an integer, a constant held in the prelude such as a
+/// literal) or a slice of floats, not a part of an array, a constant
+/// array or a struct.
+fn vjp_site(site: &CallSite) -> Option<(CallSite, Vec<Cotangent>)> {
+    let plain = !site.passes_struct && !site.ret.has_slice() && !site.ret.has_struct();
+    if !matches!(site.order, Some((_, Order::TwiceVjp))) || !plain {
+        return None;
+    }
+    let cts = site.cotangents.as_ref()?;
+    if site.args.len() != cts.len() {
+        return None;
+    }
+    let value = |s: &Shape| !s.has_slice() && !s.has_struct();
+    let floats = |s: &Shape| matches!(s, Shape::Slice(e, _) if matches!(**e, Shape::Float(_)));
+    let same_elements = |s: &Shape, c: &Shape| match (s, c) {
+        (Shape::Slice(a, _), Shape::Slice(b, _)) => a == b,
+        _ => false,
+    };
+    // The IR parameter each argument is, where it is one.
+    let params: Vec<Option<usize>> = {
+        let mut k = 0;
+        site.args
+            .iter()
+            .map(|a| match a {
+                CallArg::Active(..) | CallArg::Discrete(_) => {
+                    k += 1;
+                    Some(k - 1)
+                }
+                _ => None,
+            })
+            .collect()
+    };
+    let (mut cotangents, mut shapes) = (Vec::new(), Vec::new());
+    for ((a, ct), k) in site.args.iter().zip(cts).zip(&params) {
+        let (ct, k) = match (a, ct) {
+            (CallArg::Active(s, _), Some(c)) if value(s) && s == c => (c, *k),
+            (CallArg::Active(s, _), Some(c)) if floats(s) && same_elements(s, c) => (c, *k),
+            (CallArg::Again { first, .. }, Some(c)) if floats(c) => (c, *params.get(*first)?),
+            (CallArg::Inactive(..), Some(c)) if value(c) => (c, None),
+            (CallArg::Discrete(_) | CallArg::Inactive(..), None) => continue,
+            (
+                CallArg::Active(..)
+                | CallArg::Origin(..)
+                | CallArg::Inactive(..)
+                | CallArg::Discrete(_)
+                | CallArg::Again { .. }
+                | CallArg::Data { .. }
+                | CallArg::Part { .. },
+                _,
+            ) => return None,
+        };
+        let c = owned(ct);
+        cotangents.push((c.ty(), k));
+        shapes.push(c);
+    }
+    let shapes = match <[Shape; 1]>::try_from(shapes) {
+        Ok([one]) => one,
+        Err(many) => Shape::Tuple(many),
+    };
+    let rename = |id: &mut syn::Ident| *id = format_ident!("{}_vjp", id, span = id.span());
+    let mut path = site.path.clone();
+    rename(&mut path.segments.last_mut()?.ident);
+    let mut callee = site.callee.clone();
+    match &mut callee {
+        syn::Type::Path(p) if p.qself.is_none() => rename(&mut p.path.segments.last_mut()?.ident),
+        _ => return None,
+    }
+    let span = path.segments.last()?.ident.span();
+    let mut args = site.args.clone();
+    args.push(CallArg::Active(site.ret.clone(), span));
+    Some((
+        CallSite {
+            path,
+            callee,
+            args,
+            ret: Shape::Tuple(vec![site.ret.clone(), shapes]),
+            passes_struct: false,
+            order: Some((Kind::Differentiable, Order::Derived)),
+            lanes: false,
+            cotangents: None,
+        },
+        cotangents,
+    ))
 }
 
 /// Whether `f` passes a `#[nondiff]` array to a function it calls.
@@ -221,6 +372,10 @@ pub(super) struct Callees {
     pub(super) items: TokenStream,
     /// Whether `f_vjp` is differentiable (its `f_vjp_lin` exists).
     pub(super) vjp_lin: bool,
+    /// Whether `f_vjp` is a differentiable function other differentiable
+    /// code can call (of slices too, whose `f_vjp_lin` `f_hessian` does
+    /// not use).
+    pub(super) vjp_callable: bool,
     /// Whether `f_vjp_lin`'s linearization has `apply_lanes`.
     pub(super) vjp_lanes: bool,
     /// Whether callers can differentiate `f` twice: its linearization
