@@ -13,7 +13,12 @@
 //!   finite differences of a dual-number interpreter (no pass involved),
 //!   where two step sizes agree (a branch taken differently at `x ± h·u`
 //!   makes the finite difference meaningless: skipped and counted);
-//! * its work is at most a constant times P's (reported).
+//! * its work is at most a constant times P's (reported);
+//! * forward over reverse agrees: J of P's composed VJP (`first_vjp`) at
+//!   `(x, w)` along `(v, 0)` gives `H_w·v` as the tangent of `x̄`, with
+//!   P inlined, and with P's entry calling its callees kept as externs
+//!   (`passes::through`: the VJP calls each callee and its VJP, evaluated
+//!   with the callee inlined and its own composed VJP).
 //!
 //! `LINEAR_CORE_CASES=N` checks 0.15·N programs (default 300, as for the
 //! theorems' default of 2000);
@@ -54,6 +59,10 @@ struct Stats {
     /// branches (kept in flat arrays by `passes::records`).
     with_nested: u64,
     vjp_refused: u64,
+    /// Programs whose VJP went through its callees' VJPs
+    /// (`passes::through`) and J differentiated, and the calls it made so.
+    through: u64,
+    through_calls: u64,
     work_ratio: f64,
 }
 
@@ -158,6 +167,7 @@ fn one_program(seed: u64, size: usize, st: &RefCell<Stats>) -> Result<(), TestCa
     );
     let (xbar, vbar) = out.nl[k..].split_at(x.len());
     forward_over_reverse(&p, main.as_str(), (&x, &v, &w), xbar, st)?;
+    through_calls(&p, main.as_str(), (&x, &v, &w), xbar, st)?;
 
     // The cotangent of v: f'(x)ᵀw, against J's run along a random v'.
     let v2: Vec<Value> = x.iter().map(|a| random_like(&mut rng, a)).collect();
@@ -296,6 +306,209 @@ fn forward_over_reverse(
     Ok(())
 }
 
+/// J, U and T of `src` (a program of one function and externs),
+/// simplified, as the macro runs them.
+fn pipeline(src: &Program) -> Result<Program, TestCaseError> {
+    let j = simplify(&jvp(&simplify(src)).map_err(|e| fail(e.to_string()))?);
+    let u = simplify(&unzip(&j, Checkpoint::Adjoint).map_err(|e| fail(e.to_string()))?);
+    Ok(simplify(&transpose(&u).map_err(|e| fail(e.to_string()))?))
+}
+
+/// Forward over reverse through calls (`passes::through`): P's entry with
+/// the functions it calls as externs, whose composed VJP calls each `g`
+/// and its VJP `g.vjp`, differentiated by J together with IR functions
+/// for them (`g` inlined, and an adapter around `g`'s own composed VJP
+/// that returns what `g_vjp`'s call returns), at `(x, w)` along `(v, 0)`:
+/// the tangent of `x̄` is `H_w·v`, equal to `soa`'s (`xbar`).
+fn through_calls(
+    p: &Program,
+    main: &str,
+    (x, v, w): (&[Value], &[Value], &[Value]),
+    xbar: &[Value],
+    st: &RefCell<Stats>,
+) -> Result<(), TestCaseError> {
+    use linear_core::ir::Extern;
+    use linear_core::passes::through::through_all;
+    let consts = data_consts();
+    let entry = p.func(main).ok_or_else(|| fail("no entry".into()))?;
+    let mut called: Vec<linear_core::Var> = Vec::new();
+    linear_core::visit::any_subexpr(&entry.body, &mut |e| {
+        if let linear_core::Expr::App { func, .. } = e {
+            if !called.contains(func) {
+                called.push(func.clone());
+            }
+        }
+        false
+    });
+    let arrays = |f: &linear_core::Func| {
+        f.nl_params
+            .iter()
+            .any(|b| matches!(b.ty, linear_core::Ty::Array(..)))
+            || !linear_core::visit::data_arrays(&f.body).is_empty()
+    };
+    if called.is_empty() || arrays(entry) {
+        return Ok(());
+    }
+    let mut externs = Vec::new();
+    for g in &called {
+        let f = p
+            .func(g.as_str())
+            .ok_or_else(|| fail(format!("no `{g}`")))?;
+        let params = f.nl_params.iter().map(|b| b.ty.clone()).collect();
+        externs.push(Extern::plain(
+            g.clone(),
+            (params, vec![]),
+            (f.nl_rets.clone(), vec![]),
+        ));
+    }
+    let src = Program {
+        externs: externs.clone(),
+        funcs: vec![entry.clone()],
+    };
+    check(&src).map_err(|e| fail(format!("P's entry with externs ill-typed: {e}\n{src}")))?;
+    let t = pipeline(&src)?;
+    let through = through_all(&externs);
+    let Some((vjp, _)) = first_vjp(&t, main, &through).map_err(|e| fail(e.to_string()))? else {
+        return Ok(());
+    };
+    // Each callee, inlined, its composed VJP and the adapter `g.vjp`.
+    let mut funcs = Vec::new();
+    for th in &through {
+        let g = th.call.name.as_str();
+        let inlined = inline(p, g).map_err(|e| fail(e.to_string()))?;
+        if arrays(&inlined) {
+            return Ok(());
+        }
+        let gt = pipeline(&Program {
+            externs: vec![],
+            funcs: vec![inlined.clone()],
+        })?;
+        let Some((mut gv, _)) = first_vjp(&gt, g, &[]).map_err(|e| fail(e.to_string()))? else {
+            return Ok(());
+        };
+        gv.name = linear_core::Var::new(&format!("{g}.vjp_inner"));
+        let adapter = vjp_adapter(th, &gv);
+        funcs.extend([inlined, gv, adapter]);
+    }
+    funcs.push(vjp);
+    let prog = Program {
+        externs: vec![],
+        funcs,
+    };
+    check(&prog).map_err(|e| fail(format!("P.vjp through calls ill-typed: {e}\n{prog}")))?;
+    let j = simplify(&jvp(&prog).map_err(|e| fail(e.to_string()))?);
+    check(&j).map_err(|e| fail(format!("J of P.vjp through calls ill-typed: {e}\n{j}")))?;
+    let args: Vec<Value> = x.iter().chain(w).cloned().collect();
+    let zero_w: Vec<Value> = w.iter().map(|a| shifted(a, -1.0, a)).collect();
+    let dirs: Vec<Value> = v.iter().chain(&zero_w).cloned().collect();
+    let name = format!("{}.jvp", prog.funcs.last().map_or("", |f| f.name.as_str()));
+    let out = run(&j, &name, &args, &dirs, &consts).map_err(|e| fail(e.0))?;
+    let hv = &out.lin[out.lin.len() - x.len()..];
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    hv.iter().for_each(|v| v.flatten(&mut a));
+    xbar.iter().for_each(|v| v.flatten(&mut b));
+    prop_assert_eq!(a.len(), b.len());
+    let diff = a
+        .iter()
+        .zip(&b)
+        .fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
+    let tol = 1e-8 * (1.0 + scale(hv).max(scale(xbar))) * (1.0 + out.work as f64);
+    if diff.is_finite() {
+        prop_assert!(
+            diff <= tol,
+            "forward over reverse through calls differs from reverse over forward by {diff}\n{p}"
+        );
+        let mut st = st.borrow_mut();
+        st.through += 1;
+        st.through_calls += through.len() as u64;
+    }
+    Ok(())
+}
+
+/// `g.vjp(x.., ȳ)`, as the extern `th.vjp` has it (the result and the
+/// cotangents of the parameters holding reals, laid out as `th.rets`),
+/// from `gv`, `g`'s composed VJP (`(x.., ȳ) -> (y, x̄..)`).
+fn vjp_adapter(
+    th: &linear_core::passes::through::Through,
+    gv: &linear_core::Func,
+) -> linear_core::Func {
+    use linear_core::{Binder, Expr, Func, Stmt, Ty, Var};
+    let var = |s: String| Var::new(&s);
+    let params: Vec<Binder> = gv
+        .nl_params
+        .iter()
+        .enumerate()
+        .map(|(k, b)| Binder::new(var(format!("p.{k}")), b.ty.clone()))
+        .collect();
+    let outs: Vec<Binder> = gv
+        .nl_rets
+        .iter()
+        .enumerate()
+        .map(|(k, t)| Binder::new(var(format!("o.{k}")), t.clone()))
+        .collect();
+    let mut stmts = vec![Stmt::Let {
+        nl: outs.clone(),
+        lin: vec![],
+        rhs: Expr::App {
+            func: gv.name.clone(),
+            nl: params.iter().map(|b| b.var.clone()).collect(),
+            lin: vec![],
+        },
+    }];
+    let (y, bars) = outs.split_at(1);
+    // The cotangents, in order; the others (integers') dropped.
+    let cts: Vec<&Binder> = th
+        .cotangents
+        .iter()
+        .filter_map(|c| c.param.map(|k| &bars[k]))
+        .collect();
+    for (k, b) in bars.iter().enumerate() {
+        if !th.cotangents.iter().any(|c| c.param == Some(k)) {
+            stmts.push(Stmt::drop_nl(&b.var));
+        }
+    }
+    let tail = if th.rets.len() == 1 {
+        let c = match cts.as_slice() {
+            [one] => one.var.clone(),
+            many => {
+                let c = var("c.0".into());
+                let ty = Ty::Tuple(many.iter().map(|b| b.ty.clone()).collect());
+                stmts.push(Stmt::Let {
+                    nl: vec![Binder::new(c.clone(), ty)],
+                    lin: vec![],
+                    rhs: Expr::Tup(many.iter().map(|b| b.var.clone()).collect()),
+                });
+                c
+            }
+        };
+        let r = var("r.0".into());
+        stmts.push(Stmt::Let {
+            nl: vec![Binder::new(r.clone(), th.rets[0].clone())],
+            lin: vec![],
+            rhs: Expr::Tup(vec![y[0].var.clone(), c]),
+        });
+        vec![r]
+    } else {
+        std::iter::once(y[0].var.clone())
+            .chain(cts.iter().map(|b| b.var.clone()))
+            .collect()
+    };
+    Func {
+        name: th.vjp.clone(),
+        nl_params: params,
+        lin_params: vec![],
+        nl_rets: th.rets.clone(),
+        lin_rets: vec![],
+        body: Expr::block(
+            stmts,
+            Expr::Ret {
+                nl: tail,
+                lin: vec![],
+            },
+        ),
+    }
+}
+
 /// Whether a value of type `t` holds a list of reals.
 fn holds_list_of_reals(t: &linear_core::Ty) -> bool {
     use linear_core::Ty;
@@ -317,8 +530,8 @@ fn second_order_adjoints_hold_on_random_programs() {
     let whole_sample = for_random_programs(cases, |seed, size| one_program(seed, size, &stats));
     let s = stats.into_inner();
     println!(
-        "second order: {} programs, H·v checked against finite differences on {} ({} skipped where a step crosses a discontinuity or the differences disagree across step sizes, {} for non-finite values); forward over reverse (J of P.vjp) equal to it on {} ({} of them with records of loops or branches, {} with records of loops inside loops or branches; {} refused: VJPs that keep callees' tapes, take arrays or read data arrays); W[soa] <= {:.1} W[P]",
-        s.cases, s.hvp_checked, s.skipped_nonsmooth, s.skipped_nonfinite, s.forward_over_reverse, s.with_records, s.with_nested, s.vjp_refused, s.work_ratio
+        "second order: {} programs, H·v checked against finite differences on {} ({} skipped where a step crosses a discontinuity or the differences disagree across step sizes, {} for non-finite values); forward over reverse (J of P.vjp) equal to it on {} ({} of them with records of loops or branches, {} with records of loops inside loops or branches; {} refused: VJPs that take arrays or read data arrays), and on {} with the calls kept, through the callees' VJPs ({} calls); W[soa] <= {:.1} W[P]",
+        s.cases, s.hvp_checked, s.skipped_nonsmooth, s.skipped_nonfinite, s.forward_over_reverse, s.with_records, s.with_nested, s.vjp_refused, s.through, s.through_calls, s.work_ratio
     );
     if !whole_sample {
         return;
@@ -373,5 +586,42 @@ fn forward_over_reverse_holds_through_nested_loop_records() {
         s.with_nested >= wanted,
         "only {} VJPs with records of loops inside loops were differentiated",
         s.with_nested
+    );
+}
+
+/// Forward over reverse through calls kept as calls (`passes::through`),
+/// which random programs make from their entry in about one case in
+/// three: the first programs of a fixed sequence of seeds whose entry
+/// calls other functions, checked as above until enough went through.
+#[test]
+fn forward_over_reverse_holds_through_calls() {
+    let wanted = 30;
+    let stats = RefCell::new(Stats::default());
+    for seed in 0..20_000u64 {
+        if stats.borrow().through >= wanted {
+            break;
+        }
+        let size = 4 + (seed % 8) as usize;
+        let p = gen_program(seed, size);
+        let calls = p.funcs.last().is_some_and(|f| {
+            linear_core::visit::any_subexpr(&f.body, &mut |e| {
+                matches!(e, linear_core::Expr::App { .. })
+            })
+        });
+        if calls {
+            if let Err(e) = one_program(seed, size, &stats) {
+                panic!("seed {seed}, size {size}: {e}\n{p}");
+            }
+        }
+    }
+    let s = stats.into_inner();
+    println!(
+        "calls: {} programs, forward over reverse through the callees' VJPs on {} ({} calls)",
+        s.cases, s.through, s.through_calls
+    );
+    assert!(
+        s.through >= wanted,
+        "only {} VJPs went through their callees' VJPs",
+        s.through
     );
 }

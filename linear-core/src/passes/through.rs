@@ -277,9 +277,12 @@ pub fn through_vjps(
         .map(|(name, p)| (name.clone(), p.through.tape_ty()))
         .collect();
     retype(&mut out, &|t| with_tapes(t, &tapes));
-    let mut used = r.used;
-    used.sort_by_key(|t| t.call.name.number());
-    used.dedup_by(|a, b| a.call.name == b.call.name);
+    let mut used: Vec<&Through> = Vec::new();
+    for t in r.used {
+        if !used.iter().any(|u| u.call.name == t.call.name) {
+            used.push(t);
+        }
+    }
     let externs = used
         .iter()
         .flat_map(|t| [t.call.clone(), t.vjp_extern()])
