@@ -103,6 +103,17 @@ fn hessian_bench(c: &mut Criterion) {
     grp.bench_function("linear_ad_hessian", |b| {
         b.iter(|| coulomb_hessian(*black_box(&p)))
     });
+    // H·v by forward over reverse: J of the gradient, along (v, 0).
+    grp.bench_function("linear_ad_vjp_jvp", |b| {
+        b.iter(|| {
+            coulomb_vjp_jvp(
+                *black_box(&p),
+                1.0,
+                *black_box(&[1.0, 0.0, 0.0, 0.0, 0.0, 0.0]),
+                0.0,
+            )
+        })
+    });
     grp.bench_function("num_dual_hessian", |b| {
         b.iter(|| hessian(coulomb_dual, &SVector::from(*black_box(&p))))
     });
@@ -195,6 +206,21 @@ fn hessian_calls_bench(c: &mut Criterion) {
     grp.bench_function("linear_ad_hessian", |b| {
         b.iter(|| coulomb_calls_hessian(*black_box(&p)))
     });
+    // Through the callee's `_vjp` (`passes::through`).
+    let ((_, gc), (_, hc)) = coulomb_calls_vjp_jvp(p, 1.0, e, 0.0);
+    let ((_, gi), (_, hi)) = coulomb_vjp_jvp(p, 1.0, e, 0.0);
+    for i in 0..6 {
+        close(gc[i], gi[i], "gradient");
+        close(hc[i], hi[i], "forward over reverse hvp");
+        close(
+            hc[i],
+            h[0][i],
+            "forward over reverse hvp against the hessian",
+        );
+    }
+    grp.bench_function("linear_ad_vjp_jvp", |b| {
+        b.iter(|| coulomb_calls_vjp_jvp(*black_box(&p), 1.0, *black_box(&e), 0.0))
+    });
     grp.bench_function("inline_hessian", |b| {
         b.iter(|| coulomb_hessian(*black_box(&p)))
     });
@@ -239,6 +265,38 @@ fn hvp_slice_calls_bench(c: &mut Criterion) {
         grp.bench_function("inline_hvp", |b| {
             b.iter(|| {
                 slice_calls_inline_hvp(black_box(&x), black_box(&y), black_box(&vx), black_box(&vy))
+            })
+        });
+        // H·v by forward over reverse, the calls through their `_vjp`s.
+        let ((_, (c0, c1)), (_, (d0, d1))) = slice_calls_vjp_jvp(&x, &y, 1.0, &vx, &vy, 0.0);
+        for (p, q) in d0.iter().chain(&d1).zip(h0.iter().chain(&h1)) {
+            close(*p, *q, "forward over reverse hvp");
+        }
+        for (p, q) in c0.iter().chain(&c1).zip(g0.iter().chain(&g1)) {
+            close(*p, *q, "gradient");
+        }
+        grp.bench_function("linear_ad_vjp_jvp", |b| {
+            b.iter(|| {
+                slice_calls_vjp_jvp(
+                    black_box(&x),
+                    black_box(&y),
+                    1.0,
+                    black_box(&vx),
+                    black_box(&vy),
+                    0.0,
+                )
+            })
+        });
+        grp.bench_function("inline_vjp_jvp", |b| {
+            b.iter(|| {
+                slice_calls_inline_vjp_jvp(
+                    black_box(&x),
+                    black_box(&y),
+                    1.0,
+                    black_box(&vx),
+                    black_box(&vy),
+                    0.0,
+                )
             })
         });
         grp.finish();

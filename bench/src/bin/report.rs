@@ -467,11 +467,12 @@ fn second_order(out: &mut String) {
             ratio(hess, nd)
         );
     }
-    out.push_str("\nThe hand-written HVP computes value, gradient and H·v in one loop over the tridiagonal Hessian, allocating its two result vectors as `f_hvp` does. On Rosenbrock over 1000 elements, `f_vjp` is the slower of the two: it is the array gradient whose ratio to hand-written code is an open item of issue 12.\n\nSecond derivatives through calls go through each callee's own (its `_jvp`, differentiated again), never an inlined copy of its body. The Coulomb energy with its three pair terms written inline, and as three calls of an `order = 2` function:\n\n| Coulomb energy | primal | `f_vjp` | `f_hvp` | `f_hessian` |\n| --- | ---: | ---: | ---: | ---: |\n");
+    out.push_str("\nThe hand-written HVP computes value, gradient and H·v in one loop over the tridiagonal Hessian, allocating its two result vectors as `f_hvp` does. On Rosenbrock over 1000 elements, `f_vjp` is the slower of the two: it is the array gradient whose ratio to hand-written code is an open item of issue 12.\n\nSecond derivatives through calls go through each callee's own, never an inlined copy of its body: `f_hvp` (reverse over forward) through the callee's `_jvp` differentiated again, and `f_vjp`'s own derivatives (forward over reverse: `f_vjp_jvp`, and `f_hessian`, which linearizes `f_vjp` once) through the callee's `_vjp`, which `f_vjp` calls in its reverse pass on the arguments its forward pass kept (`linear_core::passes::through`; the callee's forward pass runs again there). The Coulomb energy with its three pair terms written inline, and as three calls of an `order = 2` function:\n\n| Coulomb energy | primal | `f_vjp` | `f_hvp` | `f_vjp_jvp` (H·v) | `f_hessian` |\n| --- | ---: | ---: | ---: | ---: | ---: |\n");
     let fns = [
         "primal",
         "linear_ad_vjp",
         "linear_ad_hvp",
+        "linear_ad_vjp_jvp",
         "linear_ad_hessian",
     ];
     let (inline, calls) = ("hessian_coulomb_6", "hessian_coulomb_calls_6");
@@ -494,14 +495,14 @@ fn slice_calls_table(out: &mut String) {
     if median("hvp_slice_calls_10", "primal").is_none() {
         return;
     }
-    out.push_str("\nCalls that pass slices too: `⟨x, y⟩² + sin ‖x‖² + Σ ln cosh yᵢ` through two `order = 2` callees (`sdot(x, y)`, `sdot(x, x)`, `log_cosh(y)`), against the same sums in one loop. The callees' tapes hold no arrays: the caller passes its slices back, and the callees' reverse passes add into its cotangent buffers.\n\n| n | primal, calls | `f_vjp`, inline | `f_vjp`, calls | `f_hvp`, inline | `f_hvp`, calls | `f_hvp` calls ÷ inline | HVP ÷ gradient, calls |\n| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+    out.push_str("\nCalls that pass slices too: `⟨x, y⟩² + sin ‖x‖² + Σ ln cosh yᵢ` through two `order = 2` callees (`sdot(x, y)`, `sdot(x, x)`, `log_cosh(y)`), against the same sums in one loop. The callees' tapes hold no arrays: the caller passes its slices back, and the callees' reverse passes add into its cotangent buffers.\n\n| n | primal, calls | `f_vjp`, inline | `f_vjp`, calls | `f_hvp`, inline | `f_hvp`, calls | `f_hvp` calls ÷ inline | HVP ÷ gradient, calls | `f_vjp_jvp`, inline | `f_vjp_jvp`, calls | `f_vjp_jvp` calls ÷ inline |\n| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
     let cell = |m: Option<f64>| m.map_or("–".into(), fmt_ns);
     for n in [10, 1000] {
         let g = format!("hvp_slice_calls_{n}");
         let m = |f: &str| median(&g, f);
         let _ = writeln!(
             out,
-            "| {n} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {n} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             cell(m("primal")),
             cell(m("inline_vjp")),
             cell(m("linear_ad_vjp")),
@@ -509,6 +510,9 @@ fn slice_calls_table(out: &mut String) {
             cell(m("linear_ad_hvp")),
             ratio(m("linear_ad_hvp"), m("inline_hvp")),
             ratio(m("linear_ad_hvp"), m("linear_ad_vjp")),
+            cell(m("inline_vjp_jvp")),
+            cell(m("linear_ad_vjp_jvp")),
+            ratio(m("linear_ad_vjp_jvp"), m("inline_vjp_jvp")),
         );
     }
 }

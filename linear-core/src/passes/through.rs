@@ -3,17 +3,21 @@
 //! `order = 2`'s derived `f_vjp`, [`super::hvp::first_vjp`]).
 //!
 //! In the composed VJP of `f` (U's forward pass, then T's transposed
-//! residual, L, inlined), a call of `g` is two calls of externs: `(y..,
+//! residual, L, inlined), a call of `g` is two calls of externs: `(y,
 //! t) = g.jvp.nl(x..)`, whose tape `t` is opaque, and later `x̄.. =
-//! g.jvp.lin.t(t, ȳ..)`. J cannot differentiate through an opaque tape.
-//! Here each pair becomes
+//! g.jvp.lin.t(t, a.., ȳ, ā..)`, passed the array arguments `a..` again
+//! and their accumulators `ā..`. J cannot differentiate through an
+//! opaque tape. Here each pair becomes
 //!
-//! * `y.. = g(x..)` and `t = (x..)`: the tape keeps the call's arguments,
-//!   a tuple of values J gives tangents;
-//! * `(_, c) = g.vjp(x.., ȳ..)`, the arguments unpacked from `t`, with
-//!   `x̄..` read from `c`, the cotangents of `g`'s differentiable
-//!   parameters (the empty tuple for integer and boolean arguments, which
-//!   have none).
+//! * `y = g(x..)` and `t = (x..)`, the arguments other than arrays: the
+//!   tape keeps values J gives tangents (arrays are passed again);
+//! * `c.. = g.vjp(x.., ȳ)`, the arguments from `t` and `a..`; each `x̄`
+//!   read from the cotangents `c..` of `g`'s differentiable parameters
+//!   (the empty tuple for integers and booleans, which have none); an
+//!   array's cotangents, a vector each (two for an array passed twice),
+//!   added into its accumulator by a loop, from the part's lower bound
+//!   for a part of an array (`&a[lo..hi]`, whose bounds are constant
+//!   integers of the extern).
 //!
 //! `g.vjp` is `g`'s own `g_vjp` (`order = 2` makes it differentiable when
 //! `g`'s composed VJP is, recursively), which J, U and T treat as any
@@ -23,15 +27,17 @@
 //!
 //! Cost: the reverse sweep runs `g`'s forward pass again, inside `g_vjp`,
 //! where the composed VJP read `g`'s tape: `g`'s primal work once more
-//! per call, and `g`'s tape built and dropped within the reverse sweep.
-//! The tape holds `g`'s arguments instead of its residuals. Results are
-//! those of the composed VJP: `g_vjp` computes what `g.jvp.nl` then
-//! `g.jvp.lin.t` did, with the same operations in the same order.
+//! per call, `g`'s tape built and dropped within the reverse sweep, and
+//! a loop per array cotangent (the accumulator `g.jvp.lin.t` added into
+//! in place). The tape holds `g`'s arguments instead of its residuals.
+//! Results are those of the composed VJP up to the order of additions
+//! into an array's accumulator.
 //!
-//! Calls are rewritten only where every argument is a value the tape can
-//! hold (no array, whose tangent J would pass inside a tuple) and the
-//! callee has one result; otherwise, as for any call whose callee's VJP
-//! is not differentiable, [`through_vjps`] gives `None`.
+//! Calls are rewritten where the callee has one result, not an array,
+//! its constant parameters are integers (no constant data array) and
+//! every parameter's cotangent is accounted for ([`Through::new`]);
+//! otherwise, as for any call whose callee's VJP is not differentiable,
+//! [`through_vjps`] gives `None`.
 //!
 //! Input: a non-linear function that type-checks with the transposed
 //! program's externs (erased), binders unique. Output: the same
@@ -63,6 +69,10 @@ pub struct Through {
     pub cotangents: Vec<Cotangent>,
 }
 
+/// A cotangent as [`Through::new`] takes it: its type, its parameter
+/// ([`Cotangent::param`]) and its offset ([`Cotangent::offset`]).
+pub type CotangentOf = (Ty, Option<usize>, Option<usize>);
+
 /// One cotangent a callee's VJP returns.
 #[derive(Clone, Debug)]
 pub struct Cotangent {
@@ -76,25 +86,30 @@ pub struct Cotangent {
     /// the empty tuple; an array parameter may have several (the array
     /// passed twice), all added into its accumulator.
     pub param: Option<usize>,
+    /// For the cotangent of a part of an array (`&a[lo..hi]`), the
+    /// call's non-linear parameter holding `lo`, a constant integer: the
+    /// cotangent is added into the array's accumulator from there.
+    pub offset: Option<usize>,
 }
 
 impl Through {
     /// The call `call`'s path through its callee's VJP `vjp`, which
     /// returns the cotangents `cts` (type, and parameter as
     /// [`Cotangent::param`]) laid out as code generation returns them.
-    pub fn new(call: Extern, vjp: Var, cts: Vec<(Ty, Option<usize>)>) -> Through {
-        let grouped = cts.iter().any(|(t, _)| matches!(t, Ty::Array(..)));
+    pub fn new(call: Extern, vjp: Var, cts: Vec<CotangentOf>) -> Through {
+        let grouped = cts.iter().any(|(t, _, _)| matches!(t, Ty::Array(..)));
         let n = call.nl_rets.len();
         let (rets, cotangents) = if grouped {
             let mut rets = call.nl_rets.clone();
-            rets.extend(cts.iter().map(|(t, _)| t.clone()));
+            rets.extend(cts.iter().map(|(t, _, _)| t.clone()));
             let cotangents = cts
                 .into_iter()
                 .enumerate()
-                .map(|(j, (ty, param))| Cotangent {
+                .map(|(j, (ty, param, offset))| Cotangent {
                     ty,
                     place: vec![n + j],
                     param,
+                    offset,
                 })
                 .collect();
             (rets, cotangents)
@@ -105,16 +120,17 @@ impl Through {
             };
             let one = cts.len() == 1;
             let cts_ty = match cts.as_slice() {
-                [(t, _)] => t.clone(),
-                many => Ty::Tuple(many.iter().map(|(t, _)| t.clone()).collect()),
+                [(t, _, _)] => t.clone(),
+                many => Ty::Tuple(many.iter().map(|(t, _, _)| t.clone()).collect()),
             };
             let cotangents = cts
                 .into_iter()
                 .enumerate()
-                .map(|(j, (ty, param))| Cotangent {
+                .map(|(j, (ty, param, offset))| Cotangent {
                     ty,
                     place: if one { vec![0, 1] } else { vec![0, 1, j] },
                     param,
+                    offset,
                 })
                 .collect();
             (vec![Ty::Tuple(vec![result, cts_ty])], cotangents)
@@ -161,21 +177,51 @@ impl Through {
             .collect()
     }
 
-    /// Whether the rewriting applies: one result, not an array; no
-    /// constant parameter; every parameter's cotangent accounted for: one
-    /// of its type for a value other than an array, at least one for an
-    /// array of reals (added into its accumulator), none for an integer
-    /// or boolean (the empty tuple).
+    /// The call's parameters that have tangents (not its constants), in
+    /// order: one result of the transposed call each.
+    fn with_tangents(&self) -> Vec<usize> {
+        (0..self.call.nl_params.len())
+            .filter(|k| !self.call.constant.contains(k))
+            .collect()
+    }
+
+    /// Whether the rewriting applies: one result, not an array; constant
+    /// parameters only integers (the bounds of parts of arrays); every
+    /// other parameter's cotangent accounted for: one of its type for a
+    /// value other than an array, at least one for an array of reals
+    /// (added into its accumulator, from an offset for a part), none for
+    /// an integer or boolean (the empty tuple).
     fn applies(&self) -> bool {
         let params = &self.call.nl_params;
-        let accounted = (0..params.len()).all(|k| {
+        let constants_int = self
+            .call
+            .constant
+            .iter()
+            .all(|&k| params.get(k) == Some(&Ty::Int));
+        let accounted = self.with_tangents().into_iter().all(|k| {
             let cts = self.cotangents_of(k);
-            let typed = cts.iter().all(|&c| self.cotangents[c].ty == params[k]);
+            let elements = |t: &Ty| match t {
+                Ty::Array(e, _) => Some((**e).clone()),
+                _ => None,
+            };
+            let typed = cts.iter().all(|&c| {
+                let ct = &self.cotangents[c];
+                match ct.offset {
+                    None => ct.ty == params[k],
+                    Some(_) => {
+                        elements(&ct.ty).is_some() && elements(&ct.ty) == elements(&params[k])
+                    }
+                }
+            });
             match &params[k] {
                 Ty::Int | Ty::Bool => cts.is_empty(),
                 Ty::Array(e, _) => typed && !cts.is_empty() && matches!(**e, Ty::Real(_)),
                 t => typed && cts.len() == 1 && !holds_array(t),
             }
+        });
+        let offsets = self.cotangents.iter().all(|c| match c.offset {
+            Some(lo) => self.call.constant.contains(&lo),
+            None => true,
         });
         let place_typed = self.cotangents.iter().all(|c| {
             let mut t = c.place.first().and_then(|&i| self.rets.get(i));
@@ -188,9 +234,10 @@ impl Through {
             t == Some(&c.ty)
         });
         matches!(self.call.nl_rets.as_slice(), [r] if !holds_array(r))
-            && self.call.constant.is_empty()
+            && constants_int
             && !self.cotangents.is_empty()
             && accounted
+            && offsets
             && place_typed
     }
 }
@@ -207,7 +254,7 @@ pub fn through_all(externs: &[Extern]) -> Vec<Through> {
                 .iter()
                 .enumerate()
                 .filter(|(_, t)| t.has_reals())
-                .map(|(k, t)| (t.clone(), Some(k)))
+                .map(|(k, t)| (t.clone(), Some(k), None))
                 .collect();
             Through::new(e.clone(), Var::new(&format!("{}.vjp", e.name)), cts)
         })
@@ -429,7 +476,8 @@ impl<'a> Rewrite<'a> {
         let params = &t.call.nl_params;
         let arrays = params.iter().filter(|p| matches!(p, Ty::Array(..))).count();
         let results = t.call.nl_rets.len();
-        if bars.len() != params.len() || args.len() != 1 + 2 * arrays + results {
+        let tangents = t.with_tangents();
+        if bars.len() != tangents.len() || args.len() != 1 + 2 * arrays + results {
             return Err(PassError::new(
                 &self.func,
                 &format!("a transposed call of `{}` of another shape", t.call.name),
@@ -457,6 +505,8 @@ impl<'a> Rewrite<'a> {
             };
             call_args.push(a.ok_or_else(|| PassError::new(&self.func, "an argument missing"))?);
         }
+        let offset_of = |c: &Cotangent| c.offset.and_then(|lo| call_args.get(lo).cloned());
+        let offsets: Vec<Option<Var>> = t.cotangents.iter().map(offset_of).collect();
         call_args.extend(cts.iter().cloned());
         let rets: Vec<Binder> = t
             .rets
@@ -489,8 +539,12 @@ impl<'a> Rewrite<'a> {
             .collect::<Option<_>>()
             .ok_or_else(|| PassError::new(&self.func, "a cotangent not found"))?;
         let mut accs = accs.iter();
-        for (k, b) in bars.iter().enumerate() {
-            let mine: Vec<&Var> = t.cotangents_of(k).into_iter().map(|c| &found[c]).collect();
+        for (&k, b) in tangents.iter().zip(bars) {
+            let mine: Vec<(&Var, Option<&Var>)> = t
+                .cotangents_of(k)
+                .into_iter()
+                .map(|c| (&found[c], offsets[c].as_ref()))
+                .collect();
             match &params[k] {
                 Ty::Array(..) => {
                     let acc = accs
@@ -500,7 +554,7 @@ impl<'a> Rewrite<'a> {
                 }
                 _ => {
                     let rhs = match mine.as_slice() {
-                        [c] => Expr::Ret {
+                        [(c, _)] => Expr::Ret {
                             nl: vec![(*c).clone()],
                             lin: vec![],
                         },
@@ -563,68 +617,90 @@ impl<'a> Rewrite<'a> {
     }
 
     /// `b = acc + c..`, elementwise: each array `c` added into the
-    /// accumulator `acc` (arrays of reals, as long as it) by a loop.
-    fn added(&mut self, acc: &Var, cs: &[&Var], b: &Binder, out: &mut Vec<Stmt>) {
+    /// accumulator `acc` (arrays of reals) by a loop over `c`, from its
+    /// offset in `acc` (a part's lower bound) or from the start.
+    fn added(&mut self, acc: &Var, cs: &[(&Var, Option<&Var>)], b: &Binder, out: &mut Vec<Stmt>) {
+        let Ty::Array(elem, _) = &b.ty else { return };
+        let elem = (**elem).clone();
+        let let_ = |v: &Var, ty: Ty, rhs: Expr| Stmt::Let {
+            nl: vec![Binder::new(v.clone(), ty)],
+            lin: vec![],
+            rhs,
+        };
         let mut cur = acc.clone();
-        for (n, c) in cs.iter().enumerate() {
+        for (n, (c, offset)) in cs.iter().enumerate() {
             let next = match n + 1 == cs.len() {
                 true => b.var.clone(),
                 false => self.fresh.var("acc"),
             };
-            let Ty::Array(elem, _) = &b.ty else { return };
-            let (zero, len, i, a, x, y, z, a2) = (
+            let (zero, len, i, a) = (
                 self.fresh.var("zero"),
                 self.fresh.var("n"),
                 self.fresh.var("i"),
                 self.fresh.var("a"),
+            );
+            let (x, y, z, a2) = (
                 self.fresh.var("x"),
                 self.fresh.var("y"),
                 self.fresh.var("z"),
                 self.fresh.var("a"),
             );
-            let let_ = |v: &Var, ty: Ty, rhs: Expr| Stmt::Let {
-                nl: vec![Binder::new(v.clone(), ty)],
-                lin: vec![],
-                rhs,
-            };
             out.push(let_(&zero, Ty::Int, Expr::Int(0)));
-            out.push(let_(&len, Ty::Int, Expr::Len(cur.clone())));
-            let body = Expr::block(
-                vec![
-                    let_(
-                        &x,
-                        (**elem).clone(),
-                        Expr::Index {
-                            arr: a.clone(),
-                            idx: i.clone(),
-                        },
-                    ),
-                    let_(
-                        &y,
-                        (**elem).clone(),
-                        Expr::Index {
-                            arr: (*c).clone(),
-                            idx: i.clone(),
-                        },
-                    ),
-                    let_(
-                        &z,
-                        (**elem).clone(),
+            out.push(let_(&len, Ty::Int, Expr::Len((*c).clone())));
+            // The accumulator's index: `i`, or `lo + i` for a part.
+            let at = offset.map(|_| self.fresh.var("at"));
+            let (index, shift) = match (offset, at) {
+                (Some(lo), Some(at)) => (
+                    at.clone(),
+                    vec![let_(
+                        &at,
+                        Ty::Int,
                         Expr::Prim {
-                            prim: Prim::Add,
-                            args: vec![x, y],
+                            prim: Prim::IAdd,
+                            args: vec![(*lo).clone(), i.clone()],
                         },
-                    ),
-                    let_(
-                        &a2,
-                        b.ty.clone(),
-                        Expr::Set {
-                            arr: a.clone(),
-                            idx: i.clone(),
-                            val: z,
-                        },
-                    ),
-                ],
+                    )],
+                ),
+                _ => (i.clone(), vec![]),
+            };
+            let mut stmts = shift;
+            stmts.extend([
+                let_(
+                    &x,
+                    elem.clone(),
+                    Expr::Index {
+                        arr: a.clone(),
+                        idx: index.clone(),
+                    },
+                ),
+                let_(
+                    &y,
+                    elem.clone(),
+                    Expr::Index {
+                        arr: (*c).clone(),
+                        idx: i.clone(),
+                    },
+                ),
+                let_(
+                    &z,
+                    elem.clone(),
+                    Expr::Prim {
+                        prim: Prim::Add,
+                        args: vec![x, y],
+                    },
+                ),
+                let_(
+                    &a2,
+                    b.ty.clone(),
+                    Expr::Set {
+                        arr: a.clone(),
+                        idx: index,
+                        val: z,
+                    },
+                ),
+            ]);
+            let body = Expr::block(
+                stmts,
                 Expr::Ret {
                     nl: vec![a2],
                     lin: vec![],

@@ -34,8 +34,8 @@
 //! its forward pass calls `g` and keeps `g`'s arguments, its reverse pass
 //! calls `g_vjp` on them ([`crate::passes::through`]; [`through_calls`]
 //! makes the call sites). Where `f_vjp` cannot be differentiated (a call
-//! with no such path, passing a part of an array or a constant array,
-//! or records J cannot carry: see [`crate::passes::hvp::first_vjp`]), it
+//! with no such path, or records J cannot carry: see
+//! [`crate::passes::hvp::first_vjp`]), it
 //! gets a signature of kind [`Kind::Tape`], so a caller gets an error at
 //! its call that says so. A function of slices' `f_vjp` returns their cotangents, a tuple
 //! holding arrays (`(R, (Vec<T>, ..))`), whose parts are results of their
@@ -54,7 +54,7 @@ use crate::ir::{Extern, Func, Var};
 use crate::layout::Structs;
 use crate::lower::{CallArg, CallSite, Lowered, Param, Shape};
 use crate::passes::hvp::{directional_externs, first_vjp, tupled};
-use crate::passes::through::Through;
+use crate::passes::through::{CotangentOf, Through};
 use crate::signature::{callee_items, Kind, Order};
 
 /// The derived callees `f_jvp` and `f_vjp`, from `d` (the directional
@@ -256,18 +256,14 @@ fn through_calls(l: &Lowered) -> (Vec<Through>, HashMap<Var, CallSite>) {
     (through, sites)
 }
 
-/// A cotangent a callee's `_vjp` returns: its IR type, and the call's IR
-/// parameter it belongs to ([`crate::passes::through::Cotangent::param`]).
-type Cotangent = (crate::ir::Ty, Option<usize>);
-
 /// The call site of the callee's `_vjp` at `site`'s arguments and the
 /// cotangent of its result, and the cotangents it returns (see
 /// [`Through::new`]); `None` unless the callee's `_vjp` is
 /// differentiable and every argument a value (a float, a tuple or fixed
 /// array of them, an integer, a constant held in the prelude such as a
-/// literal) or a slice of floats, not a part of an array, a constant
-/// array or a struct.
-fn vjp_site(site: &CallSite) -> Option<(CallSite, Vec<Cotangent>)> {
+/// literal), a slice of floats or a part of one (`&x[a..b]`), not a
+/// constant array or a struct.
+fn vjp_site(site: &CallSite) -> Option<(CallSite, Vec<CotangentOf>)> {
     let plain = !site.passes_struct && !site.ret.has_slice() && !site.ret.has_struct();
     if !matches!(site.order, Some((_, Order::TwiceVjp))) || !plain {
         return None;
@@ -282,27 +278,30 @@ fn vjp_site(site: &CallSite) -> Option<(CallSite, Vec<Cotangent>)> {
         (Shape::Slice(a, _), Shape::Slice(b, _)) => a == b,
         _ => false,
     };
-    // The IR parameter each argument is, where it is one.
-    let params: Vec<Option<usize>> = {
-        let mut k = 0;
-        site.args
-            .iter()
-            .map(|a| match a {
-                CallArg::Active(..) | CallArg::Discrete(_) => {
-                    k += 1;
-                    Some(k - 1)
-                }
-                _ => None,
-            })
-            .collect()
+    // The IR parameter each argument is (a part's: its array's), and the
+    // one holding a part's lower bound.
+    let (positions, ranges) = (site.positions(), site.ranges());
+    let param = |i: usize| match &site.args[i] {
+        CallArg::Part { first: Some(j), .. } => positions.get(*j).and_then(|p| p.0),
+        _ => positions.get(i).and_then(|p| p.0),
     };
     let (mut cotangents, mut shapes) = (Vec::new(), Vec::new());
-    for ((a, ct), k) in site.args.iter().zip(cts).zip(&params) {
-        let (ct, k) = match (a, ct) {
-            (CallArg::Active(s, _), Some(c)) if value(s) && s == c => (c, *k),
-            (CallArg::Active(s, _), Some(c)) if floats(s) && same_elements(s, c) => (c, *k),
-            (CallArg::Again { first, .. }, Some(c)) if floats(c) => (c, *params.get(*first)?),
-            (CallArg::Inactive(..), Some(c)) if value(c) => (c, None),
+    for (i, (a, ct)) in site.args.iter().zip(cts).enumerate() {
+        let (ct, k, lo) = match (a, ct) {
+            (CallArg::Active(s, _), Some(c)) if value(s) && s == c => (c, param(i), None),
+            (CallArg::Active(s, _), Some(c)) if floats(s) && same_elements(s, c) => {
+                (c, param(i), None)
+            }
+            (CallArg::Again { first, .. }, Some(c)) if floats(c) => (c, param(*first), None),
+            (
+                CallArg::Part {
+                    lent: true,
+                    active: true,
+                    ..
+                },
+                Some(c),
+            ) if floats(c) => (c, param(i), Some(ranges[i]?.0)),
+            (CallArg::Inactive(..), Some(c)) if value(c) => (c, None, None),
             (CallArg::Discrete(_) | CallArg::Inactive(..), None) => continue,
             (
                 CallArg::Active(..)
@@ -315,8 +314,15 @@ fn vjp_site(site: &CallSite) -> Option<(CallSite, Vec<Cotangent>)> {
                 _,
             ) => return None,
         };
+        if matches!(
+            a,
+            CallArg::Active(..) | CallArg::Again { .. } | CallArg::Part { .. }
+        ) && k.is_none()
+        {
+            return None;
+        }
         let c = owned(ct);
-        cotangents.push((c.ty(), k));
+        cotangents.push((c.ty(), k, lo));
         shapes.push(c);
     }
     let shapes = match <[Shape; 1]>::try_from(shapes) {
