@@ -368,10 +368,18 @@ fn through_calls(
     check(&src).map_err(|e| fail(format!("P's entry with externs ill-typed: {e}\n{src}")))?;
     let t = pipeline(&src)?;
     let through = through_all(&externs);
-    let Some((vjp, _)) = first_vjp(&t, main, &through).map_err(|e| fail(e.to_string()))? else {
+    let Some((vjp, used)) = first_vjp(&t, main, &through).map_err(|e| fail(e.to_string()))? else {
         return Ok(());
     };
-    // Each callee, inlined, its composed VJP and the adapter `g.vjp`.
+    // Each callee called through its VJP, inlined, its composed VJP and
+    // the adapter `g.vjp`.
+    let through: Vec<_> = through
+        .into_iter()
+        .filter(|th| used.iter().any(|e| e.name == th.vjp))
+        .collect();
+    if through.is_empty() {
+        return Ok(());
+    }
     let mut funcs = Vec::new();
     for th in &through {
         let g = th.call.name.as_str();
@@ -396,7 +404,8 @@ fn through_calls(
         funcs,
     };
     check(&prog).map_err(|e| fail(format!("P.vjp through calls ill-typed: {e}\n{prog}")))?;
-    let j = simplify(&jvp(&prog).map_err(|e| fail(e.to_string()))?);
+    // Simplified first, as the macro runs J (on inlined callees too).
+    let j = simplify(&jvp(&simplify(&prog)).map_err(|e| fail(e.to_string()))?);
     check(&j).map_err(|e| fail(format!("J of P.vjp through calls ill-typed: {e}\n{j}")))?;
     let args: Vec<Value> = x.iter().chain(w).cloned().collect();
     let zero_w: Vec<Value> = w.iter().map(|a| shifted(a, -1.0, a)).collect();
