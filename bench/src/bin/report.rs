@@ -485,6 +485,7 @@ fn second_order(out: &mut String) {
         .map(|f| ratio(median(calls, f), median(inline, f)))
         .collect();
     let _ = writeln!(out, "| calls ÷ inline | {} |", ratios.join(" | "));
+    out.push_str("\nThrough calls, `f_hessian` linearizes `f_vjp` once and applies the map to each unit direction one at a time: the callees' `_vjp` linearizations have no `apply_lanes` for callers yet, where the inline function's applies all six directions in lanes. Before `f_vjp` went through its callees' `_vjp`s it made six HVP calls (229.4 ns in the run of 2026-11-28 that also measured the inline function at 71.2 ns).\n");
     slice_calls_table(out);
     out.push_str("\nEvery variant of these benchmarks reads its input through a reference (`*black_box(&p)`). Passed by value (`black_box(p)`), the array is stored just before the function loads it, and where LLVM pairs the loads across the halves of those stores, store-to-load forwarding fails: `coulomb_calls_vjp` measured 2.5 to 2.9× `coulomb_vjp` that way, for the same instructions.\n\n");
 }
@@ -515,6 +516,7 @@ fn slice_calls_table(out: &mut String) {
             ratio(m("linear_ad_vjp_jvp"), m("inline_vjp_jvp")),
         );
     }
+    out.push_str("\n`f_vjp_jvp` through the calls costs more than inline: in its reverse sweep each callee's forward pass runs again (inside its `_vjp`, on the arguments the forward sweep kept), its cotangent vectors are returned as new `Vec`s, and a loop adds each into the caller's.\n");
 }
 
 /// The control-flow workloads: targets, tapes, tables.
