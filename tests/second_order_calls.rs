@@ -340,3 +340,51 @@ fn the_vjp_of_a_function_with_calls_has_its_own_derivatives() {
         assert!(close(lhs, rhs, 1e-12), "{lhs} against {rhs}");
     }
 }
+
+/// A callee with `lanes`: its `_vjp`'s linearization gets
+/// `__apply_lanes`, so its callers' `f_hessian` applies their gradient's
+/// linearization to every unit direction in one run through the calls.
+#[differentiable(order = 2, lanes)]
+pub fn inverse_distance(ax: f64, ay: f64, bx: f64, by: f64) -> f64 {
+    1.0 / ((ax - bx) * (ax - bx) + (ay - by) * (ay - by)).sqrt()
+}
+
+#[differentiable(order = 2)]
+pub fn three_charges(p: [f64; 6]) -> f64 {
+    let [ax, ay, bx, by, cx, cy] = p;
+    inverse_distance(ax, ay, bx, by)
+        + inverse_distance(bx, by, cx, cy)
+        + inverse_distance(cx, cy, ax, ay)
+        + 0.5 * (ax * ax + by * by + cx * cy)
+}
+
+#[differentiable(order = 2)]
+pub fn three_charges_inline(p: [f64; 6]) -> f64 {
+    let [ax, ay, bx, by, cx, cy] = p;
+    let r = |dx: f64, dy: f64| 1.0 / (dx * dx + dy * dy).sqrt();
+    let (ab, bc, ca) = (
+        r(ax - bx, ay - by),
+        r(bx - cx, by - cy),
+        r(cx - ax, cy - ay),
+    );
+    ab + bc + ca + 0.5 * (ax * ax + by * by + cx * cy)
+}
+
+#[test]
+fn the_hessian_through_calls_in_lanes_is_the_inlined_twins() {
+    for p in [
+        [0.9, -0.2, -0.4, 0.7, 0.1, -0.8],
+        [1.5, 0.3, -1.1, -0.6, 0.4, 1.2],
+    ] {
+        let (v, g, h) = three_charges_hessian(p);
+        let (w, gw, hw) = three_charges_inline_hessian(p);
+        assert!(close(v, w, 1e-14), "value {v} against {w}");
+        for i in 0..6 {
+            assert!(close(g[i], gw[i], 1e-13), "{g:?} against {gw:?}");
+            for j in 0..6 {
+                assert!(close(h[i][j], hw[i][j], 1e-12), "{h:?} against {hw:?}");
+                assert!(close(h[i][j], h[j][i], 1e-12), "not symmetric: {h:?}");
+            }
+        }
+    }
+}

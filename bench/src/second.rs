@@ -47,8 +47,10 @@ pub fn coulomb(p: [f64; 6]) -> f64 {
     1.0 / ab + 1.0 / bc + 1.0 / ca + 0.5 * tether
 }
 
-/// `1/r` between two charges: the callee of [`coulomb_calls`].
-#[differentiable(order = 2)]
+/// `1/r` between two charges: the callee of [`coulomb_calls`], with
+/// `lanes`, so that `coulomb_calls_hessian` applies its gradient's
+/// linearization to all unit directions at once through the calls.
+#[differentiable(order = 2, lanes)]
 pub fn inverse_distance(ax: f64, ay: f64, bx: f64, by: f64) -> f64 {
     1.0 / ((ax - bx) * (ax - bx) + (ay - by) * (ay - by)).sqrt()
 }

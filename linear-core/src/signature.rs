@@ -121,8 +121,9 @@ pub enum Order {
     /// `SecondOrder`.
     Twice,
     /// Twice, and its `f_vjp` is differentiable too: a caller's own
-    /// differentiable `f_vjp` calls it there (`passes::through`).
-    TwiceVjp,
+    /// differentiable `f_vjp` calls it there (`passes::through`), in
+    /// lanes where `f_vjp`'s linearization has them (`lanes`).
+    TwiceVjp { lanes: bool },
     /// `order = 2` for its own `f_hvp`, but not through calls: its
     /// parameters or result are structs, or it reads `#[nondiff]` data
     /// arrays.
@@ -137,7 +138,8 @@ impl Order {
         match self {
             Order::Once => "once",
             Order::Twice => "twice",
-            Order::TwiceVjp => "twice_vjp",
+            Order::TwiceVjp { lanes: false } => "twice_vjp",
+            Order::TwiceVjp { lanes: true } => "twice_vjp_lanes",
             Order::OwnOnly => "own_only",
             Order::Derived => "derived",
         }
@@ -195,7 +197,8 @@ impl Parse for Sig {
         let orders = [
             Order::Once,
             Order::Twice,
-            Order::TwiceVjp,
+            Order::TwiceVjp { lanes: false },
+            Order::TwiceVjp { lanes: true },
             Order::OwnOnly,
             Order::Derived,
         ];

@@ -485,7 +485,7 @@ fn second_order(out: &mut String) {
         .map(|f| ratio(median(calls, f), median(inline, f)))
         .collect();
     let _ = writeln!(out, "| calls ÷ inline | {} |", ratios.join(" | "));
-    out.push_str("\nThrough calls, `f_hessian` linearizes `f_vjp` once and applies the map to each unit direction one at a time: the callees' `_vjp` linearizations have no `apply_lanes` for callers yet, where the inline function's applies all six directions in lanes. Before `f_vjp` went through its callees' `_vjp`s it made six HVP calls (229.4 ns in the run of 2026-11-28 that also measured the inline function at 71.2 ns).\n");
+    out.push_str("\nThrough calls, `f_hessian` linearizes `f_vjp` once and applies the map to all six unit directions in lanes, through each callee's `_vjp` linearization (`__apply_lanes`; the callee has `lanes`). Before `f_vjp` went through its callees' `_vjp`s, `f_hessian` made six HVP calls: 229.4 ns in the run of 2026-11-28 that measured the inline function at 71.2 ns; one direction at a time through the callees, 192.9 ns against 70.3.\n");
     slice_calls_table(out);
     out.push_str("\nEvery variant of these benchmarks reads its input through a reference (`*black_box(&p)`). Passed by value (`black_box(p)`), the array is stored just before the function loads it, and where LLVM pairs the loads across the halves of those stores, store-to-load forwarding fails: `coulomb_calls_vjp` measured 2.5 to 2.9× `coulomb_vjp` that way, for the same instructions.\n\n");
 }

@@ -230,7 +230,7 @@ pub(super) fn companions(
     (ret_ty, ret_tan): (&TokenStream, &TokenStream),
     active: &[(usize, &Shape)],
     allow: &TokenStream,
-    (owner, lanes): (Option<&syn::Type>, bool),
+    (owner, lanes): (Option<&syn::Type>, CompanionLanes),
     (arrays, detach): (bool, bool),
 ) -> TokenStream {
     let fname = &item.sig.ident;
@@ -291,12 +291,16 @@ pub(super) fn companions(
     };
     let plain = forward.items(None);
     // A caller's `apply_lanes` and `f_jvp_lanes` call `f`'s, `K` tangents
-    // per slot (a free function's: methods have no lanes).
-    let lanes = lanes.then(|| {
-        let lanes_name = format_ident!("{}_jvp_lanes", fname);
-        let k = syn::Ident::new("__K", Span::mixed_site());
-        forward.items(Some((&k, &quote!(#lanes_name))))
-    });
+    // per slot (a free function's: methods have no lanes); a derived
+    // `f_vjp`'s `apply_lanes` only, with no `f_vjp_jvp_lanes` to call.
+    let lanes_name = format_ident!("{}_jvp_lanes", fname);
+    let lanes_name = quote!(#lanes_name);
+    let k = syn::Ident::new("__K", Span::mixed_site());
+    let lanes = match lanes {
+        CompanionLanes::No => None,
+        CompanionLanes::Apply => Some(forward.items(Some((&k, None)))),
+        CompanionLanes::Both => Some(forward.items(Some((&k, Some(&lanes_name))))),
+    };
     let lin_call = lin_call(&lin_name, &pass, detach);
     quote! {
         #[doc(hidden)]
@@ -429,7 +433,7 @@ impl Forward<'_> {
     /// `f_jvp_lanes`), `__jvp_lanes` and `__apply_lanes`: the same bodies,
     /// each float of the slots and the result in lanes, calling
     /// `f_jvp_lanes` and `apply_lanes`.
-    fn items(&self, lanes: Option<(&syn::Ident, &TokenStream)>) -> TokenStream {
+    fn items(&self, lanes: Option<(&syn::Ident, Option<&TokenStream>)>) -> TokenStream {
         let (a, tys, d, constants, rebuild) =
             (self.a, self.tys, self.d, self.constants, self.rebuild);
         let (jvp_name, pass, tangents) = self.call;
@@ -447,7 +451,7 @@ impl Forward<'_> {
                 quote!(__jvp_lanes),
                 quote!(__apply_lanes),
                 quote!(<const #k: usize>),
-                lanes_name,
+                lanes_name.unwrap_or(jvp_name),
                 if ins.is_empty() {
                     quote!(self.apply_lanes(#packed))
                 } else {
@@ -470,13 +474,19 @@ impl Forward<'_> {
             ),
         };
         let in_params = self.ins.0;
-        quote! {
-            #[inline]
-            pub fn #jvp #generics (#(#a: #tys,)* #(#d: #jvp_slots,)*) -> (#ret_ty, #ret_tan) {
-                #(let _ = #constants;)*
-                #(#rebuild)*
-                #jvp_name(#(#pass,)* #(#tangents,)*)
+        // `__apply_lanes` alone where there is no `f_jvp_lanes`.
+        let jvp_item = (!matches!(lanes, Some((_, None)))).then(|| {
+            quote! {
+                #[inline]
+                pub fn #jvp #generics (#(#a: #tys,)* #(#d: #jvp_slots,)*) -> (#ret_ty, #ret_tan) {
+                    #(let _ = #constants;)*
+                    #(#rebuild)*
+                    #jvp_name(#(#pass,)* #(#tangents,)*)
+                }
             }
+        });
+        quote! {
+            #jvp_item
 
             #[inline]
             pub fn #apply #generics (&self, #(#in_params,)* #(#d: #apply_slots,)*) -> #ret_tan {
@@ -699,4 +709,13 @@ fn spread<'c>(
             (t, value)
         })
         .unzip()
+}
+
+/// The lanes companions of a linearization: none, `__apply_lanes`
+/// alone, or it and `__jvp_lanes` (which calls `f_jvp_lanes`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum CompanionLanes {
+    No,
+    Apply,
+    Both,
 }

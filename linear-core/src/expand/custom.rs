@@ -78,7 +78,7 @@ pub(super) fn custom_derivative(
         (&ret_ty, &ret_ty),
         &active,
         &allow,
-        (None, false),
+        (None, crate::expand::companions::CompanionLanes::No),
         (false, false),
     );
     let callee = crate::signature::callee_items(

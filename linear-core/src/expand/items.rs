@@ -950,7 +950,7 @@ pub(super) fn generate(
         callee_side(
             (item, l, &sig, owner),
             &map_name,
-            public_lanes,
+            lanes::companion_lanes(passes.lanes, owner, lin.lanes),
             (with_arrays, detached_static),
         )
     });
@@ -968,7 +968,7 @@ pub(super) fn generate(
         detached_static,
         order: match (passes.second_order, twice, vjp_callable) {
             (None, _, _) => crate::signature::Order::Once,
-            (Some(_), true, true) => crate::signature::Order::TwiceVjp,
+            (Some(_), true, true) => crate::signature::Order::TwiceVjp { lanes: vjp_lanes },
             (Some(_), true, false) => crate::signature::Order::Twice,
             (Some(_), false, _) => crate::signature::Order::OwnOnly,
         },
@@ -982,7 +982,7 @@ pub(super) fn generate(
 fn callee_side(
     (item, l, sig, owner): (&syn::ItemFn, &Lowered, &Sig, Owner),
     map_name: &syn::Ident,
-    lanes: bool,
+    lanes: crate::expand::companions::CompanionLanes,
     (with_arrays, detached_static): (bool, bool),
 ) -> TokenStream {
     let float = (sig.float.decl(None), &sig.float.where_clause);

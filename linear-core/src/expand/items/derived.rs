@@ -83,7 +83,7 @@ pub(super) fn callees(
         [Which::Jvp, Which::Vjp]
             .into_iter()
             .filter_map(|w| derived_item(item, l, sig, w))
-            .map(|(d_item, _)| signature(&d_item, kind, false))
+            .map(|(d_item, _)| signature(&d_item, (kind, false), false))
             .collect()
     };
     let d = match (d, passes.second_order) {
@@ -155,7 +155,7 @@ pub(super) fn callees(
     // nothing.
     if slices && !detached.arrays {
         let vjp = derived_item(item, l, sig, Which::Vjp)
-            .map(|(vjp_item, _)| signature(&vjp_item, Kind::Closed, false));
+            .map(|(vjp_item, _)| signature(&vjp_item, (Kind::Closed, false), false));
         return Callees {
             items: quote!(#jvp #vjp),
             vjp_lin: false,
@@ -219,7 +219,11 @@ fn vjp_items(
         }
         // Not differentiable: callers learn why at their call.
         Ok(None) => match derived_item(item, l, sig, Which::Vjp) {
-            Some((vjp_item, _)) => (signature(&vjp_item, Kind::Tape, false), false, false),
+            Some((vjp_item, _)) => (
+                signature(&vjp_item, (Kind::Tape, false), false),
+                false,
+                false,
+            ),
             None => (quote!(), false, false),
         },
         Err(e) => {
@@ -265,7 +269,10 @@ fn through_calls(l: &Lowered) -> (Vec<Through>, HashMap<Var, CallSite>) {
 /// constant array or a struct.
 fn vjp_site(site: &CallSite) -> Option<(CallSite, Vec<CotangentOf>)> {
     let plain = !site.passes_struct && !site.ret.has_slice() && !site.ret.has_struct();
-    if !matches!(site.order, Some((_, Order::TwiceVjp))) || !plain {
+    let Some((_, Order::TwiceVjp { lanes })) = site.order else {
+        return None;
+    };
+    if !plain {
         return None;
     }
     let cts = site.cotangents.as_ref()?;
@@ -348,7 +355,7 @@ fn vjp_site(site: &CallSite) -> Option<(CallSite, Vec<CotangentOf>)> {
             ret: Shape::Tuple(vec![site.ret.clone(), shapes]),
             passes_struct: false,
             order: Some((Kind::Differentiable, Order::Derived)),
-            lanes: false,
+            lanes,
             cotangents: None,
         },
         cotangents,
@@ -391,10 +398,10 @@ pub(super) struct Callees {
 
 /// The signature macro and alias of the derived function `d_item`, of
 /// kind `kind`, as any callee has.
-fn signature(d_item: &syn::ItemFn, kind: Kind, detached: bool) -> TokenStream {
+fn signature(d_item: &syn::ItemFn, (kind, lanes): (Kind, bool), detached: bool) -> TokenStream {
     callee_items(
         d_item,
-        (kind, Order::Derived, false),
+        (kind, Order::Derived, lanes),
         &Structs::default(),
         (&map_name(d_item), detached),
     )
@@ -422,7 +429,7 @@ fn emit(
     let generated = derived.and_then(|(d_item, d_l)| {
         let g = generate(&d_item, &d_l, false, passes, Owner::Free)?;
         let kind = Kind::differentiable(g.callable);
-        let callee = signature(&d_item, kind, g.detached_static);
+        let callee = signature(&d_item, (kind, false), g.detached_static);
         Ok((quote!(#g #callee), g.lanes, g.detached_static))
     });
     generated.unwrap_or_else(|msg| {

@@ -12,6 +12,7 @@
 //! for bit. A call runs through the callee's own (`__apply_lanes`,
 //! `__jvp_lanes`), which its signature says it has.
 
+use crate::expand::companions::CompanionLanes;
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 
@@ -61,6 +62,7 @@ pub(super) fn refusal(
         why = match (site.lanes, site.passes_struct, site.order) {
             (true, false, _) => None,
             (_, true, _) => Some(format!("`lanes` is not supported yet for a function that passes a struct to another (`{name}`)")),
+            (false, false, Some((crate::signature::Kind::Differentiable, crate::signature::Order::Derived))) => Some(format!("`lanes` is not supported yet for a function that calls a derivative (`{name}`): call it from a function without `lanes`")),
             (false, false, Some((crate::signature::Kind::Differentiable, _))) => Some(format!("`lanes` needs every function this one calls to have lanes: add `lanes` to `{name}`'s `#[differentiable]`")),
             (false, false, _) => Some(format!("`lanes` is not supported yet for a function that calls a method or a `#[linear]` function (`{name}`): only functions with `#[differentiable(lanes)]` have lanes")),
         }
@@ -95,9 +97,23 @@ pub(super) fn residual(
 /// Whether `f`'s lanes are for callers (`f_jvp_lanes`, the companions a
 /// caller's lanes call): a free function's, where the user asked for them
 /// and the linearization has `apply_lanes` (`has`); not the `apply_lanes`
-/// `f_hessian` asks of a derived `f_vjp`, which no caller sees.
+/// `f_hessian` asks of a derived `f_vjp`, which callers reach only
+/// through `__apply_lanes` ([`companion_lanes`]).
 pub(super) fn public(ask: LanesAsk, owner: Owner, has: bool) -> bool {
     has && matches!(ask, LanesAsk::Asked(_)) && matches!(owner, Owner::Free)
+}
+
+/// Which lanes companions `f`'s linearization gets: both where its lanes
+/// are public; `__apply_lanes` alone for a derived `f_vjp` whose
+/// linearization has `apply_lanes` (`has`) for `f_hessian` (`Quiet`),
+/// which callers' `f_hessian`s call through their own `f_vjp`s
+/// (`passes::through`; their signatures say so, `Order::TwiceVjp`).
+pub(super) fn companion_lanes(ask: LanesAsk, owner: Owner, has: bool) -> CompanionLanes {
+    match (public(ask, owner, has), ask) {
+        (true, _) => CompanionLanes::Both,
+        (false, LanesAsk::Quiet) if has && matches!(owner, Owner::Free) => CompanionLanes::Apply,
+        (false, _) => CompanionLanes::No,
+    }
 }
 
 /// A free function's items for the lanes the user asked for:

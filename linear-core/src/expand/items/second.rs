@@ -115,7 +115,7 @@ fn unsupported_calls(calls: &Calls) -> Vec<(Span, String)> {
             Some((at, format!("second derivatives (`order = 2`) of functions that pass structs to the functions they call are not supported yet: this call of `{name}` passes or returns one; pass its fields instead")))
         } else {
             match site.order {
-                Some((_, Order::Twice | Order::TwiceVjp)) | None => None,
+                Some((_, Order::Twice | Order::TwiceVjp { .. })) | None => None,
                 Some((kind, order)) => Some((at, not_twice(&name, kind, order))),
             }
         }
