@@ -377,27 +377,9 @@ fn through_calls(
         .into_iter()
         .filter(|th| used.iter().any(|e| e.name == th.vjp))
         .collect();
-    if through.is_empty() {
+    let Some(mut funcs) = callee_functions(p, &through)? else {
         return Ok(());
-    }
-    let mut funcs = Vec::new();
-    for th in &through {
-        let g = th.call.name.as_str();
-        let inlined = inline(p, g).map_err(|e| fail(e.to_string()))?;
-        if arrays(&inlined) {
-            return Ok(());
-        }
-        let gt = pipeline(&Program {
-            externs: vec![],
-            funcs: vec![inlined.clone()],
-        })?;
-        let Some((mut gv, _)) = first_vjp(&gt, g, &[]).map_err(|e| fail(e.to_string()))? else {
-            return Ok(());
-        };
-        gv.name = linear_core::Var::new(&format!("{g}.vjp_inner"));
-        let adapter = vjp_adapter(th, &gv);
-        funcs.extend([inlined, gv, adapter]);
-    }
+    };
     funcs.push(vjp);
     let prog = Program {
         externs: vec![],
@@ -432,6 +414,42 @@ fn through_calls(
         st.through_calls += through.len() as u64;
     }
     Ok(())
+}
+
+/// For each call through its callee's VJP, the callee inlined, its own
+/// composed VJP and the adapter named as the VJP extern; `None` if
+/// there is none, or a callee reads arrays or its VJP is refused.
+fn callee_functions(
+    p: &Program,
+    through: &[linear_core::passes::through::Through],
+) -> Result<Option<Vec<linear_core::Func>>, TestCaseError> {
+    if through.is_empty() {
+        return Ok(None);
+    }
+    let mut funcs = Vec::new();
+    for th in through {
+        let g = th.call.name.as_str();
+        let inlined = inline(p, g).map_err(|e| fail(e.to_string()))?;
+        let arrays = inlined
+            .nl_params
+            .iter()
+            .any(|b| matches!(b.ty, linear_core::Ty::Array(..)))
+            || !linear_core::visit::data_arrays(&inlined.body).is_empty();
+        if arrays {
+            return Ok(None);
+        }
+        let gt = pipeline(&Program {
+            externs: vec![],
+            funcs: vec![inlined.clone()],
+        })?;
+        let Some((mut gv, _)) = first_vjp(&gt, g, &[]).map_err(|e| fail(e.to_string()))? else {
+            return Ok(None);
+        };
+        gv.name = linear_core::Var::new(&format!("{g}.vjp_inner"));
+        let adapter = vjp_adapter(th, &gv);
+        funcs.extend([inlined, gv, adapter]);
+    }
+    Ok(Some(funcs))
 }
 
 /// `g.vjp(x.., ȳ)`, as the extern `th.vjp` has it (the result and the

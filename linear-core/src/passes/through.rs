@@ -486,25 +486,7 @@ impl<'a> Rewrite<'a> {
         let (tape, rest) = args.split_at(1);
         let (again, rest) = rest.split_at(arrays);
         let (cts, accs) = rest.split_at(results);
-        // The call's arguments: the tape's, and the arrays passed again.
-        let kept: Vec<Binder> = params
-            .iter()
-            .filter(|p| !matches!(p, Ty::Array(..)))
-            .map(|ty| Binder::new(self.fresh.var("x"), ty.clone()))
-            .collect();
-        out.push(Stmt::Unpack {
-            vars: kept.clone(),
-            tuple: tape[0].clone(),
-        });
-        let (mut kept, mut again) = (kept.into_iter(), again.iter());
-        let mut call_args = Vec::with_capacity(params.len() + results);
-        for p in params {
-            let a = match p {
-                Ty::Array(..) => again.next().cloned(),
-                _ => kept.next().map(|b| b.var),
-            };
-            call_args.push(a.ok_or_else(|| PassError::new(&self.func, "an argument missing"))?);
-        }
+        let mut call_args = self.arguments(t, (&tape[0], again), out)?;
         let offset_of = |c: &Cotangent| c.offset.and_then(|lo| call_args.get(lo).cloned());
         let offsets: Vec<Option<Var>> = t.cotangents.iter().map(offset_of).collect();
         call_args.extend(cts.iter().cloned());
@@ -577,6 +559,36 @@ impl<'a> Rewrite<'a> {
         Ok(())
     }
 
+    /// The call's arguments, as the transposed call has them: those the
+    /// tape `tape` keeps (unpacked here), and the arrays passed `again`.
+    fn arguments(
+        &mut self,
+        t: &Through,
+        (tape, again): (&Var, &[Var]),
+        out: &mut Vec<Stmt>,
+    ) -> Result<Vec<Var>, PassError> {
+        let params = &t.call.nl_params;
+        let kept: Vec<Binder> = params
+            .iter()
+            .filter(|p| !matches!(p, Ty::Array(..)))
+            .map(|ty| Binder::new(self.fresh.var("x"), ty.clone()))
+            .collect();
+        out.push(Stmt::Unpack {
+            vars: kept.clone(),
+            tuple: tape.clone(),
+        });
+        let (mut kept, mut again) = (kept.into_iter(), again.iter());
+        let mut args = Vec::with_capacity(params.len() + t.call.nl_rets.len());
+        for p in params {
+            let a = match p {
+                Ty::Array(..) => again.next().cloned(),
+                _ => kept.next().map(|b| b.var),
+            };
+            args.push(a.ok_or_else(|| PassError::new(&self.func, "an argument missing"))?);
+        }
+        Ok(args)
+    }
+
     /// Binds `found[k]` for each cotangent `(k, place)` of `wanted` below
     /// `v`, unpacking tuples on the way; drops what none of them is in.
     fn take(
@@ -620,109 +632,116 @@ impl<'a> Rewrite<'a> {
     /// accumulator `acc` (arrays of reals) by a loop over `c`, from its
     /// offset in `acc` (a part's lower bound) or from the start.
     fn added(&mut self, acc: &Var, cs: &[(&Var, Option<&Var>)], b: &Binder, out: &mut Vec<Stmt>) {
-        let Ty::Array(elem, _) = &b.ty else { return };
-        let elem = (**elem).clone();
-        let let_ = |v: &Var, ty: Ty, rhs: Expr| Stmt::Let {
-            nl: vec![Binder::new(v.clone(), ty)],
-            lin: vec![],
-            rhs,
-        };
         let mut cur = acc.clone();
         for (n, (c, offset)) in cs.iter().enumerate() {
             let next = match n + 1 == cs.len() {
                 true => b.var.clone(),
                 false => self.fresh.var("acc"),
             };
-            let (zero, len, i, a) = (
-                self.fresh.var("zero"),
-                self.fresh.var("n"),
-                self.fresh.var("i"),
-                self.fresh.var("a"),
-            );
-            let (x, y, z, a2) = (
-                self.fresh.var("x"),
-                self.fresh.var("y"),
-                self.fresh.var("z"),
-                self.fresh.var("a"),
-            );
+            let (zero, len) = (self.fresh.var("zero"), self.fresh.var("n"));
             out.push(let_(&zero, Ty::Int, Expr::Int(0)));
             out.push(let_(&len, Ty::Int, Expr::Len((*c).clone())));
-            // The accumulator's index: `i`, or `lo + i` for a part.
-            let at = offset.map(|_| self.fresh.var("at"));
-            let (index, shift) = match (offset, at) {
-                (Some(lo), Some(at)) => (
-                    at.clone(),
-                    vec![let_(
-                        &at,
-                        Ty::Int,
-                        Expr::Prim {
-                            prim: Prim::IAdd,
-                            args: vec![(*lo).clone(), i.clone()],
-                        },
-                    )],
-                ),
-                _ => (i.clone(), vec![]),
-            };
-            let mut stmts = shift;
-            stmts.extend([
-                let_(
-                    &x,
-                    elem.clone(),
-                    Expr::Index {
-                        arr: a.clone(),
-                        idx: index.clone(),
-                    },
-                ),
-                let_(
-                    &y,
-                    elem.clone(),
-                    Expr::Index {
-                        arr: (*c).clone(),
-                        idx: i.clone(),
-                    },
-                ),
-                let_(
-                    &z,
-                    elem.clone(),
-                    Expr::Prim {
-                        prim: Prim::Add,
-                        args: vec![x, y],
-                    },
-                ),
-                let_(
-                    &a2,
-                    b.ty.clone(),
-                    Expr::Set {
-                        arr: a.clone(),
-                        idx: index,
-                        val: z,
-                    },
-                ),
-            ]);
-            let body = Expr::block(
+            let l = self.add_loop((&cur, c, *offset), (&zero, &len), &b.ty);
+            out.push(let_(&next, b.ty.clone(), Expr::Loop(Box::new(l))));
+            cur = next;
+        }
+    }
+
+    /// The loop `for i in lo..hi { acc[at + i] += c[i] }` (`at` the
+    /// offset, if any), carrying the accumulator, of type `ty`.
+    fn add_loop(
+        &mut self,
+        (acc, c, offset): (&Var, &Var, Option<&Var>),
+        (lo, hi): (&Var, &Var),
+        ty: &Ty,
+    ) -> Loop {
+        let elem = match ty {
+            Ty::Array(e, _) => (**e).clone(),
+            other => other.clone(),
+        };
+        let (i, a, x, y, z, a2) = (
+            self.fresh.var("i"),
+            self.fresh.var("a"),
+            self.fresh.var("x"),
+            self.fresh.var("y"),
+            self.fresh.var("z"),
+            self.fresh.var("a"),
+        );
+        // The accumulator's index: `i`, or `lo + i` for a part.
+        let mut stmts = Vec::new();
+        let index = match offset {
+            Some(lo) => {
+                let at = self.fresh.var("at");
+                let sum = Expr::Prim {
+                    prim: Prim::IAdd,
+                    args: vec![lo.clone(), i.clone()],
+                };
+                stmts.push(let_(&at, Ty::Int, sum));
+                at
+            }
+            None => i.clone(),
+        };
+        let add = Expr::Prim {
+            prim: Prim::Add,
+            args: vec![x.clone(), y.clone()],
+        };
+        stmts.extend([
+            let_(
+                &x,
+                elem.clone(),
+                Expr::Index {
+                    arr: a.clone(),
+                    idx: index.clone(),
+                },
+            ),
+            let_(
+                &y,
+                elem.clone(),
+                Expr::Index {
+                    arr: c.clone(),
+                    idx: i.clone(),
+                },
+            ),
+            let_(&z, elem, add),
+            let_(
+                &a2,
+                ty.clone(),
+                Expr::Set {
+                    arr: a.clone(),
+                    idx: index,
+                    val: z,
+                },
+            ),
+        ]);
+        Loop {
+            iter: Iter::Range {
+                index: Binder::new(i, Ty::Int),
+                lo: lo.clone(),
+                hi: hi.clone(),
+                step: None,
+                rev: false,
+                trip: None,
+            },
+            nl: vec![(Binder::new(a, ty.clone()), acc.clone())],
+            lin: vec![],
+            collect: vec![],
+            body: Expr::block(
                 stmts,
                 Expr::Ret {
                     nl: vec![a2],
                     lin: vec![],
                 },
-            );
-            let l = Loop {
-                iter: Iter::Range {
-                    index: Binder::new(i, Ty::Int),
-                    lo: zero,
-                    hi: len,
-                    step: None,
-                    rev: false,
-                    trip: None,
-                },
-                nl: vec![(Binder::new(a, b.ty.clone()), cur.clone())],
-                lin: vec![],
-                collect: vec![],
-                body,
-            };
-            out.push(let_(&next, b.ty.clone(), Expr::Loop(Box::new(l))));
-            cur = next;
+            ),
         }
+    }
+}
+
+/// `let v: ty; = rhs`.
+fn let_(v: &Var, ty: Ty, rhs: Expr) -> Stmt {
+    Stmt::Let {
+        nl: vec![Binder::new(v.clone(), ty)],
+        lin: vec![],
+        rhs,
     }
 }
 
