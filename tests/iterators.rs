@@ -4,7 +4,7 @@
 
 //! Iterations over parts of arrays, as numeric Rust writes them: parts
 //! (`x[1..]`, `&x[..n - 1]`, `x[1..=2]`), `.skip(s)`, `.take(t)`,
-//! `.filter(|v| ..)`, `product()`, and `fold` after `map`, in `for`
+//! `.step_by(k)`, `.filter(|v| ..)`, `product()`, and `fold` after `map`, in `for`
 //! loops, reductions and collections. Each function has a twin written
 //! with index loops: both are lowered to the same kind of loops, so their
 //! values and derivatives agree to rounding, and the iterator forms are
@@ -264,4 +264,93 @@ fn first_last_reduce_and_max_by_unwrapped() {
         x[0] + x[0] * x[1] + 2.0 * x[1] * x[2],
     ];
     assert_close(&g, &want, 1e-15);
+}
+
+/// `step_by`: on elements, after `enumerate` (the count strides too),
+/// after `rev` (from the last element), after `zip` and before `skip`,
+/// on a part and reversed after, and in a reduction.
+#[differentiable]
+fn strided(x: &[f64], y: &[f64]) -> f64 {
+    let mut s = 0.0;
+    for v in x.iter().step_by(2) {
+        s += v * v;
+    }
+    for (i, v) in x.iter().enumerate().step_by(3) {
+        s += (i as f64) * v.sin();
+    }
+    for v in x.iter().rev().step_by(2) {
+        s = s * 0.5 + v;
+    }
+    for (a, b) in x.iter().zip(y).step_by(2).skip(1) {
+        s += a * b;
+    }
+    for v in x[1..].iter().step_by(3).rev() {
+        s = s * 0.9 + v.cos();
+    }
+    s + y.iter().step_by(2).map(|v| v.exp()).sum::<f64>()
+}
+
+#[differentiable]
+fn strided_twin(x: &[f64], y: &[f64]) -> f64 {
+    let n = x.len();
+    let mut s = 0.0;
+    for i in (0..n).step_by(2) {
+        s += x[i] * x[i];
+    }
+    for i in (0..n).step_by(3) {
+        s += (i as f64) * x[i].sin();
+    }
+    for j in 0..n.div_ceil(2) {
+        s = s * 0.5 + x[n - 1 - 2 * j];
+    }
+    for i in (2..n).step_by(2) {
+        s += x[i] * y[i];
+    }
+    for j in (0..(n - 1).div_ceil(3)).rev() {
+        s = s * 0.9 + x[1 + 3 * j].cos();
+    }
+    let mut t = 0.0;
+    for i in (0..n).step_by(2) {
+        t += y[i].exp();
+    }
+    s + t
+}
+
+#[test]
+fn strides() {
+    // Lengths that leave every remainder of 2 and 3.
+    for n in [1usize, 2, 3, 4, 5, 6, 7] {
+        let x: Vec<f64> = (0..n).map(|i| 0.3 * i as f64 - 0.7).collect();
+        let y: Vec<f64> = (0..n).map(|i| 0.2 - 0.1 * i as f64).collect();
+        let (v, (gx, gy)) = strided_vjp(&x, &y, 1.0);
+        let (w, (hx, hy)) = strided_twin_vjp(&x, &y, 1.0);
+        assert!(
+            close(v, w, 1e-14) && close(w, strided_twin(&x, &y), 1e-14),
+            "{v} {w}"
+        );
+        assert!(close(v, strided(&x, &y), 1e-14));
+        assert_close(&gx, &hx, 1e-13);
+        assert_close(&gy, &hy, 1e-13);
+    }
+    let xy = [X, Y].concat();
+    let n = X.len();
+    check(
+        &xy,
+        1,
+        |v| vec![strided(&v[..n], &v[n..])],
+        |v, d| vec![strided_jvp(&v[..n], &v[n..], &d[..n], &d[n..]).1],
+        |v, c| {
+            let (_, (gx, gy)) = strided_vjp(&v[..n], &v[n..], c[0]);
+            [gx, gy].concat()
+        },
+        |v, d, c| {
+            use linear_ad::LinearMap;
+            let (_, lin) = strided_lin(&v[..n], &v[n..]);
+            let (gx, gy) = lin.transpose(c[0]);
+            (
+                vec![lin.apply((d[..n].to_vec(), d[n..].to_vec()))],
+                [gx, gy].concat(),
+            )
+        },
+    );
 }

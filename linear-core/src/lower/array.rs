@@ -14,7 +14,7 @@
 //!   `for j in 0..M`, rustc folds the check away).
 //! * Iteration is index loops: `for v in a.iter()` (also `&a`, `a`,
 //!   parts `a[lo..hi]`, `.copied()`, `.cloned()`, `.rev()`, `.enumerate()`,
-//!   `.zip(b.iter())`, `.skip(s)`, `.take(t)`, `.filter(|v| ..)`, on
+//!   `.zip(b.iter())`, `.skip(s)`, `.take(t)`, `.step_by(k)`, `.filter(|v| ..)`, on
 //!   differentiable arrays and `#[nondiff]` data alike, recognised by
 //!   `iter.rs`) is rewritten, before lowering, into `for k in 0..n { let v
 //!   = a[k]; .. }`, with `n` the shorter length for a `zip`, offsets for
@@ -304,7 +304,7 @@ impl Lowerer<'_> {
         let c = recognise(&f.expr)?;
         let k = format_ident!("__linear_ad_k{}", self.fresh_index());
         let mut bound = Bound::default();
-        if let Err(span) = bind_item(&f.pat, &c.item, &k, &c.sources, &mut bound) {
+        if let Err(span) = bind_item(&f.pat, &c.item, &quote!(#k), &c.sources, &mut bound) {
             self.errs.push(span, "this pattern does not match the iteration's items: bind names, `&name`, `_`, or tuples of them as `.enumerate()` and `.zip(..)` yield them (and a plain name for `iter_mut()`'s)");
             return Some(Err(()));
         }
@@ -328,7 +328,9 @@ impl Lowerer<'_> {
         // earlier ones kept.
         for (pat, item, cond) in c.filters.iter().rev() {
             let mut held = Bound::default();
-            if bind_item(pat, item, &k, &c.sources, &mut held).is_err() || !held.places.is_empty() {
+            if bind_item(pat, item, &quote!(#k), &c.sources, &mut held).is_err()
+                || !held.places.is_empty()
+            {
                 self.errs.spanned(pat, "this pattern does not match the filtered items: bind names, `&name`, `_`, or tuples of them");
                 return Some(Err(()));
             }

@@ -710,7 +710,7 @@ impl Lowerer<'_> {
                 Some((lo, hi, Some(k), false))
             }
             other => {
-                self.errs.spanned(other, "`for` loops in differentiable functions iterate over integer ranges (`a..b`, `a..=b`, `(a..b).rev()`, `(a..b).step_by(k)`) or over arrays and parts of them (`a.iter()`, `&a`, `a[1..].iter()`, with `.copied()`, `.enumerate()`, `.zip(b.iter())`, `.rev()`, `.skip(s)`, `.take(t)`, `.filter(|v| ..)`; not `enumerate`, `zip`, `skip` or `take` after a `filter`), their chunks (`a.chunks(k)`) or windows (`a.windows(k)`)");
+                self.errs.spanned(other, "`for` loops in differentiable functions iterate over integer ranges (`a..b`, `a..=b`, `(a..b).rev()`, `(a..b).step_by(k)`) or over arrays and parts of them (`a.iter()`, `&a`, `a[1..].iter()`, with `.copied()`, `.enumerate()`, `.zip(b.iter())`, `.rev()`, `.skip(s)`, `.take(t)`, `.step_by(k)`, `.filter(|v| ..)`; not `enumerate`, `zip`, `skip`, `take` or `step_by` after a `filter`), their chunks (`a.chunks(k)`) or windows (`a.windows(k)`)");
                 None
             }
         }

@@ -489,7 +489,7 @@ fn counted(
 
 /// A `for` loop over an array's elements (the iterations
 /// `super::iter` recognises: `a.iter()`, `&a`, `a[lo..hi]`, `.copied()`,
-/// `.enumerate()`, `.zip(..)`, `.rev()`, `.skip(s)`, `.take(t)`; not
+/// `.enumerate()`, `.zip(..)`, `.rev()`, `.skip(s)`, `.take(t)`, `.step_by(k)`; not
 /// `.filter(..)`) as a counted `while` over its indices, the pattern
 /// binding elements by value as there.
 fn elements(
@@ -500,7 +500,7 @@ fn elements(
 ) -> Option<(TokenStream, TokenStream, TokenStream)> {
     let c = super::iter::recognise(iter)?;
     let mut bound = super::iter::Bound::default();
-    super::iter::bind_item(pat, &c.item, i, &c.sources, &mut bound).ok()?;
+    super::iter::bind_item(pat, &c.item, &quote::quote!(#i), &c.sources, &mut bound).ok()?;
     // Loops through `iter_mut()` stay `for` loops (not with an exit), and
     // so do filtered ones.
     if !bound.places.is_empty() || !c.filters.is_empty() {

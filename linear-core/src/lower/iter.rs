@@ -3,7 +3,8 @@
 //! see `array.rs`): `a.iter()`, `&a`, `a`, `a.iter_mut()`, `&mut a`, over a
 //! whole array or a part of one (`a[lo..hi]`, `a[lo..]`, `a[..hi]`,
 //! `a[lo..=hi]`), with `.copied()`, `.cloned()`, `.rev()`, `.enumerate()`,
-//! `.zip(..)`, `.skip(s)`, `.take(t)` and `.filter(|v| ..)` applied.
+//! `.zip(..)`, `.skip(s)`, `.take(t)`, `.step_by(k)` and `.filter(|v| ..)`
+//! applied.
 //!
 //! Every item is an affine function of one loop index `j` in `0..len`:
 //! element `a[off + j]` of a source, or the count `off + j` of an
@@ -11,10 +12,12 @@
 //! adds `s` to every offset and takes `s` from the length, `take(t)` caps
 //! the length (on a reversed iteration, `skip` and `take` apply at the
 //! top of the range instead, which the reversed loop visits first); `zip`
-//! runs to the shorter of its two lengths, each side keeping its offsets.
+//! runs to the shorter of its two lengths, each side keeping its offsets;
+//! `step_by(k)` makes the items below it read index `k·j` (and the length
+//! `⌈len / k⌉`; backwards, from the last item, an offset `(len - 1) % k`).
 //! A `filter` keeps the items its closure accepts: the loop's body runs
 //! under `if cond`, the closure's parameter bound to the item as it was
-//! where the filter stands. `enumerate`, `zip`, `skip` and `take` after a
+//! where the filter stands. `enumerate`, `zip`, `skip`, `take` and `step_by` after a
 //! filter would count the items it kept, which indices cannot say: they
 //! are not recognised, and the loop is reported where it is lowered.
 //!
@@ -59,6 +62,8 @@ pub(super) enum Item {
     /// The element of source `k` as a place (`iter_mut`): its name is an
     /// alias of `a[off + k]`, read and written through `*name`.
     Place(usize, Offset),
+    /// The item at loop index `step · k` (`step_by(step)`).
+    Stepped(TokenStream, Box<Item>),
 }
 
 impl Item {
@@ -70,6 +75,11 @@ impl Item {
             Item::Place(s, off) => Item::Place(s, add(off)),
             Item::Enumerate(off, inner) => Item::Enumerate(add(off), Box::new(inner.shifted(by))),
             Item::Zip(a, b) => Item::Zip(Box::new(a.shifted(by)), Box::new(b.shifted(by))),
+            // `step · (k + by)`.
+            Item::Stepped(step, inner) => {
+                let by = quote!((#step * #by));
+                Item::Stepped(step, Box::new(inner.shifted(&by)))
+            }
         }
     }
 }
@@ -83,7 +93,7 @@ fn plus(off: Offset, by: &TokenStream) -> TokenStream {
 }
 
 /// The loop index `k` plus `off`.
-pub(super) fn at(k: &syn::Ident, off: &Offset) -> TokenStream {
+pub(super) fn at(k: &TokenStream, off: &Offset) -> TokenStream {
     match off {
         None => quote!(#k),
         Some(o) => quote!(#o + #k),
@@ -182,6 +192,24 @@ fn adapter(m: &syn::ExprMethodCall, sources: &mut Vec<syn::Expr>) -> Option<Part
                     ..p
                 },
                 false => Part { len, ..p },
+            })
+        }
+        // Every `step`-th item, from the first in the order visited: `len`
+        // becomes `⌈len / step⌉`; backwards, the first visited is the
+        // last, `(len - 1) % step` above the first stepped one.
+        ("step_by", 1) => {
+            let p = chain(&m.receiver, sources, false)?;
+            let step = arg?;
+            let (step, n) = (quote!((#step)), &p.len);
+            let len = quote!(((#n + #step - 1) / #step));
+            let item = match p.rev {
+                true => p.item.shifted(&quote!(((#n + #step - 1) % #step))),
+                false => p.item,
+            };
+            p.filters.is_empty().then(|| Part {
+                item: Item::Stepped(step, Box::new(item)),
+                len,
+                ..p
             })
         }
         ("filter", 1) => {
@@ -296,10 +324,13 @@ pub(super) fn parse<T: syn::parse::Parse>(t: TokenStream) -> Option<T> {
 pub(super) fn bind_item(
     pat: &syn::Pat,
     item: &Item,
-    k: &syn::Ident,
+    k: &TokenStream,
     sources: &[syn::Expr],
     out: &mut Bound,
 ) -> Result<(), Span> {
+    if let Item::Stepped(step, inner) = item {
+        return bind_item(pat, inner, &quote!((#step * #k)), sources, out);
+    }
     match pat {
         syn::Pat::Reference(r) => return bind_item(&r.pat, item, k, sources, out),
         syn::Pat::Paren(p) => return bind_item(&p.pat, item, k, sources, out),
@@ -325,7 +356,7 @@ pub(super) fn bind_item(
         }
     };
     let value = match item {
-        Item::Place(..) => return Err(pat.span()),
+        Item::Place(..) | Item::Stepped(..) => return Err(pat.span()),
         Item::Elem(s, off) => {
             let (a, ix) = (&sources[*s], at(k, off));
             quote!(#a[#ix])
