@@ -4,7 +4,7 @@
 
 //! Iterations over parts of arrays, as numeric Rust writes them: parts
 //! (`x[1..]`, `&x[..n - 1]`, `x[1..=2]`), `.skip(s)`, `.take(t)`,
-//! `.step_by(k)`, `.filter(|v| ..)`, `product()`, and `fold` after `map`, in `for`
+//! `.step_by(k)`, `.chain(..)`, `.filter(|v| ..)`, `product()`, and `fold` after `map`, in `for`
 //! loops, reductions and collections. Each function has a twin written
 //! with index loops: both are lowered to the same kind of loops, so their
 //! values and derivatives agree to rounding, and the iterator forms are
@@ -353,4 +353,160 @@ fn strides() {
             )
         },
     );
+}
+
+/// `chain`: in a `for` loop (with `continue`), of parts, of three, with
+/// `copied`, in a sum, a fold and a collection.
+#[differentiable]
+fn chained(x: &[f64], y: &[f64]) -> f64 {
+    let mut s = 0.0;
+    for &v in x.iter().chain(y.iter()) {
+        if v < -1.0 {
+            continue;
+        }
+        s = s * 0.5 + v * v;
+    }
+    for v in x[1..].iter().chain(&y[..1]) {
+        s += v.sin();
+    }
+    for v in x
+        .iter()
+        .copied()
+        .chain(y.iter().copied())
+        .chain(x.iter().copied())
+    {
+        s = s * 0.9 + v;
+    }
+    let t: f64 = x.iter().chain(y).map(|v| v.exp()).sum();
+    let u = y.iter().chain(x.iter()).fold(0.0, |a, v| a * 0.5 + v);
+    let w: Vec<f64> = x.iter().chain(y.iter()).map(|v| v * v).collect();
+    s + t + u + w[w.len() - 1]
+}
+
+#[differentiable]
+fn chained_twin(x: &[f64], y: &[f64]) -> f64 {
+    let (n, m) = (x.len(), y.len());
+    let mut s = 0.0;
+    for i in 0..n + m {
+        let v = if i < n { x[i] } else { y[i - n] };
+        if v >= -1.0 {
+            s = s * 0.5 + v * v;
+        }
+    }
+    for i in 1..n {
+        s += x[i].sin();
+    }
+    s += y[0].sin();
+    for i in 0..2 * n + m {
+        let v = if i < n {
+            x[i]
+        } else if i < n + m {
+            y[i - n]
+        } else {
+            x[i - n - m]
+        };
+        s = s * 0.9 + v;
+    }
+    let mut t = 0.0;
+    for i in 0..n {
+        t += x[i].exp();
+    }
+    for i in 0..m {
+        t += y[i].exp();
+    }
+    let mut u = 0.0;
+    for i in 0..m {
+        u = u * 0.5 + y[i];
+    }
+    for i in 0..n {
+        u = u * 0.5 + x[i];
+    }
+    s + t + u + y[m - 1] * y[m - 1]
+}
+
+/// A `break` in a loop over a chain skips its second part too, and a
+/// `return` leaves from either part.
+#[differentiable]
+fn chain_exits(x: &[f64], y: &[f64]) -> f64 {
+    let mut s = 0.0;
+    for &v in x.iter().chain(y.iter()) {
+        if v > 1.0 {
+            break;
+        }
+        s += v * s + v;
+    }
+    for &v in y.iter().chain(x.iter()) {
+        if v > 2.0 {
+            return s * v;
+        }
+    }
+    s
+}
+
+#[test]
+fn chains() {
+    assert!(close(chained(&X, &Y), chained_twin(&X, &Y), 1e-14));
+    let (v, (gx, gy)) = chained_vjp(&X, &Y, 1.0);
+    let (w, (hx, hy)) = chained_twin_vjp(&X, &Y, 1.0);
+    assert!(close(v, w, 1e-14), "{v} {w}");
+    assert_close(&gx, &hx, 1e-13);
+    assert_close(&gy, &hy, 1e-13);
+    let xy = [X, Y].concat();
+    let n = X.len();
+    check(
+        &xy,
+        1,
+        |v| vec![chained(&v[..n], &v[n..])],
+        |v, d| vec![chained_jvp(&v[..n], &v[n..], &d[..n], &d[n..]).1],
+        |v, c| {
+            let (_, (gx, gy)) = chained_vjp(&v[..n], &v[n..], c[0]);
+            [gx, gy].concat()
+        },
+        |v, d, c| {
+            use linear_ad::LinearMap;
+            let (_, lin) = chained_lin(&v[..n], &v[n..]);
+            let (gx, gy) = lin.transpose(c[0]);
+            (
+                vec![lin.apply((d[..n].to_vec(), d[n..].to_vec()))],
+                [gx, gy].concat(),
+            )
+        },
+    );
+    // Exits: no exit, a `break` in the first part (the second skipped), in
+    // the second, and a `return` from each part of the second loop.
+    let cases = [
+        (vec![0.3, -0.5], vec![0.2, 0.4]),
+        (vec![1.5, -0.5], vec![0.2, 0.4]),
+        (vec![0.3, -0.5], vec![0.2, 1.4]),
+        (vec![0.3, 2.5], vec![0.2, 0.4]),
+        (vec![0.3, 0.5], vec![2.2, 0.4]),
+    ];
+    for (x, y) in cases {
+        let by_hand = {
+            let mut s = 0.0;
+            let mut out = None;
+            for &v in x.iter().chain(y.iter()) {
+                if v > 1.0 {
+                    break;
+                }
+                s += v * s + v;
+            }
+            for &v in y.iter().chain(x.iter()) {
+                if v > 2.0 {
+                    out = Some(s * v);
+                    break;
+                }
+            }
+            out.unwrap_or(s)
+        };
+        let (v, (gx, gy)) = chain_exits_vjp(&x, &y, 1.0);
+        assert!(close(v, by_hand, 1e-15) && close(v, chain_exits(&x, &y), 1e-15));
+        let xy = [x.clone(), y.clone()].concat();
+        let k = x.len();
+        let f = |p: &[f64]| vec![chain_exits(&p[..k], &p[k..])];
+        let d: Vec<f64> = (0..xy.len()).map(|i| 0.5 - 0.25 * i as f64).collect();
+        let fd = support::fd_along(f, &xy, &d);
+        let got: f64 = gx.iter().chain(&gy).zip(&d).map(|(g, d)| g * d).sum();
+        assert!(close(got, fd[0], 1e-7), "{got} against {}", fd[0]);
+    }
 }

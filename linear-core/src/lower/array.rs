@@ -14,7 +14,7 @@
 //!   `for j in 0..M`, rustc folds the check away).
 //! * Iteration is index loops: `for v in a.iter()` (also `&a`, `a`,
 //!   parts `a[lo..hi]`, `.copied()`, `.cloned()`, `.rev()`, `.enumerate()`,
-//!   `.zip(b.iter())`, `.skip(s)`, `.take(t)`, `.step_by(k)`, `.filter(|v| ..)`, on
+//!   `.zip(b.iter())`, `.skip(s)`, `.take(t)`, `.step_by(k)`, `.chain(..)`, `.filter(|v| ..)`, on
 //!   differentiable arrays and `#[nondiff]` data alike, recognised by
 //!   `iter.rs`) is rewritten, before lowering, into `for k in 0..n { let v
 //!   = a[k]; .. }`, with `n` the shorter length for a `zip`, offsets for
@@ -470,7 +470,8 @@ impl Lowerer<'_> {
             }
             _ => return None,
         };
-        if recognise(iter).is_none() && !is_range(iter) && !is_parts(iter) {
+        let chained = super::iter::split_chain(iter).is_some();
+        if recognise(iter).is_none() && !is_range(iter) && !is_parts(iter) && !chained {
             return None;
         }
         // Spanned at the method, so that an error about the loop (its
@@ -509,7 +510,8 @@ impl Lowerer<'_> {
                 (other, quote!(#v), quote!(#v))
             }
         };
-        if recognise(iter).is_none() && !is_range(iter) && !is_parts(iter) {
+        let chained = super::iter::split_chain(iter).is_some();
+        if recognise(iter).is_none() && !is_range(iter) && !is_parts(iter) && !chained {
             return None;
         }
         let turbofish = m.turbofish.as_ref().and_then(|t| match t.args.first() {

@@ -710,7 +710,7 @@ impl Lowerer<'_> {
                 Some((lo, hi, Some(k), false))
             }
             other => {
-                self.errs.spanned(other, "`for` loops in differentiable functions iterate over integer ranges (`a..b`, `a..=b`, `(a..b).rev()`, `(a..b).step_by(k)`) or over arrays and parts of them (`a.iter()`, `&a`, `a[1..].iter()`, with `.copied()`, `.enumerate()`, `.zip(b.iter())`, `.rev()`, `.skip(s)`, `.take(t)`, `.step_by(k)`, `.filter(|v| ..)`; not `enumerate`, `zip`, `skip`, `take` or `step_by` after a `filter`), their chunks (`a.chunks(k)`) or windows (`a.windows(k)`)");
+                self.errs.spanned(other, "`for` loops in differentiable functions iterate over integer ranges (`a..b`, `a..=b`, `(a..b).rev()`, `(a..b).step_by(k)`) or over arrays and parts of them (`a.iter()`, `&a`, `a[1..].iter()`, with `.copied()`, `.enumerate()`, `.zip(b.iter())`, `.rev()`, `.skip(s)`, `.take(t)`, `.step_by(k)`, `.chain(..)`, `.filter(|v| ..)`; not `enumerate`, `zip`, `skip`, `take` or `step_by` after a `filter`), their chunks (`a.chunks(k)`) or windows (`a.windows(k)`)");
                 None
             }
         }
@@ -788,6 +788,21 @@ impl Lowerer<'_> {
                 l,
                 "labelled loops are not supported yet in differentiable functions",
             );
+            return;
+        }
+        // Chains in bodies not lowered as the function's own (closures'
+        // bodies, reductions' loops) split here; `split_chains` split the
+        // others before early exits were desugared.
+        if let Some((a, b)) = super::iter::split_chain(&f.expr) {
+            if super::iter::breaks(&f.body) {
+                self.errs.spanned(&f.expr, "a `for` loop over `.chain(..)` cannot `break` here: write a loop over each part");
+                return;
+            }
+            for part in [a, b] {
+                let mut one = f.clone();
+                *one.expr = part;
+                self.for_loop(&one);
+            }
             return;
         }
         match self.array_for(f) {

@@ -21,6 +21,11 @@
 //! filter would count the items it kept, which indices cannot say: they
 //! are not recognised, and the loop is reported where it is lowered.
 //!
+//! `a.chain(b)` is not one index loop: a `for` loop over it is split into
+//! the loop over `a` then the same loop over `b` ([`split_chains`], before
+//! early exits are desugared, a `break` skipping the second loop too);
+//! reductions and collections, which are such loops, follow.
+//!
 //! An element out of an `Option` (`a.first()`, `a.last()`, `it.reduce(f)`,
 //! `it.max_by(|a, b| a.total_cmp(b))`, `min_by`, unwrapped) is an index or
 //! a `fold` ([`unwrapped`]).
@@ -268,6 +273,122 @@ fn source(e: &syn::Expr, sources: &mut Vec<syn::Expr>, place: bool) -> Option<Pa
         len,
         filters: vec![],
     })
+}
+
+/// `a.chain(b)`, under `.copied()` or `.cloned()` (then applied to each
+/// side): the two iterations, in order, `b` as an iteration (`&x`, `x`
+/// or `x[1..]` iterated). A loop over it is the loop over `a`, then the
+/// same loop over `b`.
+pub(super) fn split_chain(e: &syn::Expr) -> Option<(syn::Expr, syn::Expr)> {
+    let syn::Expr::MethodCall(m) = unparen(e) else {
+        return None;
+    };
+    match (m.method.to_string().as_str(), m.args.len()) {
+        ("chain", 1) => {
+            let b = match unparen(&m.args[0]) {
+                syn::Expr::Reference(r) if r.mutability.is_none() => {
+                    let inner = &r.expr;
+                    parse(quote!(#inner.iter()))?
+                }
+                b @ (syn::Expr::Path(_) | syn::Expr::Field(_) | syn::Expr::Index(_)) => {
+                    parse(quote!(#b.iter()))?
+                }
+                b => b.clone(),
+            };
+            Some(((*m.receiver).clone(), b))
+        }
+        ("copied" | "cloned", 0) => {
+            let (a, b) = split_chain(&m.receiver)?;
+            let method = &m.method;
+            Some((parse(quote!(#a.#method()))?, parse(quote!(#b.#method()))?))
+        }
+        _ => None,
+    }
+}
+
+/// `block` with every `for p in a.chain(b) { body }` written as the loop
+/// over `a` then the same loop over `b` ([`split_chain`]), before early
+/// exits are desugared (`exits.rs`), which then see plain loops. A
+/// `break` of such a loop also skips the second: it sets a flag the
+/// second loop runs under.
+pub(super) fn split_chains(block: &syn::Block) -> syn::Block {
+    use syn::visit_mut::VisitMut;
+    struct Split(usize);
+    impl VisitMut for Split {
+        fn visit_expr_mut(&mut self, e: &mut syn::Expr) {
+            if let syn::Expr::ForLoop(f) = e {
+                if let (None, Some((a, b))) = (&f.label, split_chain(&f.expr)) {
+                    self.0 += 1;
+                    let (pat, body) = (&f.pat, &f.body);
+                    let split = match breaks(body) {
+                        false => quote!({ for #pat in #a #body for #pat in #b #body }),
+                        true => {
+                            let flag = quote::format_ident!("__linear_ad_broke{}", self.0);
+                            let mut first = (*body).clone();
+                            SetFlag(&flag).visit_block_mut(&mut first);
+                            quote!({
+                                let mut #flag = false;
+                                for #pat in #a #first
+                                if !#flag { for #pat in #b #body }
+                            })
+                        }
+                    };
+                    if let Ok(s) = syn::parse2::<syn::Expr>(split) {
+                        *e = s;
+                    }
+                }
+            }
+            syn::visit_mut::visit_expr_mut(self, e);
+        }
+        fn visit_expr_closure_mut(&mut self, _: &mut syn::ExprClosure) {}
+        fn visit_item_mut(&mut self, _: &mut syn::Item) {}
+    }
+    /// Every `break` of the loop whose body this is sets the flag first.
+    struct SetFlag<'a>(&'a syn::Ident);
+    impl VisitMut for SetFlag<'_> {
+        fn visit_expr_mut(&mut self, e: &mut syn::Expr) {
+            match e {
+                syn::Expr::Break(b) if b.label.is_none() => {
+                    let flag = self.0;
+                    if let Ok(s) = syn::parse2(quote!({ #flag = true; #b })) {
+                        *e = s;
+                    }
+                }
+                syn::Expr::ForLoop(f) => self.visit_expr_mut(&mut f.expr),
+                syn::Expr::While(w) => self.visit_expr_mut(&mut w.cond),
+                syn::Expr::Loop(_) | syn::Expr::Closure(_) => {}
+                _ => syn::visit_mut::visit_expr_mut(self, e),
+            }
+        }
+        fn visit_item_mut(&mut self, _: &mut syn::Item) {}
+    }
+    let mut out = block.clone();
+    Split(0).visit_block_mut(&mut out);
+    out
+}
+
+/// Whether a loop body has a `break` of its own loop (not of a loop
+/// inside it, nor in a closure).
+pub(super) fn breaks(body: &syn::Block) -> bool {
+    use syn::visit::Visit;
+    struct Breaks(bool);
+    impl<'ast> Visit<'ast> for Breaks {
+        fn visit_expr_break(&mut self, _: &'ast syn::ExprBreak) {
+            self.0 = true;
+        }
+        fn visit_expr_for_loop(&mut self, f: &'ast syn::ExprForLoop) {
+            self.visit_expr(&f.expr);
+        }
+        fn visit_expr_while(&mut self, w: &'ast syn::ExprWhile) {
+            self.visit_expr(&w.cond);
+        }
+        fn visit_expr_loop(&mut self, _: &'ast syn::ExprLoop) {}
+        fn visit_expr_closure(&mut self, _: &'ast syn::ExprClosure) {}
+        fn visit_item(&mut self, _: &'ast syn::Item) {}
+    }
+    let mut b = Breaks(false);
+    b.visit_block(body);
+    b.0
 }
 
 /// The array an iteration starts from: a path or a field.

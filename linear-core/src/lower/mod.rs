@@ -523,7 +523,7 @@ fn is_stop_gradient(f: &syn::Expr) -> bool {
 }
 
 /// The reductions over arrays differentiable code runs (`array.rs`).
-const REDUCTIONS: &str = "reductions in differentiable functions run over arrays, parts of them or ranges: `a.iter().sum::<f64>()`, `product`, `a.iter().map(|v| ..).sum::<f64>()`, `a.iter().fold(init, |acc, v| ..)` or `fold(init, f64::max)`, with `.copied()`, `.enumerate()`, `.zip(..)`, `.rev()`, `.skip(s)`, `.take(t)`, `.step_by(k)`, `.filter(|v| ..)`, over `a[1..]`, `a.chunks(k)` or `a.windows(k)`, or `(0..n).map(|i| ..).sum::<f64>()`";
+const REDUCTIONS: &str = "reductions in differentiable functions run over arrays, parts of them or ranges: `a.iter().sum::<f64>()`, `product`, `a.iter().map(|v| ..).sum::<f64>()`, `a.iter().fold(init, |acc, v| ..)` or `fold(init, f64::max)`, with `.copied()`, `.enumerate()`, `.zip(..)`, `.rev()`, `.skip(s)`, `.take(t)`, `.step_by(k)`, `.chain(..)`, `.filter(|v| ..)`, over `a[1..]`, `a.chunks(k)` or `a.windows(k)`, or `(0..n).map(|i| ..).sum::<f64>()`";
 
 /// Tokens as the user wrote them, without most of the printer's spaces.
 fn show_tokens(t: &TokenStream) -> String {
@@ -859,9 +859,10 @@ fn single_result(l: &mut Lowerer, item: &syn::ItemFn, mode: Mode, ret: Shape) ->
     let sig = &item.sig;
     // Early exits become structured control flow first (a `Vec` result
     // starting as an empty local array, see `exits.rs`).
-    let block = match (&sig.output, exits::needed(&item.block)) {
-        (syn::ReturnType::Type(_, t), true) => exits::desugar(&item.block, t),
-        _ => (*item.block).clone(),
+    let block = iter::split_chains(&item.block);
+    let block = match (&sig.output, exits::needed(&block)) {
+        (syn::ReturnType::Type(_, t), true) => exits::desugar(&block, t),
+        _ => block,
     };
     let result = l.block_body(&block.stmts, true);
     let ret = match &result {
@@ -2507,7 +2508,7 @@ impl Lowerer<'_> {
         let (loop_form, unsupported) = if array::is_collect(m) {
             (
                 self.array_collect(m, ret_hint),
-                "`collect` in differentiable functions gathers iterations over arrays or ranges into a `Vec`: `a.iter().map(|v| ..).collect::<Vec<f64>>()`, with `.copied()`, `.enumerate()`, `.zip(..)`, `.rev()`, `.skip(s)`, `.take(t)`, `.step_by(k)`, `.filter(|v| ..)`, over `a[1..]`, or `(0..n).map(|i| ..).collect::<Vec<f64>>()`",
+                "`collect` in differentiable functions gathers iterations over arrays or ranges into a `Vec`: `a.iter().map(|v| ..).collect::<Vec<f64>>()`, with `.copied()`, `.enumerate()`, `.zip(..)`, `.rev()`, `.skip(s)`, `.take(t)`, `.step_by(k)`, `.chain(..)`, `.filter(|v| ..)`, over `a[1..]`, or `(0..n).map(|i| ..).collect::<Vec<f64>>()`",
             )
         } else if array::is_reduction(m) {
             (self.array_reduction(m), REDUCTIONS)

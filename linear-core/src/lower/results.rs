@@ -52,9 +52,10 @@ impl Lowerer<'_> {
         block: &syn::Block,
         ret: &Shape,
     ) -> Option<(Shape, Vec<Var>)> {
-        let block = match super::exits::needed(block) {
-            false => block.clone(),
-            true => match super::exits::desugar_loops(block) {
+        let block = super::iter::split_chains(block);
+        let block = match super::exits::needed(&block) {
+            false => block,
+            true => match super::exits::desugar_loops(&block) {
                 Ok(b) => b,
                 Err(span) => {
                     self.errs.push(span, "returning early (`return` or `?` before the end) is not supported yet in a function whose result is a tuple holding an array: let the branches assign variables, and end the function with the tuple (`(s, y)`)");
