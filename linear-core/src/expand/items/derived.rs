@@ -30,14 +30,16 @@
 //! to its linearization, and take an accumulator for each.
 //!
 //! `f_vjp`'s calls go through the callees' own `_vjp`s, which `order = 2`
-//! makes differentiable (their signatures say so: `Order::TwiceVjp`):
+//! makes differentiable (their signatures say so: `Order::TwiceVjp`,
+//! which also says whether their linearizations have `__apply_lanes`):
 //! its forward pass calls `g` and keeps `g`'s arguments, its reverse pass
 //! calls `g_vjp` on them ([`crate::passes::through`]; [`through_calls`]
 //! makes the call sites). Where `f_vjp` cannot be differentiated (a call
 //! with no such path, or records J cannot carry: see
-//! [`crate::passes::hvp::first_vjp`]), it
-//! gets a signature of kind [`Kind::Tape`], so a caller gets an error at
-//! its call that says so. A function of slices' `f_vjp` returns their cotangents, a tuple
+//! [`crate::passes::hvp::first_vjp`]), it gets a signature of kind
+//! [`Kind::Tape`], so a caller gets an error at its call that says so.
+//!
+//! A function of slices' `f_vjp` returns their cotangents, a tuple
 //! holding arrays (`(R, (Vec<T>, ..))`), whose parts are results of their
 //! own through the pipeline (`lower/results.rs`). Methods, and functions
 //! other differentiable code cannot call (arrays other than slices of
@@ -45,11 +47,10 @@
 
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote};
+use rustc_hash::FxHashMap as HashMap;
 
 use super::{generate, map_name, Owner, Sig};
 use crate::expand::{LanesAsk, Passes, Stages};
-use rustc_hash::FxHashMap as HashMap;
-
 use crate::ir::{Extern, Func, Var};
 use crate::layout::Structs;
 use crate::lower::{CallArg, CallSite, Lowered, Param, Shape};
