@@ -583,28 +583,21 @@ fn second_order_adjoints_hold_on_random_programs() {
 #[test]
 fn forward_over_reverse_holds_through_nested_loop_records() {
     let wanted = 12;
-    let stats = RefCell::new(Stats::default());
-    for seed in 0..20_000u64 {
-        if stats.borrow().with_nested >= wanted {
-            break;
-        }
-        let size = 6 + (seed % 8) as usize;
-        let p = gen_program(seed, size);
-        let nested = p.funcs.iter().any(|f| {
-            linear_core::visit::any_subexpr(&f.body, &mut |e| match e {
-                linear_core::Expr::Loop(l) => linear_core::visit::any_subexpr(&l.body, &mut |e| {
-                    matches!(e, linear_core::Expr::Loop(_))
-                }),
-                _ => false,
+    let s = first_programs(
+        |p| {
+            p.funcs.iter().any(|f| {
+                linear_core::visit::any_subexpr(&f.body, &mut |e| match e {
+                    linear_core::Expr::Loop(l) => {
+                        linear_core::visit::any_subexpr(&l.body, &mut |e| {
+                            matches!(e, linear_core::Expr::Loop(_))
+                        })
+                    }
+                    _ => false,
+                })
             })
-        });
-        if nested {
-            if let Err(e) = one_program(seed, size, &stats) {
-                panic!("seed {seed}, size {size}: {e}\n{p}");
-            }
-        }
-    }
-    let s = stats.into_inner();
+        },
+        |s| s.with_nested >= wanted,
+    );
     println!(
         "nested loops: {} programs, forward over reverse on {}, {} of them with records of loops inside loops",
         s.cases, s.forward_over_reverse, s.with_nested
@@ -616,6 +609,25 @@ fn forward_over_reverse_holds_through_nested_loop_records() {
     );
 }
 
+/// Checks, as [`one_program`] does, the programs of a fixed sequence of
+/// seeds that `select` picks, until `enough` says so; their statistics.
+fn first_programs(select: impl Fn(&Program) -> bool, enough: impl Fn(&Stats) -> bool) -> Stats {
+    let stats = RefCell::new(Stats::default());
+    for seed in 0..20_000u64 {
+        if enough(&stats.borrow()) {
+            break;
+        }
+        let size = 4 + (seed % 10) as usize;
+        let p = gen_program(seed, size);
+        if select(&p) {
+            if let Err(e) = one_program(seed, size, &stats) {
+                panic!("seed {seed}, size {size}: {e}\n{p}");
+            }
+        }
+    }
+    stats.into_inner()
+}
+
 /// Forward over reverse through calls kept as calls (`passes::through`),
 /// which random programs make from their entry in about one case in
 /// three: the first programs of a fixed sequence of seeds whose entry
@@ -623,25 +635,16 @@ fn forward_over_reverse_holds_through_nested_loop_records() {
 #[test]
 fn forward_over_reverse_holds_through_calls() {
     let wanted = 30;
-    let stats = RefCell::new(Stats::default());
-    for seed in 0..20_000u64 {
-        if stats.borrow().through >= wanted {
-            break;
-        }
-        let size = 4 + (seed % 8) as usize;
-        let p = gen_program(seed, size);
-        let calls = p.funcs.last().is_some_and(|f| {
-            linear_core::visit::any_subexpr(&f.body, &mut |e| {
-                matches!(e, linear_core::Expr::App { .. })
+    let s = first_programs(
+        |p| {
+            p.funcs.last().is_some_and(|f| {
+                linear_core::visit::any_subexpr(&f.body, &mut |e| {
+                    matches!(e, linear_core::Expr::App { .. })
+                })
             })
-        });
-        if calls {
-            if let Err(e) = one_program(seed, size, &stats) {
-                panic!("seed {seed}, size {size}: {e}\n{p}");
-            }
-        }
-    }
-    let s = stats.into_inner();
+        },
+        |s| s.through >= wanted,
+    );
     println!(
         "calls: {} programs, forward over reverse through the callees' VJPs on {} ({} calls)",
         s.cases, s.through, s.through_calls
