@@ -78,6 +78,11 @@ pub enum Kind {
     /// The `f_jvp` or `f_vjp` of a function differentiable at order 1
     /// only: callers learn to ask for `order = 2`.
     FirstOrder,
+    /// A function whose own expansion failed, with its errors reported
+    /// there (or a derivative of it): callers stop without a message of
+    /// their own, where they would otherwise fail to find its signature
+    /// macro, a cascade of errors away from the cause.
+    Failed,
     /// The `f_jvp_jvp`, `f_jvp_vjp`, `f_vjp_jvp` or `f_vjp_vjp` of an
     /// `order = 2` function: a derivative of a derived function, which is
     /// differentiable once only. Callers learn that third derivatives
@@ -105,6 +110,7 @@ impl Kind {
             Kind::Tape => "tape",
             Kind::FirstOrder => "first_order",
             Kind::ThirdOrder => "third_order",
+            Kind::Failed => "failed",
         }
     }
 }
@@ -181,7 +187,7 @@ impl ToTokens for Sig {
 impl Parse for Sig {
     fn parse(input: ParseStream) -> syn::Result<Self> {
         let id: syn::Ident = input.parse()?;
-        let kinds: [Kind; 7] = [
+        let kinds: [Kind; 8] = [
             Kind::Differentiable,
             Kind::Linear,
             Kind::Closed,
@@ -189,6 +195,7 @@ impl Parse for Sig {
             Kind::Tape,
             Kind::FirstOrder,
             Kind::ThirdOrder,
+            Kind::Failed,
         ];
         let Some(kind) = kinds.into_iter().find(|k| id == k.name()) else {
             return Err(syn::Error::new(id.span(), "unknown signature kind"));
@@ -383,9 +390,12 @@ pub fn callee_items(
         (_, false) => quote!(#t),
     };
     let alias = match kind {
-        Kind::Closed | Kind::Unmarked | Kind::Tape | Kind::FirstOrder | Kind::ThirdOrder => {
-            TokenStream::new()
-        }
+        Kind::Closed
+        | Kind::Unmarked
+        | Kind::Tape
+        | Kind::FirstOrder
+        | Kind::ThirdOrder
+        | Kind::Failed => TokenStream::new(),
         Kind::Differentiable | Kind::Linear => quote! {
             #[doc(hidden)]
             #[allow(non_camel_case_types)]

@@ -409,8 +409,34 @@ fn finish(
     generate: impl FnOnce(&Lowered) -> Result<TokenStream, String>,
 ) -> TokenStream {
     match generated(item_fn, lowered, errs, generate) {
-        Ok(g) | Err(g) => quote!(#clean #g),
+        Ok(g) => quote!(#clean #g),
+        Err(errors) => {
+            let failed = failed_signatures(item_fn);
+            quote!(#clean #errors #failed)
+        }
     }
+}
+
+/// The signature macros of a function whose expansion failed, and of its
+/// `_jvp` and `_vjp`, of kind [`signature::Kind::Failed`]: its callers
+/// stop quietly, its own errors saying why, where they would otherwise
+/// each report that the macro does not exist. None for a method (its
+/// `impl` block may not hold macros; methods find each other's
+/// signatures there).
+fn failed_signatures(item_fn: &syn::ItemFn) -> TokenStream {
+    if item_fn.sig.receiver().is_some() {
+        return TokenStream::new();
+    }
+    ["", "_jvp", "_vjp"]
+        .into_iter()
+        .map(|suffix| {
+            let mut f = item_fn.clone();
+            f.sig.ident = quote::format_ident!("{}{}", item_fn.sig.ident, suffix);
+            let kind = (signature::Kind::Failed, signature::Order::Once, false);
+            let map = (&items::map_name(&f), false);
+            signature::callee_items(&f, kind, &Structs::default(), map)
+        })
+        .collect()
 }
 
 /// What `generate` makes of the lowered function, or the compile errors

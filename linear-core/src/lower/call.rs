@@ -459,6 +459,11 @@ impl Lowerer<'_> {
         };
         let mark = self.errs.mark();
         let from_sig = self.signature_result(&path, at.as_ref());
+        // A callee that failed: its result is a placeholder, so that its
+        // uses raise nothing either.
+        if self.sigs.get(&path).is_some_and(|s| s.kind == Kind::Failed) {
+            return self.placeholder();
+        }
         // A refused callee whose result has no shape here (`Vec`s in a
         // tuple): its error stands alone, and uses of its result are not
         // reported again.
@@ -922,6 +927,8 @@ impl Lowerer<'_> {
         // the shape its signature gives, so the caller's use of it raises
         // no second error.
         match sig.kind {
+            // Its own errors stand alone: stop, without a message here.
+            Kind::Failed => self.errs.rustc_reports(),
             Kind::Differentiable
             | Kind::Closed
             | Kind::Unmarked

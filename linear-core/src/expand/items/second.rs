@@ -130,7 +130,15 @@ fn not_twice(name: &str, kind: Kind, order: Order) -> String {
         (_, Order::OwnOnly) => format!("`{name}` has `order = 2`, but callers cannot differentiate it twice yet, since it takes `#[nondiff]` slices, reads `#[nondiff]` data arrays or passes them on, or its parameters or result are structs"),
         (Kind::Differentiable, _) => format!("`{name}` is differentiable once: write `#[differentiable(order = 2)]` on it"),
         (Kind::Linear, _) => format!("`{name}` is differentiable once: write `#[linear(order = 2)]` on it"),
-        (Kind::Closed | Kind::Unmarked | Kind::Tape | Kind::FirstOrder | Kind::ThirdOrder, _) => {
+        (
+            Kind::Closed
+            | Kind::Unmarked
+            | Kind::Tape
+            | Kind::FirstOrder
+            | Kind::ThirdOrder
+            | Kind::Failed,
+            _,
+        ) => {
             format!("`{name}` is not differentiable twice")
         }
     };
