@@ -15,6 +15,34 @@ use linear_ad::differentiable;
 mod support;
 use support::{assert_close, check, close};
 
+/// [`check`] at `(X, Y)` for a function of two slices to a float, given
+/// as `f` and its generated `_jvp`, `_vjp` and `_lin`.
+macro_rules! check_two_slices {
+    ($f:ident, $jvp:ident, $vjp:ident, $lin:ident) => {{
+        let xy = [X, Y].concat();
+        let n = X.len();
+        check(
+            &xy,
+            1,
+            |v| vec![$f(&v[..n], &v[n..])],
+            |v, d| vec![$jvp(&v[..n], &v[n..], &d[..n], &d[n..]).1],
+            |v, c| {
+                let (_, (gx, gy)) = $vjp(&v[..n], &v[n..], c[0]);
+                [gx, gy].concat()
+            },
+            |v, d, c| {
+                use linear_ad::LinearMap;
+                let (_, lin) = $lin(&v[..n], &v[n..]);
+                let (gx, gy) = lin.transpose(c[0]);
+                (
+                    vec![lin.apply((d[..n].to_vec(), d[n..].to_vec()))],
+                    [gx, gy].concat(),
+                )
+            },
+        );
+    }};
+}
+
 /// Σ (x[i+1] − x[i])², by a zip of two parts of one array.
 #[differentiable]
 fn roughness(x: &[f64]) -> f64 {
@@ -332,27 +360,7 @@ fn strides() {
         assert_close(&gx, &hx, 1e-13);
         assert_close(&gy, &hy, 1e-13);
     }
-    let xy = [X, Y].concat();
-    let n = X.len();
-    check(
-        &xy,
-        1,
-        |v| vec![strided(&v[..n], &v[n..])],
-        |v, d| vec![strided_jvp(&v[..n], &v[n..], &d[..n], &d[n..]).1],
-        |v, c| {
-            let (_, (gx, gy)) = strided_vjp(&v[..n], &v[n..], c[0]);
-            [gx, gy].concat()
-        },
-        |v, d, c| {
-            use linear_ad::LinearMap;
-            let (_, lin) = strided_lin(&v[..n], &v[n..]);
-            let (gx, gy) = lin.transpose(c[0]);
-            (
-                vec![lin.apply((d[..n].to_vec(), d[n..].to_vec()))],
-                [gx, gy].concat(),
-            )
-        },
-    );
+    check_two_slices!(strided, strided_jvp, strided_vjp, strided_lin);
 }
 
 /// `chain`: in a `for` loop (with `continue`), of parts, of three, with
@@ -451,27 +459,7 @@ fn chains() {
     assert!(close(v, w, 1e-14), "{v} {w}");
     assert_close(&gx, &hx, 1e-13);
     assert_close(&gy, &hy, 1e-13);
-    let xy = [X, Y].concat();
-    let n = X.len();
-    check(
-        &xy,
-        1,
-        |v| vec![chained(&v[..n], &v[n..])],
-        |v, d| vec![chained_jvp(&v[..n], &v[n..], &d[..n], &d[n..]).1],
-        |v, c| {
-            let (_, (gx, gy)) = chained_vjp(&v[..n], &v[n..], c[0]);
-            [gx, gy].concat()
-        },
-        |v, d, c| {
-            use linear_ad::LinearMap;
-            let (_, lin) = chained_lin(&v[..n], &v[n..]);
-            let (gx, gy) = lin.transpose(c[0]);
-            (
-                vec![lin.apply((d[..n].to_vec(), d[n..].to_vec()))],
-                [gx, gy].concat(),
-            )
-        },
-    );
+    check_two_slices!(chained, chained_jvp, chained_vjp, chained_lin);
     // Exits: no exit, a `break` in the first part (the second skipped), in
     // the second, and a `return` from each part of the second loop.
     let cases = [

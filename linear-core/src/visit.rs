@@ -1,5 +1,6 @@
 //! Traversals shared by the passes: variable uses, free variables, fresh
-//! names, and the size measure of section 8.
+//! names, the size measure of section 8, and a map over every type of a
+//! function.
 //!
 //! Linearity of a use is syntactic: the position a variable occupies
 //! (`Ret`'s second list, `LinAdd`'s operands, `LinScale`'s right operand, …)
@@ -7,7 +8,7 @@
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
-use crate::ir::{Binder, Expr, Func, Iter, Program, Stmt, Var};
+use crate::ir::{Binder, Expr, Func, Iter, Program, Stmt, Ty, Var};
 
 /// Calls `f(var, is_linear)` for every variable occurrence in `e`, nested
 /// blocks included, in evaluation order.
@@ -846,6 +847,94 @@ pub fn rename_all(e: &mut Expr, map: &HashMap<Var, Var>) {
             rename_all(&mut l.body, map);
         }
         Expr::Lit { .. } | Expr::LinZero(_) | Expr::Int(_) | Expr::Bool(_) => {}
+    }
+}
+
+/// Every type in `f` (binders, results, and the types expressions name)
+/// mapped by `m`.
+pub fn retype(f: &mut Func, m: &dyn Fn(&Ty) -> Ty) {
+    for b in f.nl_params.iter_mut().chain(f.lin_params.iter_mut()) {
+        b.ty = m(&b.ty);
+    }
+    for t in f.nl_rets.iter_mut().chain(f.lin_rets.iter_mut()) {
+        *t = m(t);
+    }
+    retype_expr(&mut f.body, m);
+}
+
+fn retype_expr(e: &mut Expr, m: &dyn Fn(&Ty) -> Ty) {
+    let binders = |bs: &mut [Binder]| bs.iter_mut().for_each(|b| b.ty = m(&b.ty));
+    match e {
+        Expr::Block { stmts, tail } => {
+            for s in stmts {
+                match s {
+                    Stmt::Let { nl, lin, rhs } => {
+                        binders(nl);
+                        binders(lin);
+                        retype_expr(rhs, m);
+                    }
+                    Stmt::Unpack { vars, .. } | Stmt::LinUnpack { vars, .. } => binders(vars),
+                }
+            }
+            retype_expr(tail, m);
+        }
+        Expr::Drop(inner) => retype_expr(inner, m),
+        Expr::Case { arms, .. } => {
+            for a in arms {
+                if let Some(b) = &mut a.bind {
+                    b.ty = m(&b.ty);
+                }
+                retype_expr(&mut a.body, m);
+            }
+        }
+        Expr::Loop(l) => {
+            match &mut l.iter {
+                Iter::Range { index: b, .. }
+                | Iter::Each { elem: b, .. }
+                | Iter::Replay { state: b, .. } => b.ty = m(&b.ty),
+                Iter::Zip { index, elem, .. } => {
+                    index.ty = m(&index.ty);
+                    elem.ty = m(&elem.ty);
+                }
+                Iter::While { .. } => {}
+            }
+            if let Some(h) = l.iter.header_expr_mut() {
+                retype_expr(h, m);
+            }
+            for (b, _) in l.nl.iter_mut().chain(l.lin.iter_mut()) {
+                b.ty = m(&b.ty);
+            }
+            for t in &mut l.collect {
+                *t = m(t);
+            }
+            retype_expr(&mut l.body, m);
+        }
+        Expr::Const { ty, .. } | Expr::LinZero(ty) | Expr::LinZeros { ty, .. } => *ty = m(ty),
+        Expr::Inj { sum, .. } => *sum = m(sum),
+        Expr::Ret { .. }
+        | Expr::App { .. }
+        | Expr::Lit { .. }
+        | Expr::Tup(_)
+        | Expr::Prim { .. }
+        | Expr::LinTup(_)
+        | Expr::LinAdd(..)
+        | Expr::LinNeg(_)
+        | Expr::LinScale(..)
+        | Expr::Dup(_)
+        | Expr::Int(_)
+        | Expr::Bool(_)
+        | Expr::Index { .. }
+        | Expr::Len(_)
+        | Expr::LinIndex { .. }
+        | Expr::LinAccum { .. }
+        | Expr::Fill { .. }
+        | Expr::Set { .. }
+        | Expr::LinSet { .. }
+        | Expr::LinFree { .. }
+        | Expr::Push { .. }
+        | Expr::Pop { .. }
+        | Expr::LinPush { .. }
+        | Expr::LinPop { .. } => {}
     }
 }
 

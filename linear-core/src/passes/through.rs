@@ -323,7 +323,7 @@ pub fn through_vjps(
         .iter()
         .map(|(name, p)| (name.clone(), p.through.tape_ty()))
         .collect();
-    retype(&mut out, &|t| with_tapes(t, &tapes));
+    crate::visit::retype(&mut out, &|t| with_tapes(t, &tapes));
     let mut used: Vec<&Through> = Vec::new();
     for t in r.used {
         if !used.iter().any(|u| u.call.name == t.call.name) {
@@ -742,94 +742,6 @@ fn let_(v: &Var, ty: Ty, rhs: Expr) -> Stmt {
         nl: vec![Binder::new(v.clone(), ty)],
         lin: vec![],
         rhs,
-    }
-}
-
-/// Every type in `f` (binders, results, and the types expressions name)
-/// mapped by `m`.
-fn retype(f: &mut Func, m: &dyn Fn(&Ty) -> Ty) {
-    for b in f.nl_params.iter_mut().chain(f.lin_params.iter_mut()) {
-        b.ty = m(&b.ty);
-    }
-    for t in f.nl_rets.iter_mut().chain(f.lin_rets.iter_mut()) {
-        *t = m(t);
-    }
-    retype_expr(&mut f.body, m);
-}
-
-fn retype_expr(e: &mut Expr, m: &dyn Fn(&Ty) -> Ty) {
-    let binders = |bs: &mut [Binder]| bs.iter_mut().for_each(|b| b.ty = m(&b.ty));
-    match e {
-        Expr::Block { stmts, tail } => {
-            for s in stmts {
-                match s {
-                    Stmt::Let { nl, lin, rhs } => {
-                        binders(nl);
-                        binders(lin);
-                        retype_expr(rhs, m);
-                    }
-                    Stmt::Unpack { vars, .. } | Stmt::LinUnpack { vars, .. } => binders(vars),
-                }
-            }
-            retype_expr(tail, m);
-        }
-        Expr::Drop(inner) => retype_expr(inner, m),
-        Expr::Case { arms, .. } => {
-            for a in arms {
-                if let Some(b) = &mut a.bind {
-                    b.ty = m(&b.ty);
-                }
-                retype_expr(&mut a.body, m);
-            }
-        }
-        Expr::Loop(l) => {
-            match &mut l.iter {
-                Iter::Range { index: b, .. }
-                | Iter::Each { elem: b, .. }
-                | Iter::Replay { state: b, .. } => b.ty = m(&b.ty),
-                Iter::Zip { index, elem, .. } => {
-                    index.ty = m(&index.ty);
-                    elem.ty = m(&elem.ty);
-                }
-                Iter::While { .. } => {}
-            }
-            if let Some(h) = l.iter.header_expr_mut() {
-                retype_expr(h, m);
-            }
-            for (b, _) in l.nl.iter_mut().chain(l.lin.iter_mut()) {
-                b.ty = m(&b.ty);
-            }
-            for t in &mut l.collect {
-                *t = m(t);
-            }
-            retype_expr(&mut l.body, m);
-        }
-        Expr::Const { ty, .. } | Expr::LinZero(ty) | Expr::LinZeros { ty, .. } => *ty = m(ty),
-        Expr::Inj { sum, .. } => *sum = m(sum),
-        Expr::Ret { .. }
-        | Expr::App { .. }
-        | Expr::Lit { .. }
-        | Expr::Tup(_)
-        | Expr::Prim { .. }
-        | Expr::LinTup(_)
-        | Expr::LinAdd(..)
-        | Expr::LinNeg(_)
-        | Expr::LinScale(..)
-        | Expr::Dup(_)
-        | Expr::Int(_)
-        | Expr::Bool(_)
-        | Expr::Index { .. }
-        | Expr::Len(_)
-        | Expr::LinIndex { .. }
-        | Expr::LinAccum { .. }
-        | Expr::Fill { .. }
-        | Expr::Set { .. }
-        | Expr::LinSet { .. }
-        | Expr::LinFree { .. }
-        | Expr::Push { .. }
-        | Expr::Pop { .. }
-        | Expr::LinPush { .. }
-        | Expr::LinPop { .. } => {}
     }
 }
 
