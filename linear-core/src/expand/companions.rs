@@ -290,17 +290,7 @@ pub(super) fn companions(
         ins: (in_params, in_args),
     };
     let plain = forward.items(None);
-    // A caller's `apply_lanes` and `f_jvp_lanes` call `f`'s, `K` tangents
-    // per slot (a free function's: methods have no lanes); a derived
-    // `f_vjp`'s `apply_lanes` only, with no `f_vjp_jvp_lanes` to call.
-    let lanes_name = format_ident!("{}_jvp_lanes", fname);
-    let lanes_name = quote!(#lanes_name);
-    let k = syn::Ident::new("__K", Span::mixed_site());
-    let lanes = match lanes {
-        CompanionLanes::No => None,
-        CompanionLanes::Apply => Some(forward.items(Some((&k, None)))),
-        CompanionLanes::Both => Some(forward.items(Some((&k, Some(&lanes_name))))),
-    };
+    let lanes = forward.lanes_items(fname, lanes);
     let lin_call = lin_call(&lin_name, &pass, detach);
     quote! {
         #[doc(hidden)]
@@ -429,6 +419,21 @@ struct Forward<'a> {
 }
 
 impl Forward<'_> {
+    /// The lanes companions `lanes` asks for: a caller's `apply_lanes`
+    /// and `f_jvp_lanes` call `f`'s, `K` tangents per slot (a free
+    /// function's: methods have no lanes); a derived `f_vjp`'s
+    /// `apply_lanes` only, with no `f_vjp_jvp_lanes` to call.
+    fn lanes_items(&self, fname: &syn::Ident, lanes: CompanionLanes) -> Option<TokenStream> {
+        let lanes_name = format_ident!("{}_jvp_lanes", fname);
+        let lanes_name = quote!(#lanes_name);
+        let k = syn::Ident::new("__K", Span::mixed_site());
+        match lanes {
+            CompanionLanes::No => None,
+            CompanionLanes::Apply => Some(self.items(Some((&k, None)))),
+            CompanionLanes::Both => Some(self.items(Some((&k, Some(&lanes_name))))),
+        }
+    }
+
     /// `__jvp` and `__apply`; with `lanes` (the lane count's name and
     /// `f_jvp_lanes`), `__jvp_lanes` and `__apply_lanes`: the same bodies,
     /// each float of the slots and the result in lanes, calling
