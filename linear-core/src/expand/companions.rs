@@ -557,15 +557,16 @@ fn transpose_parts(
 ///
 /// Where `f` takes slices (`arrays`), `f_jvp` takes them and their
 /// directions, and crosses calls detached as `f` does (`items::Detached`):
-/// `ins` are the arrays passed back, `f`'s slices then their directions,
-/// as the caller's IR passes `g.jvp`'s array arguments again; `accs` their
-/// accumulators, in the same order, returned as their cotangents.
+/// `ins` are the arrays passed back, `f`'s slices (`#[nondiff]` ones too)
+/// then a direction for each, as the caller's IR passes `g.jvp`'s array
+/// arguments again (a constant's direction is a scratch array, which
+/// `f_jvp` does not take); `accs` the differentiable slices' and their
+/// directions' accumulators, returned as their cotangents.
 ///
 /// A caller of `f` with `order = 2` differentiates its call to `f_jvp`
 /// through these (reached by [`linear_ad::__private::SecondOrder`], which
 /// `f`'s linearization implements). `None` where a parameter or the result
-/// is a struct, or a slice is `#[nondiff]`: those crossings are not
-/// implemented here.
+/// is a struct: that crossing is not implemented here.
 pub(super) fn jvp_companions(
     params: &[Param],
     maps: &JvpMaps,
@@ -576,7 +577,6 @@ pub(super) fn jvp_companions(
     let unsupported = params.iter().zip(&crossings).any(|(p, c)| {
         matches!(c, Crossing::Struct { .. })
             || p.active.as_ref().is_some_and(|(s, _)| s.has_struct())
-            || (p.active.is_none() && crate::lower::array_param(&p.ty, maps.float))
     });
     if unsupported {
         return None;
@@ -620,16 +620,34 @@ pub(super) fn jvp_companions(
             quote!(::linear_ad::__private::Tangent::tangent(#di))
         }
     });
-    // The arrays passed back, and their accumulators: `f`'s slices, then
-    // their directions.
+    // The arrays passed back: `f`'s slices, `#[nondiff]` ones too, then
+    // the directions of its differentiable ones; and the accumulators of
+    // those: `f`'s differentiable slices, then their directions.
     let slices: Vec<usize> = (0..n)
         .filter(|&i| matches!(crossings[i], Crossing::Array))
         .collect();
-    let ins = idents("i", 2 * slices.len());
+    let back: Vec<usize> = (0..n)
+        .filter(|&i| {
+            matches!(crossings[i], Crossing::Array)
+                || (maps.arrays
+                    && params[i].active.is_none()
+                    && crate::lower::array_param(&params[i].ty, maps.float))
+        })
+        .collect();
+    // The caller passes a direction for every array passed back, a
+    // scratch one for a constant array; `f_jvp` takes those of `f`'s
+    // differentiable slices.
+    let ins = idents("i", 2 * back.len());
+    let (_, in_dirs) = ins.split_at(back.len());
+    let unused_dirs: Vec<&syn::Ident> = (0..back.len())
+        .filter(|&k| params[back[k]].active.is_none())
+        .map(|k| &in_dirs[k])
+        .collect();
+    let passed: Vec<&syn::Ident> = ins.iter().filter(|i| !unused_dirs.contains(i)).collect();
     let accs = idents("acc", 2 * slices.len());
-    let in_tys: Vec<TokenStream> = slices
+    let in_tys: Vec<TokenStream> = back
         .iter()
-        .chain(&slices)
+        .chain(&back)
         .map(|&i| {
             let t = &params[i].ty;
             quote!(#t)
@@ -666,12 +684,14 @@ pub(super) fn jvp_companions(
             #[inline]
             pub fn __jvp_apply(&self, #(#ins: #in_tys,)* #(#e: #apply_slots,)* #(#g: #apply_slots,)*) -> (#ret_tan, #ret_tan) {
                 #(let _ = #g_off;)*
-                <Self>::__apply(self, #(#ins,)* #(#e,)* #(#g_on,)*)
+                #(let _ = #unused_dirs;)*
+                <Self>::__apply(self, #(#passed,)* #(#e,)* #(#g_on,)*)
             }
 
             #[inline]
             pub fn __jvp_transpose(&self, #(#ins: #in_tys,)* #ct: (#ret_tan, #ret_tan), #(#accs: #acc_tys,)*) -> ((#(#per_param,)*), (#(#dir_tys,)*)) {
-                let (#(#c,)*) = <Self>::__transpose(self, #(#ins,)* #ct, #(#accs,)*);
+                #(let _ = #unused_dirs;)*
+                let (#(#c,)*) = <Self>::__transpose(self, #(#passed,)* #ct, #(#accs,)*);
                 ((#(#firsts,)*), (#(#dirs,)*))
             }
         }

@@ -33,8 +33,11 @@
 //! Results are those of the composed VJP up to the order of additions
 //! into an array's accumulator.
 //!
+//! A constant data array (a `#[nondiff]` slice) is passed again as the
+//! arrays are, and gets no cotangent.
+//!
 //! Calls are rewritten where the callee has one result, not an array,
-//! its constant parameters are integers (no constant data array) and
+//! its constant parameters are integers or data arrays of reals and
 //! every parameter's cotangent is accounted for ([`Through::new`]);
 //! otherwise, as for any call whose callee's VJP is not differentiable,
 //! [`through_vjps`] gives `None`.
@@ -186,18 +189,19 @@ impl Through {
     }
 
     /// Whether the rewriting applies: one result, not an array; constant
-    /// parameters only integers (the bounds of parts of arrays); every
+    /// parameters only integers (the bounds of parts of arrays) and data
+    /// arrays of reals (passed again in the reverse sweep); every
     /// other parameter's cotangent accounted for: one of its type for a
     /// value other than an array, at least one for an array of reals
     /// (added into its accumulator, from an offset for a part), none for
     /// an integer or boolean (the empty tuple).
     fn applies(&self) -> bool {
         let params = &self.call.nl_params;
-        let constants_int = self
-            .call
-            .constant
-            .iter()
-            .all(|&k| params.get(k) == Some(&Ty::Int));
+        let constants_int = self.call.constant.iter().all(|&k| match params.get(k) {
+            Some(Ty::Int) => true,
+            Some(Ty::Array(e, _)) => matches!(**e, Ty::Real(_)),
+            _ => false,
+        });
         let accounted = self.with_tangents().into_iter().all(|k| {
             let cts = self.cotangents_of(k);
             let elements = |t: &Ty| match t {
@@ -477,7 +481,11 @@ impl<'a> Rewrite<'a> {
         let arrays = params.iter().filter(|p| matches!(p, Ty::Array(..))).count();
         let results = t.call.nl_rets.len();
         let tangents = t.with_tangents();
-        if bars.len() != tangents.len() || args.len() != 1 + 2 * arrays + results {
+        let accumulated = tangents
+            .iter()
+            .filter(|&&k| matches!(params[k], Ty::Array(..)))
+            .count();
+        if bars.len() != tangents.len() || args.len() != 1 + arrays + results + accumulated {
             return Err(PassError::new(
                 &self.func,
                 &format!("a transposed call of `{}` of another shape", t.call.name),

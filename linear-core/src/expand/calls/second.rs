@@ -274,13 +274,18 @@ impl<'a> SecondArrays<'a> {
     }
 
     /// What `g.jvp`'s linearization takes back: every slice parameter's
-    /// array, then their directions' (a constant array's a zeroed one).
+    /// array, then their directions' (a constant array's a zeroed one,
+    /// none for a `#[nondiff]` parameter, whose direction `g.jvp` does not
+    /// read).
     fn passed(&self) -> Option<Vec<TokenStream>> {
         let values = self
             .slices()
             .map(|i| Some(self.view(self.values.get(i)?.as_ref()?, i)));
         let directions = self.slices().map(|i| match self.directions.get(i)? {
             Some(d) => Some(self.view(d, i)),
+            None if matches!(self.site.args[i], CallArg::Data { active: false, .. }) => {
+                Some(quote!(&[]))
+            }
             None => {
                 let n = match self.ranges.get(i).and_then(Option::as_ref) {
                     Some(r) => quote!((#r).len()),

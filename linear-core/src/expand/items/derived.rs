@@ -43,7 +43,10 @@
 //! holding arrays (`(R, (Vec<T>, ..))`), whose parts are results of their
 //! own through the pipeline (`lower/results.rs`). Methods, and functions
 //! other differentiable code cannot call (arrays other than slices of
-//! floats, structs, `#[nondiff]` arrays read or passed on), get neither.
+//! floats, structs), get neither.
+//!
+//! `#[nondiff]` slices are data in the derived functions too ([`data_in`]):
+//! their tapes borrow them as `f`'s do, and callers pass them back.
 
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote};
@@ -92,17 +95,7 @@ pub(super) fn callees(
         (_, None) if !callable => return none(refused(Kind::Closed)),
         (_, None) => return none(refused(Kind::FirstOrder)),
         (None, Some(_)) => return none(quote!()),
-        // Reads of `#[nondiff]` data arrays, or such arrays passed to
-        // calls: J reads an array as data where a constant binds it, not
-        // the copies inlining makes.
-        (Some(_), Some(_))
-            if !callable
-                || !l.data.is_empty()
-                || !crate::visit::data_arrays(&l.func.body).is_empty()
-                || passes_data(l) =>
-        {
-            return none(refused(Kind::Closed))
-        }
+        (Some(_), Some(_)) if !callable => return none(refused(Kind::Closed)),
         (Some(d), Some(_)) => d,
     };
     let passes = Passes {
@@ -310,7 +303,7 @@ fn vjp_site(site: &CallSite) -> Option<(CallSite, Vec<CotangentOf>)> {
                 Some(c),
             ) if floats(c) => (c, param(i), Some(ranges[i]?.0)),
             (CallArg::Inactive(..), Some(c)) if value(c) => (c, None, None),
-            (CallArg::Discrete(_) | CallArg::Inactive(..), None) => continue,
+            (CallArg::Discrete(_) | CallArg::Inactive(..) | CallArg::Data { .. }, None) => continue,
             (
                 CallArg::Active(..)
                 | CallArg::Origin(..)
@@ -361,13 +354,6 @@ fn vjp_site(site: &CallSite) -> Option<(CallSite, Vec<CotangentOf>)> {
         },
         cotangents,
     ))
-}
-
-/// Whether `f` passes a `#[nondiff]` array to a function it calls.
-fn passes_data(l: &Lowered) -> bool {
-    l.calls
-        .values()
-        .any(|site| site.args.iter().any(|a| matches!(a, CallArg::Data { .. })))
 }
 
 /// The passes of the derived `f_vjp`: `f_hessian` applies `f_vjp_lin`'s
@@ -501,6 +487,7 @@ fn derived(
         Which::Jvp => Shape::Tuple(vec![l.ret.clone(), l.ret.clone()]),
         Which::Vjp => Shape::Tuple(vec![l.ret.clone(), owned(&in_shape(sig))]),
     };
+    let data = data_in(l, &func);
     let lowered = Lowered {
         func,
         params,
@@ -509,9 +496,42 @@ fn derived(
         externs: vec![],
         calls: Default::default(),
         opaques: l.opaques.clone(),
-        data: vec![],
+        data,
     };
     Ok((d_item, lowered))
+}
+
+/// `f`'s `#[nondiff]` data arrays ([`Lowered::data`]) as `func`, a
+/// function derived from `f`'s, binds them: to the same Rust constants,
+/// under variables of its own.
+fn data_in(l: &Lowered, func: &Func) -> Vec<(Var, String, Shape)> {
+    let consts = |body: &crate::ir::Expr| -> Vec<(Var, Var)> {
+        let mut out = Vec::new();
+        crate::visit::any_subexpr(body, &mut |x| {
+            if let crate::ir::Expr::Block { stmts, .. } = x {
+                for st in stmts {
+                    if let crate::ir::Stmt::Let { nl, lin, rhs } = st {
+                        if let (true, true, crate::ir::Expr::Const { name, .. }) =
+                            (lin.is_empty(), crate::visit::is_data(nl, rhs), rhs)
+                        {
+                            out.push((nl[0].var.clone(), name.clone()));
+                        }
+                    }
+                }
+            }
+            false
+        });
+        out
+    };
+    let (before, after) = (consts(&l.func.body), consts(&func.body));
+    l.data
+        .iter()
+        .filter_map(|(v, name, shape)| {
+            let (_, c) = before.iter().find(|(b, _)| b == v)?;
+            let (w, _) = after.iter().find(|(_, d)| d == c)?;
+            Some((w.clone(), name.clone(), shape.clone()))
+        })
+        .collect()
 }
 
 /// The shape of `In`, the differentiable parameters' tangents together.

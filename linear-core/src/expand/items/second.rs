@@ -127,7 +127,7 @@ fn unsupported_calls(calls: &Calls) -> Vec<(Span, String)> {
 fn not_twice(name: &str, kind: Kind, order: Order) -> String {
     let why = match (kind, order) {
         (_, Order::Derived) => format!("`{name}` is a derivative, differentiable once: second derivatives through it would be third derivatives, which are not generated"),
-        (_, Order::OwnOnly) => format!("`{name}` has `order = 2`, but callers cannot differentiate it twice yet, since it takes `#[nondiff]` slices, reads `#[nondiff]` data arrays or passes them on, or its parameters or result are structs"),
+        (_, Order::OwnOnly) => format!("`{name}` has `order = 2`, but callers cannot differentiate it twice yet, since its parameters or result are structs"),
         (Kind::Differentiable, _) => format!("`{name}` is differentiable once: write `#[differentiable(order = 2)]` on it"),
         (Kind::Linear, _) => format!("`{name}` is differentiable once: write `#[linear(order = 2)]` on it"),
         (
