@@ -131,7 +131,7 @@ pub enum Order {
     /// lanes where `f_vjp`'s linearization has them (`lanes`).
     TwiceVjp { lanes: bool },
     /// `order = 2` for its own `f_hvp`, but not through calls: its
-    /// parameters or result are structs.
+    /// parameters hold structs inside tuples or arrays.
     OwnOnly,
     /// `f_jvp` or `f_vjp` of an `order = 2` function: differentiable once,
     /// so a caller with `order = 2` would take third derivatives.

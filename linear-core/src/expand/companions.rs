@@ -575,8 +575,8 @@ pub(super) fn jvp_companions(
 ) -> Option<TokenStream> {
     let crossings: Vec<Crossing> = params.iter().map(|p| crossing(p, maps.arrays)).collect();
     let unsupported = params.iter().zip(&crossings).any(|(p, c)| {
-        matches!(c, Crossing::Struct { .. })
-            || p.active.as_ref().is_some_and(|(s, _)| s.has_struct())
+        !matches!(c, Crossing::Struct { .. })
+            && p.active.as_ref().is_some_and(|(s, _)| s.has_struct())
     });
     if unsupported {
         return None;
@@ -593,7 +593,12 @@ pub(super) fn jvp_companions(
         idents("e", n),
         idents("g", n),
     );
-    let tys: Vec<&syn::Type> = params.iter().map(|p| &p.ty).collect();
+    // As `f_jvp`'s `__lin` takes them: a struct flat, or as its origin.
+    let tys: Vec<TokenStream> = params
+        .iter()
+        .zip(&crossings)
+        .map(|(p, c)| c.value_ty(p))
+        .collect();
     let constant = quote!(impl ::linear_ad::__private::Constant);
     let any = quote!(impl ::core::marker::Sized);
     let slots = |c: &TokenStream| -> Vec<TokenStream> {
@@ -614,12 +619,25 @@ pub(super) fn jvp_companions(
     let (d_on, d_off) = (pick(&d, &active, true), pick(&d, &active, false));
     let (g_on, g_off) = (pick(&g, &active, true), pick(&g, &active, false));
     // A slice's direction is a slice: `f_jvp`'s `__lin` takes it as is.
-    let directions = d_on.iter().zip(&active).map(|(di, &i)| match crossings[i] {
-        Crossing::Array => quote!(#di),
-        Crossing::Plain | Crossing::Struct { .. } => {
-            quote!(::linear_ad::__private::Tangent::tangent(#di))
-        }
-    });
+    // A struct's, as `f_jvp` takes its tangent parameter: flat, or (a
+    // struct with constant fields, which crosses as its origin) the
+    // tangent struct, borrowed (cloned where `f` takes it by value).
+    let directions = d_on
+        .iter()
+        .zip(&active)
+        .map(|(di, &i)| match &crossings[i] {
+            Crossing::Array => quote!(#di),
+            Crossing::Struct {
+                tangent,
+                origin: true,
+                ..
+            } => quote!(&<#tangent as ::linear_ad::__private::FromFlat>::from_flat(
+                ::linear_ad::__private::Tangent::tangent(#di)
+            )),
+            Crossing::Plain | Crossing::Struct { .. } => {
+                quote!(::linear_ad::__private::Tangent::tangent(#di))
+            }
+        });
     // The arrays passed back: `f`'s slices, `#[nondiff]` ones too, then
     // the directions of its differentiable ones; and the accumulators of
     // those: `f`'s differentiable slices, then their directions.

@@ -65,11 +65,13 @@ pub(super) fn call(
             };
             let (xs, dxs) = point.split_at_checked(n_x)?;
             let arrays = SecondArrays::at(site, xs, dxs);
-            // Structs are refused at `order = 2`: no origins here.
-            let (args, _) = primal_args(site, xs, names)?;
+            // A struct with constant fields crosses as its origin, which
+            // its IR values equal (see `primal_args`).
+            let (args, unread) = primal_args(site, xs, names)?;
             let d_slots = arrays.slots(dxs, names)?;
             let c = f("__jvp_lin");
-            let lin_call = quote!(let ((#r, #dr), #l) = #c(#(#args,)* #(#d_slots,)*););
+            let lin_call =
+                quote!(#(let _ = &#unread;)* let ((#r, #dr), #l) = #c(#(#args,)* #(#d_slots,)*););
             if stage == "jvp.jvp.nl" {
                 let held = super::ranged(site, xs, &l)?;
                 quote!({ #lin_call (#r_ir, #dr_ir, #held) })
@@ -250,9 +252,8 @@ impl<'a> SecondArrays<'a> {
         }
     }
 
-    /// The callee's slice parameters: an array passed to each, lent, lent
-    /// again, constant, or a part of one (`#[nondiff]` slices are refused
-    /// at `order = 2`).
+    /// The callee's slice parameters, `#[nondiff]` ones too: an array
+    /// passed to each, lent, lent again, constant, or a part of one.
     fn slices(&self) -> impl Iterator<Item = usize> + '_ {
         (0..self.site.args.len()).filter(|&i| {
             matches!(
@@ -283,7 +284,11 @@ impl<'a> SecondArrays<'a> {
             .map(|i| Some(self.view(self.values.get(i)?.as_ref()?, i)));
         let directions = self.slices().map(|i| match self.directions.get(i)? {
             Some(d) => Some(self.view(d, i)),
-            None if matches!(self.site.args[i], CallArg::Data { active: false, .. }) => {
+            None if matches!(
+                self.site.args[i],
+                CallArg::Data { active: false, .. } | CallArg::Part { active: false, .. }
+            ) =>
+            {
                 Some(quote!(&[]))
             }
             None => {
@@ -346,9 +351,6 @@ fn second_order_transpose(
     let (acc_xs, acc_dxs) = accs.split_at_checked(accs.len() / 2)?;
     let mut halves = [Half::new(acc_xs), Half::new(acc_dxs)];
     for (i, a) in site.args.iter().enumerate() {
-        if matches!(a, CallArg::Origin(..)) {
-            return None;
-        }
         for half in &mut halves {
             half.arg(site, arrays, (i, a), names)?;
         }
@@ -423,12 +425,16 @@ impl<'a> Half<'a> {
                     .push(quote!(::linear_ad::__private::add_into(&mut #into, &#from);));
             }
             CallArg::Part {
-                first, shape, lent, ..
+                first,
+                shape,
+                lent,
+                active,
+                ..
             } => {
                 let r = arrays.ranges.get(i)?.as_ref()?;
-                // `#[nondiff]` slices are refused at `order = 2`: every
-                // part goes to a differentiable parameter.
-                self.acc_args.push(zeros_of(quote!((#r).len()), shape));
+                if *active {
+                    self.acc_args.push(zeros_of(quote!((#r).len()), shape));
+                }
                 match (first, lent) {
                     (None, true) => {
                         let (acc, m) = (self.accs.next()?, names.temp("acc"));

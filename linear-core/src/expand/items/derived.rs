@@ -262,7 +262,7 @@ fn through_calls(l: &Lowered) -> (Vec<Through>, HashMap<Var, CallSite>) {
 /// literal), a slice of floats or a part of one (`&x[a..b]`), not a
 /// constant array or a struct.
 fn vjp_site(site: &CallSite) -> Option<(CallSite, Vec<CotangentOf>)> {
-    let plain = !site.passes_struct && !site.ret.has_slice() && !site.ret.has_struct();
+    let plain = !site.ret.has_slice() && !site.ret.has_struct();
     let Some((_, Order::TwiceVjp { lanes })) = site.order else {
         return None;
     };
@@ -290,6 +290,13 @@ fn vjp_site(site: &CallSite) -> Option<(CallSite, Vec<CotangentOf>)> {
     for (i, (a, ct)) in site.args.iter().zip(cts).enumerate() {
         let (ct, k, lo) = match (a, ct) {
             (CallArg::Active(s, _), Some(c)) if value(s) && s == c => (c, param(i), None),
+            // A struct, flat in the IR (or passed as its origin, which has
+            // constant fields): its cotangent is its tangent struct.
+            (CallArg::Active(s, _) | CallArg::Origin(s, _, _), Some(c))
+                if matches!(c, Shape::Struct(_)) && crate::lower::flat_shape(c) == *s =>
+            {
+                (c, param(i), None)
+            }
             (CallArg::Active(s, _), Some(c)) if floats(s) && same_elements(s, c) => {
                 (c, param(i), None)
             }
@@ -322,7 +329,7 @@ fn vjp_site(site: &CallSite) -> Option<(CallSite, Vec<CotangentOf>)> {
         {
             return None;
         }
-        let c = owned(ct);
+        let c = cotangent(ct);
         cotangents.push((c.ty(), k, lo));
         shapes.push(c);
     }
@@ -347,7 +354,7 @@ fn vjp_site(site: &CallSite) -> Option<(CallSite, Vec<CotangentOf>)> {
             callee,
             args,
             ret: Shape::Tuple(vec![site.ret.clone(), shapes]),
-            passes_struct: false,
+            passes_struct: site.passes_struct,
             order: Some((Kind::Differentiable, Order::Derived)),
             lanes,
             cotangents: None,
@@ -485,7 +492,7 @@ fn derived(
     }
     let ret = match which {
         Which::Jvp => Shape::Tuple(vec![l.ret.clone(), l.ret.clone()]),
-        Which::Vjp => Shape::Tuple(vec![l.ret.clone(), owned(&in_shape(sig))]),
+        Which::Vjp => Shape::Tuple(vec![l.ret.clone(), cotangent(&in_shape(sig))]),
     };
     let data = data_in(l, &func);
     let lowered = Lowered {
@@ -539,6 +546,32 @@ fn in_shape(sig: &Sig) -> Shape {
     match sig.active.as_slice() {
         [(_, s)] => (*s).clone(),
         many => Shape::Tuple(many.iter().map(|(_, s)| (*s).clone()).collect()),
+    }
+}
+
+/// The shape of `In` as `f_vjp` returns it, a value of the derived
+/// function's: [`owned`], with a struct's cotangent its tangent struct
+/// (`<Name>Tangent`, as `#[derive(Differentiable)]` names it beside the
+/// struct), owned, of its differentiable fields.
+fn cotangent(s: &Shape) -> Shape {
+    match s {
+        Shape::Struct(st) => {
+            let mut path = st.path.clone();
+            if let Some(last) = path.segments.last_mut() {
+                last.ident = format_ident!("{}Tangent", last.ident, span = last.ident.span());
+            }
+            Shape::Struct(std::rc::Rc::new(crate::lower::StructShape {
+                path,
+                by_ref: false,
+                fields: st
+                    .fields
+                    .iter()
+                    .filter_map(|(m, f)| Some((m.clone(), Some(cotangent(f.as_ref()?)))))
+                    .collect(),
+            }))
+        }
+        Shape::Tuple(ss) => Shape::Tuple(ss.iter().map(cotangent).collect()),
+        other => owned(other),
     }
 }
 

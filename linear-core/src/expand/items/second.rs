@@ -96,8 +96,7 @@ pub(super) fn items(
 /// they cannot go through, each at the callee's name in the call, in
 /// source order: a call reaches the
 /// callee's second derivatives through its `_jvp`'s linearization, which
-/// free functions have (with `order = 2`) and methods do not, and whose
-/// functions pass no struct.
+/// free functions have (with `order = 2`) and methods do not.
 fn unsupported_calls(calls: &Calls) -> Vec<(Span, String)> {
     let mut sites: Vec<_> = calls.sites.iter().collect();
     sites.sort_by_key(|(v, _)| v.number());
@@ -106,13 +105,8 @@ fn unsupported_calls(calls: &Calls) -> Vec<(Span, String)> {
         let name = quote!(#path).to_string().replace(' ', "");
         let at = path.segments.last().map_or_else(Span::call_site, |s| s.ident.span());
         let method = matches!(&site.callee, syn::Type::Path(p) if p.qself.is_some());
-        // Lowering refuses structs inside tuples and arrays, and passes a
-        // struct flat or as its origin, which `passes_struct` records.
-        let structs = site.passes_struct || site.ret.has_struct();
         if method {
             Some((at, format!("second derivatives (`order = 2`) of functions that call methods are not supported yet: `{name}` is a method; call a free function instead")))
-        } else if structs {
-            Some((at, format!("second derivatives (`order = 2`) of functions that pass structs to the functions they call are not supported yet: this call of `{name}` passes or returns one; pass its fields instead")))
         } else {
             match site.order {
                 Some((_, Order::Twice | Order::TwiceVjp { .. })) | None => None,
@@ -127,7 +121,7 @@ fn unsupported_calls(calls: &Calls) -> Vec<(Span, String)> {
 fn not_twice(name: &str, kind: Kind, order: Order) -> String {
     let why = match (kind, order) {
         (_, Order::Derived) => format!("`{name}` is a derivative, differentiable once: second derivatives through it would be third derivatives, which are not generated"),
-        (_, Order::OwnOnly) => format!("`{name}` has `order = 2`, but callers cannot differentiate it twice yet, since its parameters or result are structs"),
+        (_, Order::OwnOnly) => format!("`{name}` has `order = 2`, but callers cannot differentiate it twice yet, since its parameters hold structs inside tuples or arrays"),
         (Kind::Differentiable, _) => format!("`{name}` is differentiable once: write `#[differentiable(order = 2)]` on it"),
         (Kind::Linear, _) => format!("`{name}` is differentiable once: write `#[linear(order = 2)]` on it"),
         (
