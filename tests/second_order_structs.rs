@@ -198,7 +198,7 @@ fn the_vjp_of_a_function_with_struct_calls_has_its_own_derivatives() {
         }
         // `energy_vjp_vjp` is its transpose: ⟨w, J·d⟩ = ⟨Jᵀw, d⟩.
         let w = (0.6, (1.0, -0.5, SpringTangent { k: 0.25 }));
-        let (_, (bx, by, bs, bc)) = energy_vjp_vjp(x, y, &s, 1.5, w.clone());
+        let (_, (bx, by, bs, bc)) = energy_vjp_vjp(x, y, &s, 1.5, w);
         let lhs = w.0 * de
             + flat(&w.1)
                 .iter()
