@@ -922,7 +922,7 @@ pub(super) fn generate(
         None => (None, None),
     };
     let derived::Callees {
-        items: derived,
+        code: derived,
         vjp_lin,
         vjp_callable,
         vjp_lanes,
@@ -957,10 +957,11 @@ pub(super) fn generate(
     Ok(Generated {
         fns: {
             let lin_fns = &lin.fns;
-            quote!(#jvp_fn #lin_fns #vjp_fn #jacobian #second_fns #hessian)
+            let derived = &derived.fns;
+            quote!(#jvp_fn #lin_fns #vjp_fn #jacobian #second_fns #hessian #derived)
         },
         items: {
-            let lin_items = &lin.items;
+            let (lin_items, derived) = (&lin.items, &derived.items);
             quote!(#lin_items #companions #derived)
         },
         callable,

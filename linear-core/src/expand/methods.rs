@@ -190,11 +190,20 @@ fn own_sigs(block: &syn::ItemImpl, self_ty: &syn::Type, known: &Structs, sigs: &
             Some(_) => SigKind::Differentiable,
             None => SigKind::Unmarked,
         };
+        // `order = 2`: its `_jvp` is differentiable (its errors are the
+        // method's own expansion's to report).
+        let twice = marker(m).is_some_and(|attr| {
+            let mut quiet = Errors::default();
+            super::second_order(&super::parse_args(attr, &mut quiet), &mut quiet).is_some()
+        });
         let mut path = owner.path.clone();
         path.segments.push(f.sig.ident.clone().into());
         let sig = Sig {
             kind,
-            order: crate::signature::Order::Once,
+            order: match twice {
+                true => crate::signature::Order::Twice,
+                false => crate::signature::Order::Once,
+            },
             // Methods have no lanes yet.
             lanes: false,
             sig: f.sig,

@@ -74,20 +74,20 @@ pub(super) fn callees(
     (callable, detached): (bool, Detachment),
 ) -> Callees {
     let none = |items| Callees {
-        items,
+        code: Emitted {
+            fns: quote!(),
+            items,
+        },
         vjp_lin: false,
         vjp_callable: false,
         vjp_lanes: false,
         twice: false,
     };
-    if !matches!(sig.owner, Owner::Free) {
-        return none(quote!());
-    }
     let refused = |kind: Kind| -> TokenStream {
         [Which::Jvp, Which::Vjp]
             .into_iter()
             .filter_map(|w| derived_item(item, l, sig, w))
-            .map(|(d_item, _)| signature(&d_item, (kind, false), false))
+            .map(|(d_item, _)| signature(sig, &d_item, (kind, false), false))
             .collect()
     };
     let d = match (d, passes.second_order) {
@@ -116,12 +116,15 @@ pub(super) fn callees(
             Ok((d_item, d_l))
         });
     let d_item = jvp.as_ref().ok().map(|(d_item, _)| d_item.clone());
-    let (jvp, _, jvp_static) = emit(jvp, passes, item.sig.ident.span());
+    let (mut code, _, jvp_static) = emit(jvp, passes, (sig, item.sig.ident.span()));
     let second = match d_item {
         Some(d_item) if !l.ret.has_struct() => {
             let statically =
                 |on: bool| on.then(|| syn::Lifetime::new("'static", Span::call_site()));
-            let (f_map, jvp_map) = (map_name(item), map_name(&d_item));
+            let (f_map, jvp_map) = (
+                sig.owner.map_name(&item.sig.ident),
+                sig.owner.map_name(&d_item.sig.ident),
+            );
             let maps = crate::expand::companions::JvpMaps {
                 map: (&f_map, sig.float.decl(statically(detached.statically))),
                 jvp: (&jvp_map, sig.float.decl(statically(jvp_static))),
@@ -139,7 +142,7 @@ pub(super) fn callees(
         _ => None,
     };
     let twice = second.is_some();
-    let jvp = quote!(#jvp #second);
+    code.items.extend(second);
     // A function of slices: `f_vjp` returns the cotangents of its arrays,
     // a tuple holding arrays, whose parts stay results of their own
     // (`lower/results.rs`); `f_hessian` does not use it.
@@ -149,9 +152,10 @@ pub(super) fn callees(
     // nothing.
     if slices && !detached.arrays {
         let vjp = derived_item(item, l, sig, Which::Vjp)
-            .map(|(vjp_item, _)| signature(&vjp_item, (Kind::Closed, false), false));
+            .map(|(vjp_item, _)| signature(sig, &vjp_item, (Kind::Closed, false), false));
+        code.items.extend(vjp);
         return Callees {
-            items: quote!(#jvp #vjp),
+            code,
             vjp_lin: false,
             vjp_callable: false,
             vjp_lanes: false,
@@ -160,8 +164,10 @@ pub(super) fn callees(
     }
     let (vjp, vjp_lanes, vjp_callable) = vjp_items(item, l, sig, (stages, passes));
     let differentiable = vjp_callable && !slices;
+    code.fns.extend(vjp.fns);
+    code.items.extend(vjp.items);
     Callees {
-        items: quote!(#jvp #vjp),
+        code,
         vjp_lin: differentiable,
         vjp_callable,
         vjp_lanes,
@@ -178,7 +184,7 @@ fn vjp_items(
     l: &Lowered,
     sig: &Sig,
     (stages, passes): (&Stages, Passes),
-) -> (TokenStream, bool, bool) {
+) -> (Emitted, bool, bool) {
     let name = item.sig.ident.to_string();
     let slices = !sig.arrays().is_empty();
     let groups = [1, sig.active.len()];
@@ -196,7 +202,7 @@ fn vjp_items(
                     lanes: LanesAsk::No,
                     ..passes
                 },
-                item.sig.ident.span(),
+                (sig, item.sig.ident.span()),
             );
             (items, false, true)
         }
@@ -207,21 +213,25 @@ fn vjp_items(
                     .and_then(|f| derived(item, l, sig, &f, Which::Vjp))
                     .map(|d| with_calls(d, externs)),
                 hessian_lanes(sig, passes),
-                item.sig.ident.span(),
+                (sig, item.sig.ident.span()),
             );
             (items, lanes, true)
         }
         // Not differentiable: callers learn why at their call.
-        Ok(None) => match derived_item(item, l, sig, Which::Vjp) {
-            Some((vjp_item, _)) => (
-                signature(&vjp_item, (Kind::Tape, false), false),
+        Ok(None) => {
+            let items = derived_item(item, l, sig, Which::Vjp)
+                .map(|(vjp_item, _)| signature(sig, &vjp_item, (Kind::Tape, false), false));
+            (
+                Emitted {
+                    fns: quote!(),
+                    items: quote!(#items),
+                },
                 false,
                 false,
-            ),
-            None => (quote!(), false, false),
-        },
+            )
+        }
         Err(e) => {
-            let (items, lanes, _) = emit(Err(e.msg), passes, item.sig.ident.span());
+            let (items, lanes, _) = emit(Err(e.msg), passes, (sig, item.sig.ident.span()));
             (items, lanes, false)
         }
     }
@@ -376,7 +386,7 @@ fn hessian_lanes(sig: &Sig, passes: Passes) -> Passes {
 
 /// What [`callees`] generates, and what it says of `f`.
 pub(super) struct Callees {
-    pub(super) items: TokenStream,
+    pub(super) code: Emitted,
     /// Whether `f_vjp` is differentiable (its `f_vjp_lin` exists).
     pub(super) vjp_lin: bool,
     /// Whether `f_vjp` is a differentiable function other differentiable
@@ -392,7 +402,16 @@ pub(super) struct Callees {
 
 /// The signature macro and alias of the derived function `d_item`, of
 /// kind `kind`, as any callee has.
-fn signature(d_item: &syn::ItemFn, (kind, lanes): (Kind, bool), detached: bool) -> TokenStream {
+fn signature(
+    sig: &Sig,
+    d_item: &syn::ItemFn,
+    (kind, lanes): (Kind, bool),
+    detached: bool,
+) -> TokenStream {
+    // A method's callers find its signature through its `impl` block.
+    if !matches!(sig.owner, Owner::Free) {
+        return quote!();
+    }
     callee_items(
         d_item,
         (kind, Order::Derived, lanes),
@@ -418,22 +437,34 @@ enum Which {
 fn emit(
     derived: Result<(syn::ItemFn, Lowered), String>,
     passes: Passes,
-    span: Span,
-) -> (TokenStream, bool, bool) {
+    (sig, span): (&Sig, Span),
+) -> (Emitted, bool, bool) {
     let generated = derived.and_then(|(d_item, d_l)| {
-        let g = generate(&d_item, &d_l, false, passes, Owner::Free)?;
+        let g = generate(&d_item, &d_l, false, passes, sig.owner)?;
         let kind = Kind::differentiable(g.callable);
-        let callee = signature(&d_item, (kind, false), g.detached_static);
-        Ok((quote!(#g #callee), g.lanes, g.detached_static))
+        let callee = signature(sig, &d_item, (kind, false), g.detached_static);
+        let items = &g.items;
+        let code = Emitted {
+            fns: g.fns.clone(),
+            items: quote!(#items #callee),
+        };
+        Ok((code, g.lanes, g.detached_static))
     });
     generated.unwrap_or_else(|msg| {
         let msg = format!("linear-ad internal error (please report it): order = 2: {msg}");
-        (
-            quote::quote_spanned!(span=> ::core::compile_error!(#msg);),
-            false,
-            false,
-        )
+        let code = Emitted {
+            fns: quote!(),
+            items: quote::quote_spanned!(span=> ::core::compile_error!(#msg);),
+        };
+        (code, false, false)
     })
+}
+
+/// A derived function's generated code: its functions (inside an `impl`
+/// of the type for a method's) and the items beside them.
+pub(super) struct Emitted {
+    pub(super) fns: TokenStream,
+    pub(super) items: TokenStream,
 }
 
 /// How `f` crosses calls: detached from its slices (`arrays`), and then

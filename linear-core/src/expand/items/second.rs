@@ -96,24 +96,28 @@ pub(super) fn items(
 /// they cannot go through, each at the callee's name in the call, in
 /// source order: a call reaches the
 /// callee's second derivatives through its `_jvp`'s linearization, which
-/// free functions have (with `order = 2`) and methods do not.
+/// functions and methods with `order = 2` have.
 fn unsupported_calls(calls: &Calls) -> Vec<(Span, String)> {
     let mut sites: Vec<_> = calls.sites.iter().collect();
     sites.sort_by_key(|(v, _)| v.number());
-    sites.into_iter().filter_map(|(_, site)| {
-        let path = &site.path;
-        let name = quote!(#path).to_string().replace(' ', "");
-        let at = path.segments.last().map_or_else(Span::call_site, |s| s.ident.span());
-        let method = matches!(&site.callee, syn::Type::Path(p) if p.qself.is_some());
-        if method {
-            Some((at, format!("second derivatives (`order = 2`) of functions that call methods are not supported yet: `{name}` is a method; call a free function instead")))
-        } else {
+    sites
+        .into_iter()
+        .filter_map(|(_, site)| {
+            let path = &site.path;
+            let name = quote!(#path).to_string().replace(' ', "");
+            let at = path
+                .segments
+                .last()
+                .map_or_else(Span::call_site, |s| s.ident.span());
+            // A method called from outside its block has no signature here
+            // (`None`): if it is differentiable once, rustc says so at the
+            // call (`SecondOrder`'s message).
             match site.order {
                 Some((_, Order::Twice | Order::TwiceVjp { .. })) | None => None,
                 Some((kind, order)) => Some((at, not_twice(&name, kind, order))),
             }
-        }
-    }).collect()
+        })
+        .collect()
 }
 
 /// Why a function with `order = 2` cannot call `name`, a callee of

@@ -1,0 +1,155 @@
+//! Second derivatives (`order = 2`) through calls of methods: a method
+//! with `order = 2` has a differentiable `_jvp` (with its own `_jvp_jvp`,
+//! `_jvp_lin`, `_jvp_vjp`), which callers' `f_hvp` goes through, from
+//! inside its `impl` block and from free functions, in blocks generic in
+//! their float type too. Checked against the callers' twins with the
+//! methods written inline, and against central finite differences.
+#![deny(warnings)]
+
+use linear_ad::{differentiable, Differentiable};
+use num_traits::Float;
+
+fn close(a: f64, b: f64, tol: f64) -> bool {
+    (a - b).abs() <= tol * (1.0 + a.abs() + b.abs())
+}
+
+const EPS: f64 = 1e-5;
+
+#[derive(Differentiable, Clone, Copy, Debug)]
+pub struct Spring {
+    pub k: f64,
+    #[nondiff]
+    pub rest: f64,
+}
+
+#[differentiable]
+impl Spring {
+    #[differentiable(order = 2)]
+    pub fn energy(&self, x: f64) -> f64 {
+        let d = x - self.rest;
+        0.5 * self.k * d * d * x.sin()
+    }
+
+    /// Calls of a method of its own block.
+    #[differentiable(order = 2)]
+    pub fn paired(&self, x: f64, y: f64) -> f64 {
+        self.energy(x) * self.energy(y) + self.energy(x * y)
+    }
+}
+
+#[derive(Differentiable, Clone, Copy, Debug)]
+pub struct Model<T: Float> {
+    pub a: T,
+}
+
+#[differentiable]
+impl<T: Float> Model<T> {
+    #[differentiable(order = 2)]
+    pub fn loss(&self, x: T) -> T {
+        (self.a * x).sin() * x
+    }
+}
+
+/// Methods called from a free function, on a struct it received and on
+/// one it built.
+#[differentiable(order = 2)]
+pub fn total(x: f64, y: f64, s: &Spring) -> f64 {
+    let m = Model::<f64> { a: x * y };
+    s.paired(x, y) + m.loss(y) * s.energy(y)
+}
+
+#[differentiable(order = 2)]
+pub fn total_inline(x: f64, y: f64, s: &Spring) -> f64 {
+    let e = |t: f64| {
+        let d = t - s.rest;
+        0.5 * s.k * d * d * t.sin()
+    };
+    let a = x * y;
+    e(x) * e(y) + e(x * y) + (a * y).sin() * y * e(y)
+}
+
+fn points() -> Vec<(f64, f64, Spring)> {
+    let s = |k: f64| Spring { k, rest: 0.25 };
+    vec![
+        (0.3, 0.7, s(1.3)),
+        (-0.8, 0.2, s(-2.0)),
+        (1.1, -0.6, s(0.5)),
+    ]
+}
+
+fn directions() -> Vec<(f64, f64, SpringTangent)> {
+    vec![
+        (1.0, 0.5, SpringTangent { k: 0.7 }),
+        (0.0, 1.0, SpringTangent { k: 0.0 }),
+        (0.0, 0.0, SpringTangent { k: -1.0 }),
+    ]
+}
+
+fn flat(g: &(f64, f64, SpringTangent)) -> [f64; 3] {
+    [g.0, g.1, g.2.k]
+}
+
+#[test]
+fn method_calls_have_the_hvp_of_their_inlined_twin() {
+    for (x, y, s) in points() {
+        for v in directions() {
+            let (e, g, hv) = total_hvp(x, y, &s, v.0, v.1, &v.2);
+            let (f, h, hu) = total_inline_hvp(x, y, &s, v.0, v.1, &v.2);
+            assert!(close(e, f, 1e-14), "value {e} against {f}");
+            for (a, b) in flat(&g).into_iter().zip(flat(&h)) {
+                assert!(close(a, b, 1e-13), "gradient {g:?} against {h:?}");
+            }
+            for (a, b) in flat(&hv).into_iter().zip(flat(&hu)) {
+                assert!(close(a, b, 1e-12), "H·v {hv:?} against {hu:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn method_calls_have_the_finite_difference_hvp() {
+    for (x, y, s) in points() {
+        for v in directions() {
+            let (_, _, hv) = total_hvp(x, y, &s, v.0, v.1, &v.2);
+            let grad = |t: f64| {
+                let st = Spring {
+                    k: s.k + t * v.2.k,
+                    ..s
+                };
+                flat(&total_vjp(x + t * v.0, y + t * v.1, &st, 1.0).1)
+            };
+            let (p, m) = (grad(EPS), grad(-EPS));
+            for (i, h) in flat(&hv).into_iter().enumerate() {
+                let fd = (p[i] - m[i]) / (2.0 * EPS);
+                assert!(close(h, fd, 1e-7), "H·v {hv:?}: component {i} against {fd}");
+            }
+        }
+    }
+}
+
+/// `energy_jvp`, a method now differentiable, has its own derivatives: its
+/// forward mode against central differences of `energy_jvp`.
+#[test]
+fn a_methods_jvp_has_its_own_derivatives() {
+    for (x, _, s) in points() {
+        let (dx, dk) = (0.6, SpringTangent { k: -0.4 });
+        let (ex, ek) = (-0.3, SpringTangent { k: 0.9 });
+        let ((y, dy), (ty, tdy)) =
+            s.energy_jvp_jvp(x, &dk, dx, &ek, ex, &SpringTangent { k: 0.5 }, 0.2);
+        assert_eq!((y, dy), s.energy_jvp(x, &dk, dx));
+        let at = |t: f64| {
+            let st = Spring {
+                k: s.k + t * ek.k,
+                ..s
+            };
+            st.energy_jvp(
+                x + t * ex,
+                &SpringTangent { k: dk.k + t * 0.5 },
+                dx + t * 0.2,
+            )
+        };
+        let ((p0, p1), (m0, m1)) = (at(EPS), at(-EPS));
+        assert!(close(ty, (p0 - m0) / (2.0 * EPS), 1e-7), "{ty}");
+        assert!(close(tdy, (p1 - m1) / (2.0 * EPS), 1e-7), "{tdy}");
+    }
+}
