@@ -266,6 +266,7 @@ impl Shape {
     /// The Rust type of a primal result of this shape.
     pub fn primal(&self) -> TokenStream {
         match self {
+            Shape::Struct(st) if st.of_tangent => st.tangent(),
             Shape::Struct(st) => {
                 let p = &st.path;
                 quote!(#p)

@@ -62,6 +62,10 @@ pub struct StructShape {
     /// A `&S` parameter: its tangent in `f_jvp` is `&STangent`.
     pub by_ref: bool,
     pub fields: Vec<(syn::Member, Option<Shape>)>,
+    /// The shape of `path`'s tangent struct (of its differentiable fields,
+    /// named `<path as Differentiable>::Tangent`), as a derived `f_vjp`
+    /// returns a struct's cotangent.
+    pub of_tangent: bool,
 }
 
 impl StructShape {
@@ -109,6 +113,7 @@ impl StructShape {
             path: path.clone(),
             by_ref,
             fields,
+            of_tangent: false,
         })
     }
 

@@ -581,19 +581,15 @@ fn in_shape(sig: &Sig) -> Shape {
 }
 
 /// The shape of `In` as `f_vjp` returns it, a value of the derived
-/// function's: [`owned`], with a struct's cotangent its tangent struct
-/// (`<Name>Tangent`, as `#[derive(Differentiable)]` names it beside the
-/// struct), owned, of its differentiable fields.
+/// function's: [`owned`], with a struct's cotangent its tangent struct,
+/// owned, of its differentiable fields.
 fn cotangent(s: &Shape) -> Shape {
     match s {
         Shape::Struct(st) => {
-            let mut path = st.path.clone();
-            if let Some(last) = path.segments.last_mut() {
-                last.ident = format_ident!("{}Tangent", last.ident, span = last.ident.span());
-            }
             Shape::Struct(std::rc::Rc::new(crate::lower::StructShape {
-                path,
+                path: st.path.clone(),
                 by_ref: false,
+                of_tangent: true,
                 fields: st
                     .fields
                     .iter()
