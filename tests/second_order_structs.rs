@@ -209,3 +209,45 @@ fn the_vjp_of_a_function_with_struct_calls_has_its_own_derivatives() {
         assert!(close(lhs, rhs, 1e-12), "{lhs} against {rhs}");
     }
 }
+
+mod geo {
+    use linear_ad::Differentiable;
+
+    /// A struct with a constant field, in a module of its own.
+    #[derive(Differentiable, Clone, Debug)]
+    pub struct Anchor {
+        pub w: f64,
+        #[nondiff]
+        pub at: f64,
+    }
+}
+
+// Only `Anchor` is imported: generated code names its tangent through it.
+use geo::Anchor;
+
+#[differentiable(order = 2)]
+pub fn pull(a: &Anchor, x: f64) -> f64 {
+    let d = x - a.at;
+    a.w * d * d * d
+}
+
+#[differentiable(order = 2)]
+pub fn pulled(x: f64, a: &Anchor) -> f64 {
+    pull(a, x) * x
+}
+
+#[test]
+fn a_struct_from_another_module_crosses_calls() {
+    let a = Anchor { w: 1.3, at: 0.4 };
+    let x = 0.9;
+    let t = geo::AnchorTangent { w: 0.7 };
+    let ((_, (_, g)), (_, (dgx, dg))) = pulled_vjp_jvp(x, &a, 1.0, 1.0, &t, 0.0);
+    // pulled = w·(x − at)³·x: ∂/∂w = (x − at)³·x, whose derivative along
+    // (1, 0.7) is 3(x − at)²·x + (x − at)³.
+    let d = x - a.at;
+    assert!(close(g.w, d * d * d * x, 1e-14), "{g:?}");
+    assert!(close(dg.w, 3.0 * d * d * x + d * d * d, 1e-13), "{dg:?}");
+    // ∂/∂x = w(3d²x + d³); along (1, 0.7): w(6dx + 6d²) + 0.7(3d²x + d³).
+    let want = a.w * (6.0 * d * x + 6.0 * d * d) + 0.7 * (3.0 * d * d * x + d * d * d);
+    assert!(close(dgx, want, 1e-13), "{dgx} against {want}");
+}

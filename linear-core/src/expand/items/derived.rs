@@ -585,18 +585,16 @@ fn in_shape(sig: &Sig) -> Shape {
 /// owned, of its differentiable fields.
 fn cotangent(s: &Shape) -> Shape {
     match s {
-        Shape::Struct(st) => {
-            Shape::Struct(std::rc::Rc::new(crate::lower::StructShape {
-                path: st.path.clone(),
-                by_ref: false,
-                of_tangent: true,
-                fields: st
-                    .fields
-                    .iter()
-                    .filter_map(|(m, f)| Some((m.clone(), Some(cotangent(f.as_ref()?)))))
-                    .collect(),
-            }))
-        }
+        Shape::Struct(st) => Shape::Struct(std::rc::Rc::new(crate::lower::StructShape {
+            path: st.path.clone(),
+            by_ref: false,
+            of_tangent: true,
+            fields: st
+                .fields
+                .iter()
+                .filter_map(|(m, f)| Some((m.clone(), Some(cotangent(f.as_ref()?)))))
+                .collect(),
+        })),
         Shape::Tuple(ss) => Shape::Tuple(ss.iter().map(cotangent).collect()),
         other => owned(other),
     }
