@@ -210,6 +210,44 @@ fn the_vjp_of_a_function_with_struct_calls_has_its_own_derivatives() {
     }
 }
 
+/// The squared norm of `energy`'s gradient, through `energy_vjp`, whose
+/// cotangent of `s` is a `SpringTangent` read by field.
+#[differentiable]
+pub fn energy_grad_norm(x: f64, y: f64, s: &Spring) -> f64 {
+    let (_, (gx, gy, gs)) = energy_vjp(x, y, s, 1.0);
+    gx * gx + gy * gy + gs.k * gs.k
+}
+
+#[differentiable]
+pub fn energy_inline_grad_norm(x: f64, y: f64, s: &Spring) -> f64 {
+    let (_, (gx, gy, gs)) = energy_inline_vjp(x, y, s, 1.0);
+    gx * gx + gy * gy + gs.k * gs.k
+}
+
+#[test]
+fn the_vjp_of_a_function_with_struct_calls_is_differentiable() {
+    for (x, y, s) in points() {
+        let (v, g) = energy_grad_norm_vjp(x, y, &s, 1.0);
+        let (u, h) = energy_inline_grad_norm_vjp(x, y, &s, 1.0);
+        assert!(close(v, u, 1e-13), "{v} against {u}");
+        for (a, b) in flat(&g).into_iter().zip(flat(&h)) {
+            assert!(close(a, b, 1e-11), "{g:?} against the inlined twin's {h:?}");
+        }
+        for (i, d) in directions().into_iter().enumerate() {
+            let at = |t: f64| {
+                let st = Spring {
+                    k: s.k + t * d.2.k,
+                    ..s.clone()
+                };
+                energy_grad_norm(x + t * d.0, y + t * d.1, &st)
+            };
+            let fd = (at(EPS) - at(-EPS)) / (2.0 * EPS);
+            let dot: f64 = flat(&g).iter().zip(flat(&d)).map(|(a, b)| a * b).sum();
+            assert!(close(dot, fd, 1e-6), "direction {i}: {dot} against {fd}");
+        }
+    }
+}
+
 mod geo {
     use linear_ad::Differentiable;
 

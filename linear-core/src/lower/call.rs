@@ -470,8 +470,19 @@ impl Lowerer<'_> {
         if from_sig.is_none() && self.errs.mark().0 > mark.0 {
             return self.placeholder();
         }
-        // A known signature without a result shape was refused, with its
-        // own error: no second one about the result.
+        // A known signature whose result differentiable code cannot hold
+        // (a struct with `Vec` fields, a type it cannot read).
+        if let (None, None, Some(sig)) = (&ret, &from_sig, self.sigs.get(&path)) {
+            if let syn::ReturnType::Type(_, t) = &sig.sig.output {
+                let name = quote::quote!(#path).to_string().replace(' ', "");
+                let t = quote::quote!(#t).to_string();
+                self.errs.spanned(
+                    &path,
+                    format!("differentiable code cannot hold `{t}`, the result of `{name}`: call it outside differentiable code"),
+                );
+                return self.placeholder();
+            }
+        }
         let assumed = ret.is_none() && from_sig.is_none() && self.sigs.get(&path).is_none();
         let ret = ret.or(from_sig).unwrap_or(Shape::Float(f));
         let name = Var::new(&format!("call.{}", self.calls.len() + 1));

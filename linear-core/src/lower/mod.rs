@@ -368,6 +368,23 @@ impl Shape {
                     n,
                 ))
             }
+            // `<S as linear_ad::Differentiable>::Tangent`, as derived
+            // functions name a struct's cotangent.
+            syn::Type::Path(p) => {
+                let q = p.qself.as_ref()?;
+                let names = |path: &syn::Path, ids: &[&str]| {
+                    path.segments.len() == ids.len()
+                        && path.segments.iter().zip(ids).all(|(s, id)| s.ident == id)
+                };
+                let tangent = names(&p.path, &["linear_ad", "Differentiable", "Tangent"])
+                    || names(&p.path, &["Differentiable", "Tangent"]);
+                let syn::Type::Path(of) = &*q.ty else {
+                    return None;
+                };
+                let st = StructShape::resolve(&of.path, false, structs).ok()?;
+                (tangent && q.position + 1 == p.path.segments.len() && !st.has_arrays())
+                    .then(|| Shape::Struct(std::rc::Rc::new(st.tangent_shape())))
+            }
             syn::Type::Paren(p) => Shape::from_type_in(&p.elem, structs),
             syn::Type::Group(g) => Shape::from_type_in(&g.elem, structs),
             _ => None,
@@ -591,6 +608,9 @@ pub struct Lowered {
     /// parameter's name, and the shape of the reference it is read through
     /// (a tape borrows it).
     pub data: Vec<(Var, String, Shape)>,
+    /// The layouts of the structs its signature names, which the
+    /// signatures of its derived functions carry to their callers.
+    pub structs: Structs,
 }
 
 impl Shape {
@@ -849,6 +869,7 @@ fn lower_body(
             d.sort_by(|a, b| a.1.cmp(&b.1));
             d
         },
+        structs: l.structs.clone(),
     })
 }
 

@@ -117,6 +117,25 @@ impl StructShape {
         })
     }
 
+    /// The shape of its tangent struct, owned: its differentiable fields
+    /// (nested structs' tangents), named `<path as Differentiable>::Tangent`.
+    pub fn tangent_shape(&self) -> StructShape {
+        let field = |s: &Shape| match s {
+            Shape::Struct(st) => Shape::Struct(std::rc::Rc::new(st.tangent_shape())),
+            other => other.clone(),
+        };
+        StructShape {
+            path: self.path.clone(),
+            by_ref: false,
+            fields: self
+                .fields
+                .iter()
+                .filter_map(|(m, s)| Some((m.clone(), Some(field(s.as_ref()?)))))
+                .collect(),
+            of_tangent: true,
+        }
+    }
+
     /// The differentiable fields but the `Vec`s, in order: the IR tuple's
     /// components.
     pub fn active(&self) -> impl Iterator<Item = (&syn::Member, &Shape)> {

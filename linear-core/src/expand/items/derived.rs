@@ -87,7 +87,7 @@ pub(super) fn callees(
         [Which::Jvp, Which::Vjp]
             .into_iter()
             .filter_map(|w| derived_item(item, l, sig, w))
-            .map(|(d_item, _)| signature(sig, &d_item, (kind, false), false))
+            .map(|(d_item, _)| signature((sig, &l.structs), &d_item, (kind, false), false))
             .collect()
     };
     let d = match (d, passes.second_order) {
@@ -151,8 +151,9 @@ pub(super) fn callees(
     // not call `f_vjp` (nor `f`), which would go through the pipeline for
     // nothing.
     if slices && !detached.arrays {
-        let vjp = derived_item(item, l, sig, Which::Vjp)
-            .map(|(vjp_item, _)| signature(sig, &vjp_item, (Kind::Closed, false), false));
+        let vjp = derived_item(item, l, sig, Which::Vjp).map(|(vjp_item, _)| {
+            signature((sig, &l.structs), &vjp_item, (Kind::Closed, false), false)
+        });
         code.items.extend(vjp);
         return Callees {
             code,
@@ -219,8 +220,9 @@ fn vjp_items(
         }
         // Not differentiable: callers learn why at their call.
         Ok(None) => {
-            let items = derived_item(item, l, sig, Which::Vjp)
-                .map(|(vjp_item, _)| signature(sig, &vjp_item, (Kind::Tape, false), false));
+            let items = derived_item(item, l, sig, Which::Vjp).map(|(vjp_item, _)| {
+                signature((sig, &l.structs), &vjp_item, (Kind::Tape, false), false)
+            });
             (
                 Emitted {
                     fns: quote!(),
@@ -403,7 +405,7 @@ pub(super) struct Callees {
 /// The signature macro and alias of the derived function `d_item`, of
 /// kind `kind`, as any callee has.
 fn signature(
-    sig: &Sig,
+    (sig, structs): (&Sig, &Structs),
     d_item: &syn::ItemFn,
     (kind, lanes): (Kind, bool),
     detached: bool,
@@ -415,7 +417,7 @@ fn signature(
     callee_items(
         d_item,
         (kind, Order::Derived, lanes),
-        &Structs::default(),
+        structs,
         (&map_name(d_item), detached),
     )
 }
@@ -442,7 +444,12 @@ fn emit(
     let generated = derived.and_then(|(d_item, d_l)| {
         let g = generate(&d_item, &d_l, false, passes, sig.owner)?;
         let kind = Kind::differentiable(g.callable);
-        let callee = signature(sig, &d_item, (kind, false), g.detached_static);
+        let callee = signature(
+            (sig, &d_l.structs),
+            &d_item,
+            (kind, false),
+            g.detached_static,
+        );
         let items = &g.items;
         let code = Emitted {
             fns: g.fns.clone(),
@@ -535,6 +542,7 @@ fn derived(
         calls: Default::default(),
         opaques: l.opaques.clone(),
         data,
+        structs: l.structs.clone(),
     };
     Ok((d_item, lowered))
 }
@@ -585,16 +593,7 @@ fn in_shape(sig: &Sig) -> Shape {
 /// owned, of its differentiable fields.
 fn cotangent(s: &Shape) -> Shape {
     match s {
-        Shape::Struct(st) => Shape::Struct(std::rc::Rc::new(crate::lower::StructShape {
-            path: st.path.clone(),
-            by_ref: false,
-            of_tangent: true,
-            fields: st
-                .fields
-                .iter()
-                .filter_map(|(m, f)| Some((m.clone(), Some(cotangent(f.as_ref()?)))))
-                .collect(),
-        })),
+        Shape::Struct(st) => Shape::Struct(std::rc::Rc::new(st.tangent_shape())),
         Shape::Tuple(ss) => Shape::Tuple(ss.iter().map(cotangent).collect()),
         other => owned(other),
     }
