@@ -248,6 +248,31 @@ fn the_vjp_of_a_function_with_struct_calls_is_differentiable() {
     }
 }
 
+/// `cross_jvp`, differentiable because `cross` has `order = 2`, called
+/// with a direction built in differentiable code: a tangent struct is a
+/// struct like any other there.
+#[differentiable]
+pub fn along_cross(x: f64, y: f64) -> f64 {
+    let (p, q) = (Vec2 { x, y }, Vec2 { x: y, y: 1.0 });
+    let dp = Vec2Tangent { x: 1.0, y: x };
+    let (v, dv) = cross_jvp(p, q, dp, Vec2Tangent { x: 0.0, y: 0.5 });
+    v * dv
+}
+
+#[test]
+fn the_jvp_of_a_struct_function_is_a_callee() {
+    for (x, y) in [(0.3, 0.7), (-1.1, 0.4)] {
+        // cross(p, q) = x·1 − y·y; along (1, x) and (0, 0.5) for q.y: 1·1
+        // − x·y + x·0.5.
+        let (v, dv) = (x - y * y, 1.0 - x * y + 0.5 * x);
+        assert!(close(along_cross(x, y), v * dv, 1e-15));
+        let (_, (gx, gy)) = along_cross_vjp(x, y, 1.0);
+        // d(v·dv)/dx = dv + v·(−y + 0.5); d/dy = −2y·dv + v·(−x).
+        assert!(close(gx, dv + v * (0.5 - y), 1e-14), "{gx}");
+        assert!(close(gy, -2.0 * y * dv - v * x, 1e-14), "{gy}");
+    }
+}
+
 mod geo {
     use linear_ad::Differentiable;
 

@@ -334,3 +334,41 @@ fn literal_of_a_nested_struct_beside_constant_structs() {
         },
     );
 }
+
+/// Tangent structs are structs in differentiable code: built (nested, and a
+/// tuple struct's), taken as a parameter, read by field.
+#[differentiable]
+pub fn with_tangents(p: &Particle, t: PairTangent, x: f64) -> f64 {
+    let d = ParticleTangent {
+        pos: Vec3Tangent {
+            x,
+            y: 2.0 * x,
+            z: p.mass,
+        },
+        vel: [x, 0.0, 1.0],
+        mass: t.1,
+    };
+    d.pos.x * d.pos.y + d.pos.z * p.pos.x + d.vel[0] * t.0 + d.mass
+}
+
+#[test]
+fn tangent_structs_are_structs_in_differentiable_code() {
+    let p = Particle {
+        pos: Vec3 {
+            x: 0.5,
+            y: 1.0,
+            z: -1.0,
+        },
+        vel: [0.0; 3],
+        mass: 2.0,
+        id: 7,
+    };
+    let (t, x) = (PairTangent(0.3, -0.4), 0.6);
+    // 2x² + mass·pos.x + x·t.0 + t.1
+    let v = 2.0 * x * x + p.mass * p.pos.x + x * t.0 + t.1;
+    assert_eq!(with_tangents(&p, t, x), v);
+    let (_, (gp, gt, gx)) = with_tangents_vjp(&p, t, x, 1.0);
+    assert_eq!((gp.mass, gp.pos.x, gp.pos.y), (p.pos.x, p.mass, 0.0));
+    assert_eq!((gt.0, gt.1), (x, 1.0));
+    assert!((gx - (4.0 * x + t.0)).abs() < 1e-15, "{gx}");
+}

@@ -439,7 +439,18 @@ pub fn finish(item: TokenStream, known: &Structs) -> TokenStream {
         item: item.clone(),
         nested: known.clone(),
     };
-    let layout_macro = layout_macro(&item, &layout);
+    let own_layout = layout_macro(&item, &layout);
+    // The tangent struct's own layout: differentiable code can build one
+    // (`PointTangent { x: .., y: .. }`, a direction for `f_jvp`) and read
+    // one by field.
+    let tangent_layout = {
+        let tan_item = tangent_item(&item, &active, &tan);
+        let layout = Layout {
+            item: tan_item.clone(),
+            nested: known.clone(),
+        };
+        layout_macro(&tan_item, &layout)
+    };
     let conversions = if flat {
         conversions(
             (name, &tan, &imp),
@@ -467,7 +478,32 @@ pub fn finish(item: TokenStream, known: &Structs) -> TokenStream {
             type Tangent = Self;
         }
         #conversions
-        #layout_macro
+        #own_layout
+        #tangent_layout
+    }
+}
+
+/// `<Name>Tangent` as its layout records it: the differentiable fields,
+/// of their tangent types, under the struct's generics.
+fn tangent_item(
+    item: &syn::ItemStruct,
+    active: &[(&syn::Field, syn::Member)],
+    tan: &syn::Ident,
+) -> syn::ItemStruct {
+    let vis = &item.vis;
+    let fields = active.iter().map(|(f, _)| {
+        let (fvis, ty) = (&f.vis, tangent_ty(&f.ty));
+        match &f.ident {
+            Some(id) => quote!(#fvis #id: #ty),
+            None => quote!(#fvis #ty),
+        }
+    });
+    let (generics, where_clause) = (&item.generics, &item.generics.where_clause);
+    match item.fields {
+        syn::Fields::Unnamed(_) => {
+            syn::parse_quote!(#vis struct #tan #generics (#(#fields,)*) #where_clause;)
+        }
+        _ => syn::parse_quote!(#vis struct #tan #generics #where_clause { #(#fields,)* }),
     }
 }
 
