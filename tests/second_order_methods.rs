@@ -153,3 +153,39 @@ fn a_methods_jvp_has_its_own_derivatives() {
         assert!(close(tdy, (p1 - m1) / (2.0 * EPS), 1e-7), "{tdy}");
     }
 }
+
+/// A method's `_vjp` and `_jvp`, differentiable because the method has
+/// `order = 2`, called from differentiable code outside its block (whose
+/// results a `let` annotation names there).
+#[differentiable]
+pub fn energy_grad_norm(s: &Spring, x: f64) -> f64 {
+    let (_, (gs, gx)): (f64, (SpringTangent, f64)) = s.energy_vjp(x, 1.0);
+    gs.k * gs.k + gx * gx
+}
+
+#[differentiable]
+pub fn energy_along(s: &Spring, x: f64) -> f64 {
+    let (v, dv): (f64, f64) = s.energy_jvp(x, &SpringTangent { k: x }, 1.0);
+    v * dv
+}
+
+#[test]
+fn a_methods_derivatives_are_callees() {
+    type F = fn(&Spring, f64) -> f64;
+    type FVjp = fn(&Spring, f64, f64) -> (f64, (SpringTangent, f64));
+    let fs: [(F, FVjp); 2] = [
+        (energy_grad_norm, energy_grad_norm_vjp),
+        (energy_along, energy_along_vjp),
+    ];
+    for (x, _, s) in points() {
+        for (f, f_vjp) in fs {
+            let (v, (gs, gx)) = f_vjp(&s, x, 1.0);
+            assert_eq!(v, f(&s, x));
+            let at = |dk: f64, dx: f64| f(&Spring { k: s.k + dk, ..s }, x + dx);
+            let fk = (at(EPS, 0.0) - at(-EPS, 0.0)) / (2.0 * EPS);
+            let fx = (at(0.0, EPS) - at(0.0, -EPS)) / (2.0 * EPS);
+            assert!(close(gs.k, fk, 1e-7), "{} against {fk}", gs.k);
+            assert!(close(gx, fx, 1e-7), "{gx} against {fx}");
+        }
+    }
+}

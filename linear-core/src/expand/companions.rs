@@ -619,25 +619,14 @@ pub(super) fn jvp_companions(
     let (d_on, d_off) = (pick(&d, &active, true), pick(&d, &active, false));
     let (g_on, g_off) = (pick(&g, &active, true), pick(&g, &active, false));
     // A slice's direction is a slice: `f_jvp`'s `__lin` takes it as is.
-    // A struct's, as `f_jvp` takes its tangent parameter: flat, or (a
-    // struct with constant fields, which crosses as its origin) the
-    // tangent struct, borrowed (cloned where `f` takes it by value).
-    let directions = d_on
-        .iter()
-        .zip(&active)
-        .map(|(di, &i)| match &crossings[i] {
-            Crossing::Array => quote!(#di),
-            Crossing::Struct {
-                tangent,
-                origin: true,
-                ..
-            } => quote!(&<#tangent as ::linear_ad::__private::FromFlat>::from_flat(
-                ::linear_ad::__private::Tangent::tangent(#di)
-            )),
-            Crossing::Plain | Crossing::Struct { .. } => {
-                quote!(::linear_ad::__private::Tangent::tangent(#di))
-            }
-        });
+    // A struct's flat, as `f_jvp` takes its tangent parameter (a tangent
+    // struct, which has no constant fields).
+    let directions = d_on.iter().zip(&active).map(|(di, &i)| match crossings[i] {
+        Crossing::Array => quote!(#di),
+        Crossing::Plain | Crossing::Struct { .. } => {
+            quote!(::linear_ad::__private::Tangent::tangent(#di))
+        }
+    });
     // The arrays passed back: `f`'s slices, `#[nondiff]` ones too, then
     // the directions of its differentiable ones; and the accumulators of
     // those: `f`'s differentiable slices, then their directions.

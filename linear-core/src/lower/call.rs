@@ -313,7 +313,15 @@ impl Lowerer<'_> {
     /// arguments fetch; a struct without the derive is then reported by
     /// rustc at the annotation.
     pub(super) fn want_layout(&mut self, ty: &syn::Type, init: &syn::Expr) {
-        let syn::Type::Path(p) = ty else { return };
+        // The structs in a tuple or array the call returns, too (`(f64,
+        // (PointTangent, f64))`, a method's `_vjp`).
+        let p = match ty {
+            syn::Type::Path(p) => p,
+            syn::Type::Tuple(t) => return t.elems.iter().for_each(|e| self.want_layout(e, init)),
+            syn::Type::Array(a) => return self.want_layout(&a.elem, init),
+            syn::Type::Paren(p) => return self.want_layout(&p.elem, init),
+            _ => return,
+        };
         let call = matches!(init, syn::Expr::Call(_) | syn::Expr::MethodCall(_));
         // With generic arguments: a struct generic in its float type
         // (`V2<T>`), not a standard type (`Vec<f64>`).

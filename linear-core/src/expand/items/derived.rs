@@ -663,7 +663,18 @@ fn derived_item(
                     syn::Pat::Ident(pi) => format!("{}_direction", pi.ident),
                     _ => format!("direction{i}"),
                 };
-                Some((ident(fresh(base)), ty(s)?, (*s).clone()))
+                // A struct's direction is its tangent struct, which has no
+                // constant fields: it crosses calls flat.
+                let s = match s {
+                    Shape::Struct(st) => {
+                        Shape::Struct(std::rc::Rc::new(crate::lower::StructShape {
+                            by_ref: st.by_ref,
+                            ..st.tangent_shape()
+                        }))
+                    }
+                    other => (*other).clone(),
+                };
+                Some((ident(fresh(base)), ty(&s)?, s))
             })
             .collect::<Option<_>>()?,
         Which::Vjp => vec![(
