@@ -227,6 +227,67 @@ fn hessian_calls_bench(c: &mut Criterion) {
     grp.finish();
 }
 
+/// The Coulomb energy through calls that pass structs, and through method
+/// calls: `f_hvp` and `f_hessian` against the inline function's.
+fn hessian_struct_calls_bench(c: &mut Criterion) {
+    let p = [0.9, -0.2, -0.4, 0.7, 0.1, -0.8];
+    let e = [1.0, 0.0, 0.0, 0.0, 0.0, 0.0];
+    let (_, g, h) = coulomb_hessian(p);
+    for (name, hessian, hvp) in [
+        (
+            "hessian_coulomb_structs_6",
+            coulomb_structs_hessian as fn([f64; 6]) -> (f64, [f64; 6], [[f64; 6]; 6]),
+            coulomb_structs_hvp as fn([f64; 6], [f64; 6]) -> (f64, [f64; 6], [f64; 6]),
+        ),
+        (
+            "hessian_coulomb_methods_6",
+            coulomb_methods_hessian,
+            coulomb_methods_hvp,
+        ),
+    ] {
+        let (_, g2, h2) = hessian(p);
+        let (_, _, hv) = hvp(p, e);
+        for i in 0..6 {
+            close(g[i], g2[i], "gradient");
+            close(hv[i], h[0][i], "hvp");
+            for j in 0..6 {
+                close(h[i][j], h2[i][j], "hessian");
+            }
+        }
+        let mut grp = c.benchmark_group(name);
+        let primal = if name.contains("structs") {
+            coulomb_structs
+        } else {
+            coulomb_methods
+        };
+        grp.bench_function("primal", |b| b.iter(|| primal(*black_box(&p))));
+        grp.bench_function("linear_ad_hvp", |b| {
+            b.iter(|| hvp(*black_box(&p), *black_box(&e)))
+        });
+        grp.bench_function("linear_ad_hessian", |b| b.iter(|| hessian(*black_box(&p))));
+        grp.finish();
+    }
+    // Struct calls go through the callee's `_vjp` too.
+    let ((_, gs), (_, hs)) = coulomb_structs_vjp_jvp(p, 1.0, e, 0.0);
+    for i in 0..6 {
+        close(gs[i], g[i], "gradient");
+        close(hs[i], h[0][i], "forward over reverse hvp");
+    }
+    let mut grp = c.benchmark_group("hessian_coulomb_structs_6");
+    grp.bench_function("linear_ad_vjp", |b| {
+        b.iter(|| coulomb_structs_vjp(*black_box(&p), 1.0))
+    });
+    grp.bench_function("linear_ad_vjp_jvp", |b| {
+        b.iter(|| coulomb_structs_vjp_jvp(*black_box(&p), 1.0, *black_box(&e), 0.0))
+    });
+    grp.finish();
+    let mut grp = c.benchmark_group("hessian_coulomb_methods_6");
+    grp.bench_function("linear_ad_vjp", |b| {
+        b.iter(|| coulomb_methods_vjp(*black_box(&p), 1.0))
+    });
+    grp.finish();
+}
+
 /// `slice_calls` (calls that pass slices, of `order = 2` callees)
 /// against `slice_calls_inline` (one loop): what second derivatives
 /// through such calls cost, the arrays passed back and accumulated into.
@@ -306,6 +367,6 @@ fn hvp_slice_calls_bench(c: &mut Criterion) {
 criterion_group! {
     name = benches;
     config = config();
-    targets = hvp_bench, hessian_bench, hessian_loop_bench, hessian_calls_bench, hvp_slice_calls_bench
+    targets = hvp_bench, hessian_bench, hessian_loop_bench, hessian_calls_bench, hessian_struct_calls_bench, hvp_slice_calls_bench
 }
 criterion_main!(benches);

@@ -67,6 +67,56 @@ pub fn coulomb_calls(p: [f64; 6]) -> f64 {
         + 0.5 * tether
 }
 
+/// A charge's position: the struct [`coulomb_structs`] and
+/// [`coulomb_methods`] pass to their pair terms.
+#[derive(linear_ad::Differentiable, Clone, Copy, Debug)]
+pub struct Charge {
+    pub x: f64,
+    pub y: f64,
+}
+
+/// `1/r` between two charges passed as structs (no `lanes`, which
+/// structs do not have yet).
+#[differentiable(order = 2)]
+pub fn pair_term(a: Charge, b: &Charge) -> f64 {
+    1.0 / ((a.x - b.x) * (a.x - b.x) + (a.y - b.y) * (a.y - b.y)).sqrt()
+}
+
+#[differentiable]
+impl Charge {
+    /// `1/r` to another charge, as a method.
+    #[differentiable(order = 2)]
+    pub fn inverse_distance_to(&self, b: &Charge) -> f64 {
+        1.0 / ((self.x - b.x) * (self.x - b.x) + (self.y - b.y) * (self.y - b.y)).sqrt()
+    }
+}
+
+/// [`coulomb`] with each pair's term a call passing structs.
+#[differentiable(order = 2)]
+pub fn coulomb_structs(p: [f64; 6]) -> f64 {
+    let [ax, ay, bx, by, cx, cy] = p;
+    let (a, b, c) = (
+        Charge { x: ax, y: ay },
+        Charge { x: bx, y: by },
+        Charge { x: cx, y: cy },
+    );
+    let tether = ax * ax + ay * ay + bx * bx + by * by + cx * cx + cy * cy;
+    pair_term(a, &b) + pair_term(b, &c) + pair_term(c, &a) + 0.5 * tether
+}
+
+/// [`coulomb`] with each pair's term a method call.
+#[differentiable(order = 2)]
+pub fn coulomb_methods(p: [f64; 6]) -> f64 {
+    let [ax, ay, bx, by, cx, cy] = p;
+    let (a, b, c) = (
+        Charge { x: ax, y: ay },
+        Charge { x: bx, y: by },
+        Charge { x: cx, y: cy },
+    );
+    let tether = ax * ax + ay * ay + bx * bx + by * by + cx * cx + cy * cy;
+    a.inverse_distance_to(&b) + b.inverse_distance_to(&c) + c.inverse_distance_to(&a) + 0.5 * tether
+}
+
 /// Twenty steps of symplectic Euler for a particle in a softened central
 /// field, from the position and velocity `q`, scored by a quadratic of
 /// the final state: a loop whose `f_vjp` keeps a record per step, so

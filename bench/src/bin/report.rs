@@ -476,16 +476,29 @@ fn second_order(out: &mut String) {
         "linear_ad_hessian",
     ];
     let (inline, calls) = ("hessian_coulomb_6", "hessian_coulomb_calls_6");
-    for (g, what) in [(inline, "written inline"), (calls, "three calls")] {
+    let (structs, methods) = ("hessian_coulomb_structs_6", "hessian_coulomb_methods_6");
+    let rows = [
+        (inline, "written inline"),
+        (calls, "three calls"),
+        (structs, "three calls passing structs"),
+        (methods, "three method calls"),
+    ];
+    for (g, what) in rows {
         let cells: Vec<String> = fns.iter().map(|f| cell(median(g, f))).collect();
         let _ = writeln!(out, "| {what} | {} |", cells.join(" | "));
     }
-    let ratios: Vec<String> = fns
-        .iter()
-        .map(|f| ratio(median(calls, f), median(inline, f)))
-        .collect();
-    let _ = writeln!(out, "| calls ÷ inline | {} |", ratios.join(" | "));
-    out.push_str("\nThrough calls, `f_hessian` linearizes `f_vjp` once and applies the map to all six unit directions in lanes, through each callee's `_vjp` linearization (`__apply_lanes`; the callee has `lanes`). Before `f_vjp` went through its callees' `_vjp`s, `f_hessian` made six HVP calls: 229.4 ns in the run of 2026-11-28 that measured the inline function at 71.2 ns; one direction at a time through the callees, 192.9 ns against 70.3.\n");
+    for (g, what) in [
+        (calls, "calls ÷ inline"),
+        (structs, "struct calls ÷ inline"),
+        (methods, "method calls ÷ inline"),
+    ] {
+        let ratios: Vec<String> = fns
+            .iter()
+            .map(|f| ratio(median(g, f), median(inline, f)))
+            .collect();
+        let _ = writeln!(out, "| {what} | {} |", ratios.join(" | "));
+    }
+    out.push_str("\nThrough calls, `f_hessian` linearizes `f_vjp` once and applies the map to all six unit directions in lanes, through each callee's `_vjp` linearization (`__apply_lanes`; the callee has `lanes`). Before `f_vjp` went through its callees' `_vjp`s, `f_hessian` made six HVP calls: 229.4 ns in the run of 2026-11-28 that measured the inline function at 71.2 ns; one direction at a time through the callees, 192.9 ns against 70.3.\n\nThe pair term as a function of two `Charge` structs (`pair_term(a, &b)`), and as a method (`a.inverse_distance_to(&b)`): `f_hvp` goes through the callee's `_jvp` in both, `f_vjp_jvp` through the struct function's `_vjp` (not through methods yet: `coulomb_methods_vjp` is not differentiable, and its `f_hessian` makes one HVP per direction); neither callee has `lanes`, so `f_hessian` through the struct calls applies its linearized gradient one direction at a time.\n");
     slice_calls_table(out);
     out.push_str("\nEvery variant of these benchmarks reads its input through a reference (`*black_box(&p)`). Passed by value (`black_box(p)`), the array is stored just before the function loads it, and where LLVM pairs the loads across the halves of those stores, store-to-load forwarding fails: `coulomb_calls_vjp` measured 2.5 to 2.9× `coulomb_vjp` that way, for the same instructions.\n\n");
 }
