@@ -627,44 +627,14 @@ pub(super) fn jvp_companions(
             quote!(::linear_ad::__private::Tangent::tangent(#di))
         }
     });
-    // The arrays passed back: `f`'s slices, `#[nondiff]` ones too, then
-    // the directions of its differentiable ones; and the accumulators of
-    // those: `f`'s differentiable slices, then their directions.
-    let slices: Vec<usize> = (0..n)
-        .filter(|&i| matches!(crossings[i], Crossing::Array))
-        .collect();
-    let back: Vec<usize> = (0..n)
-        .filter(|&i| {
-            matches!(crossings[i], Crossing::Array)
-                || (maps.arrays
-                    && params[i].active.is_none()
-                    && crate::lower::array_param(&params[i].ty, maps.float))
-        })
-        .collect();
-    // The caller passes a direction for every array passed back, a
-    // scratch one for a constant array; `f_jvp` takes those of `f`'s
-    // differentiable slices.
-    let ins = idents("i", 2 * back.len());
-    let (_, in_dirs) = ins.split_at(back.len());
-    let unused_dirs: Vec<&syn::Ident> = (0..back.len())
-        .filter(|&k| params[back[k]].active.is_none())
-        .map(|k| &in_dirs[k])
-        .collect();
-    let passed: Vec<&syn::Ident> = ins.iter().filter(|i| !unused_dirs.contains(i)).collect();
-    let accs = idents("acc", 2 * slices.len());
-    let in_tys: Vec<TokenStream> = back
-        .iter()
-        .chain(&back)
-        .map(|&i| {
-            let t = &params[i].ty;
-            quote!(#t)
-        })
-        .collect();
-    let acc_tys: Vec<TokenStream> = slices
-        .iter()
-        .chain(&slices)
-        .map(|&i| params[i].active.as_ref().map(|(s, _)| owned_array(s)))
-        .collect::<Option<_>>()?;
+    let Back {
+        ins,
+        in_tys,
+        unused_dirs,
+        passed,
+        accs,
+        acc_tys,
+    } = Back::new(params, &crossings, maps)?;
     // `f_jvp`'s transpose: one cotangent per parameter of `f_jvp`, then
     // spread over `f`'s parameters twice.
     let c = idents("c", n + active.len());
@@ -709,6 +679,76 @@ pub(super) fn jvp_companions(
             type JvpLin = #jvp_map #jvp_args;
         }
     })
+}
+
+/// The arrays `f_jvp`'s second-order companions take back, in a caller's
+/// order: `f`'s slices (`#[nondiff]` ones too), then a direction for each
+/// (a constant array's a scratch one the caller makes, which `f_jvp` does
+/// not take); and the accumulators of `f`'s differentiable slices, then of
+/// their directions.
+struct Back {
+    ins: Vec<syn::Ident>,
+    in_tys: Vec<TokenStream>,
+    /// The directions of constant arrays, which `f_jvp` does not take.
+    unused_dirs: Vec<syn::Ident>,
+    /// What `f_jvp`'s linearization takes: `ins` but `unused_dirs`.
+    passed: Vec<syn::Ident>,
+    accs: Vec<syn::Ident>,
+    acc_tys: Vec<TokenStream>,
+}
+
+impl Back {
+    fn new(params: &[Param], crossings: &[Crossing], maps: &JvpMaps) -> Option<Back> {
+        let idents = |tag: &str, n: usize| -> Vec<syn::Ident> {
+            (0..n)
+                .map(|i| format_ident!("__{}{}", tag, i, span = Span::mixed_site()))
+                .collect()
+        };
+        let n = params.len();
+        let slices: Vec<usize> = (0..n)
+            .filter(|&i| matches!(crossings[i], Crossing::Array))
+            .collect();
+        let back: Vec<usize> = (0..n)
+            .filter(|&i| {
+                matches!(crossings[i], Crossing::Array)
+                    || (maps.arrays
+                        && params[i].active.is_none()
+                        && crate::lower::array_param(&params[i].ty, maps.float))
+            })
+            .collect();
+        let ins = idents("i", 2 * back.len());
+        let in_dirs = &ins[back.len()..];
+        let unused_dirs: Vec<syn::Ident> = (0..back.len())
+            .filter(|&k| params[back[k]].active.is_none())
+            .map(|k| in_dirs[k].clone())
+            .collect();
+        let passed = ins
+            .iter()
+            .filter(|i| !unused_dirs.contains(i))
+            .cloned()
+            .collect();
+        let in_tys = back
+            .iter()
+            .chain(&back)
+            .map(|&i| {
+                let t = &params[i].ty;
+                quote!(#t)
+            })
+            .collect();
+        let acc_tys = slices
+            .iter()
+            .chain(&slices)
+            .map(|&i| params[i].active.as_ref().map(|(s, _)| owned_array(s)))
+            .collect::<Option<_>>()?;
+        Some(Back {
+            ins,
+            in_tys,
+            unused_dirs,
+            passed,
+            accs: idents("acc", 2 * slices.len()),
+            acc_tys,
+        })
+    }
 }
 
 /// The names [`jvp_companions`] writes: `f`'s linearization type and its
