@@ -911,6 +911,17 @@ pub mod __private {
         type JvpLin;
     }
 
+    /// Never implemented: the bound on the functions of the stand-in
+    /// [`SecondOrder::JvpLin`] a method differentiable once has (its
+    /// callers with `order = 2` outside its block cannot tell), so that
+    /// rustc reports each call at the method's name, and nothing else.
+    #[diagnostic::on_unimplemented(
+        message = "a function with `order = 2` calls a method that is differentiable once",
+        label = "this method has no second derivatives",
+        note = "second derivatives of a function need those of every function it calls: write `#[differentiable(order = 2)]` on the method"
+    )]
+    pub trait DifferentiableTwice {}
+
     /// How differentiable code names the linearization type of a method it
     /// calls: `<Particle as Method<{ method_key("energy") }>>::Linearization`.
     /// A method lives in an `impl` block, where no alias or signature macro

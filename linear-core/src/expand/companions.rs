@@ -634,7 +634,7 @@ pub(super) fn jvp_companions(
         passed,
         accs,
         acc_tys,
-    } = Back::new(params, &crossings, maps)?;
+    } = Back::new(params, &crossings, (maps.arrays, maps.float))?;
     // `f_jvp`'s transpose: one cotangent per parameter of `f_jvp`, then
     // spread over `f`'s parameters twice.
     let c = idents("c", n + active.len());
@@ -698,7 +698,11 @@ struct Back {
 }
 
 impl Back {
-    fn new(params: &[Param], crossings: &[Crossing], maps: &JvpMaps) -> Option<Back> {
+    fn new(
+        params: &[Param],
+        crossings: &[Crossing],
+        (arrays, float): (bool, Option<&syn::Ident>),
+    ) -> Option<Back> {
         let idents = |tag: &str, n: usize| -> Vec<syn::Ident> {
             (0..n)
                 .map(|i| format_ident!("__{}{}", tag, i, span = Span::mixed_site()))
@@ -711,9 +715,9 @@ impl Back {
         let back: Vec<usize> = (0..n)
             .filter(|&i| {
                 matches!(crossings[i], Crossing::Array)
-                    || (maps.arrays
+                    || (arrays
                         && params[i].active.is_none()
-                        && crate::lower::array_param(&params[i].ty, maps.float))
+                        && crate::lower::array_param(&params[i].ty, float))
             })
             .collect();
         let ins = idents("i", 2 * back.len());
@@ -749,6 +753,75 @@ impl Back {
             acc_tys,
         })
     }
+}
+
+/// For a method differentiable once, whose callers with `order = 2`
+/// outside its block cannot tell: a stand-in for its `_jvp`'s
+/// linearization (`map` with `Once` after it), whose `__jvp_lin`,
+/// `__jvp_apply` and `__jvp_transpose` take as many arguments as
+/// [`jvp_companions`]' would, of any type, and return any type, under a
+/// bound no type meets
+/// (`DifferentiableTwice`): rustc reports each call at the method's name,
+/// with that bound's message, and nothing else (the caller's tape holds
+/// the stand-in as it would the real linearization).
+pub(super) fn once_only(
+    params: &[Param],
+    (map_name, map_args): (&syn::Ident, &TokenStream),
+    (generics, where_clause): (&TokenStream, &TokenStream),
+    (arrays, float): (bool, Option<&syn::Ident>),
+    allow: &TokenStream,
+) -> Option<TokenStream> {
+    let crossings: Vec<Crossing> = params.iter().map(|p| crossing(p, arrays)).collect();
+    let back = Back::new(params, &crossings, (arrays, float))?;
+    let n = params.len();
+    let stub = format_ident!("{}Once", map_name);
+    let never = |count: usize, with_self: bool| {
+        let tys: Vec<syn::Ident> = (0..count)
+            .map(|i| format_ident!("__A{}", i, span = Span::mixed_site()))
+            .collect();
+        let first = tys
+            .first()
+            .map(|a| quote!(#a: ::linear_ad::__private::DifferentiableTwice));
+        let receiver = with_self.then(|| quote!(&self,));
+        // A result of any type, rather than `!`, which would make the
+        // caller's code after the call unreachable (a warning of its own).
+        quote! {
+            <#(#tys,)* __R>(#receiver #(_: #tys,)*) -> __R where #first {
+                ::core::unreachable!()
+            }
+        }
+    };
+    let lin = never(2 * n, false);
+    let apply = never(back.ins.len() + 2 * n, true);
+    let transpose = never(back.ins.len() + 1 + back.accs.len(), true);
+    Some(quote! {
+        #[doc(hidden)]
+        #[derive(Clone, Copy, Debug)]
+        #[allow(non_camel_case_types, dead_code)]
+        pub struct #stub;
+
+        #[doc(hidden)]
+        impl ::linear_ad::TapeSize for #stub {
+            fn tape_bytes(&self) -> usize {
+                0
+            }
+        }
+
+        #[doc(hidden)]
+        #[allow(dead_code)]
+        #allow
+        impl #stub {
+            pub fn __jvp_lin #lin
+            pub fn __jvp_apply #apply
+            pub fn __jvp_transpose #transpose
+        }
+
+        #[doc(hidden)]
+        #allow
+        impl #generics ::linear_ad::__private::SecondOrder for #map_name #map_args #where_clause {
+            type JvpLin = #stub;
+        }
+    })
 }
 
 /// The names [`jvp_companions`] writes: `f`'s linearization type and its

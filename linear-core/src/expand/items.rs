@@ -950,7 +950,10 @@ pub(super) fn generate(
         callee_side(
             (item, l, &sig, owner),
             &map_name,
-            lanes::companion_lanes(passes.lanes, owner, lin.lanes),
+            (
+                lanes::companion_lanes(passes.lanes, owner, lin.lanes),
+                passes.second_order.is_none(),
+            ),
             (with_arrays, detached_static),
         )
     });
@@ -983,7 +986,7 @@ pub(super) fn generate(
 fn callee_side(
     (item, l, sig, owner): (&syn::ItemFn, &Lowered, &Sig, Owner),
     map_name: &syn::Ident,
-    lanes: crate::expand::companions::CompanionLanes,
+    (lanes, once): (crate::expand::companions::CompanionLanes, bool),
     (with_arrays, detached_static): (bool, bool),
 ) -> TokenStream {
     let float = (sig.float.decl(None), &sig.float.where_clause);
@@ -1000,8 +1003,19 @@ fn callee_side(
         (owner.callee_type(), lanes),
         (with_arrays, detached_static),
     );
-    let m = owner.method_impl(&item.sig.ident, map_name, float, &map_ty);
-    quote!(#c #m)
+    let m = owner.method_impl(&item.sig.ident, map_name, float.clone(), &map_ty);
+    let once = (once && owner.callee_type().is_some())
+        .then(|| {
+            crate::expand::companions::once_only(
+                &l.params,
+                (map_name, &map_ty),
+                (&float.0, float.1),
+                (with_arrays, sig.float.param.as_ref()),
+                &sig.allow,
+            )
+        })
+        .flatten();
+    quote!(#c #m #once)
 }
 
 /// Whether `f` has `#[nondiff]` slice parameters (as calls pass them,
