@@ -41,9 +41,22 @@
 //!
 //! A function of slices' `f_vjp` returns their cotangents, a tuple
 //! holding arrays (`(R, (Vec<T>, ..))`), whose parts are results of their
-//! own through the pipeline (`lower/results.rs`). Methods, and functions
-//! other differentiable code cannot call (arrays other than slices of
-//! floats, structs), get neither.
+//! own through the pipeline (`lower/results.rs`). Functions other
+//! differentiable code cannot call (arrays other than slices of floats,
+//! structs holding arrays) get neither.
+//!
+//! A struct's direction in `f_jvp` and its cotangent in `f_vjp` are its
+//! tangent struct (`<S as Differentiable>::Tangent`, which has no constant
+//! fields, so it crosses calls flat); the derived signatures carry the
+//! layouts `f` knows, so that callers read it by field.
+//!
+//! A method's derived functions are methods too ([`Emitted::fns`], inside
+//! the `impl` of its type), with no signature macro: callers in its block
+//! know it has `order = 2` from the block, callers elsewhere through the
+//! `SecondOrder` impl of its linearization (rustc's error at the call if
+//! it has none). `f_vjp`'s calls of methods do not go through their
+//! `_vjp`s: their callers outside the block cannot tell that the method's
+//! `_vjp` is differentiable, so a caller's `f_vjp` is [`Kind::Tape`].
 //!
 //! `#[nondiff]` slices are data in the derived functions too ([`data_in`]):
 //! their tapes borrow them as `f`'s do, and callers pass them back.
