@@ -217,3 +217,40 @@ fn the_vjp_of_a_function_with_data_calls_has_its_own_derivatives() {
         assert!(close(lhs, rhs, 1e-12), "{lhs} against {rhs}");
     }
 }
+
+/// Parts of the data and of `x`, to `wsum`'s `#[nondiff]` and
+/// differentiable slices.
+#[differentiable(order = 2)]
+pub fn tail_fit(x: &[f64], k: f64, #[nondiff] w: &[f64]) -> f64 {
+    wsum(&w[1..], &x[1..], k).sin() + wsum(&w[..2], &x[..2], k)
+}
+
+#[differentiable(order = 2)]
+pub fn tail_fit_inline(x: &[f64], k: f64, #[nondiff] w: &[f64]) -> f64 {
+    let mut a = 0.0;
+    for i in 1..x.len() {
+        a += w[i] * (k * x[i]).sin() * x[i];
+    }
+    let mut b = 0.0;
+    for i in 0..2 {
+        b += w[i] * (k * x[i]).sin() * x[i];
+    }
+    a.sin() + b
+}
+
+#[test]
+fn parts_of_data_have_the_hvp_of_their_inlined_twin() {
+    for (x, k) in points() {
+        for (vx, vk) in directions() {
+            let (v, g, hv) = tail_fit_hvp(&x, k, &W, &vx, vk);
+            let (u, h, hu) = tail_fit_inline_hvp(&x, k, &W, &vx, vk);
+            assert!(close(v, u, 1e-14), "value {v} against {u}");
+            for (a, b) in flat(&g).into_iter().zip(flat(&h)) {
+                assert!(close(a, b, 1e-13), "gradient {g:?} against {h:?}");
+            }
+            for (a, b) in flat(&hv).into_iter().zip(flat(&hu)) {
+                assert!(close(a, b, 1e-12), "H·v {hv:?} against {hu:?}");
+            }
+        }
+    }
+}
