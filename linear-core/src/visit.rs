@@ -240,13 +240,20 @@ pub fn is_data(nl: &[Binder], rhs: &Expr) -> bool {
 
 /// The data arrays `e` binds ([`is_data`]).
 pub fn data_arrays(e: &Expr) -> Vec<Var> {
+    data_bindings(e).into_iter().map(|(v, _)| v).collect()
+}
+
+/// The data arrays `e` binds, each with the constant bound to it.
+pub fn data_bindings(e: &Expr) -> Vec<(Var, Var)> {
     let mut out = Vec::new();
     any_subexpr(e, &mut |x| {
         if let Expr::Block { stmts, .. } = x {
             for s in stmts {
                 if let Stmt::Let { nl, lin, rhs } = s {
-                    if lin.is_empty() && is_data(nl, rhs) {
-                        out.push(nl[0].var.clone());
+                    if let (true, Expr::Const { name, .. }) =
+                        (lin.is_empty() && is_data(nl, rhs), rhs)
+                    {
+                        out.push((nl[0].var.clone(), name.clone()));
                     }
                 }
             }

@@ -564,25 +564,10 @@ fn derived(
 /// function derived from `f`'s, binds them: to the same Rust constants,
 /// under variables of its own.
 fn data_in(l: &Lowered, func: &Func) -> Vec<(Var, String, Shape)> {
-    let consts = |body: &crate::ir::Expr| -> Vec<(Var, Var)> {
-        let mut out = Vec::new();
-        crate::visit::any_subexpr(body, &mut |x| {
-            if let crate::ir::Expr::Block { stmts, .. } = x {
-                for st in stmts {
-                    if let crate::ir::Stmt::Let { nl, lin, rhs } = st {
-                        if let (true, true, crate::ir::Expr::Const { name, .. }) =
-                            (lin.is_empty(), crate::visit::is_data(nl, rhs), rhs)
-                        {
-                            out.push((nl[0].var.clone(), name.clone()));
-                        }
-                    }
-                }
-            }
-            false
-        });
-        out
-    };
-    let (before, after) = (consts(&l.func.body), consts(&func.body));
+    let (before, after) = (
+        crate::visit::data_bindings(&l.func.body),
+        crate::visit::data_bindings(&func.body),
+    );
     l.data
         .iter()
         .filter_map(|(v, name, shape)| {
