@@ -1008,6 +1008,14 @@ pub mod __private {
         }
     }
 
+    /// Whether `x` is zero: the test a reversed loop whose incoming
+    /// cotangents are all zero is skipped on (`Loop::zero_skip` in
+    /// linear-core), for reals and lanes alike.
+    #[inline]
+    pub fn is_zero<T: Vector + PartialEq>(x: T) -> bool {
+        x == T::zero()
+    }
+
     /// A zeroed cotangent buffer of `n` elements: the accumulator the
     /// transpose of a function with an array parameter adds into.
     #[inline]

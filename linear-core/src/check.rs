@@ -105,6 +105,18 @@
 //!     again in the residual, as it does an array parameter, instead of
 //!     saving its elements.
 //!
+//! 12. A loop marked `zeroskip` ([`crate::ir::Loop::zero_skip`]) collects
+//!     nothing, is not a `while` loop, and carries reals and arrays only,
+//!     at least one real: skipping it leaves its state as it came in,
+//!     which is right only if that state is the loop's result whenever
+//!     the reals are zero. The checker cannot see that a body only
+//!     accumulates into its arrays and is linear in its reals; T marks
+//!     the loops for which it holds by construction (the reverse of a
+//!     loop carrying linear reals), J keeps the mark (the loop's JVP is
+//!     linear in the reals and their tangents together), L, inlining and
+//!     the simplifier keep it, and U drops it (a forward loop skipped
+//!     would leave its residual's records out).
+//!
 //! With [`Mode::LinearB`] two more (Def. 6.1):
 //!
 //! 9. No function and no expression returns both non-linear and linear
@@ -1013,6 +1025,13 @@ impl Checker<'_> {
     fn loop_(&mut self, l: &Loop) -> Res<(Vec<Ty>, Vec<Ty>)> {
         let mut scope = Vec::new();
         self.loop_header(&l.iter)?;
+        if l.zero_skip
+            && (!l.collect.is_empty()
+                || matches!(l.iter, Iter::While { .. })
+                || !l.skippable_state())
+        {
+            return Err("a `zeroskip` loop collects nothing, is not a `while` loop, and carries reals and arrays only, at least one real (invariant 12)".into());
+        }
         for ((b, v), linear) in
             l.nl.iter()
                 .map(|c| (c, false))

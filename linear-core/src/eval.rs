@@ -27,6 +27,11 @@
 //!
 //! Integers and booleans count one scalar each when dropped, like reals.
 //!
+//! A `zeroskip` loop entered with every carried real zero is skipped, as
+//! generated code skips it; the interpreter still runs it (and charges
+//! it), and returns an error if that changed its state: so every
+//! evaluation of a skipped loop checks invariant 12 of [`crate::check`].
+//!
 //! Values are computed in f64 whatever the declared float type. Input: a
 //! program that type-checks ([`crate::check`]); on anything else the
 //! interpreter returns an error rather than panicking.
@@ -176,6 +181,9 @@ pub struct Outcome {
     /// the allowance covers the accumulations into the slot before it (an
     /// in-place read is free, its transposed accumulation is not).
     pub writes: u64,
+    /// `zeroskip` loops skipped (each run anyway, and found to leave its
+    /// state unchanged).
+    pub skipped: u64,
 }
 
 /// Evaluates `func` in `p` on the given arguments. `consts` gives the values
@@ -193,6 +201,7 @@ pub fn run(
         work: 0,
         max_linear: 0.0,
         writes: 0,
+        skipped: 0,
     };
     let (nl, lin) = m.call(&Var::new(func), nl.to_vec(), lin.to_vec())?;
     Ok(Outcome {
@@ -201,6 +210,7 @@ pub fn run(
         work: m.work,
         max_linear: m.max_linear,
         writes: m.writes,
+        skipped: m.skipped,
     })
 }
 
@@ -214,6 +224,7 @@ struct Machine<'a> {
     work: u64,
     max_linear: f64,
     writes: u64,
+    skipped: u64,
 }
 
 type Env = HashMap<Var, Value>;
@@ -677,6 +688,14 @@ impl Machine<'_> {
             .iter()
             .map(|(_, v)| Self::get(env, v))
             .collect::<Result<_, _>>()?;
+        let skipped = l.zero_skip.then(|| (nl.clone(), lin.clone()));
+        let skipped = skipped.filter(|(nl, lin)| {
+            let real = |v: &&Value| matches!(v, Value::Real(_));
+            nl.iter()
+                .chain(lin)
+                .filter(real)
+                .all(|v| *v == Value::Real(0.0))
+        });
         let mut lists: Vec<Vec<Value>> = vec![Vec::new(); l.collect.len()];
         let items = self.iteration(&l.iter, env)?;
         let mut k = 0;
@@ -726,8 +745,38 @@ impl Machine<'_> {
             lin = vl;
             k += 1;
         }
+        if let Some(state) = skipped {
+            self.skipped += 1;
+            return Self::unchanged(state, (nl, lin));
+        }
         nl.extend(lists.into_iter().map(Value::List));
         Ok((nl, lin))
+    }
+
+    /// The state a skipped `zeroskip` loop returns (what it came in
+    /// with), if running it left that state as it was: only a zero
+    /// cotangent times an infinite coefficient (a NaN) may differ.
+    fn unchanged(
+        state: (Vec<Value>, Vec<Value>),
+        ran: (Vec<Value>, Vec<Value>),
+    ) -> Result<(Vec<Value>, Vec<Value>), EvalError> {
+        fn same(a: &Value, b: &Value) -> bool {
+            match (a, b) {
+                (Value::Real(x), Value::Real(y)) => x == y || y.is_nan(),
+                (Value::Tuple(xs), Value::Tuple(ys)) | (Value::Array(xs), Value::Array(ys)) => {
+                    xs.len() == ys.len() && xs.iter().zip(ys).all(|(x, y)| same(x, y))
+                }
+                _ => a == b,
+            }
+        }
+        let pairs = state.0.iter().zip(&ran.0).chain(state.1.iter().zip(&ran.1));
+        if state.0.len() != ran.0.len() || !pairs.clone().all(|(a, b)| same(a, b)) {
+            return Err(EvalError(
+                "a `zeroskip` loop entered with its reals zero changed its state (invariant 12)"
+                    .into(),
+            ));
+        }
+        Ok(state)
     }
 
     fn stmt(&mut self, s: &Stmt, env: &mut Env) -> Result<(), EvalError> {

@@ -1074,6 +1074,17 @@ pub struct Loop {
     pub lin: Vec<(Binder, Var)>,
     /// Types of the per-iteration non-linear outputs collected into lists.
     pub collect: Vec<Ty>,
+    /// The loop is the identity on its state whenever every carried real
+    /// (every state component of type `real`; the others are arrays) is
+    /// zero on entry, so it need not run: generated code and the
+    /// interpreter skip it then. T sets it on the reverse of a loop whose
+    /// linear state is all reals: the reversed body is linear in their
+    /// cotangents and only accumulates into the arrays it carries, so
+    /// zero cotangents add nothing (a cotangent that is zero at run time,
+    /// as a `min` or a branch leaves it, skips the whole reversed loop).
+    /// Written `zeroskip` after `collect(..)`; see [`crate::check`],
+    /// invariant 12, for what passes must keep.
+    pub zero_skip: bool,
     pub body: Expr,
 }
 
@@ -1316,6 +1327,14 @@ impl Iter {
 }
 
 impl Loop {
+    /// Whether a [`Loop::zero_skip`] loop's state is all reals or arrays
+    /// with at least one real: what its skipping condition reads.
+    pub fn skippable_state(&self) -> bool {
+        let tys = || self.nl.iter().chain(&self.lin).map(|(b, _)| &b.ty);
+        tys().all(|t| matches!(t, Ty::Real(_) | Ty::Array(..)))
+            && tys().any(|t| matches!(t, Ty::Real(_)))
+    }
+
     /// Result types: final non-linear state and collected lists; final
     /// linear state.
     pub fn result_types(&self) -> (Vec<Ty>, Vec<Ty>) {

@@ -792,12 +792,17 @@ impl Parser {
         self.expect("(")?;
         let collect = self.types_until(&[")"])?;
         self.expect(")")?;
+        let zero_skip = self.is_kw("zeroskip");
+        if zero_skip {
+            self.next();
+        }
         let body = self.simple()?;
         Ok(Expr::Loop(Box::new(Loop {
             iter,
             nl,
             lin,
             collect,
+            zero_skip,
             body,
         })))
     }

@@ -31,6 +31,8 @@
 //!            loop each t: (f64,) in ts rev carry(; c: f64 = c0) collect() e
 //!            loop while e carry(i: int = i0;) collect() e
 //!            loop replay s: (int, f64) from s0 count n keep 8 next e rev carry(; c: f64 = c0) collect() e
+//!            loop each t: (f64,) in ts rev carry(; c: f64 = c0, ā: array(f64) = a0) collect() zeroskip e
+//!                       (skipped while `c0` is zero: `Loop::zero_skip`)
 //! ```
 //!
 //! Arrays:
@@ -506,5 +508,8 @@ fn loop_(out: &mut String, l: &Loop, depth: usize) {
     out.push_str(") collect(");
     list(out, &l.collect);
     out.push_str(") ");
+    if l.zero_skip {
+        out.push_str("zeroskip ");
+    }
     expr(out, &l.body, depth);
 }

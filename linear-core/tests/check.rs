@@ -304,6 +304,46 @@ fn loop_body_reads_an_outer_linear_variable() {
 }
 
 #[test]
+fn skipped_loop_carries_more_than_reals_and_arrays() {
+    // Skipped, the loop would leave its counter where it was.
+    err_a(
+        "def f(n: int; dx: f64) -> (; f64) =
+           let lo: int; = 0i in
+           let k: int, ; s: f64 = loop for i: int in range(lo, n) carry(k: int = lo; s: f64 = dx) collect() zeroskip {
+             let j: int; = iadd(k, i) in (j; s)
+           } in let ; = drop((k;)) in s",
+        expect![[
+            r#"in `f`: a `zeroskip` loop collects nothing, is not a `while` loop, and carries reals and arrays only, at least one real (invariant 12)"#
+        ]],
+    );
+    // Skipped, it would collect no list.
+    err_a(
+        "def f(n: int, x: f64;) -> (list(f64);) =
+           let lo: int; = 0i in
+           let s: f64, xs: list(f64); = loop for i: int in range(lo, n) carry(s: f64 = x;) collect(f64) zeroskip {
+             let ; = drop((i;)) in (s, s;)
+           } in let ; = drop((s;)) in (xs;)",
+        expect![[
+            r#"in `f`: a `zeroskip` loop collects nothing, is not a `while` loop, and carries reals and arrays only, at least one real (invariant 12)"#
+        ]],
+    );
+}
+
+#[test]
+fn skipped_loop_round_trips_through_text() {
+    let src = "def f(n: int; dx: f64) -> (; f64) =
+  let lo: int; = 0i in
+  loop for i: int in range(lo, n) rev carry(; s: f64 = dx) collect() zeroskip {
+    let ; = drop((i;)) in (; s)
+  }";
+    let p = parse_program(src).expect("parses");
+    check(&p).expect("well-typed");
+    let again = parse_program(&p.to_string()).expect("the printed program parses");
+    assert_eq!(again, p);
+    assert!(p.to_string().contains("zeroskip"));
+}
+
+#[test]
 fn loop_bound_is_not_an_integer() {
     err_a(
         "def f(x: f64, n: int;) -> (f64;) =

@@ -211,3 +211,32 @@ fn large_bodies_are_split_into_nested_functions() {
     assert!(chunks >= 5 * 4, "{chunks} nested functions");
     assert!(!large.contains("compile_error"));
 }
+
+/// Each reversed loop of the transpose runs under a test that its incoming
+/// cotangent is nonzero (`Loop::zero_skip`), so only the nearest
+/// centroid's loop over coordinates runs backwards; the forward loops and
+/// the tangent loops of `f_jvp` and `apply` run unconditionally.
+#[test]
+fn reversed_loops_are_skipped_on_zero_cotangents() {
+    let src = "pub fn cost(#[nondiff] p: &[f64], c: &[f64], #[nondiff] d: usize) -> f64 {
+        let mut total = 0.0;
+        for i in 0..p.len() / d {
+            let mut closest = f64::MAX;
+            for j in 0..c.len() / d {
+                let mut dist = 0.0;
+                for l in 0..d {
+                    let e = c[j * d + l] - p[i * d + l];
+                    dist += e * e;
+                }
+                closest = closest.min(dist);
+            }
+            total += closest;
+        }
+        total
+    }";
+    let out = differentiable(TokenStream::new(), src.parse().unwrap()).to_string();
+    let compact: String = out.split_whitespace().collect();
+    // Three reversed loops (over points, centroids, coordinates), each
+    // carrying one real cotangent, in the one transpose `f_vjp` shares.
+    assert_eq!(compact.matches("__private::is_zero(").count(), 3, "{out}");
+}

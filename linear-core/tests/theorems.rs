@@ -126,6 +126,10 @@ struct Stats {
     /// linear work no residual (more control flow in the forward pass
     /// than in the residual).
     inert_control: u64,
+    /// Programs whose transpose skipped a `zeroskip` loop, its incoming
+    /// cotangents zero (the interpreter runs it anyway and checks that it
+    /// changed nothing).
+    zero_skipped: u64,
 }
 
 /// Per-iteration records on a tape: the elements of its lists.
@@ -520,6 +524,7 @@ fn one_program(seed: u64, size_: usize, st: &RefCell<Stats>) -> Result<(), TestC
     s.tape_recompute += tape2.scalars();
     s.smaller_tapes += u64::from(tape2.scalars() < tape.scalars());
     s.transposes_strict += u64::from(tb.work + scalars(&dx) < res.work + scalars(&ct_args));
+    s.zero_skipped += u64::from(tb.skipped > 0);
     Ok(())
 }
 
@@ -824,12 +829,16 @@ fn theorems_hold_on_random_programs() {
         s.folded, s.folded_work_saved, s.arms_folded
     );
     println!(
-        "zero state: {} programs carry a tangent that stays zero no more; {} programs have a loop or case with no residual (Adjoint)",
-        s.zero_state, s.inert_control
+        "zero state: {} programs carry a tangent that stays zero no more; {} programs have a loop or case with no residual (Adjoint); {} transposes skipped a reversed loop entered with zero cotangents",
+        s.zero_state, s.inert_control, s.zero_skipped
     );
     assert!(
         s.zero_state > s.cases / 100 && s.inert_control > s.cases / 100,
         "too few programs with zero tangent state or control flow without linear work: {s:?}"
+    );
+    assert!(
+        s.zero_skipped > s.cases / 100,
+        "too few transposes skipped a reversed loop: {s:?}"
     );
     // The generator's products and sums must give folding something to do.
     assert!(

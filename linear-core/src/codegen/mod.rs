@@ -22,7 +22,9 @@
 //! `loop` (`while`), never unrolled. A loop's state is one `let mut` tuple
 //! (its components are reals, integers and tangents: `Copy`), its
 //! collected outputs `Vec`s allocated once from the iterator's size hint
-//! (grown for `while`). The bounds checks of the arrays a range loop
+//! (grown for `while`). A `zeroskip` loop (a reversed loop whose incoming
+//! cotangents are reals) runs under `if` one of those reals is nonzero
+//! (`linear_ad::__private::is_zero`). The bounds checks of the arrays a range loop
 //! indexes by its index are made once before it ([`bounds`]), and the
 //! arrays it indexes at its index plus a loop-invariant offset are sliced
 //! to the elements it reaches and indexed from the window's start, the
@@ -1662,6 +1664,10 @@ fn gen_loop(l: &Loop, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
     };
     let (cols_init, tapes) = tapes(l, &cols, &inline, recycled, &capacity);
     let looped = quote!(#setup #(#cols_init)* #looped);
+    let looped = match skip_test(l, &st) {
+        Some(nonzero) => quote!(if #nonzero { #looped }),
+        None => looped,
+    };
     let (fin, loop_out) = loop_results(l, tapes, &reach.owned, names);
     let checks = hoisted_checks(l, names);
     let stores = reach.stores(&fin);
@@ -1678,6 +1684,21 @@ fn gen_loop(l: &Loop, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
         #stores
         #loop_out
     })
+}
+
+/// For a `zeroskip` loop, the test that one of the reals in its state
+/// `st` is nonzero, under which it runs (invariant 12 of `check`).
+fn skip_test(l: &Loop, st: &syn::Ident) -> Option<TokenStream> {
+    if !l.zero_skip {
+        return None;
+    }
+    let reals = l.nl.iter().chain(&l.lin).enumerate();
+    let reals = reals.filter(|(_, (b, _))| matches!(b.ty, Ty::Real(_)));
+    let nonzero = reals.map(|(k, _)| {
+        let k = syn::Index::from(k);
+        quote!(!::linear_ad::__private::is_zero(#st.#k))
+    });
+    Some(quote!(#(#nonzero)||*))
 }
 
 /// A loop body's or a loop's results: a tuple unless there is one (see

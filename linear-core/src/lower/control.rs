@@ -848,6 +848,7 @@ impl Lowerer<'_> {
             nl: carry,
             lin: vec![],
             collect: vec![],
+            zero_skip: false,
             body,
         };
         self.finish_loop(&state, l);
@@ -891,6 +892,7 @@ impl Lowerer<'_> {
             nl: carry,
             lin: vec![],
             collect: vec![],
+            zero_skip: false,
             body,
         };
         self.finish_loop(&state, l);

@@ -531,6 +531,7 @@ impl Erase<'_, '_> {
             nl,
             lin: vec![],
             collect: l.collect.clone(),
+            zero_skip: l.zero_skip,
             body,
         })
     }

@@ -158,6 +158,7 @@ pub(crate) fn unreplay(
         nl: vec![(b(s.clone(), &state.ty), init.clone())],
         lin: vec![],
         collect: vec![state.ty.clone()],
+        zero_skip: false,
         body: Expr::block(
             vec![
                 drop(&k),
@@ -182,6 +183,7 @@ pub(crate) fn unreplay(
         nl: l.nl.clone(),
         lin: l.lin.clone(),
         collect: l.collect.clone(),
+        zero_skip: l.zero_skip,
         body: l.body.clone(),
     };
     let e = Expr::block(

@@ -733,6 +733,7 @@ impl<'a> Rewrite<'a> {
             nl: vec![(Binder::new(a, ty.clone()), acc.clone())],
             lin: vec![],
             collect: vec![],
+            zero_skip: false,
             body: Expr::block(
                 stmts,
                 Expr::Ret {

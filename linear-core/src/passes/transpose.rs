@@ -44,7 +44,11 @@
 //!   state; its body is T of the body, from the cotangents of the next
 //!   state to those of the current one. Outer values a forward body reads
 //!   arrive as carried state (see J), so their cotangents accumulate across
-//!   the reversed iterations. A `while` loop is never linear (U turns it
+//!   the reversed iterations. Where the state is all reals, the reversed
+//!   loop is marked `zeroskip` ([`crate::ir::Loop::zero_skip`]): with
+//!   every incoming cotangent zero, as the unselected side of a `min` or
+//!   an arm not taken leaves it at run time, it would only add zeros, and
+//!   generated code does not run it. A `while` loop is never linear (U turns it
 //!   into a loop over its tape). A replay (binomial checkpointing) runs
 //!   its states in the opposite order: generated code recomputes them from
 //!   snapshots, the body is transposed as any other.
@@ -807,6 +811,10 @@ impl Transpose<'_> {
             binders.push(b);
         }
         binders.extend(self.rebind_accumulators(&threads)?);
+        // Reals' cotangents that are all zero on entry stay zero through a
+        // body linear in them, which then adds zeros to the accumulators:
+        // the reversed loop is skipped (invariant 12).
+        let zero_skip = l.lin.iter().all(|(b, _)| matches!(b.ty, Ty::Real(_)));
         Self::emit_lin(
             out,
             binders,
@@ -815,6 +823,7 @@ impl Transpose<'_> {
                 nl: vec![],
                 lin: carry,
                 collect: vec![],
+                zero_skip: zero_skip && !l.lin.is_empty(),
                 body: Expr::block(
                     body,
                     Expr::Ret {

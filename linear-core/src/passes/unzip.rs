@@ -1092,6 +1092,7 @@ impl Unzip<'_> {
             nl: vec![],
             lin: l.lin.clone(),
             collect: vec![],
+            zero_skip: false,
             body: Expr::block(head, lin),
         };
         pre.push(Stmt::Let {
@@ -1201,6 +1202,7 @@ impl Unzip<'_> {
             nl: vec![],
             lin: l.lin.clone(),
             collect: vec![],
+            zero_skip: false,
             body: Expr::block(
                 recompute.clone(),
                 without_recomputed(&recompute, sp.lin, &self.inputs),
@@ -1383,6 +1385,7 @@ impl Unzip<'_> {
             nl: vec![],
             lin: l.lin.clone(),
             collect: vec![],
+            zero_skip: false,
             body: Expr::block(
                 body.clone(),
                 without_recomputed(&body, sp.lin.clone(), &self.inputs),
@@ -1512,6 +1515,7 @@ fn forward_loop(
         nl,
         lin: vec![],
         collect,
+        zero_skip: false,
         body: Expr::block(
             ctx,
             Expr::Ret {

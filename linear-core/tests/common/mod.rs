@@ -139,6 +139,7 @@ fn carry(iter: Iter, state: Vec<(Var, Ty, Var)>, body: Expr) -> Expr {
         nl,
         lin: vec![],
         collect: vec![],
+        zero_skip: false,
         body,
     }))
 }
@@ -1135,6 +1136,7 @@ impl<'a> FnGen<'a> {
                 nl: vec![(st, y0)],
                 lin: vec![],
                 collect: vec![],
+                zero_skip: false,
                 body: Expr::block(stmts, Expr::var(next)),
             })),
         });
@@ -1329,6 +1331,7 @@ impl<'a> FnGen<'a> {
                 nl: vec![(s, s0)],
                 lin: vec![],
                 collect: vec![],
+                zero_skip: false,
                 body,
             })),
         });
@@ -1634,6 +1637,7 @@ impl<'a> FnGen<'a> {
                 nl: state,
                 lin: vec![],
                 collect: vec![],
+                zero_skip: false,
                 body,
             })),
         });

@@ -305,6 +305,7 @@ impl Jvp<'_> {
                 nl: vec![],
                 lin: vec![(Binder::new(acc, dty.clone()), z), (Binder::new(d, et), dv)],
                 collect: vec![],
+                zero_skip: false,
                 body,
             })),
         });

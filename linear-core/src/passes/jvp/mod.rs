@@ -1042,6 +1042,9 @@ impl Jvp<'_> {
             nl: l.nl.clone(),
             lin,
             collect: l.collect.clone(),
+            // The JVP of a loop linear in its reals is linear in them and
+            // their tangents together: zero, it adds nothing (invariant 12).
+            zero_skip: l.zero_skip,
             body: Expr::block(
                 stmts,
                 Expr::Ret {

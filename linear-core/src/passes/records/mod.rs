@@ -521,6 +521,7 @@ impl Records<'_> {
             nl,
             lin,
             collect,
+            zero_skip,
             body,
         } = l;
         let flat::Carried {
@@ -619,6 +620,9 @@ impl Records<'_> {
                 nl: all_nl,
                 lin,
                 collect: kept.clone(),
+                // Extra state (a segment's position) moves on every
+                // iteration, zero or not: no skipping then.
+                zero_skip: zero_skip && extra.is_empty(),
                 body,
             })),
         });

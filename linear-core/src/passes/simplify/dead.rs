@@ -129,6 +129,7 @@ fn rewrite(stmts: &mut Vec<Stmt>, j: usize) {
         nl: state,
         lin: lin_state,
         collect,
+        zero_skip,
         body,
     } = *l;
     let body = match body {
@@ -149,12 +150,19 @@ fn rewrite(stmts: &mut Vec<Stmt>, j: usize) {
     out.push(Stmt::Let {
         nl,
         lin: Vec::<Binder>::new(),
-        rhs: Expr::Loop(Box::new(Loop {
-            iter,
-            nl: state,
-            lin: vec![],
-            collect,
-            body,
+        rhs: Expr::Loop(Box::new({
+            let mut l = Loop {
+                iter,
+                nl: state,
+                lin: vec![],
+                collect,
+                zero_skip,
+                body,
+            };
+            // Its non-linear half alone is the identity when its reals
+            // are zero, if it still carries any.
+            l.zero_skip &= l.skippable_state();
+            l
         })),
     });
     stmts.splice(j..j, out);

@@ -536,6 +536,7 @@ impl Simp<'_> {
                     nl,
                     lin,
                     collect: l.collect.clone(),
+                    zero_skip: l.zero_skip,
                     body,
                 };
                 Expr::block(pre, self.trim_state(l, &z))
@@ -632,6 +633,9 @@ impl Simp<'_> {
             nl: nl.iter().map(|b| b.var.clone()).collect(),
             lin,
         };
+        // The components trimmed stay zero: skipping still needs only the
+        // remaining reals zero, if any remain (invariant 12).
+        l.zero_skip &= l.skippable_state();
         let run = Stmt::Let {
             nl,
             lin: kept,
