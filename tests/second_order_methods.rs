@@ -4,6 +4,10 @@
 //! inside its `impl` block and from free functions, in blocks generic in
 //! their float type too. Checked against the callers' twins with the
 //! methods written inline, and against central finite differences.
+//!
+//! A method's `_vjp` goes through the `_vjp`s of the methods of its own
+//! block that it calls (the block knows they are differentiable), so it
+//! is differentiable too: reverse over reverse through `paired_vjp`.
 #![deny(warnings)]
 
 use linear_ad::{differentiable, Differentiable};
@@ -187,5 +191,123 @@ fn a_methods_derivatives_are_callees() {
             assert!(close(gs.k, fk, 1e-7), "{} against {fk}", gs.k);
             assert!(close(gx, fx, 1e-7), "{gx} against {fx}");
         }
+    }
+}
+
+/// `paired_vjp`, whose reverse pass goes through `energy_vjp` (a method of
+/// its own block), is differentiable: the norm of `paired`'s gradient,
+/// reverse over reverse, against the same norm with `energy` inlined and
+/// against central differences.
+#[differentiable]
+pub fn paired_grad_norm(s: &Spring, x: f64, y: f64) -> f64 {
+    let (_, (gs, gx, gy)): (f64, (SpringTangent, f64, f64)) = s.paired_vjp(x, y, 1.0);
+    gs.k * gs.k + gx * gx + gy * gy
+}
+
+#[differentiable(order = 2)]
+pub fn paired_inline(k: f64, x: f64, y: f64, #[nondiff] rest: f64) -> f64 {
+    let e = |t: f64| {
+        let d = t - rest;
+        0.5 * k * d * d * t.sin()
+    };
+    e(x) * e(y) + e(x * y)
+}
+
+#[differentiable]
+pub fn paired_inline_grad_norm(k: f64, x: f64, y: f64, #[nondiff] rest: f64) -> f64 {
+    let (_, (gk, gx, gy)) = paired_inline_vjp(k, x, y, rest, 1.0);
+    gk * gk + gx * gx + gy * gy
+}
+
+#[test]
+fn a_method_callers_vjp_goes_through_its_blocks_methods() {
+    for (x, y, s) in points() {
+        let (v, (gs, gx, gy)) = paired_grad_norm_vjp(&s, x, y, 1.0);
+        let (w, (hk, hx, hy)) = paired_inline_grad_norm_vjp(s.k, x, y, s.rest, 1.0);
+        assert!(close(v, w, 1e-13), "{v} against {w}");
+        for (a, b) in [(gs.k, hk), (gx, hx), (gy, hy)] {
+            assert!(close(a, b, 1e-12), "{a} against its inline twin's {b}");
+        }
+        let at = |dk: f64, dx: f64, dy: f64| {
+            paired_grad_norm(&Spring { k: s.k + dk, ..s }, x + dx, y + dy)
+        };
+        let fd = [
+            (at(EPS, 0.0, 0.0) - at(-EPS, 0.0, 0.0)) / (2.0 * EPS),
+            (at(0.0, EPS, 0.0) - at(0.0, -EPS, 0.0)) / (2.0 * EPS),
+            (at(0.0, 0.0, EPS) - at(0.0, 0.0, -EPS)) / (2.0 * EPS),
+        ];
+        for (a, b) in [gs.k, gx, gy].into_iter().zip(fd) {
+            assert!(close(a, b, 1e-7), "{a} against {b}");
+        }
+    }
+}
+
+/// `paired_vjp`'s own derivatives: forward mode against central
+/// differences of `paired_vjp`.
+#[test]
+fn a_method_callers_vjp_has_its_own_derivatives() {
+    for (x, y, s) in points() {
+        let (ek, ex, ey) = (SpringTangent { k: 0.4 }, -0.7, 0.3);
+        let (r, (_, (tk, tx, ty))) = s.paired_vjp_jvp(x, y, 1.0, &ek, ex, ey, 0.0);
+        assert_eq!(r.0, s.paired(x, y));
+        let at = |t: f64| {
+            let st = Spring {
+                k: s.k + t * ek.k,
+                ..s
+            };
+            let (_, (gs, gx, gy)) = st.paired_vjp(x + t * ex, y + t * ey, 1.0);
+            [gs.k, gx, gy]
+        };
+        let (p, m) = (at(EPS), at(-EPS));
+        for (i, a) in [tk.k, tx, ty].into_iter().enumerate() {
+            let fd = (p[i] - m[i]) / (2.0 * EPS);
+            assert!(close(a, fd, 1e-7), "component {i}: {a} against {fd}");
+        }
+    }
+}
+
+#[derive(Differentiable, Clone, Copy, Debug)]
+pub struct Damper {
+    pub c: f64,
+}
+
+#[differentiable]
+impl Damper {
+    /// Calls a method of another block: its `_vjp` does not go through
+    /// it, so it is not differentiable.
+    #[differentiable(order = 2)]
+    pub fn loaded(&self, s: &Spring, x: f64) -> f64 {
+        self.c * s.energy(x)
+    }
+
+    /// Calls `loaded`, which the block first takes to have a
+    /// differentiable `_vjp`; its expansion finds otherwise, and the block
+    /// is expanded again without that claim: `near` still has its
+    /// second derivatives by forward over reverse.
+    #[differentiable(order = 2)]
+    pub fn near(&self, s: &Spring, x: f64) -> f64 {
+        self.loaded(s, x) * x
+    }
+}
+
+#[test]
+fn a_method_whose_vjp_is_not_differentiable_leaves_its_callers_hvp() {
+    for (x, _, s) in points() {
+        let d = Damper { c: 0.8 };
+        let (dd, ds, dx) = (DamperTangent { c: 0.3 }, SpringTangent { k: -0.5 }, 0.9);
+        let (_, (_, _, g), (_, _, h)) = d.near_hvp(&s, x, &dd, &ds, dx);
+        let grad = |t: f64| {
+            let (dt, st) = (
+                Damper { c: d.c + t * dd.c },
+                Spring {
+                    k: s.k + t * ds.k,
+                    ..s
+                },
+            );
+            dt.near_vjp(&st, x + t * dx, 1.0).1 .2
+        };
+        let fd = (grad(EPS) - grad(-EPS)) / (2.0 * EPS);
+        assert_eq!(g, d.near_vjp(&s, x, 1.0).1 .2);
+        assert!(close(h, fd, 1e-7), "{h} against {fd}");
     }
 }

@@ -107,6 +107,17 @@ impl<T> ByPath<T> {
         }
     }
 
+    /// Records `v` for `p`, replacing what `p` had.
+    pub fn set(&mut self, p: syn::Path, v: Rc<T>) {
+        let k = key(&p);
+        self.0.retain(|(q, _)| key(q) != k);
+        self.0.push((p, v));
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&syn::Path, &Rc<T>)> {
+        self.0.iter().map(|(p, v)| (p, v))
+    }
+
     fn contains(&self, p: &syn::Path) -> bool {
         self.get(p).is_some()
     }

@@ -153,7 +153,7 @@ impl Order {
 
 /// What a caller knows of a callee: its `fn` line, its kind, and the
 /// layouts of the structs the line names.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Sig {
     pub kind: Kind,
     /// The callee's order, as callers see it.

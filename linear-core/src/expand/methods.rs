@@ -31,6 +31,10 @@
 //! receiver's type, which it knows. The methods of the block know each
 //! other's signatures, so their results need no annotation among
 //! themselves; elsewhere a result that is not a float takes a `let` type.
+//! With `order = 2`, a method's `_vjp` goes through the `_vjp`s of the
+//! block's methods it calls: the block takes each such method to have a
+//! differentiable `_vjp`, then expands again without every claim the
+//! method's own expansion disproved (`methods_with`).
 //!
 //! Invariants: the generated items never mention `Self` outside the
 //! generated `impl`; the linearization type of method `m` of `Type` is
@@ -47,9 +51,9 @@ use syn::visit_mut::VisitMut;
 use super::items::{self, Owner};
 use super::{fn_struct_paths, generated, passes, start_job, Args};
 use crate::codegen::FloatParam;
-use crate::layout::{Job, Kind, Structs};
+use crate::layout::{ByPath, Job, Kind, Structs};
 use crate::lower::{lower_fn_with, Errors, Missing, Mode};
-use crate::signature::{Kind as SigKind, Sig, Sigs};
+use crate::signature::{Kind as SigKind, Order, Sig, Sigs};
 
 /// Expands `#[differentiable(attr)] impl Type { .. }`: the block as
 /// written, then the derivatives of its marked methods (at once, or once
@@ -116,32 +120,34 @@ pub fn methods_with(tokens: TokenStream, known: &Structs, sigs: &Sigs) -> TokenS
     let Some(self_ty) = owner_type(&block, &mut errs) else {
         return errs.into_compile_errors();
     };
-    let (mut fns, mut items) = (TokenStream::new(), TokenStream::new());
-    let mut missing = Missing::default();
-    let own = own_sigs(&block, &self_ty, known, sigs);
-    let vis = struct_vis(&self_ty, known);
-    for m in methods(&block) {
-        let Some(attr) = marker(m) else { continue };
-        let mut errs = Errors::default();
-        let Some(f) = as_fn(&block, &self_ty, m, &mut errs) else {
-            items.extend(errs.into_compile_errors());
-            continue;
-        };
-        let args = super::parse_args(attr, &mut errs);
-        let owner = Owner::Method {
-            ty: &self_ty,
-            vis: vis.unwrap_or(&m.vis),
-            generic: !block.generics.params.is_empty(),
-        };
-        let out = expand_method(&args, &f, errs, (known, &own, &mut missing), owner);
-        match out {
-            Ok(g) => {
-                fns.extend(g.fns);
-                items.extend(g.items);
-            }
-            Err(e) => items.extend(e),
+    let mut own = own_sigs(&block, &self_ty, known, sigs);
+    // A method with `order = 2` is first taken to have a differentiable
+    // `_vjp`, so that its callers in the block go through it; where its
+    // expansion finds otherwise, the block is expanded again without that
+    // claim (each round withdraws one at least, so this ends).
+    let (fns, items, missing) = loop {
+        let (fns, items, missing, found) = expand_methods(&block, &self_ty, known, &own);
+        let wrong: Vec<(syn::Path, Sig)> = own
+            .iter()
+            .filter(|(path, s)| {
+                matches!(s.order, Order::TwiceVjp { .. })
+                    && found
+                        .get(*path)
+                        .is_some_and(|o| !matches!(**o, Order::TwiceVjp { .. }))
+            })
+            .map(|(path, s)| {
+                let mut s = (**s).clone();
+                s.order = Order::Twice;
+                (path.clone(), s)
+            })
+            .collect();
+        if wrong.is_empty() {
+            break (fns, items, missing);
         }
-    }
+        for (path, s) in wrong {
+            own.set(path, std::rc::Rc::new(s));
+        }
+    };
     if !missing.is_empty() {
         let (attr, known) = (TokenStream::new(), (known, sigs));
         let checks = super::derive_checks(&missing.layouts);
@@ -154,6 +160,48 @@ pub fn methods_with(tokens: TokenStream, known: &Structs, sigs: &Sigs) -> TokenS
     let mut out = quote!(#impl_token #generics #self_ty #where_clause);
     brace.surround(&mut out, |o| o.extend(fns));
     quote!(#out #items)
+}
+
+/// The generated functions and items of the marked methods of `block`,
+/// given the signatures `own` of the block's methods and the functions
+/// they call; the layouts still missing; and the order each method's
+/// expansion found it has, by the path its callers call it by.
+fn expand_methods(
+    block: &syn::ItemImpl,
+    self_ty: &syn::Type,
+    known: &Structs,
+    own: &Sigs,
+) -> (TokenStream, TokenStream, Missing, ByPath<Order>) {
+    let (mut fns, mut items) = (TokenStream::new(), TokenStream::new());
+    let mut missing = Missing::default();
+    let mut found = ByPath::<Order>::default();
+    let vis = struct_vis(self_ty, known);
+    for m in methods(block) {
+        let Some(attr) = marker(m) else { continue };
+        let mut errs = Errors::default();
+        let Some(f) = as_fn(block, self_ty, m, &mut errs) else {
+            items.extend(errs.into_compile_errors());
+            continue;
+        };
+        let args = super::parse_args(attr, &mut errs);
+        let owner = Owner::Method {
+            ty: self_ty,
+            vis: vis.unwrap_or(&m.vis),
+            generic: !block.generics.params.is_empty(),
+        };
+        let out = expand_method(&args, &f, errs, (known, own, &mut missing), owner);
+        match out {
+            Ok(g) => {
+                if let Some(path) = method_path(self_ty, &f.sig.ident) {
+                    found.set(path, std::rc::Rc::new(g.order));
+                }
+                fns.extend(g.fns);
+                items.extend(g.items);
+            }
+            Err(e) => items.extend(e),
+        }
+    }
+    (fns, items, missing, found)
 }
 
 /// One marked method's generated functions and items, or its errors.
@@ -200,9 +248,11 @@ fn own_sigs(block: &syn::ItemImpl, self_ty: &syn::Type, known: &Structs, sigs: &
         path.segments.push(f.sig.ident.clone().into());
         let sig = Sig {
             kind,
+            // `order = 2`: taken to have a differentiable `_vjp` until its
+            // expansion finds otherwise (`methods_with`).
             order: match twice {
-                true => crate::signature::Order::Twice,
-                false => crate::signature::Order::Once,
+                true => Order::TwiceVjp { lanes: false },
+                false => Order::Once,
             },
             // Methods have no lanes yet.
             lanes: false,
@@ -212,6 +262,17 @@ fn own_sigs(block: &syn::ItemImpl, self_ty: &syn::Type, known: &Structs, sigs: &
         own.insert(path, std::rc::Rc::new(sig));
     }
     own
+}
+
+/// The path by which the block's methods call the method `name` of
+/// `self_ty` (`Type::name`), as [`own_sigs`] records it.
+fn method_path(self_ty: &syn::Type, name: &syn::Ident) -> Option<syn::Path> {
+    let syn::Type::Path(owner) = self_ty else {
+        return None;
+    };
+    let mut path = owner.path.clone();
+    path.segments.push(name.clone().into());
+    Some(path)
 }
 
 /// Whether a differentiable parameter of `sig` is an array that calls

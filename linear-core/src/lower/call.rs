@@ -251,7 +251,7 @@ fn at_float_arg(path: &syn::Path, f: &TokenStream) -> syn::Type {
 /// `Method` impl its `#[differentiable] impl` block adds, spanned at the
 /// method's name (as `owner` is, by [`Lowerer::call_method_of`]) so that
 /// rustc's message about a method that has none points there.
-fn method_type(owner: &syn::Path, name: &syn::Ident) -> syn::Type {
+pub(crate) fn method_type(owner: &syn::Path, name: &syn::Ident) -> syn::Type {
     let key = crate::expand::method_key(name);
     let span = name.span();
     syn::parse_quote_spanned!(span=> <#owner as ::linear_ad::__private::Method<#key>>::Linearization)

@@ -52,6 +52,7 @@ mod view;
 
 use crate::layout::Structs;
 use crate::signature::Sigs;
+pub(crate) use call::method_type;
 pub use call::{array_param, CallArg, CallSite};
 pub use lifetimes::erase_lifetimes;
 pub use structs::{flat as flat_shape, StructShape};

@@ -54,9 +54,12 @@
 //! the `impl` of its type), with no signature macro: callers in its block
 //! know it has `order = 2` from the block, callers elsewhere through the
 //! `SecondOrder` impl of its linearization (rustc's error at the call if
-//! it has none). `f_vjp`'s calls of methods do not go through their
-//! `_vjp`s: their callers outside the block cannot tell that the method's
-//! `_vjp` is differentiable, so a caller's `f_vjp` is [`Kind::Tape`].
+//! it has none). `f_vjp`'s calls of methods of its own block go through
+//! their `_vjp`s (by their `Method` impls), which the block knows to be
+//! differentiable: it takes every method with `order = 2` to have a
+//! differentiable `_vjp`, and expands again without the claims its
+//! expansion disproves (`expand::methods`). Callers outside the block
+//! cannot tell, so their `f_vjp` is [`Kind::Tape`].
 //!
 //! `#[nondiff]` slices are data in the derived functions too ([`data_in`]):
 //! their tapes borrow them as `f`'s do, and callers pass them back.
@@ -368,6 +371,15 @@ fn vjp_site(site: &CallSite) -> Option<(CallSite, Vec<CotangentOf>)> {
     let mut callee = site.callee.clone();
     match &mut callee {
         syn::Type::Path(p) if p.qself.is_none() => rename(&mut p.path.segments.last_mut()?.ident),
+        // A method's linearization, by its `Method` impl: `m_vjp`'s, by
+        // its own (a method in the caller's block, whose `_vjp` the block
+        // knows to be differentiable).
+        syn::Type::Path(p) => {
+            let syn::Type::Path(owner) = &*p.qself.as_ref()?.ty else {
+                return None;
+            };
+            callee = crate::lower::method_type(&owner.path, &path.segments.last()?.ident);
+        }
         _ => return None,
     }
     let span = path.segments.last()?.ident.span();
