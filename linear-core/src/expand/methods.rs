@@ -132,7 +132,7 @@ pub fn methods_with(tokens: TokenStream, known: &Structs, sigs: &Sigs) -> TokenS
             .filter(|(path, s)| {
                 matches!(s.order, Order::TwiceVjp { .. })
                     && found
-                        .get(*path)
+                        .get(path)
                         .is_some_and(|o| !matches!(**o, Order::TwiceVjp { .. }))
             })
             .map(|(path, s)| {
