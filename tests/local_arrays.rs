@@ -118,6 +118,27 @@ fn triangular(x: &[f64], w: &[f64]) -> f64 {
     s
 }
 
+/// Scales computed once, then read for every data point: `s` is final
+/// after its loop (nothing writes it again), so the tape holds it once and
+/// the loop over the data reads it again in the reverse pass, as it reads
+/// `data`: that loop keeps no record at all.
+#[differentiable]
+fn scaled_fit(p: &[f64], #[nondiff] data: &[f64]) -> f64 {
+    let m = p.len();
+    let mut s = vec![0.0; m];
+    for j in 0..m {
+        s[j] = p[j].exp();
+    }
+    let mut total = 0.0;
+    for i in 0..data.len() / m {
+        for j in 0..m {
+            let r = s[j] * data[i * m + j] - 1.0;
+            total += r * r;
+        }
+    }
+    total
+}
+
 /// A fixed array by value, written in place as a `mut` parameter: a
 /// smoothing pass over a stencil, `x[i] += w·(x[i - 1] - x[i])`, which
 /// reads the element the previous iteration wrote.
@@ -264,6 +285,23 @@ fn a_value_the_same_in_every_iteration_is_saved_once() {
         triangular_lin(&x, &w).1.tape_bytes()
     };
     assert_eq!(bytes(40) - bytes(20), 20 * (8 + 8 + 8));
+}
+
+#[test]
+fn a_local_array_no_longer_written_is_saved_once() {
+    let p = [0.2, -0.4, 0.1];
+    let data: Vec<f64> = (0..30).map(|i| (i as f64 * 0.61).sin()).collect();
+    let (v, g) = scaled_fit_vjp(&p, &data, 1.0);
+    assert_eq!(v, scaled_fit(&p, &data));
+    assert_close(&g, &fd(|p| scaled_fit(p, &data), &p));
+    // Ten times the data points, no more tape: `s[j]` is read again
+    // from `s`, and `r` recomputed from it, in every iteration (it was
+    // saved per point and parameter, 8 bytes each).
+    let bytes = |points: usize| {
+        let data: Vec<f64> = (0..3 * points).map(|i| (i as f64 * 0.61).sin()).collect();
+        scaled_fit_lin(&p, &data).1.tape_bytes()
+    };
+    assert_eq!(bytes(100), bytes(10));
 }
 
 #[test]

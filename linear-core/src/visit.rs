@@ -243,6 +243,59 @@ pub fn data_arrays(e: &Expr) -> Vec<Var> {
     data_bindings(e).into_iter().map(|(v, _)| v).collect()
 }
 
+/// The local arrays of run-time length `f` binds at its top level (built by `fill` and
+/// `set`, or returned by a loop that built them) that nothing writes or
+/// consumes afterwards: every use reads an element (`index`) or the length
+/// (`len`), and some read is in a loop. Each is the final value of its
+/// array, so U reads its elements again in the residual, as it does a
+/// parameter's, and the tape holds the array once (moved, not copied)
+/// instead of an element per iteration.
+pub fn final_arrays(f: &Func) -> Vec<Var> {
+    let Expr::Block { stmts, .. } = &f.body else {
+        return Vec::new();
+    };
+    let mut arrays: Vec<Var> = Vec::new();
+    for s in stmts {
+        if let Stmt::Let { nl, rhs, .. } = s {
+            if !matches!(rhs, Expr::Const { .. }) {
+                // `Vec`s: a fixed-size array is copied, and is small.
+                let local = nl.iter().filter(|b| matches!(b.ty, Ty::Array(_, None)));
+                arrays.extend(local.map(|b| b.var.clone()));
+            }
+        }
+    }
+    if arrays.is_empty() {
+        return arrays;
+    }
+    let mut uses: HashMap<Var, usize> = HashMap::default();
+    for_each_use(&f.body, &mut |v, _| {
+        *uses.entry(v.clone()).or_default() += 1
+    });
+    let mut reads: HashMap<Var, usize> = HashMap::default();
+    any_subexpr(&f.body, &mut |e| {
+        if let Expr::Index { arr, .. } | Expr::Len(arr) = e {
+            *reads.entry(arr.clone()).or_default() += 1;
+        }
+        false
+    });
+    // Read in a loop: otherwise the few elements read are saved instead
+    // (the tape would keep the whole array alive for them).
+    let mut in_loops: HashSet<Var> = HashSet::default();
+    any_subexpr(&f.body, &mut |e| {
+        if let Expr::Loop(l) = e {
+            any_subexpr(&l.body, &mut |x| {
+                if let Expr::Index { arr, .. } = x {
+                    in_loops.insert(arr.clone());
+                }
+                false
+            });
+        }
+        false
+    });
+    arrays.retain(|v| in_loops.contains(v) && uses.get(v).is_some_and(|n| reads.get(v) == Some(n)));
+    arrays
+}
+
 /// The data arrays `e` binds, each with the constant bound to it.
 pub fn data_bindings(e: &Expr) -> Vec<(Var, Var)> {
     let mut out = Vec::new();

@@ -130,6 +130,9 @@ struct Stats {
     /// cotangents zero (the interpreter runs it anyway and checks that it
     /// changed nothing).
     zero_skipped: u64,
+    /// Programs with a local array that nothing writes after it is built,
+    /// read in a loop: U saves it once and reads it again in the residual.
+    final_arrays: u64,
 }
 
 /// Per-iteration records on a tape: the elements of its lists.
@@ -525,6 +528,11 @@ fn one_program(seed: u64, size_: usize, st: &RefCell<Stats>) -> Result<(), TestC
     s.smaller_tapes += u64::from(tape2.scalars() < tape.scalars());
     s.transposes_strict += u64::from(tb.work + scalars(&dx) < res.work + scalars(&ct_args));
     s.zero_skipped += u64::from(tb.skipped > 0);
+    s.final_arrays += u64::from(
+        j.funcs
+            .iter()
+            .any(|f| !linear_core::visit::final_arrays(f).is_empty()),
+    );
     Ok(())
 }
 
@@ -829,8 +837,8 @@ fn theorems_hold_on_random_programs() {
         s.folded, s.folded_work_saved, s.arms_folded
     );
     println!(
-        "zero state: {} programs carry a tangent that stays zero no more; {} programs have a loop or case with no residual (Adjoint); {} transposes skipped a reversed loop entered with zero cotangents",
-        s.zero_state, s.inert_control, s.zero_skipped
+        "zero state: {} programs carry a tangent that stays zero no more; {} programs have a loop or case with no residual (Adjoint); {} transposes skipped a reversed loop entered with zero cotangents; {} programs read a local array no longer written in a loop (saved once)",
+        s.zero_state, s.inert_control, s.zero_skipped, s.final_arrays
     );
     assert!(
         s.zero_state > s.cases / 100 && s.inert_control > s.cases / 100,
@@ -839,6 +847,10 @@ fn theorems_hold_on_random_programs() {
     assert!(
         s.zero_skipped > s.cases / 100,
         "too few transposes skipped a reversed loop: {s:?}"
+    );
+    assert!(
+        s.final_arrays > s.cases / 100,
+        "too few programs read a local array no longer written: {s:?}"
     );
     // The generator's products and sums must give folding something to do.
     assert!(

@@ -83,7 +83,10 @@
 //! bound to a Rust constant), costs nothing and is bound again in the
 //! residual, like a literal; the residual then reads the array, which the
 //! tape holds (by reference in generated code), and the index, never the
-//! element. A loop
+//! element. So does a read of a local array that nothing writes after it
+//! is built and that a loop reads ([`crate::visit::final_arrays`]): the
+//! tape holds that array once (moved, in generated code) instead of an
+//! element per iteration (gmm's `exp(q)`, read for every point). A loop
 //! over a range whose residual then needs nothing per iteration but its
 //! index (a `usize`: it indexes arrays) keeps no per-iteration record: the
 //! residual loops over the range again ([`Unzip::reread_loop`]).
@@ -243,6 +246,7 @@ pub fn unzip_func(
             .filter(|b| matches!(b.ty, Ty::Array(..)))
             .map(|b| b.var.clone())
             .chain(crate::visit::data_arrays(&f.body))
+            .chain(crate::visit::final_arrays(f))
             .collect(),
     };
     let mut sp = u.expr(&f.body)?;
