@@ -681,6 +681,28 @@ struct Outputs<'a> {
     transposed: &'a Func,
 }
 
+impl<'a> Outputs<'a> {
+    /// `f`'s functions among the `stages`, the forward pass, residual and
+    /// transpose from `flat` where its tapes were flattened.
+    fn of(stages: &'a Stages, flat: Option<&'a [Func; 3]>, f: &str) -> Result<Self, String> {
+        let jvp = find(&stages.jvp, &format!("{f}.jvp"))?;
+        Ok(match flat {
+            Some([forward, residual, transposed]) => Outputs {
+                jvp,
+                forward,
+                residual,
+                transposed,
+            },
+            None => Outputs {
+                jvp,
+                forward: find(&stages.unzipped, &format!("{f}.jvp.nl"))?,
+                residual: find(&stages.unzipped, &format!("{f}.jvp.lin"))?,
+                transposed: find(&stages.transposed, &format!("{f}.jvp.lin.t"))?,
+            },
+        })
+    }
+}
+
 /// What `#[differentiable]` adds for `f`: functions (`f_jvp`, `f_lin`,
 /// `f_vjp`), which for a method go into an `impl` of its type, and the
 /// items beside them (the linearization type and its impls).
@@ -852,29 +874,10 @@ pub(super) fn generate(
     }
     let stages = pipeline(&l.func, &l.externs, passes)?;
     if wants_dump(&name, dump) {
-        eprintln!(
-            "== simplified ==\n{}\n== J (simplified) ==\n{}\n== U (simplified) ==\n{}\n== T of the residual (simplified) ==\n{}",
-            stages.source,
-            stages.jvp,
-            stages.unzipped,
-            stages.transposed.funcs.iter().filter(|f| f.name.as_str().ends_with(".t")).map(ToString::to_string).collect::<String>()
-        );
+        dump_stages(&stages);
     }
     let flat = flat_tapes(&stages, &name)?;
-    let out = match &flat {
-        Some([forward, residual, transposed]) => Outputs {
-            jvp: find(&stages.jvp, &format!("{name}.jvp"))?,
-            forward,
-            residual,
-            transposed,
-        },
-        None => Outputs {
-            jvp: find(&stages.jvp, &format!("{name}.jvp"))?,
-            forward: find(&stages.unzipped, &format!("{name}.jvp.nl"))?,
-            residual: find(&stages.unzipped, &format!("{name}.jvp.lin"))?,
-            transposed: find(&stages.transposed, &format!("{name}.jvp.lin.t"))?,
-        },
-    };
+    let out = Outputs::of(&stages, flat.as_ref(), &name)?;
     let calls = Calls {
         sites: &l.calls,
         opaques: &l.opaques,
@@ -895,24 +898,7 @@ pub(super) fn generate(
     let public_lanes = lanes::public(passes.lanes, owner, lin.lanes);
     let jacobian =
         public_lanes.then(|| lanes::free_items(item, l, &sig, out.jvp, (&calls, &mut names)));
-    // Other differentiable functions cannot pass arrays read by index,
-    // nor structs in tuples or arrays, yet: no companions to call. They
-    // can receive any result: a caller owns an array result as its own IR
-    // array, and T gives it a cotangent buffer.
-    let structs = !sig
-        .active
-        .iter()
-        .all(|(_, s)| super::companions::crosses(s));
-    // A generic function's callers name its linearization at their
-    // arguments' float type (`cube<f64>`); a method of a generic block's
-    // name it through the receiver's type (`Point<T>`, `Point<f64>`).
-    // With arrays, callers pass them back to the detached linearization
-    // (see [`Detached`]); not yet at second order.
-    // A method's callers outside its block may not know its signature,
-    // so they cannot tell its `#[nondiff]` slices: those keep it closed.
-    let with_arrays =
-        lin.detached.is_some() && (matches!(owner, Owner::Free) || !nondiff_slices(l, &sig));
-    let callable = (sig.arrays().is_empty() || with_arrays) && !structs;
+    let (with_arrays, callable) = callability(l, &sig, lin.detached.is_some(), owner);
     let (second_fns, directional) = match passes.second_order {
         Some(span) => {
             let (fns, d) =
@@ -970,13 +956,61 @@ pub(super) fn generate(
         callable,
         lanes: lin.lanes,
         detached_static,
-        order: match (passes.second_order, twice, vjp_callable) {
-            (None, _, _) => crate::signature::Order::Once,
-            (Some(_), true, true) => crate::signature::Order::TwiceVjp { lanes: vjp_lanes },
-            (Some(_), true, false) => crate::signature::Order::Twice,
-            (Some(_), false, _) => crate::signature::Order::OwnOnly,
-        },
+        order: order_of(
+            passes.second_order.is_some(),
+            twice,
+            (vjp_callable, vjp_lanes),
+        ),
     })
+}
+
+/// The order callers see: `Once` without `order = 2`; with it, whether
+/// callers can differentiate `f` twice (`twice`: through calls) and
+/// whether its `f_vjp` is differentiable too (with lanes or not).
+fn order_of(second: bool, twice: bool, (vjp, lanes): (bool, bool)) -> crate::signature::Order {
+    use crate::signature::Order;
+    match (second, twice, vjp) {
+        (false, _, _) => Order::Once,
+        (true, true, true) => Order::TwiceVjp { lanes },
+        (true, true, false) => Order::Twice,
+        (true, false, _) => Order::OwnOnly,
+    }
+}
+
+/// Prints each stage of `stages` (`#[differentiable(dump)]`).
+fn dump_stages(stages: &Stages) {
+    let transposes = stages.transposed.funcs.iter();
+    let transposes = transposes.filter(|f| f.name.as_str().ends_with(".t"));
+    eprintln!(
+        "== simplified ==\n{}\n== J (simplified) ==\n{}\n== U (simplified) ==\n{}\n== T of the residual (simplified) ==\n{}",
+        stages.source,
+        stages.jvp,
+        stages.unzipped,
+        transposes.map(ToString::to_string).collect::<String>()
+    );
+}
+
+/// Whether other differentiable code can pass `f` arrays (its
+/// linearization `detached` from them), and whether it can call `f` at all.
+///
+/// Other differentiable functions cannot pass arrays read by index, nor
+/// structs in tuples or arrays, yet: no companions to call. They can
+/// receive any result: a caller owns an array result as its own IR array,
+/// and T gives it a cotangent buffer. A generic function's callers name
+/// its linearization at their arguments' float type (`cube<f64>`); a
+/// method of a generic block's name it through the receiver's type
+/// (`Point<T>`, `Point<f64>`). With arrays, callers pass them back to the
+/// detached linearization (see [`Detached`]). A method's callers outside
+/// its block may not know its signature, so they cannot tell its
+/// `#[nondiff]` slices: those keep it closed.
+fn callability(l: &Lowered, sig: &Sig, detached: bool, owner: Owner) -> (bool, bool) {
+    let structs = !sig
+        .active
+        .iter()
+        .all(|(_, s)| super::companions::crosses(s));
+    let with_arrays = detached && (matches!(owner, Owner::Free) || !nondiff_slices(l, sig));
+    let callable = (sig.arrays().is_empty() || with_arrays) && !structs;
+    (with_arrays, callable)
 }
 
 /// The callee side of calls of `f` (`companions`), for a function other
