@@ -9,11 +9,10 @@
 // Index loops, as numeric code writes them.
 #![allow(clippy::needless_range_loop)]
 
-use linear_ad::differentiable;
+mod support;
 
-fn close(a: f64, b: f64, tol: f64) -> bool {
-    (a - b).abs() <= tol * (1.0 + a.abs() + b.abs())
-}
+use linear_ad::differentiable;
+use support::{assert_central, close};
 
 const EPS: f64 = 1e-5;
 
@@ -141,11 +140,7 @@ fn data_calls_have_the_finite_difference_hvp() {
             let (_, g, hv) = fit_hvp(&x, k, &W, &vx, vk);
             let grad = |t: f64| flat(&fit_vjp(&along(&x, &vx, t), k + t * vk, &W, 1.0).1);
             assert_eq!(flat(&g), grad(0.0));
-            let (p, m) = (grad(EPS), grad(-EPS));
-            for (i, h) in flat(&hv).into_iter().enumerate() {
-                let fd = (p[i] - m[i]) / (2.0 * EPS);
-                assert!(close(h, fd, 1e-7), "H·v {hv:?}: component {i} against {fd}");
-            }
+            assert_central(&flat(&hv), grad, EPS, 1e-7);
         }
     }
 }

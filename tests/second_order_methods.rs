@@ -10,12 +10,11 @@
 //! is differentiable too: reverse over reverse through `paired_vjp`.
 #![deny(warnings)]
 
+mod support;
+
 use linear_ad::{differentiable, Differentiable};
 use num_traits::Float;
-
-fn close(a: f64, b: f64, tol: f64) -> bool {
-    (a - b).abs() <= tol * (1.0 + a.abs() + b.abs())
-}
+use support::{assert_central, close};
 
 const EPS: f64 = 1e-5;
 
@@ -122,11 +121,7 @@ fn method_calls_have_the_finite_difference_hvp() {
                 };
                 flat(&total_vjp(x + t * v.0, y + t * v.1, &st, 1.0).1)
             };
-            let (p, m) = (grad(EPS), grad(-EPS));
-            for (i, h) in flat(&hv).into_iter().enumerate() {
-                let fd = (p[i] - m[i]) / (2.0 * EPS);
-                assert!(close(h, fd, 1e-7), "H·v {hv:?}: component {i} against {fd}");
-            }
+            assert_central(&flat(&hv), grad, EPS, 1e-7);
         }
     }
 }
@@ -258,11 +253,7 @@ fn a_method_callers_vjp_has_its_own_derivatives() {
             let (_, (gs, gx, gy)) = st.paired_vjp(x + t * ex, y + t * ey, 1.0);
             [gs.k, gx, gy]
         };
-        let (p, m) = (at(EPS), at(-EPS));
-        for (i, a) in [tk.k, tx, ty].into_iter().enumerate() {
-            let fd = (p[i] - m[i]) / (2.0 * EPS);
-            assert!(close(a, fd, 1e-7), "component {i}: {a} against {fd}");
-        }
+        assert_central(&[tk.k, tx, ty], at, EPS, 1e-7);
     }
 }
 

@@ -10,11 +10,10 @@
 // Index loops, as numeric code writes them.
 #![allow(clippy::needless_range_loop)]
 
-use linear_ad::differentiable;
+mod support;
 
-fn close(a: f64, b: f64, tol: f64) -> bool {
-    (a - b).abs() <= tol * (1.0 + a.abs() + b.abs())
-}
+use linear_ad::differentiable;
+use support::{assert_central, close};
 
 const EPS: f64 = 1e-5;
 
@@ -153,11 +152,7 @@ fn slice_calls_have_the_finite_difference_hvp() {
                 flat(&g)
             };
             assert_eq!(flat(&g), grad(0.0));
-            let (p, m) = (grad(EPS), grad(-EPS));
-            for (i, h) in flat(&hv).into_iter().enumerate() {
-                let fd = (p[i] - m[i]) / (2.0 * EPS);
-                assert!(close(h, fd, 1e-7), "H·v {hv:?}: component {i} against {fd}");
-            }
+            assert_central(&flat(&hv), grad, EPS, 1e-7);
         }
     }
 }
@@ -297,14 +292,7 @@ fn parts_of_arrays_have_the_hvp_of_their_inlined_twin() {
     }
     // And against central differences of the gradient.
     let grad = |t: f64| flat2(&by_parts_vjp(&along(&a, &va, t), &along(&x, &vx, t), &w, 1.0).1);
-    let (p, m) = (grad(EPS), grad(-EPS));
-    for (i, hvi) in flat2(&hv).into_iter().enumerate() {
-        let fd = (p[i] - m[i]) / (2.0 * EPS);
-        assert!(
-            close(hvi, fd, 1e-7),
-            "H·v component {i}: {hvi} against {fd}"
-        );
-    }
+    assert_central(&flat2(&hv), grad, EPS, 1e-7);
 }
 
 /// `sin ⟨x², y⟩`: its `g_vjp` returns the gradient as two vectors,

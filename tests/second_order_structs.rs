@@ -9,11 +9,10 @@
 //! profile (debug in `cargo test`, release in `.ci/run`).
 #![deny(warnings)]
 
-use linear_ad::{differentiable, Differentiable};
+mod support;
 
-fn close(a: f64, b: f64, tol: f64) -> bool {
-    (a - b).abs() <= tol * (1.0 + a.abs() + b.abs())
-}
+use linear_ad::{differentiable, Differentiable};
+use support::{assert_central, close};
 
 const EPS: f64 = 1e-5;
 
@@ -153,11 +152,7 @@ fn struct_calls_have_the_finite_difference_hvp() {
                 flat(&energy_vjp(x + t * v.0, y + t * v.1, &st, 1.0).1)
             };
             assert_eq!(flat(&g), grad(0.0));
-            let (p, m) = (grad(EPS), grad(-EPS));
-            for (i, h) in flat(&hv).into_iter().enumerate() {
-                let fd = (p[i] - m[i]) / (2.0 * EPS);
-                assert!(close(h, fd, 1e-7), "H·v {hv:?}: component {i} against {fd}");
-            }
+            assert_central(&flat(&hv), grad, EPS, 1e-7);
         }
     }
 }

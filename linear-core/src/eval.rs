@@ -688,14 +688,13 @@ impl Machine<'_> {
             .iter()
             .map(|(_, v)| Self::get(env, v))
             .collect::<Result<_, _>>()?;
-        let skipped = l.zero_skip.then(|| (nl.clone(), lin.clone()));
-        let skipped = skipped.filter(|(nl, lin)| {
-            let real = |v: &&Value| matches!(v, Value::Real(_));
-            nl.iter()
-                .chain(lin)
-                .filter(real)
-                .all(|v| *v == Value::Real(0.0))
-        });
+        let real = |v: &&Value| matches!(v, Value::Real(_));
+        let zero = nl
+            .iter()
+            .chain(&lin)
+            .filter(real)
+            .all(|v| *v == Value::Real(0.0));
+        let skipped = (l.zero_skip && zero).then(|| (nl.clone(), lin.clone()));
         let mut lists: Vec<Vec<Value>> = vec![Vec::new(); l.collect.len()];
         let items = self.iteration(&l.iter, env)?;
         let mut k = 0;

@@ -34,6 +34,18 @@ pub fn fd_along(f: impl Fn(&[f64]) -> Vec<f64>, x: &[f64], d: &[f64]) -> Vec<f64
     a.iter().zip(&b).map(|(a, b)| (a - b) / (2.0 * H)).collect()
 }
 
+/// Asserts that `got` is the derivative at `t = 0` of `at(t)`, component
+/// by component, against central differences of step `eps` to `tol`.
+pub fn assert_central<V: AsRef<[f64]>>(got: &[f64], at: impl Fn(f64) -> V, eps: f64, tol: f64) {
+    let (p, m) = (at(eps), at(-eps));
+    let (p, m) = (p.as_ref(), m.as_ref());
+    assert_eq!(got.len(), p.len(), "{got:?} against {p:?}");
+    for (i, g) in got.iter().enumerate() {
+        let fd = (p[i] - m[i]) / (2.0 * eps);
+        assert!(close(*g, fd, tol), "{got:?}: component {i} against {fd}");
+    }
+}
+
 /// Checks a function of `n` flat inputs: `f` its value, `jvp(x, d)`,
 /// `vjp(x, w)` and `lin(x, d, w)` (apply, transpose) through the structs.
 pub fn check(
