@@ -368,20 +368,7 @@ fn vjp_site(site: &CallSite) -> Option<(CallSite, Vec<CotangentOf>)> {
     let rename = |id: &mut syn::Ident| *id = format_ident!("{}_vjp", id, span = id.span());
     let mut path = site.path.clone();
     rename(&mut path.segments.last_mut()?.ident);
-    let mut callee = site.callee.clone();
-    match &mut callee {
-        syn::Type::Path(p) if p.qself.is_none() => rename(&mut p.path.segments.last_mut()?.ident),
-        // A method's linearization, by its `Method` impl: `m_vjp`'s, by
-        // its own (a method in the caller's block, whose `_vjp` the block
-        // knows to be differentiable).
-        syn::Type::Path(p) => {
-            let syn::Type::Path(owner) = &*p.qself.as_ref()?.ty else {
-                return None;
-            };
-            callee = crate::lower::method_type(&owner.path, &path.segments.last()?.ident);
-        }
-        _ => return None,
-    }
+    let callee = vjp_callee(&site.callee, &path.segments.last()?.ident)?;
     let span = path.segments.last()?.ident.span();
     let mut args = site.args.clone();
     args.push(CallArg::Active(site.ret.clone(), span));
@@ -398,6 +385,28 @@ fn vjp_site(site: &CallSite) -> Option<(CallSite, Vec<CotangentOf>)> {
         },
         cotangents,
     ))
+}
+
+/// The type a caller reaches the derived `g_vjp` (named `vjp`) through,
+/// given the one it reaches `g` through: `g`'s alias renamed, or for a
+/// method, `m_vjp`'s linearization by its own `Method` impl (a method in
+/// the caller's block, whose `_vjp` the block knows to be differentiable).
+fn vjp_callee(callee: &syn::Type, vjp: &syn::Ident) -> Option<syn::Type> {
+    let syn::Type::Path(p) = callee else {
+        return None;
+    };
+    match &p.qself {
+        None => {
+            let mut p = p.clone();
+            let last = &mut p.path.segments.last_mut()?.ident;
+            *last = syn::Ident::new(&vjp.to_string(), last.span());
+            Some(syn::Type::Path(p))
+        }
+        Some(q) => match &*q.ty {
+            syn::Type::Path(owner) => Some(crate::lower::method_type(&owner.path, vjp)),
+            _ => None,
+        },
+    }
 }
 
 /// The passes of the derived `f_vjp`: `f_hessian` applies `f_vjp_lin`'s
