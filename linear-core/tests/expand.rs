@@ -212,6 +212,75 @@ fn large_bodies_are_split_into_nested_functions() {
     assert!(!large.contains("compile_error"));
 }
 
+/// The elements at the top level of a parenthesized group: its top-level
+/// commas, plus one unless it ends with one.
+fn elements(g: &proc_macro2::Group) -> usize {
+    let toks: Vec<TokenTree> = g.stream().into_iter().collect();
+    let commas = toks
+        .iter()
+        .filter(|t| matches!(t, TokenTree::Punct(p) if p.as_char() == ','))
+        .count();
+    let trailing = matches!(toks.last(), Some(TokenTree::Punct(p)) if p.as_char() == ',');
+    commas + usize::from(!toks.is_empty() && !trailing)
+}
+
+/// Every `let` tuple pattern and every parenthesized group made only of
+/// `self.field` reads in `ts`, recursively: (pattern widths, widest
+/// tuple of fields).
+fn wide_spots(ts: TokenStream, pats: &mut Vec<usize>, fields: &mut usize) {
+    let toks: Vec<TokenTree> = ts.into_iter().collect();
+    for (i, t) in toks.iter().enumerate() {
+        let TokenTree::Group(g) = t else { continue };
+        if g.delimiter() == proc_macro2::Delimiter::Parenthesis {
+            if matches!(i.checked_sub(1).map(|j| &toks[j]), Some(TokenTree::Ident(l)) if l == "let")
+            {
+                pats.push(elements(g));
+            }
+            let reads = g.stream().to_string().matches("self .").count();
+            if reads == elements(g) {
+                *fields = (*fields).max(reads);
+            }
+        }
+        wide_spots(g.stream(), pats, fields);
+    }
+}
+
+/// A long function's tape (thousands of values) is never bound by one
+/// tuple pattern, nor rebuilt as one tuple from the linearization's
+/// fields: rustc's borrow checker is quadratic in a pattern's bindings,
+/// and a 2,000-statement function's crate took 0.62 s of borrow checking
+/// that way, against 0.24 s now. Values passed out of chunks go in groups
+/// of 16; `apply` and `transpose` read each tape element from its field
+/// where a chunk reads it.
+#[test]
+fn long_bodies_bind_no_wide_tuple_patterns() {
+    let large: TokenStream =
+        differentiable(TokenStream::new(), straight_line(400).parse().unwrap());
+    let text = large.to_string();
+    assert!(!text.contains("compile_error"));
+    let (mut pats, mut fields) = (Vec::new(), 0);
+    wide_spots(large, &mut pats, &mut fields);
+    assert!(pats.len() > 50, "{} tuple patterns", pats.len());
+    let widest = pats.iter().max().copied().unwrap_or(0);
+    assert!(widest <= 16, "a tuple pattern binds {widest} values");
+    assert!(fields <= 16, "a tuple of {fields} fields of the tape");
+    // Chunks of `apply` and `transpose` receive tape elements from their
+    // fields.
+    let from_fields = text
+        .split("= __chunk")
+        .skip(1)
+        .filter(|call| {
+            call.split(')')
+                .next()
+                .is_some_and(|args| args.contains("self ."))
+        })
+        .count();
+    assert!(
+        from_fields >= 2,
+        "{from_fields} chunk calls pass tape fields"
+    );
+}
+
 /// Each reversed loop of the transpose runs under a test that its incoming
 /// cotangent is nonzero (`Loop::zero_skip`), so only the nearest
 /// centroid's loop over coordinates runs backwards; the forward loops and

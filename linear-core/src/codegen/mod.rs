@@ -44,7 +44,7 @@
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use proc_macro2::{Delimiter, Group, Literal, Span, TokenStream, TokenTree};
-use quote::{format_ident, quote};
+use quote::{format_ident, quote, ToTokens};
 
 use crate::ir::{Arm, Binder, Expr, Float, Func, Iter, Loop, Prim, Stmt, Ty, Var};
 use crate::lower::ty_rust;
@@ -188,6 +188,10 @@ pub struct Names {
     recorded: HashSet<Var>,
     /// Variables bound to the integer 0: the length of an empty array.
     zeros: HashSet<Var>,
+    /// Wide tuple parameters given as the expressions of their elements
+    /// and only unpacked ([`body_holding`]): the unpacking binds each
+    /// element from its expression.
+    parts: HashMap<Var, Vec<TokenStream>>,
 }
 
 /// How the loop being generated reaches an array ([`window`]).
@@ -635,12 +639,65 @@ pub fn body_holding(f: &Func, args: &[(TokenStream, Hold)], calls: &dyn CallGen)
     };
     let mut binds = Vec::new();
     for (b, (a, h)) in f.nl_params.iter().chain(&f.lin_params).zip(args) {
-        let id = names.ident(&b.var);
         names.holds.insert(b.var.clone(), *h);
+        if let Some(parts) = unpacked_parts(f, b, a) {
+            names.parts.insert(b.var.clone(), parts);
+            continue;
+        }
+        let id = names.ident(&b.var);
         binds.push(quote!(let #id = #a;));
     }
     let e = gen_inner(&f.body, &mut names, calls);
     braced(binds, e)
+}
+
+/// The elements of argument `a`, a tuple expression `(e₀, e₁, …)`, for a
+/// parameter `b` of more than [`WIDE`] elements that `f`'s body only
+/// unpacks, once, at its top level: a tape, which `apply` and `transpose`
+/// receive as the struct's fields. Binding each element from its field
+/// (`let x = self.x;`) costs rustc time linear in the tape; building the
+/// tuple and destructuring it with one pattern, quadratic (see [`WIDE`]).
+fn unpacked_parts(f: &Func, b: &Binder, a: &TokenStream) -> Option<Vec<TokenStream>> {
+    let Ty::Tuple(ts) = &b.ty else { return None };
+    let Expr::Block { stmts, tail } = &f.body else {
+        return None;
+    };
+    if ts.len() <= WIDE {
+        return None;
+    }
+    let mut uses = 0;
+    for s in stmts {
+        crate::visit::stmt_uses(s, &mut |v: &Var, _| uses += usize::from(*v == b.var));
+    }
+    crate::visit::for_each_use(tail, &mut |v: &Var, _| uses += usize::from(*v == b.var));
+    let unpacked = stmts.iter().any(|s| {
+        matches!(s, Stmt::Unpack { tuple, vars } | Stmt::LinUnpack { tuple, vars }
+            if *tuple == b.var && vars.len() == ts.len())
+    });
+    if uses != 1 || !unpacked {
+        return None;
+    }
+    let mut it = a.clone().into_iter();
+    let (Some(TokenTree::Group(g)), None) = (it.next(), it.next()) else {
+        return None;
+    };
+    if g.delimiter() != Delimiter::Parenthesis {
+        return None;
+    }
+    let mut parts = vec![TokenStream::new()];
+    for t in g.stream() {
+        match &t {
+            TokenTree::Punct(p) if p.as_char() == ',' => parts.push(TokenStream::new()),
+            _ => parts
+                .last_mut()
+                .expect("one part at least")
+                .extend(std::iter::once(t)),
+        }
+    }
+    if parts.last().is_some_and(TokenStream::is_empty) {
+        parts.pop();
+    }
+    (parts.len() == ts.len()).then_some(parts)
 }
 
 /// The statements of a block followed by its tail, without braces.
@@ -671,6 +728,43 @@ const FN_CHUNKING: usize = 16 * CHUNK;
 
 /// Statements per nested function (see [`gen_stmts`]).
 const FN_CHUNK: usize = 256;
+
+/// The most values a generated tuple pattern binds, or a generated tuple
+/// holds at its top level ([`wide_tuple`], [`let_wide`]).
+///
+/// rustc's borrow checker takes time quadratic in the bindings of one
+/// tuple pattern, and its type-privacy and lint passes time proportional
+/// to an expression's type on every field access: with one pattern for
+/// a tuple of 3,500 `f64`s, 0.77 s of borrow checking (7,000: 3.2 s);
+/// with one `let` per field, 0.05 s of borrow checking but 0.1 s more of
+/// each of the others (quadratic too). Chunks of a long body pass out
+/// that many values, so they pass them in groups of `WIDE`.
+const WIDE: usize = 16;
+
+/// `(x₀, x₁, …)`, or past [`WIDE`] elements a tuple of tuples of at most
+/// `WIDE` each (`((x₀, …, x₁₅), (x₁₆, …), …)`): a value, or its type.
+fn wide_tuple(xs: &[TokenStream]) -> TokenStream {
+    if xs.len() <= WIDE {
+        return quote!((#(#xs,)*));
+    }
+    let groups = xs.chunks(WIDE).map(|g| quote!((#(#g,)*)));
+    quote!((#(#groups,)*))
+}
+
+/// `let (p₀, p₁, …) = rhs;` for a value shaped by [`wide_tuple`]: past
+/// [`WIDE`] patterns, the value in a temporary and one pattern per group.
+fn let_wide(pats: &[TokenStream], rhs: TokenStream, names: &mut Names) -> TokenStream {
+    if pats.len() <= WIDE {
+        return quote!(let (#(#pats,)*) = #rhs;);
+    }
+    let t = names.temp("wide");
+    let mut out = quote!(let #t = #rhs;);
+    for (k, g) in pats.chunks(WIDE).enumerate() {
+        let k = Literal::usize_unsuffixed(k);
+        out.extend(quote!(let (#(#g,)*) = #t.#k;));
+    }
+    out
+}
 
 /// A run of generated statements: their tokens, the variables they bind
 /// (at their top level), the variables they read, and, for a single
@@ -714,9 +808,21 @@ fn gen_stmts(
     // float type parameter, or the lane count of `apply_lanes`.
     let as_fns =
         stmts.len() > FN_CHUNKING && FloatParam::get().is_none() && LinearLanes::get().is_none();
+    let mut deferred = HashMap::default();
     let mut runs: Vec<Run> = stmts
         .iter()
         .map(|s| {
+            if as_fns {
+                if let Some(d) = defer_parts(s, names) {
+                    deferred = d;
+                    return Run {
+                        tokens: TokenStream::new(),
+                        binds: Vec::new(),
+                        reads: Vec::new(),
+                        free: Some(Vec::new()),
+                    };
+                }
+            }
             let mut binds = Vec::new();
             crate::visit::stmt_binds(s, &mut |v: &Var, _| binds.push(v.clone()));
             let mut reads = Vec::new();
@@ -753,9 +859,61 @@ fn gen_stmts(
         } else {
             CHUNK
         };
-        runs = chunk(runs, size, &tail_reads, names);
+        runs = chunk(
+            runs,
+            size,
+            &tail_reads,
+            names,
+            &std::mem::take(&mut deferred),
+        );
     }
-    runs.into_iter().map(|r| r.tokens).collect()
+    let mut out: Vec<TokenStream> = runs.into_iter().map(|r| r.tokens).collect();
+    out.extend(bind_deferred(&tail_reads, &deferred, names));
+    out
+}
+
+/// For the statement unpacking a wide tuple parameter given as its
+/// elements' expressions ([`unpacked_parts`]): each element's expression
+/// by the variable it binds, which the first level of chunking binds
+/// where it is read ([`chunk`]) rather than all at the top of the body,
+/// so the enclosing function does not hold the whole tape in locals
+/// across its chunks (borrow checking grows with locals × statements).
+fn defer_parts(s: &Stmt, names: &mut Names) -> Option<HashMap<Var, TokenStream>> {
+    let (Stmt::Unpack { vars, tuple } | Stmt::LinUnpack { vars, tuple }) = s else {
+        return None;
+    };
+    let parts = names.parts.remove(tuple)?;
+    let whole = names.hold(tuple);
+    Some(
+        vars.iter()
+            .zip(parts)
+            .map(|(b, p)| {
+                names.bind_part(b, whole);
+                (b.var.clone(), p)
+            })
+            .collect(),
+    )
+}
+
+/// `let x = e;` for each deferred element ([`defer_parts`]) among `reads`,
+/// in a stable order.
+fn bind_deferred<'a>(
+    reads: impl IntoIterator<Item = &'a Var>,
+    deferred: &HashMap<Var, TokenStream>,
+    names: &mut Names,
+) -> Vec<TokenStream> {
+    let mut vs: Vec<&Var> = reads
+        .into_iter()
+        .filter(|v| deferred.contains_key(*v))
+        .collect();
+    vs.sort();
+    vs.dedup();
+    vs.into_iter()
+        .map(|v| {
+            let (id, e) = (names.ident(v), &deferred[v]);
+            quote!(let #id = #e;)
+        })
+        .collect()
 }
 
 /// Whether statement `s` may move into a nested function: it calls no
@@ -807,7 +965,7 @@ fn chunk_fn(
     inputs: &[Var],
     outputs: &[syn::Ident],
     (in_tys, out_tys): (Vec<TokenStream>, Vec<TokenStream>),
-    names: &mut Names,
+    (names, deferred): (&mut Names, &HashMap<Var, TokenStream>),
 ) -> TokenStream {
     let mut seen = HashSet::default();
     let mut params = Vec::new();
@@ -816,17 +974,27 @@ fn chunk_fn(
         let id = names.ident(v);
         if seen.insert(id.clone()) {
             params.push(quote!(#id: #t));
-            args.push(id);
+            // A deferred tape element is passed from its field.
+            args.push(
+                deferred
+                    .get(v)
+                    .cloned()
+                    .unwrap_or_else(|| id.into_token_stream()),
+            );
         }
     }
     let f = names.temp("chunk");
-    let (ret, tail, pat) = match (outputs, out_tys.as_slice()) {
-        ([one], [t]) => (quote!(#t), quote!(#one), quote!(#one)),
-        _ => (
-            quote!((#(#out_tys,)*)),
-            quote!((#(#outputs,)*)),
-            quote!((#(#outputs,)*)),
-        ),
+    let call = quote!(#f(#(#args),*));
+    let (ret, tail, bind) = match (outputs, out_tys.as_slice()) {
+        ([one], [t]) => (quote!(#t), quote!(#one), quote!(let #one = #call;)),
+        _ => {
+            let outs: Vec<TokenStream> = outputs.iter().map(ToTokens::to_token_stream).collect();
+            (
+                wide_tuple(&out_tys),
+                wide_tuple(&outs),
+                let_wide(&outs, call, names),
+            )
+        }
     };
     let block = braced(body, tail);
     let inline = inline_always_optimised();
@@ -834,7 +1002,7 @@ fn chunk_fn(
         #inline
         #[allow(clippy::too_many_arguments, clippy::type_complexity, clippy::let_and_return)]
         fn #f(#(#params),*) -> #ret #block
-        let #pat = #f(#(#args),*);
+        #bind
     }
 }
 
@@ -854,7 +1022,13 @@ pub fn inline_always_optimised() -> TokenStream {
 }
 
 /// One level of chunking: groups of `size` runs become one run each.
-fn chunk(runs: Vec<Run>, size: usize, tail_reads: &HashSet<Var>, names: &mut Names) -> Vec<Run> {
+fn chunk(
+    runs: Vec<Run>,
+    size: usize,
+    tail_reads: &HashSet<Var>,
+    names: &mut Names,
+    deferred: &HashMap<Var, TokenStream>,
+) -> Vec<Run> {
     let n = runs.len();
     // The last run reading each variable (n for the block's tail).
     let mut last: HashMap<Var, usize> = HashMap::default();
@@ -878,6 +1052,8 @@ fn chunk(runs: Vec<Run>, size: usize, tail_reads: &HashSet<Var>, names: &mut Nam
         // could move into a function.
         let mut bound = HashSet::default();
         let mut inputs = Some(Vec::new());
+        // What the group binds itself.
+        let mut own = HashSet::default();
         for (_, r) in group {
             match (&mut inputs, r.free) {
                 (Some(ins), Some(free)) => {
@@ -890,6 +1066,7 @@ fn chunk(runs: Vec<Run>, size: usize, tail_reads: &HashSet<Var>, names: &mut Nam
                 (ins, _) => *ins = None,
             }
             bound.extend(r.binds.iter().cloned());
+            own.extend(r.binds.iter().cloned());
             live.extend(
                 r.binds
                     .into_iter()
@@ -910,16 +1087,22 @@ fn chunk(runs: Vec<Run>, size: usize, tail_reads: &HashSet<Var>, names: &mut Nam
             let tys = chunk_types(&ins, &id_vars, names)?;
             Some((ins, tys))
         });
+        if fits.is_none() {
+            let mut b = bind_deferred(reads.iter().filter(|v| !own.contains(*v)), deferred, names);
+            b.append(&mut body);
+            body = b;
+        }
         let tokens = match (fits, ids.as_slice()) {
-            (Some((ins, tys)), _) => chunk_fn(body, &ins, &ids, tys, names),
+            (Some((ins, tys)), _) => chunk_fn(body, &ins, &ids, tys, (names, deferred)),
             (None, []) => braced(body, quote!()),
             (None, [one]) => {
                 let b = braced(body, quote!(#one));
                 quote!(let #one = #b;)
             }
             (None, _) => {
-                let b = braced(body, quote!((#(#ids,)*)));
-                quote!(let (#(#ids,)*) = #b;)
+                let pats: Vec<TokenStream> = ids.iter().map(ToTokens::to_token_stream).collect();
+                let b = braced(body, wide_tuple(&pats));
+                let_wide(&pats, b, names)
             }
         };
         out.push(Run {
@@ -1051,6 +1234,14 @@ fn gen_stmt(s: &Stmt, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
         }
         Stmt::Unpack { vars, tuple } | Stmt::LinUnpack { vars, tuple } => {
             let whole = names.hold(tuple);
+            if let Some(parts) = names.parts.remove(tuple) {
+                let mut out = TokenStream::new();
+                for (b, p) in vars.iter().zip(parts) {
+                    let pat = names.bind_part(b, whole);
+                    out.extend(quote!(let #pat = #p;));
+                }
+                return out;
+            }
             let t = names.place(tuple);
             let pats: Vec<TokenStream> = vars.iter().map(|b| names.bind_part(b, whole)).collect();
             quote!(let (#(#pats,)*) = #t;)
