@@ -192,6 +192,9 @@ pub struct Names {
     /// and only unpacked ([`body_holding`]): the unpacking binds each
     /// element from its expression.
     parts: HashMap<Var, Vec<TokenStream>>,
+    /// A forward pass's wide tape and its elements, returned in groups
+    /// without being built flat ([`forward_body`]).
+    grouped: Option<(Var, Vec<Var>)>,
 }
 
 /// How the loop being generated reaches an array ([`window`]).
@@ -631,6 +634,74 @@ pub fn body(f: &Func, args: &[TokenStream], calls: &dyn CallGen) -> TokenStream 
     body_holding(f, &held, calls)
 }
 
+/// [`body`] for a forward pass, whose body ends by building its tape
+/// `let t = (r₀, r₁, …)` and returns `(results…, t)`. Where the tape has
+/// more than [`WIDE`] elements and nothing else reads it, the body returns
+/// it shaped by [`wide_tuple`], never built flat: a flat tuple of
+/// thousands of values costs rustc time quadratic in its length on every
+/// access to one of its fields (type privacy and lints visit the
+/// accessed value's whole type), and the linearization's struct is built
+/// from each of them. Returns the body and, where it did so, the tape's
+/// length, for [`let_wide_parts`].
+pub fn forward_body(
+    f: &Func,
+    args: &[TokenStream],
+    calls: &dyn CallGen,
+) -> (TokenStream, Option<usize>) {
+    let grouped = grouped_tape(f);
+    let n = grouped.as_ref().map(|(_, es)| es.len());
+    let mut names = Names {
+        types: crate::visit::binder_types(f),
+        grouped,
+        ..Names::default()
+    };
+    let mut binds = Vec::new();
+    for (b, a) in f.nl_params.iter().chain(&f.lin_params).zip(args) {
+        let id = names.ident(&b.var);
+        binds.push(quote!(let #id = #a;));
+    }
+    let e = gen_inner(&f.body, &mut names, calls);
+    (braced(binds, e), n)
+}
+
+/// The tape `f` builds last and only returns, and its elements, if it has
+/// more than [`WIDE`] ([`forward_body`]).
+fn grouped_tape(f: &Func) -> Option<(Var, Vec<Var>)> {
+    let Expr::Block { stmts, tail } = &f.body else {
+        return None;
+    };
+    let Expr::Ret { nl, lin } = tail.as_ref() else {
+        return None;
+    };
+    let t = nl.last().filter(|_| lin.is_empty())?;
+    let elems = stmts.iter().find_map(|s| match s {
+        Stmt::Let {
+            nl,
+            lin,
+            rhs: Expr::Tup(es),
+        } if lin.is_empty() && nl.len() == 1 && nl[0].var == *t => Some(es.clone()),
+        Stmt::Let { .. } | Stmt::Unpack { .. } | Stmt::LinUnpack { .. } => None,
+    })?;
+    let mut uses = 0;
+    crate::visit::for_each_use(&f.body, &mut |v: &Var, _| uses += usize::from(v == t));
+    (elems.len() > WIDE && uses == 1).then(|| (t.clone(), elems))
+}
+
+/// Whether `s` builds the grouped tape ([`forward_body`]).
+fn is_grouped(s: &Stmt, names: &Names) -> bool {
+    match (s, &names.grouped) {
+        (Stmt::Let { nl, .. }, Some((t, _))) => nl.len() == 1 && nl[0].var == *t,
+        _ => false,
+    }
+}
+
+/// `let (p₀, p₁, …) = rhs;` for a value of `n` elements shaped by
+/// [`wide_tuple`] (a grouped tape, [`forward_body`]), binding element `k`
+/// to `pats[k]`.
+pub fn let_wide_parts(pats: &[TokenStream], rhs: TokenStream, names: &mut Names) -> TokenStream {
+    let_wide(pats, rhs, names)
+}
+
 /// [`body`], with each argument's [`Hold`].
 pub fn body_holding(f: &Func, args: &[(TokenStream, Hold)], calls: &dyn CallGen) -> TokenStream {
     let mut names = Names {
@@ -812,6 +883,15 @@ fn gen_stmts(
     let mut runs: Vec<Run> = stmts
         .iter()
         .map(|s| {
+            if is_grouped(s, names) {
+                // Read by the tail, where the tape is built.
+                return Run {
+                    tokens: TokenStream::new(),
+                    binds: Vec::new(),
+                    reads: Vec::new(),
+                    free: Some(Vec::new()),
+                };
+            }
             if as_fns {
                 if let Some(d) = defer_parts(s, names) {
                     deferred = d;
@@ -852,6 +932,11 @@ fn gen_stmts(
     crate::visit::for_each_use(tail, &mut |v: &Var, _| {
         tail_reads.insert(v.clone());
     });
+    if let Some((t, es)) = &names.grouped {
+        if tail_reads.remove(t) {
+            tail_reads.extend(es.iter().cloned());
+        }
+    }
     while runs.len() > 2 * CHUNK {
         // Functions are larger than blocks: each costs a signature.
         let size = if runs.iter().any(|r| r.free.is_some()) {
@@ -1168,6 +1253,10 @@ fn holds_array(t: &Ty) -> bool {
 }
 
 fn gen_stmt(s: &Stmt, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
+    if is_grouped(s, names) {
+        // Built in the tail ([`forward_body`]).
+        return TokenStream::new();
+    }
     match s {
         Stmt::Let { nl, lin, rhs } => {
             let bs: Vec<Binder> = nl.iter().chain(lin).cloned().collect();
@@ -1257,12 +1346,35 @@ fn tuple_of(vs: &[Var], names: &mut Names) -> TokenStream {
     }
 }
 
+/// The values a block returns, the grouped tape among them built in
+/// groups ([`forward_body`]).
+fn gen_ret(vs: &[Var], names: &mut Names) -> TokenStream {
+    let Some((t, es)) = names.grouped.clone().filter(|(t, _)| vs.contains(t)) else {
+        return tuple_of(vs, names);
+    };
+    let parts: Vec<TokenStream> = vs
+        .iter()
+        .map(|v| {
+            if *v == t {
+                let es: Vec<TokenStream> = es
+                    .iter()
+                    .map(|e| names.ident(e).into_token_stream())
+                    .collect();
+                wide_tuple(&es)
+            } else {
+                names.ident(v).into_token_stream()
+            }
+        })
+        .collect();
+    quote!((#(#parts,)*))
+}
+
 fn gen_expr(e: &Expr, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
     match e {
         Expr::Block { .. } => braced([], gen_inner(e, names, calls)),
         Expr::Ret { nl, lin } => {
             let vs: Vec<Var> = nl.iter().chain(lin).cloned().collect();
-            tuple_of(&vs, names)
+            gen_ret(&vs, names)
         }
         Expr::App { func, nl, lin } => {
             let nl: Vec<syn::Ident> = nl.iter().map(|v| names.ident(v)).collect();

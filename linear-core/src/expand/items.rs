@@ -886,7 +886,7 @@ pub(super) fn generate(
     let sig = Sig::new(item, l, owner, &mut names)?;
     let map_name = owner.map_name(&item.sig.ident);
     // The forward pass `f_lin` and `f_vjp` share.
-    let fwd_body = body(out.forward, &sig.primal_ir, &calls);
+    let fwd_body = crate::codegen::forward_body(out.forward, &sig.primal_ir, &calls);
     let fwd = (&fwd_body, passes.lanes);
     let lin = lin_items(item, l, &sig, &out, fwd, &map_name, &calls, &mut names)?;
     let jvp_fn = if lin.shares_jvp && sig.tangents_owned() {
@@ -1237,10 +1237,10 @@ impl Tape {
     /// The linearization's field initialisers in the order they may run:
     /// the forward pass's tape (which borrows the inputs), the lengths
     /// (`lens`), then the `Vec`s taken by value, moved in last.
-    fn field_inits(&self, tape: &syn::Ident, lens: Vec<TokenStream>) -> Vec<TokenStream> {
+    fn field_inits(&self, elems: &[TokenStream], lens: Vec<TokenStream>) -> Vec<TokenStream> {
         let (mut read, mut moved) = (Vec::new(), Vec::new());
         for (k, f) in self.fields.iter().enumerate() {
-            let init = self.field_init(k, tape);
+            let init = self.field_init(k, &elems[k]);
             match &self.inputs[k] {
                 Some((_, Shape::Slice(_, crate::lower::SliceKind::Vec))) => {
                     moved.push(quote!(#f: #init))
@@ -1253,10 +1253,19 @@ impl Tape {
         read
     }
 
+    /// Whether field `k` is built from the forward pass's tape element `k`
+    /// ([`Tape::field_init`]).
+    fn reads_element(&self, k: usize) -> bool {
+        !matches!(
+            &self.inputs[k],
+            Some((_, Shape::Slice(_, crate::lower::SliceKind::Vec)))
+        )
+    }
+
     /// The expression field `k` is built from in `f_lin`: the forward
-    /// pass's tape, or the parameter itself where the linearization takes
-    /// a `Vec` by value.
-    fn field_init(&self, k: usize, tape: &syn::Ident) -> TokenStream {
+    /// pass's tape element `elem`, or the parameter itself where the
+    /// linearization takes a `Vec` by value.
+    fn field_init(&self, k: usize, elem: &TokenStream) -> TokenStream {
         match &self.inputs[k] {
             Some((id, s @ Shape::Slice(_, crate::lower::SliceKind::Vec))) => match s.row() {
                 // Moved in as its flat array, not copied.
@@ -1264,13 +1273,9 @@ impl Tape {
                 None => quote!(#id),
             },
             None if matches!(&self.tys[k], Ty::Array(e, _) if crate::codegen::pooled(e)) => {
-                let i = syn::Index::from(k);
-                quote!(::linear_ad::__private::Tape::from(#tape.#i))
+                quote!(::linear_ad::__private::Tape::from(#elem))
             }
-            _ => {
-                let i = syn::Index::from(k);
-                quote!(#tape.#i)
-            }
+            _ => quote!(#elem),
         }
     }
 
@@ -1502,7 +1507,7 @@ fn lin_items(
     l: &Lowered,
     sig: &Sig,
     out: &Outputs,
-    (fwd_body, lanes): (&TokenStream, LanesAsk),
+    (fwd_body, lanes): (&(TokenStream, Option<usize>), LanesAsk),
     map_name: &syn::Ident,
     calls: &Calls,
     names: &mut Names,
@@ -1601,18 +1606,60 @@ fn lin_items(
 /// results' lengths (`measure`).
 fn lin_fns(
     (item, l, sig, tape): (&syn::ItemFn, &Lowered, &Sig, &Tape),
-    (fwd_body, map_name, lin_name, lin_doc): (&TokenStream, &syn::Ident, &syn::Ident, &str),
+    (fwd_body, map_name, lin_name, lin_doc): (
+        &(TokenStream, Option<usize>),
+        &syn::Ident,
+        &syn::Ident,
+        &str,
+    ),
     (len_inits, measure): (Vec<TokenStream>, Vec<TokenStream>),
     names: &mut Names,
 ) -> TokenStream {
     let (ys, tape_var) = (Results::new("__y", &l.ret), hidden("__tape"));
     let y_out = ys.value(names, primal_from_ir);
     let bound = pattern(&ys.names.iter().chain([&tape_var]).collect::<Vec<_>>());
-    let mut read = tape.field_inits(&tape_var, len_inits);
+    let (fwd_body, grouped) = fwd_body;
+    // The tape's elements: fields of the tuple, or, where the forward pass
+    // returns it in groups, locals bound from them (`codegen::forward_body`).
+    let (elems, unpack) = match grouped {
+        // One element per field, as the struct was laid out.
+        Some(n) if *n == tape.fields.len() => {
+            let ids: Vec<syn::Ident> = (0..*n)
+                .map(|k| format_ident!("__t{}", k, span = Span::mixed_site()))
+                .collect();
+            let pats: Vec<TokenStream> = ids
+                .iter()
+                .enumerate()
+                .map(|(k, id)| {
+                    if tape.reads_element(k) {
+                        quote!(#id)
+                    } else {
+                        quote!(_)
+                    }
+                })
+                .collect();
+            let unpack = crate::codegen::let_wide_parts(&pats, quote!(#tape_var), names);
+            (ids.iter().map(|id| quote!(#id)).collect(), unpack)
+        }
+        Some(_) => {
+            let msg = "linear-ad internal error: the forward pass's tape does not match the linearization's fields";
+            let elems = vec![quote!(::core::compile_error!(#msg)); tape.fields.len()];
+            (elems, quote!())
+        }
+        None => {
+            let elems = (0..tape.fields.len()).map(|k| {
+                let i = syn::Index::from(k);
+                quote!(#tape_var.#i)
+            });
+            (elems.collect::<Vec<_>>(), quote!())
+        }
+    };
+    let mut read = tape.field_inits(&elems, len_inits);
     read.extend(sig.float.marker().map(|(_, init)| init));
     let generics = sig.float.decl(tape.lifetime());
     let body = quote! {
         let #bound = #fwd_body;
+        #unpack
         #(#measure)*
         (#y_out, #map_name { #(#read,)* })
     };
