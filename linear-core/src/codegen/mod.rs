@@ -10,7 +10,11 @@
 //! becomes straight-line Rust on plain floats and tuples, with no heap, no
 //! trait objects and no `unsafe`, which LLVM optimises like hand-written
 //! code; a very long body is split into nested functions for rustc's sake
-//! (`gen_stmts`).
+//! (`gen_stmts`), and no tuple pattern, nor tuple a chunk returns, holds
+//! more than [`WIDE`] values: rustc's checks of one are quadratic in its
+//! length. A wide tape is read from the linearization's fields where a
+//! chunk reads it ([`body_holding`]) and returned by the forward pass in
+//! groups ([`forward_body`]).
 //!
 //! Linear operations on tuples are expanded componentwise in place (no
 //! helper trait), so every operation is visible to the optimiser. `drop`
