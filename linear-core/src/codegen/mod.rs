@@ -11,7 +11,7 @@
 //! trait objects and no `unsafe`, which LLVM optimises like hand-written
 //! code; a very long body is split into nested functions for rustc's sake
 //! (`gen_stmts`), and no tuple pattern, nor tuple a chunk returns, holds
-//! more than [`WIDE`] values: rustc's checks of one are quadratic in its
+//! more than `WIDE` (16) values: rustc's checks of one are quadratic in its
 //! length. A wide tape is read from the linearization's fields where a
 //! chunk reads it ([`body_holding`]) and returned by the forward pass in
 //! groups ([`forward_body`]).
