@@ -654,18 +654,12 @@ pub fn forward_body(
 ) -> (TokenStream, Option<usize>) {
     let grouped = grouped_tape(f);
     let n = grouped.as_ref().map(|(_, es)| es.len());
-    let mut names = Names {
-        types: crate::visit::binder_types(f),
+    let names = Names {
         grouped,
         ..Names::default()
     };
-    let mut binds = Vec::new();
-    for (b, a) in f.nl_params.iter().chain(&f.lin_params).zip(args) {
-        let id = names.ident(&b.var);
-        binds.push(quote!(let #id = #a;));
-    }
-    let e = gen_inner(&f.body, &mut names, calls);
-    (braced(binds, e), n)
+    let held: Vec<(TokenStream, Hold)> = args.iter().map(|a| (a.clone(), Hold::Owned)).collect();
+    (body_in(names, f, &held, calls), n)
 }
 
 /// The tape `f` builds last and only returns, and its elements, if it has
@@ -708,14 +702,26 @@ pub fn let_wide_parts(pats: &[TokenStream], rhs: TokenStream, names: &mut Names)
 
 /// [`body`], with each argument's [`Hold`].
 pub fn body_holding(f: &Func, args: &[(TokenStream, Hold)], calls: &dyn CallGen) -> TokenStream {
-    let mut names = Names {
-        types: crate::visit::binder_types(f),
-        ..Names::default()
-    };
+    body_in(Names::default(), f, args, calls)
+}
+
+/// [`body_holding`], generating with `names`.
+fn body_in(
+    mut names: Names,
+    f: &Func,
+    args: &[(TokenStream, Hold)],
+    calls: &dyn CallGen,
+) -> TokenStream {
+    names.types = crate::visit::binder_types(f);
     let mut binds = Vec::new();
     for (b, (a, h)) in f.nl_params.iter().chain(&f.lin_params).zip(args) {
         names.holds.insert(b.var.clone(), *h);
-        if let Some(parts) = unpacked_parts(f, b, a) {
+        // Only a tape read in place: its elements are `Copy` values or
+        // references, which a chunk may read again.
+        let parts = (*h == Hold::Shallow)
+            .then(|| unpacked_parts(f, b, a))
+            .flatten();
+        if let Some(parts) = parts {
             names.parts.insert(b.var.clone(), parts);
             continue;
         }
