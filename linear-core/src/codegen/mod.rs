@@ -10,11 +10,11 @@
 //! becomes straight-line Rust on plain floats and tuples, with no heap, no
 //! trait objects and no `unsafe`, which LLVM optimises like hand-written
 //! code; a very long body is split into nested functions for rustc's sake
-//! (`gen_stmts`), and no tuple pattern, nor tuple a chunk returns, holds
-//! more than `WIDE` (16) values: rustc's checks of one are quadratic in its
-//! length. A wide tape is read from the linearization's fields where a
-//! chunk reads it ([`body_holding`]) and returned by the forward pass in
-//! groups ([`forward_body`]).
+//! (`gen_stmts`). The values a chunk passes on travel in tuples of at most
+//! `WIDE` (16), and a wide tape is read from the linearization's fields
+//! where a chunk reads it ([`body_holding`]) and returned by the forward
+//! pass in groups ([`forward_body`]): rustc checks one tuple, or tuple
+//! pattern, of thousands of values in time quadratic in its length.
 //!
 //! Linear operations on tuples are expanded componentwise in place (no
 //! helper trait), so every operation is visible to the optimiser. `drop`
@@ -810,8 +810,8 @@ const FN_CHUNKING: usize = 16 * CHUNK;
 /// Statements per nested function (see [`gen_stmts`]).
 const FN_CHUNK: usize = 256;
 
-/// The most values a generated tuple pattern binds, or a generated tuple
-/// holds at its top level ([`wide_tuple`], [`let_wide`]).
+/// The most values a tuple [`wide_tuple`] builds holds at its top level,
+/// and a pattern [`let_wide`] writes binds.
 ///
 /// rustc's borrow checker takes time quadratic in the bindings of one
 /// tuple pattern, and its type-privacy and lint passes time proportional
