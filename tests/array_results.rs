@@ -53,6 +53,46 @@ fn normalize(x: Vec<f64>) -> Vec<f64> {
     y
 }
 
+/// A `Vec` taken by value, moved into the linearization, beside a tape of
+/// more than 16 values, which the forward pass returns in groups of 16
+/// (`linear_core::codegen::forward_body`): `f_lin` unpacks the groups
+/// into the struct's fields, and the moved `Vec` takes none of them.
+#[differentiable]
+fn chained_scale(x: Vec<f64>, a: f64) -> Vec<f64> {
+    let mut k = a;
+    let b = (k * 0.5).sin();
+    k = k * b + 0.1;
+    let c = (k * 0.3).cos();
+    k = k * c - 0.2;
+    let d = (k * 0.7).tanh();
+    k = k * d + 0.3;
+    let e = (k * 0.2).exp();
+    k = k * e - 0.1;
+    let f = (k * k + 1.0).sqrt();
+    k = k * f + 0.2;
+    let g = (k * 0.1).sin();
+    k = k * g + 1.0;
+    let h = (k * 0.4).atan();
+    k = k * h - 0.3;
+    let m = (k * 0.6).sinh();
+    k = k * m + 0.5;
+    let n = (k * k + 2.0).ln();
+    k = k * n + 1.0;
+    let p = (k * 0.2).cos();
+    k = k * p - 0.4;
+    let q = (k * 0.5).tanh();
+    k = k * q + 0.6;
+    let r = (k * 0.3).exp();
+    k = k * r - 0.2;
+    let t = (k * k + 0.5).sqrt();
+    k = k * t + 0.1;
+    let mut y = vec![0.0; x.len()];
+    for i in 0..x.len() {
+        y[i] = x[i] * k + x[i] * x[i] * b;
+    }
+    y
+}
+
 /// Copies: `let mut y = x.to_vec()` of a parameter, then written; a copy
 /// only read (`let z = y.clone()`) and a written copy of a local
 /// (`let mut w = z.clone()`), the local read again after.
@@ -244,6 +284,33 @@ fn a_vec_in_and_a_vec_out() {
     let (_, lin) = normalize_lin(x);
     assert_eq!(lin.apply(dx), dy);
     assert_eq!(lin.transpose(cy), g);
+}
+
+#[test]
+fn a_moved_vec_beside_a_wide_tape() {
+    let (x, a) = (vec![0.7, -1.2, 0.4], 0.9);
+    let (dx, da) = (vec![0.3, 0.2, -0.6], -0.4);
+    let (y, dy) = chained_scale_jvp(x.clone(), a, dx.clone(), da);
+    assert_eq!(y, chained_scale(x.clone(), a));
+    let mut xd = x.clone();
+    xd.push(a);
+    let mut d = dx.clone();
+    d.push(da);
+    let f = |p: &[f64]| chained_scale(p[..3].to_vec(), p[3]);
+    assert_close(&dy, &fd_along(f, &xd, &d), 1e-6);
+    let (y2, lin) = chained_scale_lin(x.clone(), a);
+    assert_eq!(y2, y);
+    assert!(
+        linear_ad::TapeSize::tape_bytes(&lin) > 17 * 8,
+        "a tape of {} bytes",
+        linear_ad::TapeSize::tape_bytes(&lin)
+    );
+    assert_eq!(lin.apply((dx.clone(), da)), dy);
+    let cy = vec![1.0, -0.5, 2.0];
+    let (gx, ga) = lin.transpose(cy.clone());
+    let (_, (vx, va)) = chained_scale_vjp(x, a, cy.clone());
+    assert_eq!((&gx, ga), (&vx, va));
+    assert!(close(dot(&cy, &dy), dot(&gx, &dx) + ga * da, 1e-12));
 }
 
 /// The message of the panic `f` raises.
