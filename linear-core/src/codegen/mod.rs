@@ -646,7 +646,7 @@ pub fn body(f: &Func, args: &[TokenStream], calls: &dyn CallGen) -> TokenStream 
 /// access to one of its fields (type privacy and lints visit the
 /// accessed value's whole type), and the linearization's struct is built
 /// from each of them. Returns the body and, where it did so, the tape's
-/// length, for [`let_wide_parts`].
+/// length, for [`let_wide`].
 pub fn forward_body(
     f: &Func,
     args: &[TokenStream],
@@ -693,13 +693,6 @@ fn is_grouped(s: &Stmt, names: &Names) -> bool {
     }
 }
 
-/// `let (p₀, p₁, …) = rhs;` for a value of `n` elements shaped by
-/// [`wide_tuple`] (a grouped tape, [`forward_body`]), binding element `k`
-/// to `pats[k]`.
-pub fn let_wide_parts(pats: &[TokenStream], rhs: TokenStream, names: &mut Names) -> TokenStream {
-    let_wide(pats, rhs, names)
-}
-
 /// [`body`], with each argument's [`Hold`].
 pub fn body_holding(f: &Func, args: &[(TokenStream, Hold)], calls: &dyn CallGen) -> TokenStream {
     body_in(Names::default(), f, args, calls)
@@ -740,17 +733,14 @@ fn body_in(
 /// tuple and destructuring it with one pattern, quadratic (see [`WIDE`]).
 fn unpacked_parts(f: &Func, b: &Binder, a: &TokenStream) -> Option<Vec<TokenStream>> {
     let Ty::Tuple(ts) = &b.ty else { return None };
-    let Expr::Block { stmts, tail } = &f.body else {
+    let Expr::Block { stmts, .. } = &f.body else {
         return None;
     };
     if ts.len() <= WIDE {
         return None;
     }
     let mut uses = 0;
-    for s in stmts {
-        crate::visit::stmt_uses(s, &mut |v: &Var, _| uses += usize::from(*v == b.var));
-    }
-    crate::visit::for_each_use(tail, &mut |v: &Var, _| uses += usize::from(*v == b.var));
+    crate::visit::for_each_use(&f.body, &mut |v: &Var, _| uses += usize::from(*v == b.var));
     let unpacked = stmts.iter().any(|s| {
         matches!(s, Stmt::Unpack { tuple, vars } | Stmt::LinUnpack { tuple, vars }
             if *tuple == b.var && vars.len() == ts.len())
@@ -832,9 +822,10 @@ fn wide_tuple(xs: &[TokenStream]) -> TokenStream {
     quote!((#(#groups,)*))
 }
 
-/// `let (p₀, p₁, …) = rhs;` for a value shaped by [`wide_tuple`]: past
-/// [`WIDE`] patterns, the value in a temporary and one pattern per group.
-fn let_wide(pats: &[TokenStream], rhs: TokenStream, names: &mut Names) -> TokenStream {
+/// `let (p₀, p₁, …) = rhs;` for a value shaped by [`wide_tuple`] (as a
+/// grouped tape, [`forward_body`]): past [`WIDE`] patterns, the value in a
+/// temporary and one pattern per group.
+pub fn let_wide(pats: &[TokenStream], rhs: TokenStream, names: &mut Names) -> TokenStream {
     if pats.len() <= WIDE {
         return quote!(let (#(#pats,)*) = #rhs;);
     }
@@ -856,6 +847,19 @@ struct Run {
     binds: Vec<Var>,
     reads: Vec<Var>,
     free: Option<Vec<Var>>,
+}
+
+impl Run {
+    /// A statement generated elsewhere: no tokens, nothing bound or read,
+    /// movable into a function.
+    fn empty() -> Run {
+        Run {
+            tokens: TokenStream::new(),
+            binds: Vec::new(),
+            reads: Vec::new(),
+            free: Some(Vec::new()),
+        }
+    }
 }
 
 /// The statements of a block. Every `let` opens a lexical scope nested in
@@ -895,22 +899,12 @@ fn gen_stmts(
         .map(|s| {
             if is_grouped(s, names) {
                 // Read by the tail, where the tape is built.
-                return Run {
-                    tokens: TokenStream::new(),
-                    binds: Vec::new(),
-                    reads: Vec::new(),
-                    free: Some(Vec::new()),
-                };
+                return Run::empty();
             }
             if as_fns {
                 if let Some(d) = defer_parts(s, names) {
                     deferred = d;
-                    return Run {
-                        tokens: TokenStream::new(),
-                        binds: Vec::new(),
-                        reads: Vec::new(),
-                        free: Some(Vec::new()),
-                    };
+                    return Run::empty();
                 }
             }
             let mut binds = Vec::new();
@@ -1332,15 +1326,13 @@ fn gen_stmt(s: &Stmt, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
             t
         }
         Stmt::Unpack { vars, tuple } | Stmt::LinUnpack { vars, tuple } => {
-            let whole = names.hold(tuple);
-            if let Some(parts) = names.parts.remove(tuple) {
-                let mut out = TokenStream::new();
-                for (b, p) in vars.iter().zip(parts) {
-                    let pat = names.bind_part(b, whole);
-                    out.extend(quote!(let #pat = #p;));
-                }
-                return out;
+            if let Some(d) = defer_parts(s, names) {
+                // Each element from its expression, here (no chunks).
+                return bind_deferred(vars.iter().map(|b| &b.var), &d, names)
+                    .into_iter()
+                    .collect();
             }
+            let whole = names.hold(tuple);
             let t = names.place(tuple);
             let pats: Vec<TokenStream> = vars.iter().map(|b| names.bind_part(b, whole)).collect();
             quote!(let (#(#pats,)*) = #t;)

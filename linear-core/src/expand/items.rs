@@ -1638,7 +1638,7 @@ fn lin_fns(
                     }
                 })
                 .collect();
-            let unpack = crate::codegen::let_wide_parts(&pats, quote!(#tape_var), names);
+            let unpack = crate::codegen::let_wide(&pats, quote!(#tape_var), names);
             (ids.iter().map(|id| quote!(#id)).collect(), unpack)
         }
         Some(_) => {
