@@ -14,7 +14,9 @@
 //! `WIDE` (16), and a wide tape is read from the linearization's fields
 //! where a chunk reads it ([`body_holding`]) and returned by the forward
 //! pass in groups ([`forward_body`]): rustc checks one tuple, or tuple
-//! pattern, of thousands of values in time quadratic in its length.
+//! pattern, of thousands of values in time quadratic in its length. (The
+//! linearization's struct holds such a tape in group fields of `WIDE`
+//! values too: `expand::items`' `Tape`.)
 //!
 //! Linear operations on tuples are expanded componentwise in place (no
 //! helper trait), so every operation is visible to the optimiser. `drop`
@@ -286,6 +288,12 @@ impl Names {
             Hold::Ref => quote!(*#id),
             Hold::Owned | Hold::Shallow => quote!(#id),
         }
+    }
+
+    /// Keeps `name` from being given to any variable: it names something
+    /// else in the same scope (a linearization's group of fields).
+    pub fn reserve(&mut self, name: &str) {
+        self.taken.insert(name.to_string());
     }
 
     /// A fresh identifier for a temporary that has no IR variable.
@@ -810,7 +818,7 @@ const FN_CHUNK: usize = 256;
 /// with one `let` per field, 0.05 s of borrow checking but 0.1 s more of
 /// each of the others (quadratic too). Chunks of a long body pass out
 /// that many values, so they pass them in groups of `WIDE`.
-const WIDE: usize = 16;
+pub const WIDE: usize = 16;
 
 /// `(x₀, x₁, …)`, or past [`WIDE`] elements a tuple of tuples of at most
 /// `WIDE` each (`((x₀, …, x₁₅), (x₁₆, …), …)`): a value, or its type.

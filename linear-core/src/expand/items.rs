@@ -1119,9 +1119,21 @@ fn shared_jvp_item(item: &syn::ItemFn, sig: &Sig) -> TokenStream {
 }
 
 /// The tape as a struct: one field per saved value, named after its IR
-/// variable (as printed by `dump`).
+/// variable (as printed by `dump`), except in a tape of more than
+/// [`WIDE`](crate::codegen::WIDE) values, whose values the forward pass
+/// computed are held in groups of `WIDE`, tuples in fields `__tape0`,
+/// `__tape1`, ... ([`Slot`]).
+///
+/// rustc finds a struct's field by name by a linear search of its fields
+/// (`FnCtxt::check_expr_field`), so every `self.x` costs time linear in the
+/// struct's width: with one field per value, `apply`, `transpose` and the
+/// derived `Clone` of a 10,000-statement function's linearization (17,500
+/// fields) took about 0.9 s of type checking. A tuple's field is found by
+/// its index.
 struct Tape {
     fields: Vec<syn::Ident>,
+    /// Per field, where the struct holds it.
+    slots: Vec<Slot>,
     tys: Vec<Ty>,
     /// Per field, the array parameter it holds, if any: U saves an input
     /// array read by index as the array itself, never its elements, so the
@@ -1134,6 +1146,20 @@ struct Tape {
     /// One `usize` per array parameter of run-time length: the length of
     /// its cotangent buffer.
     lens: Vec<syn::Ident>,
+}
+
+/// Where the linearization's struct holds a tape value ([`Tape`]).
+#[derive(Clone, Copy)]
+enum Slot {
+    /// In a field of its own, named after the value.
+    Own,
+    /// Element `.1` of the tuple in group field `.0`.
+    Group(usize, usize),
+}
+
+/// The name of a linearization's group field `g` ([`Slot::Group`]).
+fn group_field(g: usize) -> syn::Ident {
+    format_ident!("__tape{}", g)
 }
 
 /// The lifetime of the input arrays a linearization borrows.
@@ -1173,7 +1199,19 @@ impl Tape {
             .map(|h| h.map(|(_, id, s)| (id.clone(), s.clone())))
             .collect();
         let input_vars = held.iter().map(|h| h.map(|(v, _, _)| v.clone())).collect();
+        // The values the forward pass computed (not the input arrays the
+        // tape holds): in groups, if there are more than `WIDE` of them.
+        let computed: Vec<usize> = (0..tys.len()).filter(|&k| held[k].is_none()).collect();
+        let mut slots = vec![Slot::Own; tys.len()];
         let mut field_names = Names::default();
+        if tys.len() > crate::codegen::WIDE {
+            for (i, &k) in computed.iter().enumerate() {
+                slots[k] = Slot::Group(i / crate::codegen::WIDE, i % crate::codegen::WIDE);
+            }
+            for g in 0..computed.len().div_ceil(crate::codegen::WIDE) {
+                field_names.reserve(&group_field(g).to_string());
+            }
+        }
         let fields = (0..tys.len())
             .map(|k| match vars.get(k) {
                 Some(v) => field_names.ident(v),
@@ -1183,6 +1221,7 @@ impl Tape {
             .collect();
         Ok(Tape {
             fields,
+            slots,
             tys,
             inputs,
             input_vars,
@@ -1241,16 +1280,53 @@ impl Tape {
         let (mut read, mut moved) = (Vec::new(), Vec::new());
         for (k, f) in self.fields.iter().enumerate() {
             let init = self.field_init(k, &elems[k]);
-            match &self.inputs[k] {
-                Some((_, Shape::Slice(_, crate::lower::SliceKind::Vec))) => {
+            match (&self.inputs[k], self.slots[k]) {
+                (Some((_, Shape::Slice(_, crate::lower::SliceKind::Vec))), _) => {
                     moved.push(quote!(#f: #init))
                 }
-                _ => read.push(quote!(#f: #init)),
+                (_, Slot::Own) => read.push(quote!(#f: #init)),
+                (_, Slot::Group(..)) => {}
             }
+        }
+        for (g, members) in self.groups().iter().enumerate() {
+            let (g, inits) = (
+                group_field(g),
+                members.iter().map(|&k| self.field_init(k, &elems[k])),
+            );
+            read.push(quote!(#g: (#(#inits,)*)));
         }
         read.extend(lens);
         read.extend(moved);
         read
+    }
+
+    /// The fields of each group field, in order ([`Slot::Group`]).
+    fn groups(&self) -> Vec<Vec<usize>> {
+        let mut groups: Vec<Vec<usize>> = Vec::new();
+        for (k, slot) in self.slots.iter().enumerate() {
+            if let Slot::Group(g, _) = *slot {
+                if groups.len() <= g {
+                    groups.push(Vec::new());
+                }
+                groups[g].push(k);
+            }
+        }
+        groups
+    }
+
+    /// Field `k` as a place in a linearization `map`: `map.x`, or
+    /// `map.__tape3.5` for a value held in a group.
+    fn place(&self, map: TokenStream, k: usize) -> TokenStream {
+        match self.slots[k] {
+            Slot::Own => {
+                let f = &self.fields[k];
+                quote!(#map.#f)
+            }
+            Slot::Group(g, p) => {
+                let (g, p) = (group_field(g), syn::Index::from(p));
+                quote!(#map.#g.#p)
+            }
+        }
     }
 
     /// Whether field `k` is built from the forward pass's tape element `k`
@@ -1288,13 +1364,14 @@ impl Tape {
             .iter()
             .zip(&self.tys)
             .enumerate()
-            .map(|(k, (f, t))| {
+            .map(|(k, (_, t))| {
+                let place = self.place(quote!(self), k);
                 if let Some(id) = detached.and_then(|d| d.input_of(k)) {
                     quote!(&#id)
                 } else if crate::codegen::is_copy(t) {
-                    quote!(self.#f)
+                    place
                 } else {
-                    quote!(&self.#f)
+                    quote!(&#place)
                 }
             });
         quote!((#(#reads,)*))
@@ -1316,10 +1393,19 @@ impl Tape {
             allow,
             ..
         } = sig;
-        let mut fields: Vec<TokenStream> = self.fields.iter().map(|f| quote!(#f)).collect();
-        let mut field_tys: Vec<TokenStream> = (0..self.tys.len())
-            .map(|k| self.field_ty(k, calls))
-            .collect();
+        let (mut fields, mut field_tys) = (Vec::new(), Vec::new());
+        for (k, f) in self.fields.iter().enumerate() {
+            if let Slot::Own = self.slots[k] {
+                fields.push(quote!(#f));
+                field_tys.push(self.field_ty(k, calls));
+            }
+        }
+        for (g, members) in self.groups().iter().enumerate() {
+            let tys = members.iter().map(|&k| self.field_ty(k, calls));
+            let g = group_field(g);
+            fields.push(quote!(#g));
+            field_tys.push(quote!((#(#tys,)*)));
+        }
         let float = &sig.float;
         let (generics, where_clause) = (float.decl(self.lifetime()), &float.where_clause);
         fields.extend(self.lens.iter().map(|f| quote!(#f)));
@@ -1332,17 +1418,15 @@ impl Tape {
         };
         // Only the parts that own heap memory, summed over a flat array: a
         // chain of `+` as long as the tape nests as deep in rustc's parser.
-        let heap: Vec<TokenStream> = fields
-            .iter()
-            .zip(&self.tys)
-            .zip(&self.inputs)
-            .map(|((f, t), input)| match (input, t) {
+        let heap: Vec<TokenStream> = (0..self.tys.len())
+            .map(|k| (self.place(quote!(self), k), &self.tys[k], &self.inputs[k]))
+            .map(|(place, t, input)| match (input, t) {
                 // A flat array of records: reals and integers only.
                 (None, Ty::Array(e, _)) => {
                     let e = calls.rust_ty(e);
-                    quote!((self.#f).capacity() * ::core::mem::size_of::<#e>())
+                    quote!((#place).capacity() * ::core::mem::size_of::<#e>())
                 }
-                _ => calls.heap_bytes(quote!(self.#f), t),
+                _ => calls.heap_bytes(place, t),
             })
             .filter(|h| h.to_string() != "0usize")
             .collect();
@@ -1930,13 +2014,17 @@ impl Detached {
             tape.lifetime()
                 .map(|_| syn::Lifetime::new("'static", Span::call_site())),
         );
-        let inits = tape.fields.iter().enumerate().map(|(k, f)| {
-            if self.input_of(k).is_some() {
-                quote!(#f: &[])
-            } else {
-                quote!(#f: self.#f)
-            }
-        });
+        let own = tape
+            .fields
+            .iter()
+            .enumerate()
+            .filter_map(|(k, f)| match tape.slots[k] {
+                _ if self.input_of(k).is_some() => Some(quote!(#f: &[])),
+                Slot::Own => Some(quote!(#f: self.#f)),
+                Slot::Group(..) => None,
+            });
+        let groups = (0..tape.groups().len()).map(group_field);
+        let inits = own.chain(groups.map(|g| quote!(#g: self.#g)));
         let lens = tape.lens.iter().map(|f| quote!(#f: self.#f));
         let marker = float.marker().map(|(_, init)| init);
         let (allow, where_clause) = (&sig.allow, &float.where_clause);
