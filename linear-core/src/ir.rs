@@ -1406,6 +1406,19 @@ pub struct Func {
 }
 
 impl Func {
+    /// This function's signature with another body (without copying the
+    /// old body).
+    pub fn with_body(&self, body: Expr) -> Func {
+        Func {
+            name: self.name.clone(),
+            nl_params: self.nl_params.clone(),
+            lin_params: self.lin_params.clone(),
+            nl_rets: self.nl_rets.clone(),
+            lin_rets: self.lin_rets.clone(),
+            body,
+        }
+    }
+
     /// A function with no linear parameters or results: the input J
     /// accepts.
     pub fn is_nonlinear(&self) -> bool {

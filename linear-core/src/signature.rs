@@ -419,7 +419,9 @@ pub fn callee_items(
             ::linear_ad::__private::__resume! { sig (#sig) #pass }
         };
     };
-    let namesake = crate::namesake::namesake("sig", name, vis, &f.to_token_stream(), rules);
+    // Named after a hash of the signature, not the whole function: the
+    // body may be thousands of statements to print.
+    let namesake = crate::namesake::namesake("sig", name, vis, &f.sig.to_token_stream(), rules);
     quote!(#alias #namesake)
 }
 

@@ -337,7 +337,7 @@ fn expand_fn(
     clean: Option<&syn::ItemFn>,
 ) -> TokenStream {
     let erased = crate::lower::erase_lifetimes(item_fn);
-    let item_fn = &erased;
+    let item_fn: &syn::ItemFn = &erased;
     let passes = passes(args, &mut errs);
     let _float = FloatParam::set(crate::lower::float_param(&item_fn.sig.generics));
     let mut missing = Missing::default();

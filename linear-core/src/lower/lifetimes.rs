@@ -14,8 +14,9 @@ use syn::visit_mut::VisitMut;
 /// `f` with its lifetime parameters erased: elided in every type that
 /// names one, and the parameters and the bounds naming them dropped. Loop
 /// labels, which are lifetimes to syn too, are left alone: only types are
-/// rewritten.
-pub fn erase_lifetimes(f: &syn::ItemFn) -> syn::ItemFn {
+/// rewritten. A function without lifetime parameters is borrowed, not
+/// copied (its body may be thousands of statements).
+pub fn erase_lifetimes(f: &syn::ItemFn) -> std::borrow::Cow<'_, syn::ItemFn> {
     let names: Vec<syn::Ident> = f
         .sig
         .generics
@@ -23,7 +24,7 @@ pub fn erase_lifetimes(f: &syn::ItemFn) -> syn::ItemFn {
         .map(|l| l.lifetime.ident.clone())
         .collect();
     if names.is_empty() {
-        return f.clone();
+        return std::borrow::Cow::Borrowed(f);
     }
     let mut f = f.clone();
     let g = &mut f.sig.generics;
@@ -48,7 +49,7 @@ pub fn erase_lifetimes(f: &syn::ItemFn) -> syn::ItemFn {
             .collect();
     }
     Types(&names).visit_item_fn_mut(&mut f);
-    f
+    std::borrow::Cow::Owned(f)
 }
 
 /// Rewrites the types of a function, and nothing else.

@@ -46,7 +46,7 @@ pub fn inline(p: &Program, name: &str) -> Result<Func, PassError> {
         caller: &f.name,
     };
     let body = inl.expr(&f.body, 0)?;
-    Ok(Func { body, ..f.clone() })
+    Ok(f.with_body(body))
 }
 
 struct Inliner<'a> {

@@ -83,7 +83,7 @@ pub fn simplify_func(f: &Func, linear: &HashMap<Var, bool>) -> Func {
         fresh: Fresh::for_func(f),
     };
     let body = s.expr(&f.body);
-    let mut g = Func { body, ..f.clone() };
+    let mut g = f.with_body(body);
     dead_code(&mut g.body);
     // Linear values that are only dropped, loops whose linear results are
     // (`dead.rs`): drop their inputs instead, then simplify the copies
