@@ -845,15 +845,21 @@ pub fn drop_unused(f: &mut Func) {
     for_each_use(&f.body, &mut |v, _| {
         used.insert(v.clone());
     });
+    drop_unused_where(f, &|v: &Var| used.contains(v));
+}
+
+/// [`drop_unused`], told which variables `f`'s body reads (by a caller that
+/// has counted them already).
+pub fn drop_unused_where(f: &mut Func, used: &impl Fn(&Var) -> bool) {
     let dropper = Stmt::drop_nl;
     // An array may go unread (invariant 11 of `check`): no drop.
     let params: Vec<Stmt> = f
         .nl_params
         .iter()
-        .filter(|b| !used.contains(&b.var) && !matches!(b.ty, Ty::Array(..)))
+        .filter(|b| !used(&b.var) && !matches!(b.ty, Ty::Array(..)))
         .map(|b| dropper(&b.var))
         .collect();
-    fix_expr(&mut f.body, &used, &dropper);
+    fix_expr(&mut f.body, used, &dropper);
     prepend(&mut f.body, params);
 }
 
@@ -878,7 +884,7 @@ pub fn prepend(e: &mut Expr, mut stmts: Vec<Stmt>) {
     };
 }
 
-fn fix_expr(e: &mut Expr, used: &HashSet<Var>, dropper: &impl Fn(&Var) -> Stmt) {
+fn fix_expr(e: &mut Expr, used: &impl Fn(&Var) -> bool, dropper: &impl Fn(&Var) -> Stmt) {
     match e {
         Expr::Block { stmts, tail } => {
             let old = std::mem::take(stmts);
@@ -889,18 +895,14 @@ fn fix_expr(e: &mut Expr, used: &HashSet<Var>, dropper: &impl Fn(&Var) -> Stmt) 
                         fix_expr(rhs, used, dropper);
                         unused.extend(
                             nl.iter()
-                                .filter(|b| {
-                                    !used.contains(&b.var) && !matches!(b.ty, Ty::Array(..))
-                                })
+                                .filter(|b| !used(&b.var) && !matches!(b.ty, Ty::Array(..)))
                                 .map(|b| b.var.clone()),
                         );
                     }
                     Stmt::Unpack { vars, .. } => {
                         unused.extend(
                             vars.iter()
-                                .filter(|b| {
-                                    !used.contains(&b.var) && !matches!(b.ty, Ty::Array(..))
-                                })
+                                .filter(|b| !used(&b.var) && !matches!(b.ty, Ty::Array(..)))
                                 .map(|b| b.var.clone()),
                         );
                     }
@@ -918,7 +920,7 @@ fn fix_expr(e: &mut Expr, used: &HashSet<Var>, dropper: &impl Fn(&Var) -> Stmt) 
                 let unused: Vec<Var> = a
                     .bind
                     .iter()
-                    .filter(|b| !used.contains(&b.var))
+                    .filter(|b| !used(&b.var))
                     .map(|b| b.var.clone())
                     .collect();
                 prepend(&mut a.body, unused.iter().map(dropper).collect());
@@ -934,7 +936,7 @@ fn fix_expr(e: &mut Expr, used: &HashSet<Var>, dropper: &impl Fn(&Var) -> Stmt) 
                 .binders()
                 .into_iter()
                 .chain(l.nl.iter().map(|(b, _)| b))
-                .filter(|b| !used.contains(&b.var))
+                .filter(|b| !used(&b.var))
                 .map(|b| b.var.clone())
                 .collect();
             prepend(&mut l.body, unused.iter().map(dropper).collect());

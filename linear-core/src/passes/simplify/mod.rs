@@ -48,7 +48,7 @@ mod zeros;
 
 use rustc_hash::FxHashMap as HashMap;
 
-use super::transpose::drop_unused;
+use super::transpose::drop_unused_where;
 use crate::ir::{Arm, Binder, Expr, Func, Loop, Program, Stmt, Ty, Var};
 use crate::visit::{free_vars, stmt_uses, use_counts, Fresh};
 
@@ -84,7 +84,7 @@ pub fn simplify_func(f: &Func, linear: &HashMap<Var, bool>) -> Func {
     };
     let body = s.expr(&f.body);
     let mut g = f.with_body(body);
-    dead_code(&mut g.body);
+    let mut counts = dead_code(&mut g.body);
     // Linear values that are only dropped, loops whose linear results are
     // (`dead.rs`): drop their inputs instead, then simplify the copies
     // and the dead code this leaves.
@@ -98,10 +98,13 @@ pub fn simplify_func(f: &Func, linear: &HashMap<Var, bool>) -> Func {
             fresh: Fresh::for_func(&g),
         };
         g.body = s.expr(&g.body);
-        dead_code(&mut g.body);
+        counts = dead_code(&mut g.body);
     }
-    drop_unused(&mut g);
-    drop_unread_linear(&mut g);
+    // The body's reads, as dead code removal left them: dropping unread
+    // non-linear variables adds reads of those only.
+    let read = |v: &Var| counts.get(v).is_some_and(|&c| c > 0);
+    drop_unused_where(&mut g, &read);
+    drop_unread_linear(&mut g, &read);
     g
 }
 
@@ -120,10 +123,9 @@ fn empty_params(f: &Func) -> HashMap<Var, Ty> {
 /// parameter of vector type it no longer reads (a known zero whose reads
 /// were all simplified away): each linear variable is consumed exactly
 /// once.
-fn drop_unread_linear(f: &mut Func) {
-    let read = free_vars(&f.body).lin;
+fn drop_unread_linear(f: &mut Func, read: &impl Fn(&Var) -> bool) {
     // A linear array may go unread (invariant 11 of `check`).
-    let unread = |b: &&Binder| b.ty.is_vector() && !read.contains(&b.var);
+    let unread = |b: &&Binder| b.ty.is_vector() && !read(&b.var);
     let drops = f.lin_params.iter().filter(unread);
     let drops: Vec<Stmt> = drops.map(|b| lin_drop(&b.var)).collect();
     // After the unpacking of a tape parameter, which code generation
@@ -310,11 +312,15 @@ struct Simp<'a> {
 
 /// The variables of `f` that hold arrays.
 fn arrays_of(f: &Func) -> rustc_hash::FxHashSet<Var> {
-    crate::visit::binder_types(f)
-        .into_iter()
-        .filter(|(_, t)| matches!(t, Ty::Array(..)))
-        .map(|(v, _)| v)
-        .collect()
+    let mut arrays = rustc_hash::FxHashSet::default();
+    let mut add = |b: &Binder| {
+        if let Ty::Array(..) = b.ty {
+            arrays.insert(b.var.clone());
+        }
+    };
+    f.nl_params.iter().chain(&f.lin_params).for_each(&mut add);
+    crate::visit::for_each_binder(&f.body, &mut |b, _| add(b));
+    arrays
 }
 
 impl Simp<'_> {
@@ -933,14 +939,15 @@ fn take_increment(out: &mut Vec<Stmt>, arr: &Var, idx: &Var, val: &Var) -> Optio
     Some(added)
 }
 
-/// Removes dead bindings and unpackings until none is left.
-fn dead_code(body: &mut Expr) {
-    loop {
-        let mut counts = use_counts(body);
-        if !sweep(body, &mut counts) {
-            break;
-        }
-    }
+/// Removes dead bindings and unpackings until none is left, and returns
+/// how often the body then reads each variable. The counts are taken once:
+/// a sweep subtracts the reads of what it removes, so they stay exact (a
+/// miscount would remove a binding still read, or leave a variable unread
+/// without its drop, and `check` refuses both, after every pass in tests).
+fn dead_code(body: &mut Expr) -> HashMap<Var, usize> {
+    let mut counts = use_counts(body);
+    while sweep(body, &mut counts) {}
+    counts
 }
 
 /// The non-linear variable a `let ; = drop(v)` statement drops.
@@ -978,16 +985,19 @@ fn sweep(e: &mut Expr, counts: &mut HashMap<Var, usize>) -> bool {
     };
     let mut changed = sweep(tail, counts);
     let mut keep = vec![true; stmts.len()];
-    // Reads of each variable within this block, drops excluded.
+    // Reads of each variable within this block, drops excluded (needed
+    // only where the block drops a non-linear value).
     let mut local: HashMap<Var, usize> = HashMap::default();
-    for s in stmts.iter().filter(|s| dropped_var(s).is_none()) {
-        stmt_uses(s, &mut |v: &Var, _| {
+    if stmts.iter().any(|s| dropped_var(s).is_some()) {
+        for s in stmts.iter().filter(|s| dropped_var(s).is_none()) {
+            stmt_uses(s, &mut |v: &Var, _| {
+                *local.entry(v.clone()).or_insert(0) += 1
+            });
+        }
+        crate::visit::for_each_use(tail, &mut |v: &Var, _| {
             *local.entry(v.clone()).or_insert(0) += 1
         });
     }
-    crate::visit::for_each_use(tail, &mut |v: &Var, _| {
-        *local.entry(v.clone()).or_insert(0) += 1
-    });
     for (i, s) in stmts.iter_mut().enumerate().rev() {
         // A drop of a non-linear value this block reads anyway.
         let redundant = dropped_var(s).is_some_and(|v| local.get(v).copied().unwrap_or(0) > 0);
