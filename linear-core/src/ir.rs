@@ -202,8 +202,18 @@ impl Ty {
 /// before. Interned names live as long as the process: a proc macro's, or
 /// the language server's, holds only as many as the distinct names it
 /// has seen.
-#[derive(Clone)]
+///
+/// Its clone, equality, hash and number are `#[inline(always)]`: maps
+/// keyed by variables are most of an unoptimised macro's work (the one
+/// `cargo build` runs), and rustc inlines nothing else at `opt-level = 0`.
 pub struct Var(&'static Name);
+
+impl Clone for Var {
+    #[inline(always)]
+    fn clone(&self) -> Var {
+        Var(self.0)
+    }
+}
 
 /// An interned name ([`Var`]).
 struct Name {
@@ -248,12 +258,14 @@ impl Var {
     /// it (as in the names [`crate::visit::Fresh`] makes), else 0: a
     /// supply of fresh names numbers its names past every number the
     /// function already has, with no set of the names taken.
+    #[inline(always)]
     pub fn number(&self) -> u64 {
         self.0.number
     }
 }
 
 impl PartialEq for Var {
+    #[inline(always)]
     fn eq(&self, other: &Var) -> bool {
         std::ptr::eq(self.0, other.0)
     }
@@ -262,6 +274,7 @@ impl PartialEq for Var {
 impl Eq for Var {}
 
 impl std::hash::Hash for Var {
+    #[inline(always)]
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
         state.write_u64(self.0.hash)
     }
