@@ -1215,6 +1215,21 @@ fn chunk(
 /// The pattern binding `bs`, annotated with its type if it is one
 /// variable (`linear` if that one is linear: a linear array is an owned
 /// buffer, a non-linear one a borrowed input).
+/// Whether `let b = rhs` needs no type annotation: one real of a concrete
+/// float type (no lanes) computed by arithmetic on variables, whose type
+/// rustc then knows from theirs. Most `let`s of long straight-line bodies
+/// are these, and each annotation is two more tokens for the macro to
+/// build and rustc to parse and check.
+fn inferred(bs: &[Binder], rhs: &Expr) -> bool {
+    let concrete = matches!(bs, [b] if matches!(b.ty, Ty::Real(Float::F64 | Float::F32)));
+    let arithmetic = match rhs {
+        Expr::Prim { .. } => true,
+        Expr::LinAdd(..) | Expr::LinNeg(_) | Expr::LinScale(..) => LinearLanes::get().is_none(),
+        _ => false,
+    };
+    concrete && arithmetic
+}
+
 fn pattern(bs: &[Binder], linear: bool, names: &mut Names) -> TokenStream {
     let ids: Vec<syn::Ident> = bs.iter().map(|b| names.ident(&b.var)).collect();
     match ids.as_slice() {
@@ -1326,7 +1341,13 @@ fn gen_stmt(s: &Stmt, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
             }
             let v = gen_expr(rhs, names, calls);
             let mut t = quote!(let);
-            t.extend(std::iter::once(pattern(&bs, nl.is_empty(), names)));
+            let pat = if inferred(&bs, rhs) {
+                let id = names.ident(&bs[0].var);
+                quote!(#id)
+            } else {
+                pattern(&bs, nl.is_empty(), names)
+            };
+            t.extend(std::iter::once(pat));
             // `let p = v;`, moving `v` in (see `braced`).
             t.extend(quote!(=));
             t.extend(std::iter::once(v));
