@@ -328,6 +328,24 @@ fn long_tapes_are_held_in_groups_of_fields() {
     assert!(grouped_reads > values, "{grouped_reads} reads of groups");
 }
 
+/// A `let` of one float computed by arithmetic carries no type annotation
+/// (rustc infers it from the operands): most `let`s of a long body are
+/// these, and each annotation is tokens for the macro to build and rustc to
+/// check. Literals and values of other types keep theirs.
+#[test]
+fn arithmetic_lets_carry_no_type_annotation() {
+    let out = differentiable(TokenStream::new(), straight_line(50).parse().unwrap()).to_string();
+    let lets = out.matches("let ").count();
+    let annotated = out.matches(": f64 =").count();
+    assert!(lets > 1000, "{lets} lets");
+    assert!(annotated * 4 < lets, "{annotated} of {lets} lets annotated");
+    // A literal keeps its annotation.
+    assert!(
+        out.contains(": f64 = 1f64") || out.contains(": f64 = 0.5f64"),
+        "{out}"
+    );
+}
+
 /// Each reversed loop of the transpose runs under a test that its incoming
 /// cotangent is nonzero (`Loop::zero_skip`), so only the nearest
 /// centroid's loop over coordinates runs backwards; the forward loops and
