@@ -243,6 +243,43 @@ fn generic_caller(x: &[f32]) -> f32 {
     gdot(x, x) * 0.5
 }
 
+/// A callee whose tape holds more than 16 values: its linearization keeps
+/// them in group fields (`__tape0`, ...), and the caller holds it detached
+/// from `x`.
+#[differentiable]
+fn long_tail(x: &[f64], a: f64) -> f64 {
+    let mut s = 0.0;
+    for &xi in x.iter() {
+        s += xi * a;
+    }
+    let b = a.sin() * s;
+    let c = b.exp() / (1.0 + a * a);
+    let d = c.tanh() * b + a.cos();
+    let e = d * d + c.sqrt() * b;
+    let f = e.sin() + d.cos() * c;
+    let g = f * e - b.exp() * 0.1;
+    let h = g.tanh() + f.sin() * d;
+    let k = h * g + e.cos() * a;
+    let m = k.sin() * h + g.exp() * 0.01;
+    let n = m.tanh() + k * f;
+    let o = n * m - h.cos();
+    let p = o.sin() + n.tanh() * k;
+    r_of(p, o, m) * s
+}
+
+#[differentiable]
+fn r_of(p: f64, o: f64, m: f64) -> f64 {
+    let q = p * o + m.cos() * 0.3;
+    q.tanh() * p + o.sin()
+}
+
+#[differentiable]
+fn long_tails(x: &[f64], a: f64) -> f64 {
+    let u = long_tail(x, a);
+    let v = long_tail(x, a * 0.5);
+    u * v + u.sin()
+}
+
 type Pair<'a> = (&'a [f64], &'a [f64]);
 
 /// Checks a function of two arrays of one length by [`check`], given its
@@ -534,5 +571,31 @@ fn methods_taking_slices() {
         &[gs.k, gs.rest],
         &[de_dk * (1.0 + 2.0 * n), de_dr * (1.0 + 2.0 * n)],
         1e-12,
+    );
+}
+
+#[test]
+fn a_callee_with_a_wide_tape_held_detached() {
+    let mut xa = xs(4, 0.1);
+    xa.push(0.7);
+    let n = xa.len() - 1;
+    let (_, l) = long_tail_lin(&xa[..n], xa[n]);
+    assert!(format!("{l:?}").contains("tape_bytes"));
+    check(
+        &xa,
+        1,
+        |v| vec![long_tails(&v[..n], v[n])],
+        |v, d| vec![long_tails_jvp(&v[..n], v[n], &d[..n], d[n]).1],
+        |v, w| {
+            let (_, (mut g, ga)) = long_tails_vjp(&v[..n], v[n], w[0]);
+            g.push(ga);
+            g
+        },
+        |v, d, w| {
+            let (_, l) = long_tails_lin(&v[..n], v[n]);
+            let (mut g, ga) = l.transpose(w[0]);
+            g.push(ga);
+            (vec![l.apply((d[..n].to_vec(), d[n]))], g)
+        },
     );
 }
