@@ -66,9 +66,30 @@ fn macro_cost(c: &mut Criterion) {
         b.iter(|| differentiable(TokenStream::new(), ba.clone()))
     });
     g.finish();
+    // One long expression: lowering once printed every node of the chain
+    // again for each of its ancestors, which was quadratic in its length.
+    let mut g = c.benchmark_group("macro_cost_expression");
+    g.sample_size(20).measurement_time(Duration::from_secs(2));
+    for terms in [200usize, 800] {
+        let toks = tokens(&long_expression(terms));
+        g.bench_with_input(BenchmarkId::from_parameter(terms), &toks, |b, t| {
+            b.iter(|| differentiable(TokenStream::new(), t.clone()))
+        });
+    }
+    g.finish();
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/criterion");
     let _ = std::fs::create_dir_all(&dir);
     let _ = std::fs::write(dir.join("macro_cost_sizes.csv"), csv);
+}
+
+/// `fn f(x0, .., x3) -> f64 { x0 + x1 * x2 + x2 * x3 + … }`, `terms` terms
+/// in one expression.
+fn long_expression(terms: usize) -> String {
+    let mut body = String::from("x0");
+    for i in 1..terms {
+        body.push_str(&format!(" + x{} * x{}", i % 4, (i + 1) % 4));
+    }
+    format!("fn f(x0: f64, x1: f64, x2: f64, x3: f64) -> f64 {{ {body} }}")
 }
 
 criterion_group!(benches, macro_cost);

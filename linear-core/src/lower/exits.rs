@@ -63,7 +63,14 @@ pub(super) fn needed(block: &syn::Block) -> bool {
 /// Whether an expression may leave the function or an enclosing loop
 /// (`return`, `?`, `break` or `continue` of a loop outside it).
 pub(super) fn leaves(e: &syn::Expr) -> bool {
-    exits(&syn::Stmt::Expr(e.clone(), None), &[])
+    exits_from(Node::Expr(e), &[])
+}
+
+/// What [`exits_from`] looks into: a statement, or an expression (read
+/// where it is, not copied into a statement).
+enum Node<'a> {
+    Stmt(&'a syn::Stmt),
+    Expr(&'a syn::Expr),
 }
 
 /// Whether a loop body has an exit to rewrite: a `return`, or a `break` or
@@ -76,6 +83,11 @@ fn body_exits(body: &syn::Block) -> bool {
 /// `break` / `continue` of a loop outside it (`inner_labels` are the
 /// labels of loops inside, none at the start).
 fn exits(node: &syn::Stmt, inner_labels: &[String]) -> bool {
+    exits_from(Node::Stmt(node), inner_labels)
+}
+
+/// [`exits`], of a statement or an expression.
+fn exits_from(node: Node<'_>, inner_labels: &[String]) -> bool {
     struct Exits {
         depth: usize,
         labels: Vec<String>,
@@ -135,7 +147,10 @@ fn exits(node: &syn::Stmt, inner_labels: &[String]) -> bool {
         labels: inner_labels.to_vec(),
         found: false,
     };
-    v.visit_stmt(node);
+    match node {
+        Node::Stmt(s) => v.visit_stmt(s),
+        Node::Expr(e) => v.visit_expr(e),
+    }
     v.found
 }
 

@@ -1370,6 +1370,10 @@ struct Lowerer<'a> {
     /// Call results taken to be floats, for want of a signature or an
     /// annotation, and the callee: an error that meets one says why.
     assumed: HashMap<Var, syn::Path>,
+    /// Whether any name was ever bound as [`Binding::Poisoned`] (set by
+    /// `set` and `set_existing`, the only ways one is made): until one is,
+    /// no expression can mention one, and none is scanned for it.
+    any_poisoned: bool,
 }
 
 impl<'e> Lowerer<'e> {
@@ -1391,6 +1395,7 @@ impl<'e> Lowerer<'e> {
             next_const: 0,
             poison: Default::default(),
             poisoned_names: Default::default(),
+            any_poisoned: false,
             linear_params: Vec::new(),
             tail: None,
             shapes: HashMap::default(),
@@ -1476,6 +1481,7 @@ impl Lowerer<'_> {
     }
 
     fn set(&mut self, name: String, b: Binding) {
+        self.any_poisoned |= matches!(b, Binding::Poisoned);
         if let Some(s) = self.scopes.last_mut() {
             s.insert(name, b);
         }
@@ -1673,6 +1679,45 @@ impl Lowerer<'_> {
 
     /// Does `tokens` mention an active local (not as a field or method
     /// name, nor as a later path segment)?
+    /// [`Lowerer::mentions_active`] of `e`'s tokens. The arithmetic that
+    /// long expressions are made of (operators, parentheses, calls, method
+    /// calls, fields, indexing, casts) is walked rather than printed: each
+    /// of its parts is read as its tokens would be read in place, since
+    /// the punctuation and delimiters between them reset what the scan
+    /// remembers. Printing every node of `a + b + c + …` again for each of
+    /// its ancestors took time quadratic in the chain's length (400 terms:
+    /// 91 ms to expand). The rest, and anything with attributes, is read
+    /// from its tokens.
+    fn expr_mentions_active(&self, e: &syn::Expr) -> bool {
+        use syn::Expr as E;
+        match e {
+            E::Binary(b) if b.attrs.is_empty() => {
+                self.expr_mentions_active(&b.left) || self.expr_mentions_active(&b.right)
+            }
+            E::Unary(u) if u.attrs.is_empty() => self.expr_mentions_active(&u.expr),
+            E::Paren(p) if p.attrs.is_empty() => self.expr_mentions_active(&p.expr),
+            // `r.m(args)`: the method's name follows a `.`, so it is not read.
+            E::MethodCall(m) if m.attrs.is_empty() && m.turbofish.is_none() => {
+                self.expr_mentions_active(&m.receiver)
+                    || m.args.iter().any(|a| self.expr_mentions_active(a))
+            }
+            E::Call(c) if c.attrs.is_empty() => {
+                self.expr_mentions_active(&c.func)
+                    || c.args.iter().any(|a| self.expr_mentions_active(a))
+            }
+            // `b.f`: the field follows a `.`.
+            E::Field(f) if f.attrs.is_empty() => self.expr_mentions_active(&f.base),
+            E::Index(i) if i.attrs.is_empty() => {
+                self.expr_mentions_active(&i.expr) || self.expr_mentions_active(&i.index)
+            }
+            E::Cast(c) if c.attrs.is_empty() => {
+                let (as_token, ty) = (&c.as_token, &c.ty);
+                self.expr_mentions_active(&c.expr) || self.mentions_active(quote!(#as_token #ty))
+            }
+            _ => self.mentions_active(e.to_token_stream()),
+        }
+    }
+
     fn mentions_active(&self, tokens: TokenStream) -> bool {
         let mut prev_dot = false;
         // After `::` an identifier is a path segment; after a single `:`
@@ -2310,6 +2355,7 @@ impl Lowerer<'_> {
         } else {
             b
         };
+        self.any_poisoned |= matches!(b, Binding::Poisoned);
         // The same variable, written: an array keeps its rows, a struct
         // its fields.
         if let (Binding::Active(new, new_ty, _), Some(Binding::Active(old, old_ty, _))) =
@@ -2552,8 +2598,7 @@ impl Lowerer<'_> {
         // a call (possibly parenthesised), not to calls nested inside it.
         let ret_hint = self.ret_hint.take();
         let context = self.context.take();
-        let tokens = e.to_token_stream();
-        if self.mentions_poisoned(tokens.clone()) {
+        if self.any_poisoned && self.mentions_poisoned(e.to_token_stream()) {
             return self.placeholder();
         }
         // Exits in statement position were desugared (`exits.rs`); one left
@@ -2562,12 +2607,12 @@ impl Lowerer<'_> {
         let lowered_in_parts = matches!(
             e,
             syn::Expr::If(_) | syn::Expr::Match(_) | syn::Expr::Block(_)
-        ) && self.mentions_active(tokens.clone());
+        ) && self.expr_mentions_active(e);
         if exits::leaves(e) && !lowered_in_parts {
             self.errs.spanned(e, "`return`, `break`, `continue` or `?` inside an expression is not supported in differentiable functions: use them as statements (`if c { return x; }`)");
             return self.placeholder();
         }
-        if !self.mentions_active(tokens.clone()) {
+        if !self.expr_mentions_active(e) {
             return Val::Inactive(self.rename_inactive(e));
         }
         if let Some(v) = self.in_place(e, ret_hint.as_ref(), context.as_ref()) {

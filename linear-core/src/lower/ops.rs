@@ -107,8 +107,14 @@ impl Lowerer<'_> {
             };
             return self.struct_operator(&st, name, b.op.span(), [(&*b.left, a), (&*b.right, c)]);
         }
-        let whole = b.to_token_stream();
-        self.binary(op, a, c, b.left.span(), b.right.span(), &whole, hint)
+        // The whole expression's text, for `#[linear]` functions' errors
+        // only: printing it at every node of a long chain is quadratic.
+        let whole = match self.mode {
+            Mode::Linear => b.to_token_stream(),
+            Mode::Differentiable => proc_macro2::TokenStream::new(),
+        };
+        let (sa, sb) = (operand_span(&b.left), operand_span(&b.right));
+        self.binary(op, a, c, sa, sb, &whole, hint)
     }
 
     /// `a op b` or `-a` on a struct `st`: a call of the method its
@@ -255,5 +261,44 @@ impl Lowerer<'_> {
                 self.placeholder()
             }
         }
+    }
+}
+
+/// `e.span()` (syn's: the first token's span joined to the last's, which
+/// stable rustc cannot join, so the first token's) found by walking down to
+/// the first and last tokens instead of printing `e`: a long chain of
+/// operators would otherwise be printed again at each of its nodes.
+fn operand_span(e: &syn::Expr) -> Span {
+    let first = first_span(e);
+    first.join(last_span(e)).unwrap_or(first)
+}
+
+/// The span of `e`'s first token, as `e.span()` has it on stable rustc.
+fn first_span(e: &syn::Expr) -> Span {
+    use syn::Expr as E;
+    match e {
+        E::Binary(b) if b.attrs.is_empty() => first_span(&b.left),
+        E::MethodCall(m) if m.attrs.is_empty() => first_span(&m.receiver),
+        E::Call(c) if c.attrs.is_empty() => first_span(&c.func),
+        E::Field(f) if f.attrs.is_empty() => first_span(&f.base),
+        E::Index(i) if i.attrs.is_empty() => first_span(&i.expr),
+        E::Cast(c) if c.attrs.is_empty() => first_span(&c.expr),
+        // The parenthesis group, as one token.
+        E::Paren(p) if p.attrs.is_empty() => p.paren_token.span.join(),
+        other => other.span(),
+    }
+}
+
+/// The span of `e`'s last token.
+fn last_span(e: &syn::Expr) -> Span {
+    use syn::Expr as E;
+    match e {
+        E::Binary(b) if b.attrs.is_empty() => last_span(&b.right),
+        E::Unary(u) if u.attrs.is_empty() => last_span(&u.expr),
+        E::MethodCall(m) if m.attrs.is_empty() => m.paren_token.span.join(),
+        E::Call(c) if c.attrs.is_empty() => c.paren_token.span.join(),
+        E::Index(i) if i.attrs.is_empty() => i.bracket_token.span.join(),
+        E::Paren(p) if p.attrs.is_empty() => p.paren_token.span.join(),
+        other => other.span(),
     }
 }
