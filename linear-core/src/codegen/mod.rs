@@ -1212,9 +1212,6 @@ fn chunk(
     out
 }
 
-/// The pattern binding `bs`, annotated with its type if it is one
-/// variable (`linear` if that one is linear: a linear array is an owned
-/// buffer, a non-linear one a borrowed input).
 /// Whether `let b = rhs` needs no type annotation: one real of a concrete
 /// float type (no lanes) computed by arithmetic on variables, whose type
 /// rustc then knows from theirs. Most `let`s of long straight-line bodies
@@ -1230,6 +1227,9 @@ fn inferred(bs: &[Binder], rhs: &Expr) -> bool {
     concrete && arithmetic
 }
 
+/// The pattern binding `bs`, annotated with its type if it is one
+/// variable (`linear` if that one is linear: a linear array is an owned
+/// buffer, a non-linear one a borrowed input).
 fn pattern(bs: &[Binder], linear: bool, names: &mut Names) -> TokenStream {
     let ids: Vec<syn::Ident> = bs.iter().map(|b| names.ident(&b.var)).collect();
     match ids.as_slice() {

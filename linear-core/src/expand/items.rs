@@ -1359,21 +1359,16 @@ impl Tape {
     /// non-`Copy` parts (lists, sums holding them, callees' tapes) by
     /// reference.
     fn read_in_place(&self, detached: Option<&Detached>) -> TokenStream {
-        let reads = self
-            .fields
-            .iter()
-            .zip(&self.tys)
-            .enumerate()
-            .map(|(k, (_, t))| {
-                let place = self.place(quote!(self), k);
-                if let Some(id) = detached.and_then(|d| d.input_of(k)) {
-                    quote!(&#id)
-                } else if crate::codegen::is_copy(t) {
-                    place
-                } else {
-                    quote!(&#place)
-                }
-            });
+        let reads = self.tys.iter().enumerate().map(|(k, t)| {
+            let place = self.place(quote!(self), k);
+            if let Some(id) = detached.and_then(|d| d.input_of(k)) {
+                quote!(&#id)
+            } else if crate::codegen::is_copy(t) {
+                place
+            } else {
+                quote!(&#place)
+            }
+        });
         quote!((#(#reads,)*))
     }
 
