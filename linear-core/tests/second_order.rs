@@ -34,6 +34,7 @@ use common::{
 };
 use linear_core::check::{check, check_linear_b};
 use linear_core::eval::{dot, run, Value};
+use linear_core::passes::forward_vjp::forward_vjp;
 use linear_core::passes::hvp::{directional, first_vjp, second_adjoint};
 use linear_core::passes::inline::inline;
 use linear_core::passes::jvp::jvp;
@@ -63,6 +64,15 @@ struct Stats {
     /// (`passes::through`) and J differentiated, and the calls it made so.
     through: u64,
     through_calls: u64,
+    /// Programs whose VJP by forward mode (`passes::forward_vjp`) was
+    /// checked, of them those whose composed VJP `first_vjp` refused, and
+    /// those it refused itself (arrays, too many reals).
+    forward_mode: u64,
+    forward_mode_only: u64,
+    forward_mode_refused: u64,
+    /// Programs whose VJP by forward mode was checked with the entry's
+    /// calls kept as calls.
+    forward_mode_calls: u64,
     work_ratio: f64,
 }
 
@@ -167,6 +177,15 @@ fn one_program(seed: u64, size: usize, st: &RefCell<Stats>) -> Result<(), TestCa
     );
     let (xbar, vbar) = out.nl[k..].split_at(x.len());
     forward_over_reverse(&p, main.as_str(), (&x, &v, &w), xbar, st)?;
+    forward_mode_vjp(
+        &p,
+        &d,
+        main.as_str(),
+        (&x, &v, &w),
+        (&orig.nl, xbar, vbar),
+        st,
+    )?;
+    forward_mode_through_calls(&p, main.as_str(), (&x, &v, &w), (xbar, vbar), st)?;
     through_calls(&p, main.as_str(), (&x, &v, &w), xbar, st)?;
 
     // The cotangent of v: f'(x)ᵀw, against J's run along a random v'.
@@ -306,6 +325,99 @@ fn forward_over_reverse(
     Ok(())
 }
 
+/// The VJP by forward mode (`forward_vjp`, `order = 2`'s `f_vjp` where
+/// the composed VJP cannot be differentiated), from `d = L(J(P))`, run at
+/// `(x, w)`: its results are P's bit for bit and its cotangent `soa`'s
+/// `f'(x)ᵀw` (`vbar`) up to rounding; J of it along `(v, 0)` gives `H_w·v`
+/// (`xbar`) as the tangent of `x̄`. Where `first_vjp` gives the composed
+/// VJP, the two have one signature.
+fn forward_mode_vjp(
+    p: &Program,
+    d: &linear_core::Func,
+    main: &str,
+    (x, v, w): (&[Value], &[Value], &[Value]),
+    (y, xbar, vbar): (&[Value], &[Value], &[Value]),
+    st: &RefCell<Stats>,
+) -> Result<(), TestCaseError> {
+    let consts = data_consts();
+    let one = inline(p, main).map_err(|e| fail(e.to_string()))?;
+    let arrays = one
+        .nl_params
+        .iter()
+        .any(|b| matches!(b.ty, linear_core::Ty::Array(..)));
+    // As for `first_vjp`: the macro makes no derived callees of functions
+    // of arrays or of `#[nondiff]` data arrays.
+    if arrays || !linear_core::visit::data_arrays(&one.body).is_empty() {
+        st.borrow_mut().forward_mode_refused += 1;
+        return Ok(());
+    }
+    let Some(fb) = forward_vjp(d, &[], main).map_err(|e| fail(e.to_string()))? else {
+        st.borrow_mut().forward_mode_refused += 1;
+        return Ok(());
+    };
+    let composed = first_vjp(&first_order(&one)?, main, &[]).map_err(|e| fail(e.to_string()))?;
+    if let Some((c, _)) = &composed {
+        let types =
+            |bs: &[linear_core::Binder]| bs.iter().map(|b| b.ty.clone()).collect::<Vec<_>>();
+        prop_assert_eq!(types(&fb.nl_params), types(&c.nl_params));
+        prop_assert_eq!(&fb.nl_rets, &c.nl_rets);
+    }
+    let prog = Program {
+        externs: vec![],
+        funcs: vec![fb],
+    };
+    check(&prog).map_err(|e| fail(format!("forward-mode VJP ill-typed: {e}\n{prog}")))?;
+    let name = prog.funcs[0].name.to_string();
+    let args: Vec<Value> = x.iter().chain(w).cloned().collect();
+    let out = run(&prog, &name, &args, &[], &consts).map_err(|e| fail(e.0))?;
+    let k = y.len();
+    prop_assert_eq!(
+        &out.nl[..k],
+        y,
+        "the forward-mode VJP's primal results differ from P's"
+    );
+    let max_diff = |a: &[Value], b: &[Value]| -> Result<f64, TestCaseError> {
+        let (mut fa, mut fb) = (Vec::new(), Vec::new());
+        a.iter().for_each(|v| v.flatten(&mut fa));
+        b.iter().for_each(|v| v.flatten(&mut fb));
+        prop_assert_eq!(fa.len(), fb.len());
+        Ok(fa
+            .iter()
+            .zip(&fb)
+            .fold(0.0f64, |m, (a, b)| m.max((a - b).abs())))
+    };
+    let grad = &out.nl[k..];
+    let diff = max_diff(grad, vbar)?;
+    let tol = 1e-9 * (1.0 + scale(grad).max(scale(vbar))) * (1.0 + out.work as f64);
+    if !diff.is_finite() {
+        return Ok(());
+    }
+    prop_assert!(
+        diff <= tol,
+        "forward-mode VJP differs from f'(x)ᵀw by {diff}\n{p}"
+    );
+    let j = simplify(&jvp(&prog).map_err(|e| fail(e.to_string()))?);
+    check(&j).map_err(|e| fail(format!("J of the forward-mode VJP ill-typed: {e}\n{j}")))?;
+    let zero_w: Vec<Value> = w.iter().map(|a| shifted(a, -1.0, a)).collect();
+    let dirs: Vec<Value> = v.iter().chain(&zero_w).cloned().collect();
+    let jo = run(&j, &format!("{name}.jvp"), &args, &dirs, &consts).map_err(|e| fail(e.0))?;
+    let hv = &jo.lin[jo.lin.len() - x.len()..];
+    let diff = max_diff(hv, xbar)?;
+    let tol = 1e-8 * (1.0 + scale(hv).max(scale(xbar))) * (1.0 + jo.work as f64);
+    if diff.is_finite() {
+        prop_assert!(
+            diff <= tol,
+            "J of the forward-mode VJP differs from H_w·v by {diff}\n{p}"
+        );
+        let mut st = st.borrow_mut();
+        st.forward_mode += 1;
+        if composed.is_none() {
+            st.forward_mode_only += 1;
+        }
+    }
+    Ok(())
+}
+
 /// J, U and T of `src` (a program of one function and externs),
 /// simplified, as the macro runs them.
 fn pipeline(src: &Program) -> Result<Program, TestCaseError> {
@@ -413,6 +525,126 @@ fn through_calls(
         st.through += 1;
         st.through_calls += through.len() as u64;
     }
+    Ok(())
+}
+
+/// The VJP by forward mode with P's entry calling its callees kept as
+/// externs, as the macro builds it: from `d = L(J(entry))`, which calls
+/// each callee's `g.jvp`, evaluated as `L(J(g))`. Its cotangent is
+/// `f'(x)ᵀw` (`vbar`) and J of it along `(v, 0)` gives `H_w·v` (`xbar`), up
+/// to rounding.
+fn forward_mode_through_calls(
+    p: &Program,
+    main: &str,
+    (x, v, w): (&[Value], &[Value], &[Value]),
+    (xbar, vbar): (&[Value], &[Value]),
+    st: &RefCell<Stats>,
+) -> Result<(), TestCaseError> {
+    use linear_core::ir::Extern;
+    use linear_core::passes::hvp::directional_externs;
+    let consts = data_consts();
+    let entry = p.func(main).ok_or_else(|| fail("no entry".into()))?;
+    let mut called: Vec<linear_core::Var> = Vec::new();
+    linear_core::visit::any_subexpr(&entry.body, &mut |e| {
+        if let linear_core::Expr::App { func, .. } = e {
+            if !called.contains(func) {
+                called.push(func.clone());
+            }
+        }
+        false
+    });
+    let arrays = |f: &linear_core::Func| {
+        f.nl_params
+            .iter()
+            .any(|b| matches!(b.ty, linear_core::Ty::Array(..)))
+            || !linear_core::visit::data_arrays(&f.body).is_empty()
+    };
+    if called.is_empty() || arrays(entry) {
+        return Ok(());
+    }
+    let mut externs = Vec::new();
+    let mut funcs = Vec::new();
+    for g in &called {
+        let f = p
+            .func(g.as_str())
+            .ok_or_else(|| fail(format!("no `{g}`")))?;
+        let params = f.nl_params.iter().map(|b| b.ty.clone()).collect();
+        externs.push(Extern::plain(
+            g.clone(),
+            (params, vec![]),
+            (f.nl_rets.clone(), vec![]),
+        ));
+        let inlined = inline(p, g.as_str()).map_err(|e| fail(e.to_string()))?;
+        if arrays(&inlined) {
+            return Ok(());
+        }
+        let gj = jvp(&Program {
+            externs: vec![],
+            funcs: vec![inlined],
+        })
+        .map_err(|e| fail(e.to_string()))?;
+        funcs.push(directional(&gj, g.as_str()).map_err(|e| fail(e.to_string()))?);
+    }
+    let j = jvp(&Program {
+        externs,
+        funcs: vec![entry.clone()],
+    })
+    .map_err(|e| fail(e.to_string()))?;
+    let d = directional(&j, main).map_err(|e| fail(e.to_string()))?;
+    let d_externs = directional_externs(&j).map_err(|e| fail(e.to_string()))?;
+    let Some(fb) = forward_vjp(&d, &d_externs, main).map_err(|e| fail(e.to_string()))? else {
+        return Ok(());
+    };
+    funcs.push(fb);
+    let prog = Program {
+        externs: vec![],
+        funcs,
+    };
+    check(&prog).map_err(|e| {
+        fail(format!(
+            "forward-mode VJP with calls ill-typed: {e}\n{prog}"
+        ))
+    })?;
+    let name = prog
+        .funcs
+        .last()
+        .map_or("", |f| f.name.as_str())
+        .to_string();
+    let args: Vec<Value> = x.iter().chain(w).cloned().collect();
+    let out = run(&prog, &name, &args, &[], &consts).map_err(|e| fail(e.0))?;
+    let grad = &out.nl[out.nl.len() - x.len()..];
+    let j = simplify(&jvp(&simplify(&prog)).map_err(|e| fail(e.to_string()))?);
+    check(&j).map_err(|e| {
+        fail(format!(
+            "J of the forward-mode VJP with calls ill-typed: {e}\n{j}"
+        ))
+    })?;
+    let zero_w: Vec<Value> = w.iter().map(|a| shifted(a, -1.0, a)).collect();
+    let dirs: Vec<Value> = v.iter().chain(&zero_w).cloned().collect();
+    let jo = run(&j, &format!("{name}.jvp"), &args, &dirs, &consts).map_err(|e| fail(e.0))?;
+    let hv = &jo.lin[jo.lin.len() - x.len()..];
+    for (got, want, work, what) in [
+        (grad, vbar, out.work, "f'(x)ᵀw"),
+        (hv, xbar, jo.work, "H_w·v"),
+    ] {
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        got.iter().for_each(|v| v.flatten(&mut a));
+        want.iter().for_each(|v| v.flatten(&mut b));
+        prop_assert_eq!(a.len(), b.len());
+        let diff = a
+            .iter()
+            .zip(&b)
+            .fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
+        let tol = 1e-8 * (1.0 + scale(got).max(scale(want))) * (1.0 + work as f64);
+        if !diff.is_finite() {
+            return Ok(());
+        }
+        prop_assert!(
+            diff <= tol,
+            "the forward-mode VJP with calls kept differs from {what} by {diff}\n{p}"
+        );
+    }
+    st.borrow_mut().forward_mode_calls += 1;
     Ok(())
 }
 
@@ -557,8 +789,8 @@ fn second_order_adjoints_hold_on_random_programs() {
     let whole_sample = for_random_programs(cases, |seed, size| one_program(seed, size, &stats));
     let s = stats.into_inner();
     println!(
-        "second order: {} programs, H·v checked against finite differences on {} ({} skipped where a step crosses a discontinuity or the differences disagree across step sizes, {} for non-finite values); forward over reverse (J of P.vjp) equal to it on {} ({} of them with records of loops or branches, {} with records of loops inside loops or branches; {} refused: VJPs that take arrays or read data arrays), and on {} with the calls kept, through the callees' VJPs ({} calls); W[soa] <= {:.1} W[P]",
-        s.cases, s.hvp_checked, s.skipped_nonsmooth, s.skipped_nonfinite, s.forward_over_reverse, s.with_records, s.with_nested, s.vjp_refused, s.through, s.through_calls, s.work_ratio
+        "second order: {} programs, H·v checked against finite differences on {} ({} skipped where a step crosses a discontinuity or the differences disagree across step sizes, {} for non-finite values); forward over reverse (J of P.vjp) equal to it on {} ({} of them with records of loops or branches, {} with records of loops inside loops or branches; {} refused: VJPs that take arrays or read data arrays), and on {} with the calls kept, through the callees' VJPs ({} calls); the VJP by forward mode on {} ({} of them refused by the composed VJP; {} refused: arrays or too many reals), and on {} with the calls kept; W[soa] <= {:.1} W[P]",
+        s.cases, s.hvp_checked, s.skipped_nonsmooth, s.skipped_nonfinite, s.forward_over_reverse, s.with_records, s.with_nested, s.vjp_refused, s.through, s.through_calls, s.forward_mode, s.forward_mode_only, s.forward_mode_refused, s.forward_mode_calls, s.work_ratio
     );
     if !whole_sample {
         return;
@@ -574,6 +806,10 @@ fn second_order_adjoints_hold_on_random_programs() {
     assert!(
         s.hvp_checked * 2 > s.cases,
         "finite differences checked too few programs"
+    );
+    assert!(
+        s.forward_mode * 4 > s.cases,
+        "too few VJPs by forward mode were checked"
     );
 }
 
@@ -646,12 +882,17 @@ fn forward_over_reverse_holds_through_calls() {
         |s| s.through >= wanted,
     );
     println!(
-        "calls: {} programs, forward over reverse through the callees' VJPs on {} ({} calls)",
-        s.cases, s.through, s.through_calls
+        "calls: {} programs, forward over reverse through the callees' VJPs on {} ({} calls); the VJP by forward mode with the calls kept on {}",
+        s.cases, s.through, s.through_calls, s.forward_mode_calls
     );
     assert!(
         s.through >= wanted,
         "only {} VJPs went through their callees' VJPs",
         s.through
+    );
+    assert!(
+        s.forward_mode_calls >= wanted,
+        "only {} VJPs by forward mode were checked with their calls kept",
+        s.forward_mode_calls
     );
 }

@@ -3,6 +3,7 @@
 
 pub mod erase;
 pub mod fold;
+pub mod forward_vjp;
 pub mod hvp;
 pub mod inline;
 pub mod jvp;
