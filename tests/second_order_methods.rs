@@ -8,6 +8,11 @@
 //! A method's `_vjp` goes through the `_vjp`s of the methods of its own
 //! block that it calls (the block knows they are differentiable), so it
 //! is differentiable too: reverse over reverse through `paired_vjp`.
+//! Where a function calls methods of other blocks, whose tapes its
+//! reverse pass reads, its `_vjp`'s derivatives are those of the VJP by
+//! forward mode (`passes::forward_vjp`): reverse over reverse through
+//! `total_vjp` and `Damper::loaded_vjp`, against their inline twins and
+//! central differences.
 #![deny(warnings)]
 
 mod support;
@@ -264,17 +269,16 @@ pub struct Damper {
 
 #[differentiable]
 impl Damper {
-    /// Calls a method of another block: its `_vjp` does not go through
-    /// it, so it is not differentiable.
+    /// Calls a method of another block: its reverse pass reads that
+    /// method's tape, so its `_vjp` is differentiated as the VJP by
+    /// forward mode.
     #[differentiable(order = 2)]
     pub fn loaded(&self, s: &Spring, x: f64) -> f64 {
         self.c * s.energy(x)
     }
 
-    /// Calls `loaded`, which the block first takes to have a
-    /// differentiable `_vjp`; its expansion finds otherwise, and the block
-    /// is expanded again without that claim: `near` still has its
-    /// second derivatives by forward over reverse.
+    /// Calls `loaded`, whose `_vjp` is differentiable: `near`'s goes
+    /// through it.
     #[differentiable(order = 2)]
     pub fn near(&self, s: &Spring, x: f64) -> f64 {
         self.loaded(s, x) * x
@@ -300,5 +304,91 @@ fn a_method_whose_vjp_is_not_differentiable_leaves_its_callers_hvp() {
         let fd = (grad(EPS) - grad(-EPS)) / (2.0 * EPS);
         assert_eq!(g, d.near_vjp(&s, x, 1.0).1 .2);
         assert!(close(h, fd, 1e-7), "{h} against {fd}");
+    }
+}
+
+/// Reverse over reverse through `total_vjp`, whose reverse pass reads the
+/// tapes of methods of other blocks.
+#[differentiable]
+pub fn total_grad_norm(x: f64, y: f64, s: &Spring) -> f64 {
+    let (_, (gx, gy, gs)): (f64, (f64, f64, SpringTangent)) = total_vjp(x, y, s, 1.0);
+    gx * gx + gy * gy + gs.k * gs.k
+}
+
+#[differentiable]
+pub fn total_inline_grad_norm(x: f64, y: f64, s: &Spring) -> f64 {
+    let (_, (gx, gy, gs)): (f64, (f64, f64, SpringTangent)) = total_inline_vjp(x, y, s, 1.0);
+    gx * gx + gy * gy + gs.k * gs.k
+}
+
+#[test]
+fn a_vjp_reading_other_blocks_tapes_is_differentiable() {
+    for (x, y, s) in points() {
+        let (v, (gx, gy, gs)) = total_grad_norm_vjp(x, y, &s, 1.0);
+        let (w, (hx, hy, hs)) = total_inline_grad_norm_vjp(x, y, &s, 1.0);
+        assert!(close(v, w, 1e-13), "{v} against {w}");
+        for (a, b) in [(gx, hx), (gy, hy), (gs.k, hs.k)] {
+            assert!(close(a, b, 1e-11), "{a} against its inline twin's {b}");
+        }
+        let at = |dx: f64, dy: f64, dk: f64| {
+            total_grad_norm(x + dx, y + dy, &Spring { k: s.k + dk, ..s })
+        };
+        let fd = [
+            (at(EPS, 0.0, 0.0) - at(-EPS, 0.0, 0.0)) / (2.0 * EPS),
+            (at(0.0, EPS, 0.0) - at(0.0, -EPS, 0.0)) / (2.0 * EPS),
+            (at(0.0, 0.0, EPS) - at(0.0, 0.0, -EPS)) / (2.0 * EPS),
+        ];
+        for (a, b) in [gx, gy, gs.k].into_iter().zip(fd) {
+            assert!(close(a, b, 1e-7), "{a} against {b}");
+        }
+        // Its own forward mode, against central differences of the VJP.
+        let (ex, ey, ek) = (0.4, -0.7, SpringTangent { k: 0.3 });
+        let (r, (_, (tx, ty, ts))) = total_vjp_jvp(x, y, &s, 1.0, ex, ey, &ek, 0.0);
+        // The gradient it returns is the one by forward mode: `total_vjp`'s
+        // up to rounding, the value bit for bit.
+        let (value, g) = total_vjp(x, y, &s, 1.0);
+        assert_eq!(r.0, value);
+        for (a, b) in flat(&r.1).into_iter().zip(flat(&g)) {
+            assert!(close(a, b, 1e-14), "{a} against {b}");
+        }
+        let grad = |t: f64| {
+            let st = Spring {
+                k: s.k + t * ek.k,
+                ..s
+            };
+            flat(&total_vjp(x + t * ex, y + t * ey, &st, 1.0).1)
+        };
+        assert_central(&[tx, ty, ts.k], grad, EPS, 1e-7);
+    }
+}
+
+/// Reverse over reverse through a method's `_vjp` that reads another
+/// block's tape (`loaded`), called from outside its block, and through
+/// one that calls it (`near`, through `loaded_vjp`).
+#[differentiable]
+pub fn loaded_grad_norm(d: &Damper, s: &Spring, x: f64) -> f64 {
+    let (_, (gd, _, gx)): (f64, (DamperTangent, SpringTangent, f64)) = d.loaded_vjp(s, x, 1.0);
+    let (_, (hd, _, hx)): (f64, (DamperTangent, SpringTangent, f64)) = d.near_vjp(s, x, 1.0);
+    gd.c * gd.c + gx * gx + hd.c * hx
+}
+
+#[test]
+fn a_methods_vjp_reading_another_blocks_tape_is_differentiable() {
+    for (x, _, s) in points() {
+        let d = Damper { c: 0.8 };
+        let (v, (gd, gs, gx)) = loaded_grad_norm_vjp(&d, &s, x, 1.0);
+        assert_eq!(v, loaded_grad_norm(&d, &s, x));
+        let at = |dc: f64, dk: f64, dx: f64| {
+            let st = Spring { k: s.k + dk, ..s };
+            loaded_grad_norm(&Damper { c: d.c + dc }, &st, x + dx)
+        };
+        let fd = [
+            (at(EPS, 0.0, 0.0) - at(-EPS, 0.0, 0.0)) / (2.0 * EPS),
+            (at(0.0, EPS, 0.0) - at(0.0, -EPS, 0.0)) / (2.0 * EPS),
+            (at(0.0, 0.0, EPS) - at(0.0, 0.0, -EPS)) / (2.0 * EPS),
+        ];
+        for (a, b) in [gd.c, gs.k, gx].into_iter().zip(fd) {
+            assert!(close(a, b, 1e-7), "{a} against {b}");
+        }
     }
 }

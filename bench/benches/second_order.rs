@@ -281,9 +281,20 @@ fn hessian_struct_calls_bench(c: &mut Criterion) {
         b.iter(|| coulomb_structs_vjp_jvp(*black_box(&p), 1.0, *black_box(&e), 0.0))
     });
     grp.finish();
+    // Method calls: `coulomb_methods_vjp`'s reverse pass reads the
+    // methods' tapes, so its derivatives are by forward mode
+    // (`passes::forward_vjp`): one `_jvp` run per input.
+    let ((_, gm), (_, hm)) = coulomb_methods_vjp_jvp(p, 1.0, e, 0.0);
+    for i in 0..6 {
+        close(gm[i], g[i], "gradient");
+        close(hm[i], h[0][i], "forward over reverse hvp");
+    }
     let mut grp = c.benchmark_group("hessian_coulomb_methods_6");
     grp.bench_function("linear_ad_vjp", |b| {
         b.iter(|| coulomb_methods_vjp(*black_box(&p), 1.0))
+    });
+    grp.bench_function("linear_ad_vjp_jvp", |b| {
+        b.iter(|| coulomb_methods_vjp_jvp(*black_box(&p), 1.0, *black_box(&e), 0.0))
     });
     grp.finish();
 }

@@ -154,7 +154,16 @@ fn derivatives(
                 ..Passes::with(unzip::Checkpoint::SaveAll)
             };
             let g = generate(f, d, false, passes, Owner::Free)?;
-            let order = g.order;
+            // With its coefficients held constant, `g_vjp` returns no
+            // cotangent for them, where callers reading `g`'s signature
+            // (the coefficients differentiable) would expect one: they do
+            // not go through it (their own `_vjp` is by forward mode).
+            let order = match g.order {
+                crate::signature::Order::TwiceVjp { .. } if *f != *clean => {
+                    crate::signature::Order::Twice
+                }
+                other => other,
+            };
             (quote!(#g), order)
         }
         None => {

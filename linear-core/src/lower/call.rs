@@ -975,7 +975,7 @@ impl Lowerer<'_> {
                 let f = name.strip_suffix("_vjp").unwrap_or(&name);
                 self.errs.spanned(
                     path,
-                    format!("`{name}` cannot be differentiated yet: its reverse pass reads what forward mode cannot differentiate: the tape of a call in `{f}` of a method, or of a function whose own `_vjp` cannot be differentiated, or the records of a loop nested where they cannot be kept flat; call `{f}_jvp` here instead (forward mode for the inner derivative)"),
+                    format!("`{name}` cannot be differentiated yet: its reverse pass reads what forward mode cannot differentiate (the tape of a call in `{f}` of a method of another `impl` block, or of a function whose own `_vjp` cannot be differentiated, or the records of a loop nested where they cannot be kept flat), and `{f}` takes slices or more than {} floats, so `{name}` cannot be computed by forward mode either; call `{f}_jvp` here instead (forward mode for the inner derivative)", crate::passes::forward_vjp::MAX_DIRECTIONS),
                 );
             }
             Kind::FirstOrder => {

@@ -59,6 +59,13 @@ pub fn forward_vjp(d: &Func, externs: &[Extern], f: &str) -> Result<Option<Func>
     let sized = |t: &Ty| !has_array(t);
     let (xs, dirs) = d.nl_params.split_at(n);
     let (ys, dys) = d.nl_rets.split_at(k);
+    let tangents = xs.iter().zip(dirs).all(|(x, v)| x.ty.tangent() == v.ty)
+        && ys.iter().zip(dys).all(|(y, t)| y.tangent() == *t);
+    if !tangents {
+        return Err(err(
+            "the directional derivative's tangents do not follow its inputs and results",
+        ));
+    }
     if !xs.iter().all(|b| sized(&b.ty)) || !ys.iter().all(sized) {
         return Ok(None);
     }

@@ -42,7 +42,9 @@
 //! [`first_vjp`] calls them through their own VJPs instead
 //! ([`super::through`]: the callee's arguments on the tape, its `g.vjp`
 //! in the reverse pass), which the caller names in `through`; a call
-//! with no such path leaves the VJP not differentiable. [`hvp`] refuses
+//! with no such path leaves the VJP not differentiable (the macro then
+//! differentiates the VJP by forward mode, [`super::forward_vjp`], built
+//! from [`directional`]). [`hvp`] refuses
 //! results other than one real. Output of [`second_adjoint`] and
 //! [`hvp`]: a program of one non-linear function that type-checks in
 //! Linear A, simplified.

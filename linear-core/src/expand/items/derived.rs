@@ -34,10 +34,20 @@
 //! which also says whether their linearizations have `__apply_lanes`):
 //! its forward pass calls `g` and keeps `g`'s arguments, its reverse pass
 //! calls `g_vjp` on them ([`crate::passes::through`]; [`through_calls`]
-//! makes the call sites). Where `f_vjp` cannot be differentiated (a call
-//! with no such path, or records J cannot carry: see
-//! [`crate::passes::hvp::first_vjp`]), it gets a signature of kind
-//! [`Kind::Tape`], so a caller gets an error at its call that says so.
+//! makes the call sites). Where this composed VJP cannot be
+//! differentiated (a call with no such path, such as one of a method of
+//! another block, which the caller cannot know to have a differentiable
+//! `_vjp`; or records J cannot carry: see
+//! [`crate::passes::hvp::first_vjp`]), `f_vjp`'s derivatives are those of
+//! the VJP by forward mode ([`crate::passes::forward_vjp`]: `f_jvp`'s
+//! program run once per input float, for inputs of a fixed size of at
+//! most [`crate::passes::forward_vjp::MAX_DIRECTIONS`] floats). `f_vjp`
+//! itself stays the composed VJP; the gradient `f_vjp_jvp` and `f_vjp_lin`
+//! return beside their derivatives is the forward-mode one, equal to
+//! `f_vjp`'s up to rounding; `f_hessian` makes HVPs, which cost less than
+//! linearizing it. Where that is refused too (slices, more floats),
+//! `f_vjp` gets a signature of kind [`Kind::Tape`], so a caller gets an
+//! error at its call that says so.
 //!
 //! A function of slices' `f_vjp` returns their cotangents, a tuple
 //! holding arrays (`(R, (Vec<T>, ..))`), whose parts are results of their
@@ -59,7 +69,7 @@
 //! differentiable: it takes every method with `order = 2` to have a
 //! differentiable `_vjp`, and expands again without the claims its
 //! expansion disproves (`expand::methods`). Callers outside the block
-//! cannot tell, so their `f_vjp` is [`Kind::Tape`].
+//! cannot tell, so their `f_vjp`'s derivatives are by forward mode.
 //!
 //! `#[nondiff]` slices are data in the derived functions too ([`data_in`]):
 //! their tapes borrow them as `f`'s do, and callers pass them back.
@@ -73,6 +83,7 @@ use crate::expand::{LanesAsk, Passes, Stages};
 use crate::ir::{Extern, Func, Var};
 use crate::layout::Structs;
 use crate::lower::{CallArg, CallSite, Lowered, Param, Shape};
+use crate::passes::forward_vjp::forward_vjp;
 use crate::passes::hvp::{directional_externs, first_vjp, tupled};
 use crate::passes::through::{CotangentOf, Through};
 use crate::signature::{callee_items, Kind, Order};
@@ -179,8 +190,10 @@ pub(super) fn callees(
             twice,
         };
     }
-    let (vjp, vjp_lanes, vjp_callable) = vjp_items(item, l, sig, (stages, passes));
-    let differentiable = vjp_callable && !slices;
+    let (vjp, vjp_lanes, vjp_callable, composed) = vjp_items(item, l, sig, (d, stages, passes));
+    // `f_hessian` linearizes the composed VJP once; the forward-mode VJP
+    // runs `f_jvp` once per input already, so it makes HVPs instead.
+    let differentiable = vjp_callable && !slices && composed;
     code.fns.extend(vjp.fns);
     code.items.extend(vjp.items);
     Callees {
@@ -193,15 +206,18 @@ pub(super) fn callees(
 }
 
 /// The derived `f_vjp` (its items, whether its linearization has
-/// `apply_lanes`, and whether it is differentiable), or its signature of
-/// kind [`Kind::Tape`] where its composed VJP cannot be differentiated.
-/// Its calls go through their callees' own VJPs ([`through_calls`]).
+/// `apply_lanes`, whether it is differentiable, and whether it is the
+/// composed VJP), or its signature of kind [`Kind::Tape`] where it cannot
+/// be differentiated. Its calls go through their callees' own VJPs
+/// ([`through_calls`]); where the composed VJP cannot be differentiated,
+/// it is the VJP by forward mode from `d`
+/// ([`crate::passes::forward_vjp`]), for inputs of a fixed size.
 fn vjp_items(
     item: &syn::ItemFn,
     l: &Lowered,
     sig: &Sig,
-    (stages, passes): (&Stages, Passes),
-) -> (Emitted, bool, bool) {
+    (d, stages, passes): (&Func, &Stages, Passes),
+) -> (Emitted, bool, bool, bool) {
     let name = item.sig.ident.to_string();
     let slices = !sig.arrays().is_empty();
     let groups = [1, sig.active.len()];
@@ -211,6 +227,7 @@ fn vjp_items(
         d_l.calls = sites.clone();
         (d_item, d_l)
     };
+    let span = item.sig.ident.span();
     match first_vjp(&stages.transposed, &name, &through) {
         Ok(Some((f, externs))) if slices => {
             let (items, _, _) = emit(
@@ -219,9 +236,9 @@ fn vjp_items(
                     lanes: LanesAsk::No,
                     ..passes
                 },
-                (sig, item.sig.ident.span()),
+                (sig, span),
             );
-            (items, false, true)
+            (items, false, true, true)
         }
         Ok(Some((f, externs))) => {
             let (items, lanes, _) = emit(
@@ -230,28 +247,61 @@ fn vjp_items(
                     .and_then(|f| derived(item, l, sig, &f, Which::Vjp))
                     .map(|d| with_calls(d, externs)),
                 hessian_lanes(sig, passes),
-                (sig, item.sig.ident.span()),
+                (sig, span),
             );
-            (items, lanes, true)
+            (items, lanes, true, true)
         }
-        // Not differentiable: callers learn why at their call.
-        Ok(None) => {
-            let items = derived_item(item, l, sig, Which::Vjp).map(|(vjp_item, _)| {
-                signature((sig, &l.structs), &vjp_item, (Kind::Tape, false), false)
-            });
-            (
-                Emitted {
-                    fns: quote!(),
-                    items: quote!(#items),
-                },
-                false,
-                false,
-            )
-        }
+        Ok(None) => match forward_mode(d, &stages.jvp, &name) {
+            // Its calls are `f_jvp`'s: of the callees' `_jvp`s.
+            Ok(Some((f, externs))) if !slices => {
+                let derived = tupled(&f, &groups)
+                    .map_err(|e| e.msg)
+                    .and_then(|f| derived(item, l, sig, &f, Which::Vjp))
+                    .map(|(d_item, mut d_l)| {
+                        d_l.externs = externs;
+                        d_l.calls = l.calls.clone();
+                        (d_item, d_l)
+                    });
+                let no_lanes = Passes {
+                    lanes: LanesAsk::No,
+                    ..passes
+                };
+                let (items, _, _) = emit(derived, no_lanes, (sig, span));
+                (items, false, true, false)
+            }
+            // Not differentiable: callers learn why at their call.
+            Ok(_) => (tape_signature(item, l, sig), false, false, false),
+            Err(e) => {
+                let (items, lanes, _) = emit(Err(e.msg), passes, (sig, span));
+                (items, lanes, false, false)
+            }
+        },
         Err(e) => {
-            let (items, lanes, _) = emit(Err(e.msg), passes, (sig, item.sig.ident.span()));
-            (items, lanes, false)
+            let (items, lanes, _) = emit(Err(e.msg), passes, (sig, span));
+            (items, lanes, false, false)
         }
+    }
+}
+
+/// The VJP by forward mode from `d` ([`crate::passes::forward_vjp`]),
+/// with the externs it calls (J's, linearity erased: `f_jvp`'s).
+fn forward_mode(
+    d: &Func,
+    jvp: &crate::ir::Program,
+    name: &str,
+) -> Result<Option<(Func, Vec<Extern>)>, crate::passes::PassError> {
+    let externs = directional_externs(jvp)?;
+    Ok(forward_vjp(d, &externs, name)?.map(|f| (f, externs)))
+}
+
+/// `f_vjp`'s signature of kind [`Kind::Tape`]: callers of it learn that
+/// it cannot be differentiated.
+fn tape_signature(item: &syn::ItemFn, l: &Lowered, sig: &Sig) -> Emitted {
+    let items = derived_item(item, l, sig, Which::Vjp)
+        .map(|(vjp_item, _)| signature((sig, &l.structs), &vjp_item, (Kind::Tape, false), false));
+    Emitted {
+        fns: quote!(),
+        items: quote!(#items),
     }
 }
 
