@@ -909,6 +909,12 @@ pub mod __private {
     pub trait SecondOrder {
         /// The linearization type of the callee's `_jvp`.
         type JvpLin;
+        /// The linearization type of the callee's `_vjp`, which callers
+        /// of a method of another block reach it by (they see no
+        /// signature that would name it); `()` where `_vjp` cannot be
+        /// differentiated, and for a method differentiable once, the
+        /// stand-in its `JvpLin` is.
+        type VjpLin;
     }
 
     /// Never implemented: the bound on the functions of the stand-in
@@ -933,7 +939,7 @@ pub mod __private {
     #[diagnostic::on_unimplemented(
         message = "differentiable code cannot call this method of `{Self}`",
         label = "not a method that differentiable code can call",
-        note = "a method called from differentiable code must be marked `#[differentiable]` inside a `#[differentiable] impl` block of its type, and take no arrays other than slices of floats (`&[f64]`, not `Vec<f64>` or `&[f64; 3]`), not slices both differentiable and `#[nondiff]`, no struct with `Vec` fields, nor a struct with constant fields; a method's `m_jvp` and `m_vjp` can be called only where `m` has `#[differentiable(order = 2)]`, and `m_vjp` only where it can be differentiated (where `m`'s reverse pass reads the tape of a method of another block, only if `m` takes no slices and at most 32 floats, for the derivative by forward mode)"
+        note = "a method called from differentiable code must be marked `#[differentiable]` inside a `#[differentiable] impl` block of its type, and take no arrays other than slices of floats (`&[f64]`, not `Vec<f64>` or `&[f64; 3]`), not slices both differentiable and `#[nondiff]`, no struct with `Vec` fields, nor a struct with constant fields; a method's `m_jvp` and `m_vjp` can be called only where `m` has `#[differentiable(order = 2)]`, and `m_vjp` only where it can be differentiated (where `m` passes a method of another block a constant or a slice, only if `m` takes no slices and at most 32 floats, for the derivative by forward mode)"
     )]
     pub trait Method<const NAME: u64> {
         type Linearization;

@@ -599,3 +599,99 @@ fn a_callee_with_a_wide_tape_held_detached() {
         },
     );
 }
+
+/// A struct with a constant field, which crosses calls as its origin (a
+/// borrow of the caller's parameter).
+#[derive(linear_ad::Differentiable, Clone, Debug)]
+struct Anchor {
+    k: f64,
+    #[nondiff]
+    at: f64,
+}
+
+#[differentiable]
+impl Anchor {
+    #[differentiable]
+    fn pull(&self, x: f64) -> f64 {
+        let d = x - self.at;
+        0.5 * self.k * d * d
+    }
+}
+
+#[differentiable]
+fn sine_scaled(x: f64, c: f64) -> f64 {
+    c * x.sin()
+}
+
+#[differentiable]
+fn anchored(a: &Anchor, x: f64) -> f64 {
+    a.k * (x - a.at).cos()
+}
+
+/// A loop over a slice calling functions passed values the caller's
+/// prelude holds: a literal, and a struct with a constant field (to a
+/// function and to a method). The default checkpoint policy recomputes an
+/// iteration in the residual from its index where it can; not these
+/// calls, whose arguments are not in scope there (their extern is
+/// `pinned`): their tapes are recorded.
+#[differentiable]
+fn looped_calls(a: &Anchor, x: &[f64]) -> f64 {
+    let mut e = 0.0;
+    for xi in x {
+        e += sine_scaled(*xi, 2.0) * xi + anchored(a, *xi) + a.pull(*xi);
+    }
+    e
+}
+
+#[differentiable(checkpoint = "save")]
+fn looped_calls_saved(a: &Anchor, x: &[f64]) -> f64 {
+    let mut e = 0.0;
+    for xi in x {
+        e += sine_scaled(*xi, 2.0) * xi + anchored(a, *xi) + a.pull(*xi);
+    }
+    e
+}
+
+#[test]
+fn a_loop_over_a_slice_calls_with_prelude_values() {
+    let a = Anchor { k: 1.3, at: 0.2 };
+    let x = xs(5, 0.3);
+    let (v, (ga, gx)) = looped_calls_vjp(&a, &x, 1.0);
+    assert_eq!(v, looped_calls(&a, &x));
+    let (w, (ha, hx)) = looped_calls_saved_vjp(&a, &x, 1.0);
+    assert_eq!(v, w);
+    assert_eq!(w, looped_calls_saved(&a, &x));
+    assert_close(&gx, &hx, 1e-14);
+    assert_close(&[ga.k], &[ha.k], 1e-14);
+    let n = x.len();
+    check(
+        &x,
+        1,
+        |x| vec![looped_calls(&a, x)],
+        |x, d| vec![looped_calls_jvp(&a, x, &AnchorTangent { k: 0.0 }, d).1],
+        |x, w| looped_calls_vjp(&a, x, w[0]).1 .1,
+        |x, d, w| {
+            let (_, map) = looped_calls_lin(&a, x);
+            let dy = map.apply((AnchorTangent { k: 0.0 }, d.to_vec()));
+            (vec![dy], map.transpose(w[0]).1)
+        },
+    );
+    let fk = {
+        let at = |dk: f64| {
+            looped_calls(
+                &Anchor {
+                    k: a.k + dk,
+                    ..a.clone()
+                },
+                &x,
+            )
+        };
+        (at(1e-6) - at(-1e-6)) / 2e-6
+    };
+    assert!(
+        (ga.k - fk).abs() < 1e-6 * (1.0 + fk.abs()),
+        "{} against {fk}",
+        ga.k
+    );
+    assert_eq!(gx.len(), n);
+}

@@ -8,11 +8,13 @@
 //! A method's `_vjp` goes through the `_vjp`s of the methods of its own
 //! block that it calls (the block knows they are differentiable), so it
 //! is differentiable too: reverse over reverse through `paired_vjp`.
-//! Where a function calls methods of other blocks, whose tapes its
-//! reverse pass reads, its `_vjp`'s derivatives are those of the VJP by
-//! forward mode (`passes::forward_vjp`): reverse over reverse through
-//! `total_vjp` and `Damper::loaded_vjp`, against their inline twins and
-//! central differences.
+//! A method of another block has no signature there; where the
+//! arguments tell its `_vjp`'s cotangents (all differentiable), callers'
+//! `_vjp`s go through it (`SecondOrder::VjpLin`), and elsewhere their
+//! derivatives are those of the VJP by forward mode
+//! (`passes::forward_vjp`): reverse over reverse through `total_vjp`,
+//! `Damper::loaded_vjp`, `chain_vjp` (over a slice) and `offset_vjp` (a
+//! constant argument), against inline twins and central differences.
 #![deny(warnings)]
 
 mod support;
@@ -388,6 +390,84 @@ fn a_methods_vjp_reading_another_blocks_tape_is_differentiable() {
             (at(0.0, 0.0, EPS) - at(0.0, 0.0, -EPS)) / (2.0 * EPS),
         ];
         for (a, b) in [gd.c, gs.k, gx].into_iter().zip(fd) {
+            assert!(close(a, b, 1e-7), "{a} against {b}");
+        }
+    }
+}
+
+/// A function of a slice calling a method of another block on every
+/// element: its `_vjp` goes through `energy_vjp` (forward mode could not
+/// take the slice).
+#[differentiable(order = 2)]
+pub fn chain(s: &Spring, xs: &[f64]) -> f64 {
+    let mut e = 0.0;
+    for x in xs {
+        e += s.energy(*x) * x;
+    }
+    e
+}
+
+#[differentiable]
+pub fn chain_grad_norm(s: &Spring, xs: &[f64]) -> f64 {
+    let (_, (gs, gx)): (f64, (SpringTangent, Vec<f64>)) = chain_vjp(s, xs, 1.0);
+    let mut n = gs.k * gs.k;
+    for g in gx.iter() {
+        n += g * g;
+    }
+    n
+}
+
+/// A constant argument (`0.5`): the caller cannot tell whether its
+/// parameter has a cotangent, so `offset_vjp`'s derivatives are by
+/// forward mode.
+#[differentiable(order = 2)]
+pub fn offset(x: f64, y: f64, s: &Spring) -> f64 {
+    s.paired(x, 0.5) * y
+}
+
+#[differentiable]
+pub fn offset_grad_norm(x: f64, y: f64, s: &Spring) -> f64 {
+    let (_, (gx, gy, gs)): (f64, (f64, f64, SpringTangent)) = offset_vjp(x, y, s, 1.0);
+    gx * gx + gy * gy + gs.k * gs.k
+}
+
+#[test]
+fn a_slice_functions_vjp_goes_through_another_blocks_method() {
+    for (x, y, s) in points() {
+        let xs = [x, y, 0.5 * x - y];
+        let (v, (gs, gx)) = chain_grad_norm_vjp(&s, &xs, 1.0);
+        assert_eq!(v, chain_grad_norm(&s, &xs));
+        let at = |dk: f64, i: usize, dx: f64| {
+            let mut ys = xs;
+            ys[i] += dx;
+            chain_grad_norm(&Spring { k: s.k + dk, ..s }, &ys)
+        };
+        let fk = (at(EPS, 0, 0.0) - at(-EPS, 0, 0.0)) / (2.0 * EPS);
+        assert!(close(gs.k, fk, 1e-7), "{} against {fk}", gs.k);
+        for (i, g) in gx.iter().enumerate() {
+            let fd = (at(0.0, i, EPS) - at(0.0, i, -EPS)) / (2.0 * EPS);
+            assert!(close(*g, fd, 1e-7), "{g} against {fd}");
+        }
+    }
+}
+
+#[test]
+fn a_vjp_passing_a_constant_to_another_blocks_method_is_differentiable() {
+    for (x, y, s) in points() {
+        let (v, (gx, gy, gs)) = offset_grad_norm_vjp(x, y, &s, 1.0);
+        // The inner gradient is the forward-mode one: `offset_vjp`'s up
+        // to rounding.
+        let w = offset_grad_norm(x, y, &s);
+        assert!(close(v, w, 1e-13), "{v} against {w}");
+        let at = |dx: f64, dy: f64, dk: f64| {
+            offset_grad_norm(x + dx, y + dy, &Spring { k: s.k + dk, ..s })
+        };
+        let fd = [
+            (at(EPS, 0.0, 0.0) - at(-EPS, 0.0, 0.0)) / (2.0 * EPS),
+            (at(0.0, EPS, 0.0) - at(0.0, -EPS, 0.0)) / (2.0 * EPS),
+            (at(0.0, 0.0, EPS) - at(0.0, 0.0, -EPS)) / (2.0 * EPS),
+        ];
+        for (a, b) in [gx, gy, gs.k].into_iter().zip(fd) {
             assert!(close(a, b, 1e-7), "{a} against {b}");
         }
     }

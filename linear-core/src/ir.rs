@@ -1473,6 +1473,11 @@ pub struct Extern {
     pub constant: Vec<usize>,
     /// The positions of the borrowed linear parameters.
     pub borrowed: Vec<usize>,
+    /// Whether its call also passes Rust values the caller's prelude
+    /// holds (constants, the origins of structs with constant fields),
+    /// which the residual cannot name: U never recomputes it there
+    /// (`extern pinned` in text).
+    pub pinned: bool,
 }
 
 impl Extern {
@@ -1490,6 +1495,7 @@ impl Extern {
             lin_rets,
             constant: Vec::new(),
             borrowed: Vec::new(),
+            pinned: false,
         }
     }
 }

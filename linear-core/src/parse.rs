@@ -230,7 +230,18 @@ impl Parser {
 
     fn extern_(&mut self) -> Result<Extern, ParseError> {
         self.expect_kw("extern")?;
-        let name = self.ident()?;
+        // `extern pinned g(..)`; an extern named `pinned` is `extern
+        // pinned(..)`.
+        let (pinned, name) = match self.is_kw("pinned") {
+            true => {
+                let word = self.ident()?;
+                match self.is("(") {
+                    true => (false, word),
+                    false => (true, self.ident()?),
+                }
+            }
+            false => (false, self.ident()?),
+        };
         self.expect("(")?;
         let (nl_params, constant) = self.marked_types(";", "const")?;
         self.expect(";")?;
@@ -250,6 +261,7 @@ impl Parser {
             lin_rets,
             constant,
             borrowed,
+            pinned,
         })
     }
 

@@ -89,7 +89,8 @@ impl fmt::Display for Ty {
 impl fmt::Display for Extern {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut out = String::new();
-        let _ = write!(out, "extern {}(", self.name);
+        let pinned = if self.pinned { "pinned " } else { "" };
+        let _ = write!(out, "extern {pinned}{}(", self.name);
         marked_list(&mut out, &self.nl_params, &self.constant, "const ");
         out.push(';');
         if !self.lin_params.is_empty() {

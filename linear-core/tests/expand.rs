@@ -108,7 +108,7 @@ fn lowering_of_the_quickstart_function() {
 #[test]
 fn lowering_of_calls_constants_and_arrays() {
     expect_test::expect![[r#"
-        extern call.1(f64;) -> ((f64, f64);)
+        extern pinned call.1(f64;) -> ((f64, f64);)
 
         def h(x: f64;) -> (f64;) =
           let t.1: (f64, f64); = call.1(x;) in
@@ -118,8 +118,8 @@ fn lowering_of_calls_constants_and_arrays() {
           let r.6: f64; = r.4 - r.5 in
           (r.6;)
 
-        extern call.1.jvp.nl(f64;) -> ((f64, f64), tape(call.1.jvp);)
-        extern call.1.jvp.lin(tape(call.1.jvp); f64) -> (; (f64, f64))
+        extern pinned call.1.jvp.nl(f64;) -> ((f64, f64), tape(call.1.jvp);)
+        extern pinned call.1.jvp.lin(tape(call.1.jvp); f64) -> (; (f64, f64))
 
         def h.jvp.nl(x: f64;) -> (f64, (tape(call.1.jvp), f64, f64, f64);) =
           let u.34: (f64, f64), w.35: tape(call.1.jvp); = call.1.jvp.nl(x;) in

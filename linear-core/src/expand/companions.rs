@@ -646,8 +646,13 @@ pub(super) fn jvp_companions(
         map: (map_name, map_args),
         jvp: (jvp_map, jvp_args),
         generics: (generics, where_clause),
+        vjp,
         ..
     } = maps;
+    let vjp_lin = match vjp {
+        Some((vjp_map, vjp_args)) => quote!(#vjp_map #vjp_args),
+        None => quote!(()),
+    };
     Some(quote! {
         #[doc(hidden)]
         #allow
@@ -677,6 +682,7 @@ pub(super) fn jvp_companions(
         #allow
         impl #generics ::linear_ad::__private::SecondOrder for #map_name #map_args #where_clause {
             type JvpLin = #jvp_map #jvp_args;
+            type VjpLin = #vjp_lin;
         }
     })
 }
@@ -763,7 +769,10 @@ impl Back {
 /// bound no type meets
 /// (`DifferentiableTwice`): rustc reports each call at the method's name,
 /// with that bound's message, and nothing else (the caller's tape holds
-/// the stand-in as it would the real linearization).
+/// the stand-in as it would the real linearization). It stands in for
+/// `_vjp`'s linearization too (`SecondOrder::VjpLin`: `__jvp`, `__lin`,
+/// `__apply`, `__transpose`, for `m_vjp`'s parameters), which callers
+/// outside the block go through in their own `_vjp`'s derivatives.
 pub(super) fn once_only(
     params: &[Param],
     (map_name, map_args): (&syn::Ident, &TokenStream),
@@ -794,6 +803,10 @@ pub(super) fn once_only(
     let lin = never(2 * n, false);
     let apply = never(back.ins.len() + 2 * n, true);
     let transpose = never(back.ins.len() + 1 + back.accs.len(), true);
+    // As `m_vjp`'s linearization (`VjpLin`): its parameters are `m`'s and
+    // the cotangent.
+    let (vjp_jvp, vjp_lin) = (never(2 * (n + 1), false), never(n + 1, false));
+    let (vjp_apply, vjp_transpose) = (never(n + 1, true), never(1, true));
     Some(quote! {
         #[doc(hidden)]
         #[derive(Clone, Copy, Debug)]
@@ -814,12 +827,17 @@ pub(super) fn once_only(
             pub fn __jvp_lin #lin
             pub fn __jvp_apply #apply
             pub fn __jvp_transpose #transpose
+            pub fn __jvp #vjp_jvp
+            pub fn __lin #vjp_lin
+            pub fn __apply #vjp_apply
+            pub fn __transpose #vjp_transpose
         }
 
         #[doc(hidden)]
         #allow
         impl #generics ::linear_ad::__private::SecondOrder for #map_name #map_args #where_clause {
             type JvpLin = #stub;
+            type VjpLin = #stub;
         }
     })
 }
@@ -832,6 +850,9 @@ pub(super) fn once_only(
 pub(super) struct JvpMaps<'a> {
     pub(super) map: (&'a syn::Ident, TokenStream),
     pub(super) jvp: (&'a syn::Ident, TokenStream),
+    /// `f_vjp`'s linearization type and its generic arguments, where
+    /// `f_vjp` is differentiable and takes no slices (`SecondOrder::VjpLin`).
+    pub(super) vjp: Option<(syn::Ident, TokenStream)>,
     pub(super) generics: (TokenStream, &'a TokenStream),
     pub(super) float: Option<&'a syn::Ident>,
     pub(super) arrays: bool,

@@ -52,7 +52,9 @@ pub struct CallSite {
     /// Per argument, the shape of the cotangent the callee's `_vjp`
     /// returns for its parameter (`None` for a `#[nondiff]` parameter or
     /// an integer or boolean one), if its signature says for every
-    /// parameter ([`Lowerer::cotangent_shapes`]).
+    /// parameter ([`Lowerer::cotangent_shapes`]), or, for a method of
+    /// another block, which has none here, if its arguments do
+    /// ([`Lowerer::method_cotangents`]).
     pub cotangents: Option<Vec<Option<Shape>>>,
 }
 
@@ -119,6 +121,15 @@ impl CallArg {
 }
 
 impl CallSite {
+    /// Whether the call passes Rust values the caller's prelude holds
+    /// (constants, the origins of structs with constant fields), which
+    /// its extern then says ([`Extern::pinned`]).
+    pub fn pinned(&self) -> bool {
+        self.args
+            .iter()
+            .any(|a| matches!(a, CallArg::Inactive(..) | CallArg::Origin(..)))
+    }
+
     /// The positions among the extern's non-linear parameters of its
     /// constants: the [`CallArg::Data`] arrays, the arrays of constant
     /// [`CallArg::Part`]s, and the bounds of every part's range.
@@ -227,6 +238,18 @@ pub fn array_param(t: &syn::Type, float: Option<&syn::Ident>) -> bool {
         && p.path
             .get_ident()
             .is_some_and(|id| id == "f64" || id == "f32" || float.is_some_and(|f| id == f))
+}
+
+/// The reals in a value of type `t`.
+fn count_reals(t: &Ty) -> usize {
+    match t {
+        Ty::Real(_) => 1,
+        Ty::Tuple(ts) | Ty::Sum(ts) => ts.iter().map(count_reals).fold(0, usize::saturating_add),
+        Ty::Array(e, Some(n)) => usize::try_from(*n)
+            .unwrap_or(usize::MAX)
+            .saturating_mul(count_reals(e)),
+        Ty::Int | Ty::Bool | Ty::Array(..) | Ty::List(..) | Ty::Tape(_) => 0,
+    }
 }
 
 /// `Type::name` for a path whose segment before the last names a type
@@ -494,6 +517,10 @@ impl Lowerer<'_> {
         let assumed = ret.is_none() && from_sig.is_none() && self.sigs.get(&path).is_none();
         let ret = ret.or(from_sig).unwrap_or(Shape::Float(f));
         let name = Var::new(&format!("call.{}", self.calls.len() + 1));
+        let cotangents = match self.sigs.get(&path) {
+            Some(_) => self.cotangent_shapes(&path, at.as_ref()),
+            None => self.method_cotangents(&path, &args, &vars),
+        };
         let site = CallSite {
             path: path.clone(),
             callee,
@@ -502,7 +529,7 @@ impl Lowerer<'_> {
             passes_struct,
             order: self.sigs.get(&path).map(|s| (s.kind, s.order)),
             lanes: self.sigs.get(&path).is_some_and(|s| s.lanes),
-            cotangents: self.cotangent_shapes(&path, at.as_ref()),
+            cotangents,
         };
         let v = self.emit_call(name, site, vars, tys, hint);
         if let (true, Val::Active(r, _)) = (assumed, &v) {
@@ -630,6 +657,7 @@ impl Lowerer<'_> {
         let constant = site.constant_positions();
         self.externs.push(Extern {
             constant,
+            pinned: site.pinned(),
             ..Extern::plain(name.clone(), (nl_params, lin_params), (nl_rets, lin_rets))
         });
         self.calls.insert(name.clone(), site);
@@ -730,6 +758,48 @@ impl Lowerer<'_> {
                 }
             })
             .collect()
+    }
+
+    /// For a call of a method of another block (no signature here), the
+    /// cotangents its `_vjp` returns, read off the arguments where they
+    /// tell: every argument differentiable (a value, a struct: a constant
+    /// could go to a `#[nondiff]` parameter, which has none, and a
+    /// differentiable argument to one is an error at the call) or an
+    /// integer or boolean (none), and at most
+    /// [`crate::passes::forward_vjp::MAX_DIRECTIONS`] floats in all, so
+    /// that an `order = 2` method's `_vjp` is differentiable (by forward
+    /// mode at worst). `vars` are the IR arguments, in order.
+    fn method_cotangents(
+        &self,
+        path: &syn::Path,
+        args: &[CallArg],
+        vars: &[Var],
+    ) -> Option<Vec<Option<Shape>>> {
+        method_path(path)?;
+        let mut vars = vars.iter();
+        let mut floats = 0;
+        let mut out = Vec::new();
+        for a in args {
+            match a {
+                CallArg::Active(..) | CallArg::Origin(..) => {
+                    let shape = self.shape_of(vars.next()?);
+                    if shape.has_slice() {
+                        return None;
+                    }
+                    floats += count_reals(&super::flat_shape(&shape).ty());
+                    out.push(Some(shape));
+                }
+                CallArg::Discrete(_) => {
+                    vars.next()?;
+                    out.push(None);
+                }
+                CallArg::Inactive(..)
+                | CallArg::Again { .. }
+                | CallArg::Data { .. }
+                | CallArg::Part { .. } => return None,
+            }
+        }
+        (floats <= crate::passes::forward_vjp::MAX_DIRECTIONS).then_some(out)
     }
 
     /// Per argument of a call of `path` (`n` of them): for a parameter that
@@ -975,7 +1045,7 @@ impl Lowerer<'_> {
                 let f = name.strip_suffix("_vjp").unwrap_or(&name);
                 self.errs.spanned(
                     path,
-                    format!("`{name}` cannot be differentiated yet: its reverse pass reads what forward mode cannot differentiate (the tape of a call in `{f}` of a method of another `impl` block, or of a function whose own `_vjp` cannot be differentiated, or the records of a loop nested where they cannot be kept flat), and `{f}` takes slices or more than {} floats, so `{name}` cannot be computed by forward mode either; call `{f}_jvp` here instead (forward mode for the inner derivative)", crate::passes::forward_vjp::MAX_DIRECTIONS),
+                    format!("`{name}` cannot be differentiated yet: its reverse pass reads what forward mode cannot differentiate (the tape of a call in `{f}` of a method of another `impl` block passed a constant or a slice, or of a function whose own `_vjp` cannot be differentiated, or the records of a loop nested where they cannot be kept flat), and `{f}` takes slices or more than {} floats, so `{name}` cannot be computed by forward mode either; call `{f}_jvp` here instead (forward mode for the inner derivative)", crate::passes::forward_vjp::MAX_DIRECTIONS),
                 );
             }
             Kind::FirstOrder => {

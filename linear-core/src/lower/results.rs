@@ -213,6 +213,7 @@ impl Lowerer<'_> {
         let rets = binders.iter().map(|b| b.ty.clone()).collect();
         self.externs.push(Extern {
             constant,
+            pinned: site.pinned(),
             ..Extern::plain(name.clone(), (tys, vec![]), (rets, vec![]))
         });
         let span = site.path.span();

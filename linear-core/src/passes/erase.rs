@@ -50,6 +50,7 @@ pub fn erase(p: &Program) -> Result<Program, PassError> {
             // linear, so nothing is borrowed.
             Extern {
                 constant: e.constant.clone(),
+                pinned: e.pinned,
                 ..Extern::plain(
                     e.name.clone(),
                     (

@@ -152,6 +152,7 @@ impl Through {
         params.extend(self.call.nl_rets.iter().cloned());
         Extern {
             constant: self.call.constant.clone(),
+            pinned: self.call.pinned,
             ..Extern::plain(
                 self.vjp.clone(),
                 (params, vec![]),

@@ -184,13 +184,13 @@ pub fn unzip(p: &Program, policy: Checkpoint) -> Result<Program, PassError> {
         let tape = Ty::Tape(e.name.clone());
         let mut nl_rets = e.nl_rets.clone();
         nl_rets.push(tape.clone());
-        out.externs.push(Extern::plain(
-            nl.clone(),
-            (e.nl_params.clone(), vec![]),
-            (nl_rets, vec![]),
-        ));
+        out.externs.push(Extern {
+            pinned: e.pinned,
+            ..Extern::plain(nl.clone(), (e.nl_params.clone(), vec![]), (nl_rets, vec![]))
+        });
         out.externs.push(Extern {
             borrowed: e.borrowed.clone(),
+            pinned: e.pinned,
             ..Extern::plain(
                 lin.clone(),
                 (lin_nl, e.lin_params.clone()),
@@ -247,6 +247,13 @@ pub fn unzip_func(
             .map(|b| b.var.clone())
             .chain(crate::visit::data_arrays(&f.body))
             .chain(crate::visit::final_arrays(f))
+            .collect(),
+        // The forward statements call the externs' forward halves.
+        pinned: p
+            .externs
+            .iter()
+            .filter(|e| e.pinned)
+            .filter_map(|e| halves.get(&e.name).map(|h| h.nl.clone()))
             .collect(),
     };
     let mut sp = u.expr(&f.body)?;
@@ -547,6 +554,9 @@ struct Unzip<'a> {
     /// so their elements are read again in the residual (the tape holds
     /// the array by reference).
     inputs: HashSet<Var>,
+    /// The externs whose calls pass values of the caller's prelude
+    /// ([`Extern::pinned`]): never recomputed in the residual.
+    pinned: HashSet<Var>,
 }
 
 /// The variables a run of forward-pass statements binds at its top level,
@@ -954,7 +964,12 @@ impl Unzip<'_> {
                 saved = state;
                 recompute = slice;
                 if self.policy == Checkpoint::Adjoint {
-                    keep_costly(&mut saved, &mut recompute, &sp.lin, &self.inputs);
+                    keep_costly(
+                        &mut saved,
+                        &mut recompute,
+                        &sp.lin,
+                        (&self.inputs, &self.pinned),
+                    );
                 }
             }
         }
@@ -1234,7 +1249,7 @@ impl Unzip<'_> {
         bound: &[Var],
         saved: &[Binder],
     ) -> Result<Option<(Vec<Binder>, Vec<Stmt>)>, PassError> {
-        let (slice, reads) = backward_slice(ctx, lin, &self.inputs);
+        let (slice, reads) = backward_slice(ctx, lin, (&self.inputs, &self.pinned));
         // The slice's inputs may be bound anywhere in the body (results of
         // statements it cannot recompute, such as array reads): their
         // types, for the saved record.
@@ -1336,7 +1351,14 @@ impl Unzip<'_> {
         let mut ctx = sp.ctx.clone();
         let rs = self.results(&mut ctx, sp.nl.clone())?;
         let next_x = &rs[..l.nl.len()];
-        let Some(state) = replay_state(l, &ctx, next_x, &sp.lin, bound, &self.inputs) else {
+        let Some(state) = replay_state(
+            l,
+            &ctx,
+            next_x,
+            &sp.lin,
+            bound,
+            (&self.inputs, &self.pinned),
+        ) else {
             return Ok(None);
         };
         let header: Vec<Binder> = state.iter().map(|&p| l.nl[p].0.clone()).collect();
@@ -1346,8 +1368,8 @@ impl Unzip<'_> {
             nl: next_vals.clone(),
             lin: vec![],
         };
-        let (step_slice, _) = backward_slice(&ctx, &next_ret, &self.inputs);
-        let (lin_slice, _) = backward_slice(&ctx, &sp.lin, &self.inputs);
+        let (step_slice, _) = backward_slice(&ctx, &next_ret, (&self.inputs, &self.pinned));
+        let (lin_slice, _) = backward_slice(&ctx, &sp.lin, (&self.inputs, &self.pinned));
 
         let mut pre = Vec::new();
         let init = state.iter().map(|&p| l.nl[p].1.clone()).collect();
@@ -1459,7 +1481,7 @@ fn replay_state(
     next_x: &[Var],
     lin: &Expr,
     bound: &[Var],
-    inputs: &HashSet<Var>,
+    reach: Reach,
 ) -> Option<Vec<usize>> {
     let mut header: Vec<&Var> = l.iter.binders().into_iter().map(|b| &b.var).collect();
     header.extend(l.nl.iter().map(|(b, _)| &b.var));
@@ -1478,13 +1500,13 @@ fn replay_state(
         }
         Some(out)
     };
-    let (slice, _) = backward_slice(ctx, lin, inputs);
+    let (slice, _) = backward_slice(ctx, lin, reach);
     let mut needed = reads(Expr::block(slice, lin.clone()))?;
     let mut k = 0;
     while k < needed.len() {
         if let Some(pos) = l.nl.iter().position(|(b, _)| b.var == needed[k]) {
             let ret = Expr::var(next_x[pos].clone());
-            let (slice, _) = backward_slice(ctx, &ret, inputs);
+            let (slice, _) = backward_slice(ctx, &ret, reach);
             for v in reads(Expr::block(slice, ret))? {
                 if !needed.contains(&v) {
                     needed.push(v);
@@ -1605,7 +1627,7 @@ fn index_off_the_record(
             nl: off.clone(),
             lin: vec![],
         },
-        &HashSet::default(),
+        (&HashSet::default(), &HashSet::default()),
     );
     let mut bound = Vec::new();
     top_binders(&needed, &mut bound);
@@ -1707,14 +1729,14 @@ fn saveable(t: &Ty) -> bool {
 
 /// The statements of a forward context that the residual `lin` needs,
 /// directly or through each other, in order, and whether it needs any.
-fn backward_slice(ctx: &[Stmt], lin: &Expr, inputs: &HashSet<Var>) -> (Vec<Stmt>, Vec<Var>) {
+fn backward_slice(ctx: &[Stmt], lin: &Expr, (inputs, pinned): Reach) -> (Vec<Stmt>, Vec<Var>) {
     let mut needed: HashSet<Var> = free_vars(lin).nl.into_iter().collect();
     let reads: Vec<Var> = needed.iter().cloned().collect();
     let mut keep = vec![false; ctx.len()];
     for (i, s) in ctx.iter().enumerate().rev() {
         let mut binds = false;
         crate::visit::stmt_binds(s, &mut |v, _| binds |= needed.contains(v));
-        if binds && recomputable(s, inputs) {
+        if binds && recomputable(s, (inputs, pinned)) {
             keep[i] = true;
             needed.extend(stmt_free_vars(s).nl);
         }
@@ -1728,14 +1750,20 @@ fn backward_slice(ctx: &[Stmt], lin: &Expr, inputs: &HashSet<Var>) -> (Vec<Stmt>
     (slice, reads)
 }
 
+/// What the residual can read again: the input arrays (`inputs`), and
+/// the externs it must not call again (`pinned`).
+type Reach<'a> = (&'a HashSet<Var>, &'a HashSet<Var>);
+
 /// Whether a forward statement can run again in the residual: it reads
 /// no Rust constant (prelude values, parameters and inactive code are not
-/// in scope in `apply` and `transpose`) and no array (an input array is
-/// never copied onto the tape: its elements are saved as read).
-fn recomputable(s: &Stmt, inputs: &HashSet<Var>) -> bool {
-    fn pure_expr(e: &Expr, inputs: &HashSet<Var>) -> bool {
-        let recomputable = |s: &Stmt| recomputable(s, inputs);
-        let pure = |e: &Expr| pure_expr(e, inputs);
+/// in scope in `apply` and `transpose`, nor are they where a call passes
+/// them: a pinned extern) and no array (an input array is never copied
+/// onto the tape: its elements are saved as read).
+fn recomputable(s: &Stmt, reach: Reach) -> bool {
+    fn pure_expr(e: &Expr, reach: Reach) -> bool {
+        let (inputs, pinned) = reach;
+        let recomputable = |s: &Stmt| recomputable(s, reach);
+        let pure = |e: &Expr| pure_expr(e, reach);
         match e {
             // A local array is written in place: never run again.
             Expr::Const { .. }
@@ -1761,8 +1789,8 @@ fn recomputable(s: &Stmt, inputs: &HashSet<Var>) -> bool {
                 let cond = l.iter.header_expr().is_none_or(pure);
                 cond && pure(&l.body)
             }
+            Expr::App { func, .. } => !pinned.contains(func),
             Expr::Ret { .. }
-            | Expr::App { .. }
             | Expr::Lit { .. }
             | Expr::Tup(_)
             | Expr::Prim { .. }
@@ -1778,7 +1806,7 @@ fn recomputable(s: &Stmt, inputs: &HashSet<Var>) -> bool {
         }
     }
     match s {
-        Stmt::Let { rhs, .. } => pure_expr(rhs, inputs),
+        Stmt::Let { rhs, .. } => pure_expr(rhs, reach),
         Stmt::Unpack { .. } | Stmt::LinUnpack { .. } => true,
     }
 }
@@ -1791,7 +1819,7 @@ fn recomputable(s: &Stmt, inputs: &HashSet<Var>) -> bool {
 /// costs one store and one load: logsumexp's gradient went from 2.0 to 1.4
 /// times its primal. A reduction of arithmetic only (`s += x[i] * y[i]`)
 /// still records nothing.
-fn keep_costly(saved: &mut Vec<Binder>, slice: &mut Vec<Stmt>, lin: &Expr, inputs: &HashSet<Var>) {
+fn keep_costly(saved: &mut Vec<Binder>, slice: &mut Vec<Stmt>, lin: &Expr, reach: Reach) {
     let before = saved.len();
     slice.retain(|s| match s {
         Stmt::Let { nl, lin: l, rhs }
@@ -1805,7 +1833,7 @@ fn keep_costly(saved: &mut Vec<Binder>, slice: &mut Vec<Stmt>, lin: &Expr, input
     if saved.len() > before {
         // What the residual still reads of the rest (every statement of
         // the slice is recomputable: it is one).
-        *slice = backward_slice(slice, lin, inputs).0;
+        *slice = backward_slice(slice, lin, reach).0;
     }
 }
 

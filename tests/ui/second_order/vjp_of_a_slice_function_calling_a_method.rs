@@ -8,20 +8,21 @@ pub struct Spring {
 #[differentiable]
 impl Spring {
     #[differentiable(order = 2)]
-    pub fn energy(&self, x: f64) -> f64 {
-        0.5 * self.k * x * x
+    pub fn energy(&self, x: f64, scale: f64) -> f64 {
+        scale * self.k * x * x
     }
 }
 
-// `energy` is a method of another block: `total_vjp`'s reverse pass reads
-// its tape, and `total` takes a slice, whose length the derivative by
-// forward mode (one run per input) cannot know.
+// `energy` is a method of another block, passed a constant: `total` cannot
+// tell whether that parameter is `#[nondiff]` (no cotangent) or not, so
+// its VJP cannot go through `energy_vjp`; and `total` takes a slice, whose
+// length the derivative by forward mode (one run per input) cannot know.
 #[differentiable(order = 2)]
 pub fn total(k: f64, xs: &[f64]) -> f64 {
     let s = Spring { k };
     let mut e = 0.0;
     for x in xs {
-        e += s.energy(*x);
+        e += s.energy(*x, 0.5);
     }
     e
 }

@@ -69,7 +69,12 @@
 //! differentiable: it takes every method with `order = 2` to have a
 //! differentiable `_vjp`, and expands again without the claims its
 //! expansion disproves (`expand::methods`). Callers outside the block
-//! cannot tell, so their `f_vjp`'s derivatives are by forward mode.
+//! have no signature to tell by: where the arguments tell the cotangents
+//! (all differentiable, at most `MAX_DIRECTIONS` floats, so that an
+//! `order = 2` method's `_vjp` is differentiable, by forward mode at
+//! worst: `Lowerer::method_cotangents`), they go through the `_vjp` its
+//! linearization names (`SecondOrder::VjpLin`); else their `f_vjp`'s
+//! derivatives are by forward mode.
 //!
 //! `#[nondiff]` slices are data in the derived functions too ([`data_in`]):
 //! their tapes borrow them as `f`'s do, and callers pass them back.
@@ -144,32 +149,6 @@ pub(super) fn callees(
         });
     let d_item = jvp.as_ref().ok().map(|(d_item, _)| d_item.clone());
     let (mut code, _, jvp_static) = emit(jvp, passes, (sig, item.sig.ident.span()));
-    let second = match d_item {
-        Some(d_item) if !l.ret.has_struct() => {
-            let statically =
-                |on: bool| on.then(|| syn::Lifetime::new("'static", Span::call_site()));
-            let (f_map, jvp_map) = (
-                sig.owner.map_name(&item.sig.ident),
-                sig.owner.map_name(&d_item.sig.ident),
-            );
-            let maps = crate::expand::companions::JvpMaps {
-                map: (&f_map, sig.float.decl(statically(detached.statically))),
-                jvp: (&jvp_map, sig.float.decl(statically(jvp_static))),
-                generics: (sig.float.decl(None), &sig.float.where_clause),
-                float: sig.float.param.as_ref(),
-                arrays: detached.arrays,
-            };
-            crate::expand::companions::jvp_companions(
-                &l.params,
-                &maps,
-                (&sig.ret_ty, &sig.ret_tan),
-                &sig.allow,
-            )
-        }
-        _ => None,
-    };
-    let twice = second.is_some();
-    code.items.extend(second);
     // A function of slices: `f_vjp` returns the cotangents of its arrays,
     // a tuple holding arrays, whose parts stay results of their own
     // (`lower/results.rs`); `f_hessian` does not use it.
@@ -177,7 +156,23 @@ pub(super) fn callees(
     // Arrays calls cannot pass (rows, `Vec<T>` by value): callers could
     // not call `f_vjp` (nor `f`), which would go through the pipeline for
     // nothing.
-    if slices && !detached.arrays {
+    let vjp = (!slices || detached.arrays).then(|| vjp_items(item, l, sig, (d, stages, passes)));
+    let vjp_map = match &vjp {
+        Some((_, _, true, _)) if !slices => {
+            let vjp_ident = format_ident!("{}_vjp", item.sig.ident);
+            Some((sig.owner.map_name(&vjp_ident), sig.float.decl(None)))
+        }
+        _ => None,
+    };
+    let second = match d_item {
+        Some(d_item) if !l.ret.has_struct() => {
+            jvp_companions(item, l, sig, (&d_item, jvp_static, vjp_map), detached)
+        }
+        _ => None,
+    };
+    let twice = second.is_some();
+    code.items.extend(second);
+    let Some((vjp, vjp_lanes, vjp_callable, composed)) = vjp else {
         let vjp = derived_item(item, l, sig, Which::Vjp).map(|(vjp_item, _)| {
             signature((sig, &l.structs), &vjp_item, (Kind::Closed, false), false)
         });
@@ -189,8 +184,7 @@ pub(super) fn callees(
             vjp_lanes: false,
             twice,
         };
-    }
-    let (vjp, vjp_lanes, vjp_callable, composed) = vjp_items(item, l, sig, (d, stages, passes));
+    };
     // `f_hessian` linearizes the composed VJP once; the forward-mode VJP
     // runs `f_jvp` once per input already, so it makes HVPs instead.
     let differentiable = vjp_callable && !slices && composed;
@@ -203,6 +197,38 @@ pub(super) fn callees(
         vjp_lanes,
         twice,
     }
+}
+
+/// `f_jvp`'s second-order companions, by which callers differentiate `f`
+/// twice (`companions::jvp_companions`), given `f_jvp`'s item, whether its
+/// linearization is `'static`, and `f_vjp`'s linearization type where it
+/// is differentiable (`SecondOrder::VjpLin`).
+fn jvp_companions(
+    item: &syn::ItemFn,
+    l: &Lowered,
+    sig: &Sig,
+    (d_item, jvp_static, vjp): (&syn::ItemFn, bool, Option<(syn::Ident, TokenStream)>),
+    detached: Detachment,
+) -> Option<TokenStream> {
+    let statically = |on: bool| on.then(|| syn::Lifetime::new("'static", Span::call_site()));
+    let (f_map, jvp_map) = (
+        sig.owner.map_name(&item.sig.ident),
+        sig.owner.map_name(&d_item.sig.ident),
+    );
+    let maps = crate::expand::companions::JvpMaps {
+        map: (&f_map, sig.float.decl(statically(detached.statically))),
+        jvp: (&jvp_map, sig.float.decl(statically(jvp_static))),
+        vjp,
+        generics: (sig.float.decl(None), &sig.float.where_clause),
+        float: sig.float.param.as_ref(),
+        arrays: detached.arrays,
+    };
+    crate::expand::companions::jvp_companions(
+        &l.params,
+        &maps,
+        (&sig.ret_ty, &sig.ret_tan),
+        &sig.allow,
+    )
 }
 
 /// The derived `f_vjp` (its items, whether its linearization has
@@ -335,14 +361,22 @@ fn through_calls(l: &Lowered) -> (Vec<Through>, HashMap<Var, CallSite>) {
 /// The call site of the callee's `_vjp` at `site`'s arguments and the
 /// cotangent of its result, and the cotangents it returns (see
 /// [`Through::new`]); `None` unless the callee's `_vjp` is
-/// differentiable and every argument a value (a float, a tuple or fixed
-/// array of them, an integer, a constant held in the prelude such as a
-/// literal), a slice of floats or a part of one (`&x[a..b]`), not a
-/// constant array or a struct.
+/// differentiable (by its signature, or for a method of another block,
+/// by its arguments) and every argument a value (a float, a tuple or
+/// fixed array of them, an integer, a constant held in the prelude such
+/// as a literal), a struct, a slice of floats or a part of one
+/// (`&x[a..b]`), not a constant array.
 fn vjp_site(site: &CallSite) -> Option<(CallSite, Vec<CotangentOf>)> {
     let plain = !site.ret.has_slice() && !site.ret.has_struct();
-    let Some((_, Order::TwiceVjp { lanes })) = site.order else {
-        return None;
+    // A method of another block: no signature, but cotangents read off
+    // the arguments, which say its `_vjp` is differentiable if it has
+    // `order = 2` (`Lowerer::method_cotangents`; rustc's error at the call
+    // if it has not, as for its `_jvp`). Reached through its
+    // linearization's `SecondOrder::VjpLin`, which names it.
+    let (lanes, elsewhere) = match site.order {
+        Some((_, Order::TwiceVjp { lanes })) => (lanes, false),
+        None if site.cotangents.is_some() => (false, true),
+        _ => return None,
     };
     if !plain {
         return None;
@@ -418,8 +452,14 @@ fn vjp_site(site: &CallSite) -> Option<(CallSite, Vec<CotangentOf>)> {
     let rename = |id: &mut syn::Ident| *id = format_ident!("{}_vjp", id, span = id.span());
     let mut path = site.path.clone();
     rename(&mut path.segments.last_mut()?.ident);
-    let callee = vjp_callee(&site.callee, &path.segments.last()?.ident)?;
     let span = path.segments.last()?.ident.span();
+    let callee = match elsewhere {
+        true => {
+            let lin = &site.callee;
+            syn::parse_quote_spanned!(span=> <#lin as ::linear_ad::__private::SecondOrder>::VjpLin)
+        }
+        false => vjp_callee(&site.callee, &path.segments.last()?.ident)?,
+    };
     let mut args = site.args.clone();
     args.push(CallArg::Active(site.ret.clone(), span));
     Some((

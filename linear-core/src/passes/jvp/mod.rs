@@ -135,6 +135,7 @@ pub fn jvp(p: &Program) -> Result<Program, PassError> {
                 lin_rets: e.nl_rets.iter().map(Ty::tangent).collect(),
                 constant: e.constant.clone(),
                 borrowed,
+                pinned: e.pinned,
             })
         })
         .collect::<Result<_, _>>()?;
