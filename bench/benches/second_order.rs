@@ -281,9 +281,8 @@ fn hessian_struct_calls_bench(c: &mut Criterion) {
         b.iter(|| coulomb_structs_vjp_jvp(*black_box(&p), 1.0, *black_box(&e), 0.0))
     });
     grp.finish();
-    // Method calls: `coulomb_methods_vjp`'s reverse pass reads the
-    // methods' tapes, so its derivatives are by forward mode
-    // (`passes::forward_vjp`): one `_jvp` run per input.
+    // Method calls of another block: `coulomb_methods_vjp`'s derivatives
+    // go through the methods' `_vjp`s (`SecondOrder::VjpLin`).
     let ((_, gm), (_, hm)) = coulomb_methods_vjp_jvp(p, 1.0, e, 0.0);
     for i in 0..6 {
         close(gm[i], g[i], "gradient");

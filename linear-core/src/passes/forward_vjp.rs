@@ -49,34 +49,11 @@ pub const MAX_DIRECTIONS: usize = 32;
 /// reals.
 pub fn forward_vjp(d: &Func, externs: &[Extern], f: &str) -> Result<Option<Func>, PassError> {
     let name = Var::new(&format!("{f}.jvp.nl.vjp"));
-    let err = |msg: &str| PassError::new(&name, msg);
+    let Some(leaves) = directions(d, &name)? else {
+        return Ok(None);
+    };
     let (n, k) = (d.nl_params.len() / 2, d.nl_rets.len() / 2);
-    if d.nl_params.len() != 2 * n || d.nl_rets.len() != 2 * k || !d.lin_params.is_empty() {
-        return Err(err(
-            "the directional derivative takes other than inputs and their tangents",
-        ));
-    }
-    let sized = |t: &Ty| !has_array(t);
-    let (xs, dirs) = d.nl_params.split_at(n);
-    let (ys, dys) = d.nl_rets.split_at(k);
-    let tangents = xs.iter().zip(dirs).all(|(x, v)| x.ty.tangent() == v.ty)
-        && ys.iter().zip(dys).all(|(y, t)| y.tangent() == *t);
-    if !tangents {
-        return Err(err(
-            "the directional derivative's tangents do not follow its inputs and results",
-        ));
-    }
-    if !xs.iter().all(|b| sized(&b.ty)) || !ys.iter().all(sized) {
-        return Ok(None);
-    }
-    let leaves: Vec<(usize, Vec<usize>)> = dirs
-        .iter()
-        .enumerate()
-        .flat_map(|(i, b)| real_paths(&b.ty).into_iter().map(move |p| (i, p)))
-        .collect();
-    if leaves.len() > MAX_DIRECTIONS {
-        return Ok(None);
-    }
+    let ((xs, dirs), (ys, dys)) = (d.nl_params.split_at(n), d.nl_rets.split_at(k));
     let mut fresh = Fresh::for_func(d);
     let mut b = Builder {
         fresh: &mut fresh,
@@ -122,7 +99,6 @@ pub fn forward_vjp(d: &Func, externs: &[Extern], f: &str) -> Result<Option<Func>
         .collect::<Result<_, _>>()?;
     let mut rets = result.unwrap_or_default();
     rets.extend(bars);
-    let Builder { stmts, .. } = b;
     let vjp = Func {
         name: name.clone(),
         nl_params: params.into_iter().chain(ws).collect(),
@@ -134,13 +110,56 @@ pub fn forward_vjp(d: &Func, externs: &[Extern], f: &str) -> Result<Option<Func>
             .collect(),
         lin_rets: vec![],
         body: Expr::block(
-            stmts,
+            b.stmts,
             Expr::Ret {
                 nl: rets,
                 lin: vec![],
             },
         ),
     };
+    inlined(d, vjp, externs).map(Some)
+}
+
+/// A unit direction: the input, and the path (tuple positions, outermost
+/// first) to the real in it that is 1.
+type Direction = (usize, Vec<usize>);
+
+/// The unit directions `d`'s inputs take (the input, and the path to a
+/// real in it), after checking `d`'s layout (inputs then their tangents,
+/// results then theirs); `None` where the inputs or results hold arrays,
+/// or the inputs more than [`MAX_DIRECTIONS`] reals.
+fn directions(d: &Func, name: &Var) -> Result<Option<Vec<Direction>>, PassError> {
+    let err = |msg: &str| PassError::new(name, msg);
+    let (n, k) = (d.nl_params.len() / 2, d.nl_rets.len() / 2);
+    if d.nl_params.len() != 2 * n || d.nl_rets.len() != 2 * k || !d.lin_params.is_empty() {
+        return Err(err(
+            "the directional derivative takes other than inputs and their tangents",
+        ));
+    }
+    let ((xs, dirs), (ys, dys)) = (d.nl_params.split_at(n), d.nl_rets.split_at(k));
+    let tangents = xs.iter().zip(dirs).all(|(x, v)| x.ty.tangent() == v.ty)
+        && ys.iter().zip(dys).all(|(y, t)| y.tangent() == *t);
+    if !tangents {
+        return Err(err(
+            "the directional derivative's tangents do not follow its inputs and results",
+        ));
+    }
+    if xs.iter().any(|b| has_array(&b.ty)) || ys.iter().any(has_array) {
+        return Ok(None);
+    }
+    let leaves: Vec<Direction> = dirs
+        .iter()
+        .enumerate()
+        .flat_map(|(i, b)| real_paths(&b.ty).into_iter().map(move |p| (i, p)))
+        .collect();
+    Ok((leaves.len() <= MAX_DIRECTIONS).then_some(leaves))
+}
+
+/// `vjp` with `d` inlined at each call, simplified, checked before and
+/// after.
+fn inlined(d: &Func, vjp: Func, externs: &[Extern]) -> Result<Func, PassError> {
+    let name = vjp.name.clone();
+    let err = |msg: &str| PassError::new(&name, msg);
     let program = Program {
         externs: externs.to_vec(),
         funcs: vec![d.clone(), vjp],
@@ -154,7 +173,6 @@ pub fn forward_vjp(d: &Func, externs: &[Extern], f: &str) -> Result<Option<Func>
     out.funcs
         .into_iter()
         .next()
-        .map(Some)
         .ok_or_else(|| err("no function"))
 }
 

@@ -365,26 +365,26 @@ fn through_calls(l: &Lowered) -> (Vec<Through>, HashMap<Var, CallSite>) {
 /// by its arguments) and every argument a value (a float, a tuple or
 /// fixed array of them, an integer, a constant held in the prelude such
 /// as a literal), a struct, a slice of floats or a part of one
-/// (`&x[a..b]`), not a constant array.
+/// (`&x[a..b]`), not a constant array. A method of another block has no
+/// signature here, but cotangents read off its arguments, which say its
+/// `_vjp` is differentiable if it has `order = 2`
+/// (`Lowerer::method_cotangents`; rustc's error at the call if it has
+/// not, as for its `_jvp`); it is reached through its linearization's
+/// `SecondOrder::VjpLin`.
 fn vjp_site(site: &CallSite) -> Option<(CallSite, Vec<CotangentOf>)> {
-    let plain = !site.ret.has_slice() && !site.ret.has_struct();
-    // A method of another block: no signature, but cotangents read off
-    // the arguments, which say its `_vjp` is differentiable if it has
-    // `order = 2` (`Lowerer::method_cotangents`; rustc's error at the call
-    // if it has not, as for its `_jvp`). Reached through its
-    // linearization's `SecondOrder::VjpLin`, which names it.
+    if site.ret.has_slice() || site.ret.has_struct() {
+        return None;
+    }
+    // A method of another block (no signature): see the doc above.
     let (lanes, elsewhere) = match site.order {
         Some((_, Order::TwiceVjp { lanes })) => (lanes, false),
         None if site.cotangents.is_some() => (false, true),
         _ => return None,
     };
-    if !plain {
-        return None;
-    }
-    let cts = site.cotangents.as_ref()?;
-    if site.args.len() != cts.len() {
-        return None;
-    }
+    let cts = site
+        .cotangents
+        .as_ref()
+        .filter(|c| c.len() == site.args.len())?;
     let value = |s: &Shape| !s.has_slice() && !s.has_struct();
     let floats = |s: &Shape| matches!(s, Shape::Slice(e, _) if matches!(**e, Shape::Float(_)));
     let same_elements = |s: &Shape, c: &Shape| match (s, c) {
@@ -453,13 +453,7 @@ fn vjp_site(site: &CallSite) -> Option<(CallSite, Vec<CotangentOf>)> {
     let mut path = site.path.clone();
     rename(&mut path.segments.last_mut()?.ident);
     let span = path.segments.last()?.ident.span();
-    let callee = match elsewhere {
-        true => {
-            let lin = &site.callee;
-            syn::parse_quote_spanned!(span=> <#lin as ::linear_ad::__private::SecondOrder>::VjpLin)
-        }
-        false => vjp_callee(&site.callee, &path.segments.last()?.ident)?,
-    };
+    let callee = vjp_callee(&site.callee, &path.segments.last()?.ident, elsewhere)?;
     let mut args = site.args.clone();
     args.push(CallArg::Active(site.ret.clone(), span));
     Some((
@@ -480,8 +474,16 @@ fn vjp_site(site: &CallSite) -> Option<(CallSite, Vec<CotangentOf>)> {
 /// The type a caller reaches the derived `g_vjp` (named `vjp`) through,
 /// given the one it reaches `g` through: `g`'s alias renamed, or for a
 /// method, `m_vjp`'s linearization by its own `Method` impl (a method in
-/// the caller's block, whose `_vjp` the block knows to be differentiable).
-fn vjp_callee(callee: &syn::Type, vjp: &syn::Ident) -> Option<syn::Type> {
+/// the caller's block, whose `_vjp` the block knows to be differentiable),
+/// or for a method of another block (`elsewhere`), the one `m`'s
+/// linearization names (`SecondOrder::VjpLin`).
+fn vjp_callee(callee: &syn::Type, vjp: &syn::Ident, elsewhere: bool) -> Option<syn::Type> {
+    if elsewhere {
+        let span = vjp.span();
+        return Some(
+            syn::parse_quote_spanned!(span=> <#callee as ::linear_ad::__private::SecondOrder>::VjpLin),
+        );
+    }
     let syn::Type::Path(p) = callee else {
         return None;
     };
