@@ -581,11 +581,6 @@ pub(super) fn jvp_companions(
     if unsupported {
         return None;
     }
-    let idents = |tag: &str, n: usize| -> Vec<syn::Ident> {
-        (0..n)
-            .map(|i| format_ident!("__{}{}", tag, i, span = Span::mixed_site()))
-            .collect()
-    };
     let n = params.len();
     let (a, d, e, g) = (
         idents("a", n),
@@ -610,12 +605,6 @@ pub(super) fn jvp_companions(
     };
     let (jvp_slots, apply_slots) = (slots(&constant), slots(&any));
     let active: Vec<usize> = (0..n).filter(|&i| params[i].active.is_some()).collect();
-    fn pick<'v>(v: &'v [syn::Ident], active: &[usize], on: bool) -> Vec<&'v syn::Ident> {
-        (0..v.len())
-            .filter(|i| active.contains(i) == on)
-            .map(|i| &v[i])
-            .collect()
-    }
     let (d_on, d_off) = (pick(&d, &active, true), pick(&d, &active, false));
     let (g_on, g_off) = (pick(&g, &active, true), pick(&g, &active, false));
     // A slice's direction is a slice: `f_jvp`'s `__lin` takes it as is.
@@ -643,16 +632,11 @@ pub(super) fn jvp_companions(
     let (dir_tys, dirs) = spread(params, &crossings, dirs.iter());
     let ct = syn::Ident::new("__ct", Span::mixed_site());
     let JvpMaps {
-        map: (map_name, map_args),
         jvp: (jvp_map, jvp_args),
         generics: (generics, where_clause),
-        vjp,
         ..
     } = maps;
-    let vjp_lin = match vjp {
-        Some((vjp_map, vjp_args)) => quote!(#vjp_map #vjp_args),
-        None => quote!(()),
-    };
+    let second_order = second_order_impl(maps, allow);
     Some(quote! {
         #[doc(hidden)]
         #allow
@@ -678,13 +662,48 @@ pub(super) fn jvp_companions(
             }
         }
 
+        #second_order
+    })
+}
+
+/// `f`'s linearization's `SecondOrder` impl: `f_jvp`'s linearization,
+/// and `f_vjp`'s where it is differentiable (else `()`).
+fn second_order_impl(maps: &JvpMaps, allow: &TokenStream) -> TokenStream {
+    let JvpMaps {
+        map: (map_name, map_args),
+        jvp: (jvp_map, jvp_args),
+        generics: (generics, where_clause),
+        vjp,
+        ..
+    } = maps;
+    let vjp_lin = match vjp {
+        Some((vjp_map, vjp_args)) => quote!(#vjp_map #vjp_args),
+        None => quote!(()),
+    };
+    quote! {
         #[doc(hidden)]
         #allow
         impl #generics ::linear_ad::__private::SecondOrder for #map_name #map_args #where_clause {
             type JvpLin = #jvp_map #jvp_args;
             type VjpLin = #vjp_lin;
         }
-    })
+    }
+}
+
+/// `n` hygienic identifiers `__{tag}0..`.
+fn idents(tag: &str, n: usize) -> Vec<syn::Ident> {
+    (0..n)
+        .map(|i| format_ident!("__{}{}", tag, i, span = Span::mixed_site()))
+        .collect()
+}
+
+/// The identifiers of `v` at the positions `active` holds (`on`), or at
+/// the others.
+fn pick<'v>(v: &'v [syn::Ident], active: &[usize], on: bool) -> Vec<&'v syn::Ident> {
+    (0..v.len())
+        .filter(|i| active.contains(i) == on)
+        .map(|i| &v[i])
+        .collect()
 }
 
 /// The arrays `f_jvp`'s second-order companions take back, in a caller's
@@ -709,11 +728,6 @@ impl Back {
         crossings: &[Crossing],
         (arrays, float): (bool, Option<&syn::Ident>),
     ) -> Option<Back> {
-        let idents = |tag: &str, n: usize| -> Vec<syn::Ident> {
-            (0..n)
-                .map(|i| format_ident!("__{}{}", tag, i, span = Span::mixed_site()))
-                .collect()
-        };
         let n = params.len();
         let slices: Vec<usize> = (0..n)
             .filter(|&i| matches!(crossings[i], Crossing::Array))
