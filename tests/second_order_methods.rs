@@ -95,6 +95,12 @@ fn directions() -> Vec<(f64, f64, SpringTangent)> {
     ]
 }
 
+/// Central differences of `at` along each of its three arguments.
+fn central3(at: impl Fn(f64, f64, f64) -> f64) -> [f64; 3] {
+    let d = |u: [f64; 3]| (at(u[0], u[1], u[2]) - at(-u[0], -u[1], -u[2])) / (2.0 * EPS);
+    [d([EPS, 0.0, 0.0]), d([0.0, EPS, 0.0]), d([0.0, 0.0, EPS])]
+}
+
 fn flat(g: &(f64, f64, SpringTangent)) -> [f64; 3] {
     [g.0, g.1, g.2.k]
 }
@@ -233,11 +239,7 @@ fn a_method_callers_vjp_goes_through_its_blocks_methods() {
         let at = |dk: f64, dx: f64, dy: f64| {
             paired_grad_norm(&Spring { k: s.k + dk, ..s }, x + dx, y + dy)
         };
-        let fd = [
-            (at(EPS, 0.0, 0.0) - at(-EPS, 0.0, 0.0)) / (2.0 * EPS),
-            (at(0.0, EPS, 0.0) - at(0.0, -EPS, 0.0)) / (2.0 * EPS),
-            (at(0.0, 0.0, EPS) - at(0.0, 0.0, -EPS)) / (2.0 * EPS),
-        ];
+        let fd = central3(at);
         for (a, b) in [gs.k, gx, gy].into_iter().zip(fd) {
             assert!(close(a, b, 1e-7), "{a} against {b}");
         }
@@ -335,11 +337,7 @@ fn a_vjp_reading_other_blocks_tapes_is_differentiable() {
         let at = |dx: f64, dy: f64, dk: f64| {
             total_grad_norm(x + dx, y + dy, &Spring { k: s.k + dk, ..s })
         };
-        let fd = [
-            (at(EPS, 0.0, 0.0) - at(-EPS, 0.0, 0.0)) / (2.0 * EPS),
-            (at(0.0, EPS, 0.0) - at(0.0, -EPS, 0.0)) / (2.0 * EPS),
-            (at(0.0, 0.0, EPS) - at(0.0, 0.0, -EPS)) / (2.0 * EPS),
-        ];
+        let fd = central3(at);
         for (a, b) in [gx, gy, gs.k].into_iter().zip(fd) {
             assert!(close(a, b, 1e-7), "{a} against {b}");
         }
@@ -384,11 +382,7 @@ fn a_methods_vjp_reading_another_blocks_tape_is_differentiable() {
             let st = Spring { k: s.k + dk, ..s };
             loaded_grad_norm(&Damper { c: d.c + dc }, &st, x + dx)
         };
-        let fd = [
-            (at(EPS, 0.0, 0.0) - at(-EPS, 0.0, 0.0)) / (2.0 * EPS),
-            (at(0.0, EPS, 0.0) - at(0.0, -EPS, 0.0)) / (2.0 * EPS),
-            (at(0.0, 0.0, EPS) - at(0.0, 0.0, -EPS)) / (2.0 * EPS),
-        ];
+        let fd = central3(at);
         for (a, b) in [gd.c, gs.k, gx].into_iter().zip(fd) {
             assert!(close(a, b, 1e-7), "{a} against {b}");
         }
@@ -462,11 +456,7 @@ fn a_vjp_passing_a_constant_to_another_blocks_method_is_differentiable() {
         let at = |dx: f64, dy: f64, dk: f64| {
             offset_grad_norm(x + dx, y + dy, &Spring { k: s.k + dk, ..s })
         };
-        let fd = [
-            (at(EPS, 0.0, 0.0) - at(-EPS, 0.0, 0.0)) / (2.0 * EPS),
-            (at(0.0, EPS, 0.0) - at(0.0, -EPS, 0.0)) / (2.0 * EPS),
-            (at(0.0, 0.0, EPS) - at(0.0, 0.0, -EPS)) / (2.0 * EPS),
-        ];
+        let fd = central3(at);
         for (a, b) in [gx, gy, gs.k].into_iter().zip(fd) {
             assert!(close(a, b, 1e-7), "{a} against {b}");
         }

@@ -341,13 +341,9 @@ fn forward_mode_vjp(
 ) -> Result<(), TestCaseError> {
     let consts = data_consts();
     let one = inline(p, main).map_err(|e| fail(e.to_string()))?;
-    let arrays = one
-        .nl_params
-        .iter()
-        .any(|b| matches!(b.ty, linear_core::Ty::Array(..)));
     // As for `first_vjp`: the macro makes no derived callees of functions
     // of arrays or of `#[nondiff]` data arrays.
-    if arrays || !linear_core::visit::data_arrays(&one.body).is_empty() {
+    if reads_arrays(&one) {
         st.borrow_mut().forward_mode_refused += 1;
         return Ok(());
     }
@@ -439,40 +435,11 @@ fn through_calls(
     xbar: &[Value],
     st: &RefCell<Stats>,
 ) -> Result<(), TestCaseError> {
-    use linear_core::ir::Extern;
     use linear_core::passes::through::through_all;
     let consts = data_consts();
-    let entry = p.func(main).ok_or_else(|| fail("no entry".into()))?;
-    let mut called: Vec<linear_core::Var> = Vec::new();
-    linear_core::visit::any_subexpr(&entry.body, &mut |e| {
-        if let linear_core::Expr::App { func, .. } = e {
-            if !called.contains(func) {
-                called.push(func.clone());
-            }
-        }
-        false
-    });
-    let arrays = |f: &linear_core::Func| {
-        f.nl_params
-            .iter()
-            .any(|b| matches!(b.ty, linear_core::Ty::Array(..)))
-            || !linear_core::visit::data_arrays(&f.body).is_empty()
-    };
-    if called.is_empty() || arrays(entry) {
+    let Some((entry, _, externs)) = entry_calls(p, main)? else {
         return Ok(());
-    }
-    let mut externs = Vec::new();
-    for g in &called {
-        let f = p
-            .func(g.as_str())
-            .ok_or_else(|| fail(format!("no `{g}`")))?;
-        let params = f.nl_params.iter().map(|b| b.ty.clone()).collect();
-        externs.push(Extern::plain(
-            g.clone(),
-            (params, vec![]),
-            (f.nl_rets.clone(), vec![]),
-        ));
-    }
+    };
     let src = Program {
         externs: externs.clone(),
         funcs: vec![entry.clone()],
@@ -528,6 +495,58 @@ fn through_calls(
     Ok(())
 }
 
+/// Whether `f` takes arrays or reads data arrays (which the macro makes
+/// no derived callees of).
+fn reads_arrays(f: &linear_core::Func) -> bool {
+    f.nl_params
+        .iter()
+        .any(|b| matches!(b.ty, linear_core::Ty::Array(..)))
+        || !linear_core::visit::data_arrays(&f.body).is_empty()
+}
+
+/// P's entry `main`, the functions it calls, and an extern for each (as
+/// the macro sees callees compiled separately); `None` if it calls none
+/// or reads arrays.
+#[allow(clippy::type_complexity)]
+fn entry_calls<'p>(
+    p: &'p Program,
+    main: &str,
+) -> Result<
+    Option<(
+        &'p linear_core::Func,
+        Vec<linear_core::Var>,
+        Vec<linear_core::ir::Extern>,
+    )>,
+    TestCaseError,
+> {
+    let entry = p.func(main).ok_or_else(|| fail("no entry".into()))?;
+    let mut called: Vec<linear_core::Var> = Vec::new();
+    linear_core::visit::any_subexpr(&entry.body, &mut |e| {
+        if let linear_core::Expr::App { func, .. } = e {
+            if !called.contains(func) {
+                called.push(func.clone());
+            }
+        }
+        false
+    });
+    if called.is_empty() || reads_arrays(entry) {
+        return Ok(None);
+    }
+    let mut externs = Vec::new();
+    for g in &called {
+        let f = p
+            .func(g.as_str())
+            .ok_or_else(|| fail(format!("no `{g}`")))?;
+        let params = f.nl_params.iter().map(|b| b.ty.clone()).collect();
+        externs.push(linear_core::ir::Extern::plain(
+            g.clone(),
+            (params, vec![]),
+            (f.nl_rets.clone(), vec![]),
+        ));
+    }
+    Ok(Some((entry, called, externs)))
+}
+
 /// The VJP by forward mode with P's entry calling its callees kept as
 /// externs, as the macro builds it: from `d = L(J(entry))`, which calls
 /// each callee's `g.jvp`, evaluated as `L(J(g))`. Its cotangent is
@@ -540,42 +559,15 @@ fn forward_mode_through_calls(
     (xbar, vbar): (&[Value], &[Value]),
     st: &RefCell<Stats>,
 ) -> Result<(), TestCaseError> {
-    use linear_core::ir::Extern;
     use linear_core::passes::hvp::directional_externs;
     let consts = data_consts();
-    let entry = p.func(main).ok_or_else(|| fail("no entry".into()))?;
-    let mut called: Vec<linear_core::Var> = Vec::new();
-    linear_core::visit::any_subexpr(&entry.body, &mut |e| {
-        if let linear_core::Expr::App { func, .. } = e {
-            if !called.contains(func) {
-                called.push(func.clone());
-            }
-        }
-        false
-    });
-    let arrays = |f: &linear_core::Func| {
-        f.nl_params
-            .iter()
-            .any(|b| matches!(b.ty, linear_core::Ty::Array(..)))
-            || !linear_core::visit::data_arrays(&f.body).is_empty()
-    };
-    if called.is_empty() || arrays(entry) {
+    let Some((entry, called, externs)) = entry_calls(p, main)? else {
         return Ok(());
-    }
-    let mut externs = Vec::new();
+    };
     let mut funcs = Vec::new();
     for g in &called {
-        let f = p
-            .func(g.as_str())
-            .ok_or_else(|| fail(format!("no `{g}`")))?;
-        let params = f.nl_params.iter().map(|b| b.ty.clone()).collect();
-        externs.push(Extern::plain(
-            g.clone(),
-            (params, vec![]),
-            (f.nl_rets.clone(), vec![]),
-        ));
         let inlined = inline(p, g.as_str()).map_err(|e| fail(e.to_string()))?;
-        if arrays(&inlined) {
+        if reads_arrays(&inlined) {
             return Ok(());
         }
         let gj = jvp(&Program {
