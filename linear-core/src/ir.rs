@@ -1461,7 +1461,9 @@ impl Func {
 /// does not consume it, as `lindex` does (invariant 11 of
 /// [`crate::check`]), and its transpose takes an accumulator for it, after
 /// the results' cotangents, and returns it accumulated in the parameter's
-/// position among its results.
+/// position among its results. An extern may be `pinned` (written
+/// `extern pinned f(..)`): its call also passes Rust values of the
+/// caller's prelude, so U never recomputes it in the residual.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Extern {
     pub name: Var,

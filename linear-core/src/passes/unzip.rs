@@ -93,7 +93,9 @@
 //! [`Checkpoint::Adjoint`], the macro's default, also recomputes a loop's
 //! residual slice from the index where that is all it would save, except
 //! for math-library calls in the slice, whose results are recorded
-//! ([`keep_costly`]).
+//! ([`keep_costly`]). No residual recomputes a call of a `pinned` extern
+//! ([`Extern::pinned`]): its arguments include Rust values of the
+//! caller's prelude, which are not in scope there ([`recomputable`]).
 //!
 //! Input: a Linear A program that type-checks. Output: a Linear B program
 //! that type-checks, two functions per input function, in input order.
