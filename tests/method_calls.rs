@@ -389,3 +389,67 @@ fn another_block_calls_methods_of_nested_structs() {
         },
     );
 }
+
+#[derive(Differentiable, Clone, Copy, Debug)]
+pub struct Scale {
+    pub a: f64,
+}
+
+#[differentiable]
+impl Scale {
+    #[differentiable]
+    pub fn energy(&self, x: f64) -> f64 {
+        0.5 * self.a * x * x
+    }
+
+    #[differentiable]
+    pub fn held(#[nondiff] &self, x: f64) -> f64 {
+        self.a * x.sin()
+    }
+
+    /// Methods of its own block called on a `#[nondiff]` struct: the
+    /// receiver crosses as a constant (its flat value to `energy`, whose
+    /// receiver is differentiable; itself to `held`, whose receiver is
+    /// `#[nondiff]`), as the block's signatures say.
+    #[differentiable]
+    pub fn both(&self, #[nondiff] other: &Scale, x: f64) -> f64 {
+        other.energy(x) * self.a + other.held(x)
+    }
+}
+
+#[test]
+fn methods_of_a_constant_struct_within_their_block() {
+    let (p, q) = (Scale { a: 2.0 }, Scale { a: 3.0 });
+    for x in [1.5, -0.4] {
+        let (v, (gp, gx)) = p.both_vjp(&q, x, 1.0);
+        assert_eq!(v, p.both(&q, x));
+        // By hand: ½ q.a x² p.a + q.a sin x.
+        assert_close(
+            &[gp.a, gx],
+            &[0.5 * q.a * x * x, q.a * p.a * x + q.a * x.cos()],
+            1e-14,
+        );
+        check(
+            &[p.a, x],
+            1,
+            |u| vec![Scale { a: u[0] }.both(&q, u[1])],
+            |u, d| {
+                vec![
+                    Scale { a: u[0] }
+                        .both_jvp(&q, u[1], &ScaleTangent { a: d[0] }, d[1])
+                        .1,
+                ]
+            },
+            |u, w| {
+                let (_, (g, h)) = Scale { a: u[0] }.both_vjp(&q, u[1], w[0]);
+                vec![g.a, h]
+            },
+            |u, d, w| {
+                let (_, map) = Scale { a: u[0] }.both_lin(&q, u[1]);
+                let dy = map.apply((ScaleTangent { a: d[0] }, d[1]));
+                let (g, h) = map.transpose(w[0]);
+                (vec![dy], vec![g.a, h])
+            },
+        );
+    }
+}

@@ -240,6 +240,14 @@ pub fn array_param(t: &syn::Type, float: Option<&syn::Ident>) -> bool {
             .is_some_and(|id| id == "f64" || id == "f32" || float.is_some_and(|f| id == f))
 }
 
+/// The name `e` is, if it is a plain name.
+fn param_name(e: &syn::Expr) -> Option<String> {
+    match e {
+        syn::Expr::Path(p) => p.path.get_ident().map(|i| i.to_string()),
+        _ => None,
+    }
+}
+
 /// The reals in a value of type `t`.
 fn count_reals(t: &Ty) -> usize {
     match t {
@@ -468,10 +476,19 @@ impl Lowerer<'_> {
         hint: &str,
     ) -> Val {
         let f = self.float();
+        let constant_structs = match self.constant_structs(&path, &args_in) {
+            Ok(c) => c,
+            Err(a) => {
+                self.errs.spanned(a, super::constant_struct_message(a));
+                return self.placeholder();
+            }
+        };
         let mut lowered = Arguments::default();
         let slots = self.array_slots(&path, args_in.len());
-        for ((a, val), slot) in args_in.into_iter().zip(slots) {
-            if self.call_arg((a, val), slot, hint, &mut lowered).is_none() {
+        for (i, ((a, val), slot)) in args_in.into_iter().zip(slots).enumerate() {
+            if let Some(&(_, flat)) = constant_structs.iter().find(|(k, _)| *k == i) {
+                self.constant_struct(a, flat, &mut lowered);
+            } else if self.call_arg((a, val), slot, hint, &mut lowered).is_none() {
                 return self.placeholder();
             }
         }
@@ -536,6 +553,72 @@ impl Lowerer<'_> {
             self.assumed.insert(r.clone(), path);
         }
         v
+    }
+
+    /// The arguments naming a `#[nondiff]` struct parameter of this
+    /// function that go to a differentiable parameter of the callee, by its
+    /// signature, and how each crosses: as its flat value (`true`), or as
+    /// its origin, a borrow, where the struct has constant fields (as a
+    /// differentiable struct does, [`CallArg::Origin`]); its tangent is
+    /// zero. `Err` with the argument where its struct's layout is not
+    /// known. Where the signature is unknown (a method of another block),
+    /// a constant argument may go to a `#[nondiff]` parameter, which takes
+    /// it as it is: none (the receiver is checked by `method_call`).
+    fn constant_structs<'e>(
+        &self,
+        path: &syn::Path,
+        args: &[(&'e syn::Expr, Option<Val>)],
+    ) -> Result<Vec<(usize, bool)>, &'e syn::Expr> {
+        let Some(sig) = self.sigs.get(path).filter(|_| self.mode != Mode::Linear) else {
+            return Ok(Vec::new());
+        };
+        // The type of each differentiable parameter (`None` for others).
+        let differentiable = sig.sig.inputs.iter().map(|input| match input {
+            syn::FnArg::Typed(pt)
+                if !pt.attrs.iter().any(|a| a.path().is_ident("nondiff"))
+                    && !super::is_constant_type(&pt.ty) =>
+            {
+                Some(&*pt.ty)
+            }
+            syn::FnArg::Receiver(_) | syn::FnArg::Typed(_) => None,
+        });
+        let mut out = Vec::new();
+        for (i, ((a, val), ty)) in args.iter().zip(differentiable).enumerate() {
+            let constant =
+                matches!(val, None | Some(Val::Inactive(_))) && !self.expr_mentions_active(a);
+            let (Some(ty), true, Some(_)) = (ty, constant, self.constant_receiver(a)) else {
+                continue;
+            };
+            // The layout the callee's signature carries, resolved where it is.
+            match Shape::from_param_type_in(ty, &sig.structs) {
+                Some(Shape::Struct(st)) => out.push((i, !st.has_constants())),
+                _ => return Err(a),
+            }
+        }
+        Ok(out)
+    }
+
+    /// The constant struct `a` (a `#[nondiff]` parameter) as an argument
+    /// ([`Self::constant_structs`]): a prelude value, its flat value if
+    /// `flat`, else a borrow of it.
+    fn constant_struct(&mut self, a: &syn::Expr, flat: bool, out: &mut Arguments) {
+        let id = self.new_inactive_name("s");
+        // The parameter itself (`s` of `&s`, `*s`), borrowed.
+        let param = super::constant_param(a);
+        let by_ref = matches!(
+            param_name(param).and_then(|n| self.param_types.get(&n)),
+            Some(syn::Type::Reference(_))
+        );
+        let borrow = match by_ref {
+            true => quote::quote!(&*#param),
+            false => quote::quote!(&#param),
+        };
+        let value = match flat {
+            true => quote::quote!(::linear_ad::__private::ToFlat::flat(#borrow)),
+            false => borrow,
+        };
+        self.prelude.push(quote::quote!(let #id = #value;));
+        out.args.push(CallArg::Inactive(id, a.span()));
     }
 
     /// Lowers the argument `a` of a call (`lowered` already, for a method's

@@ -1686,6 +1686,31 @@ impl Lowerer<'_> {
     /// its ancestors took time quadratic in the chain's length (800 terms:
     /// 642 ms to expand, 86 ms walked; `macro_cost_expression`). The rest,
     /// and anything with attributes, is read from its tokens.
+    /// The struct type of a `#[nondiff]` parameter that `receiver` names
+    /// (behind any `&`, `*` or parentheses), if the parameter's declared
+    /// type names one (not the function's float type parameter).
+    pub(super) fn constant_receiver(&self, receiver: &syn::Expr) -> Option<syn::Path> {
+        let syn::Expr::Path(p) = constant_param(receiver) else {
+            return None;
+        };
+        let id = p.path.get_ident()?.to_string();
+        if !matches!(self.lookup(&id), Some(Binding::Param)) {
+            return None;
+        }
+        let mut ty = self.param_types.get(&id)?;
+        while let syn::Type::Reference(r) = ty {
+            ty = &r.elem;
+        }
+        let syn::Type::Path(tp) = ty else {
+            return None;
+        };
+        let last = tp.path.segments.last()?;
+        let named = tp.qself.is_none()
+            && crate::signature::names_type(&last.ident)
+            && !is_float_param(&tp.path);
+        named.then(|| tp.path.clone())
+    }
+
     fn expr_mentions_active(&self, e: &syn::Expr) -> bool {
         use syn::Expr as E;
         match e {
@@ -2830,6 +2855,26 @@ impl Lowerer<'_> {
             let owner = st.path.clone();
             return self.call_method(m, (recv, &owner), ret_hint.cloned(), hint);
         }
+        // A method of a `#[nondiff]` struct parameter: a call, the receiver
+        // a constant, where the method's signature is known; else, given
+        // differentiable arguments, refused (the receiver may or may not be
+        // `#[nondiff]`).
+        if let (Val::Inactive(_), Some(owner)) = (&recv, self.constant_receiver(&m.receiver)) {
+            // A method of this block: its signature says how the receiver
+            // crosses (`call::constant_structs`).
+            let mut path = owner.clone();
+            path.segments.push(m.method.clone().into());
+            if self.sigs.get(&path).is_some() {
+                return self.call_method(m, (recv, &owner), ret_hint.cloned(), hint);
+            }
+            if m.args.iter().any(|a| self.expr_mentions_active(a)) {
+                let r = &m.receiver;
+                let name = quote::quote!(#r).to_string().replace(' ', "");
+                let msg = format!("`{name}` is a `#[nondiff]` struct parameter, whose methods differentiable code cannot call yet with differentiable arguments (it cannot see whether the method takes its receiver as `#[nondiff]`): remove `#[nondiff]` from the parameter (its cotangent is then computed too, and can be ignored), or mark the struct's fields `#[nondiff]` instead");
+                self.errs.spanned(r, msg);
+                return self.placeholder();
+            }
+        }
         if let Some(why) = match &recv {
             Val::Active(v, _) => self.assumed_float(v),
             Val::Inactive(_) => None,
@@ -3194,5 +3239,22 @@ pub(super) fn unparen(tokens: TokenStream) -> TokenStream {
             }
         }
         _ => tokens,
+    }
+}
+
+/// Why a `#[nondiff]` struct parameter (`e`) cannot be passed to a
+/// differentiable parameter whose struct's layout the callee's signature
+/// does not give, and what to do instead.
+pub(super) fn constant_struct_message(e: &syn::Expr) -> String {
+    let name = quote::quote!(#e).to_string().replace(' ', "");
+    format!("`{name}` is a `#[nondiff]` struct parameter, and the layout of the struct the called function takes here is not known: remove `#[nondiff]` from the parameter (its cotangent is then computed too, and can be ignored)")
+}
+
+/// `e` without the `&`, `*` and parentheses around it.
+pub(super) fn constant_param(e: &syn::Expr) -> &syn::Expr {
+    match exits::strip(e) {
+        syn::Expr::Reference(r) => constant_param(&r.expr),
+        syn::Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => constant_param(&u.expr),
+        other => other,
     }
 }
