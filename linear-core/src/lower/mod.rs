@@ -1677,15 +1677,6 @@ impl Lowerer<'_> {
         Val::Active(v, Ty::Real(f))
     }
 
-    /// [`Lowerer::mentions_active`] of `e`'s tokens. The arithmetic that
-    /// long expressions are made of (operators, parentheses, calls, method
-    /// calls, fields, indexing, casts) is walked rather than printed: each
-    /// of its parts is read as its tokens would be read in place, since
-    /// the punctuation and delimiters between them reset what the scan
-    /// remembers. Printing every node of `a + b + c + …` again for each of
-    /// its ancestors took time quadratic in the chain's length (800 terms:
-    /// 642 ms to expand, 86 ms walked; `macro_cost_expression`). The rest,
-    /// and anything with attributes, is read from its tokens.
     /// The struct type of a `#[nondiff]` parameter that `receiver` names
     /// (behind any `&`, `*` or parentheses), if the parameter's declared
     /// type names one (not the function's float type parameter).
@@ -1711,6 +1702,15 @@ impl Lowerer<'_> {
         named.then(|| tp.path.clone())
     }
 
+    /// [`Lowerer::mentions_active`] of `e`'s tokens. The arithmetic that
+    /// long expressions are made of (operators, parentheses, calls, method
+    /// calls, fields, indexing, casts) is walked rather than printed: each
+    /// of its parts is read as its tokens would be read in place, since
+    /// the punctuation and delimiters between them reset what the scan
+    /// remembers. Printing every node of `a + b + c + …` again for each of
+    /// its ancestors took time quadratic in the chain's length (800 terms:
+    /// 642 ms to expand, 86 ms walked; `macro_cost_expression`). The rest,
+    /// and anything with attributes, is read from its tokens.
     fn expr_mentions_active(&self, e: &syn::Expr) -> bool {
         use syn::Expr as E;
         match e {
