@@ -182,6 +182,12 @@ fn pull(a: &Anchor, x: f64) -> f64 {
     0.5 * a.k * d * d
 }
 
+/// A struct taken by value.
+#[differentiable]
+fn weight(b: Body) -> f64 {
+    b.mass * b.vel[0]
+}
+
 /// `#[nondiff]` structs passed to differentiable struct parameters: a
 /// borrowed one by reference and by value (`*b`), an owned one by
 /// reference, one with a constant field, in a loop over a slice. Each
@@ -192,7 +198,7 @@ fn held(#[nondiff] b: &Body, #[nondiff] v: Vec2, #[nondiff] a: &Anchor, xs: &[f6
     let mut e = 0.0;
     for x in xs {
         let q = shapes::shifted(*x, v, 2.0);
-        e += shapes::kinetic(b) * x + pull(a, *x) + q.y * shapes::kinetic(&*b);
+        e += shapes::kinetic(b) * x + pull(a, *x) + q.y * weight(*b);
     }
     e
 }
@@ -204,7 +210,7 @@ fn held_twin(b: &Body, v: Vec2, a: &Anchor, xs: &[f64]) -> f64 {
     let mut e = 0.0;
     for x in xs {
         let q = shapes::shifted(*x, v, 2.0);
-        e += shapes::kinetic(b) * x + pull(a, *x) + q.y * shapes::kinetic(&*b);
+        e += shapes::kinetic(b) * x + pull(a, *x) + q.y * weight(*b);
     }
     e
 }
