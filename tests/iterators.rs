@@ -498,3 +498,104 @@ fn chains() {
         assert!(close(got, fd[0], 1e-7), "{got} against {}", fd[0]);
     }
 }
+
+/// Iterations over a fixed-size array parameter (`[f64; 4]`, held as a
+/// tuple): `for c in cs`, `cs.iter()`, `.rev().fold(..)`, `.map(..).sum()`
+/// and `0..cs.len()`, whose length is the type's. Each is Horner's rule
+/// or a weighted sum, against its twin over literal indices.
+#[differentiable]
+fn horner_for(cs: [f64; 4], x: f64) -> f64 {
+    let mut s = 0.0;
+    for c in cs {
+        s = s * x + c;
+    }
+    s
+}
+
+#[differentiable]
+fn horner_iter(cs: [f64; 4], x: f64) -> f64 {
+    let mut s = 0.0;
+    for c in cs.iter() {
+        s = s * x + c;
+    }
+    s
+}
+
+#[differentiable]
+fn horner_len(cs: [f64; 4], x: f64) -> f64 {
+    let mut s = 0.0;
+    for i in 0..cs.len() {
+        s = s * x + cs[i];
+    }
+    s
+}
+
+#[differentiable]
+fn horner_rev_fold(cs: [f64; 4], x: f64) -> f64 {
+    cs.iter().rev().fold(0.0, |s, c| s * x + c)
+}
+
+#[differentiable]
+fn weighted_sum(cs: [f64; 4], x: f64) -> f64 {
+    cs.iter().map(|c| c * x.sin()).sum::<f64>()
+}
+
+#[differentiable]
+fn horner_twin(cs: [f64; 4], x: f64) -> f64 {
+    ((cs[0] * x + cs[1]) * x + cs[2]) * x + cs[3]
+}
+
+#[differentiable]
+fn horner_rev_twin(cs: [f64; 4], x: f64) -> f64 {
+    ((cs[3] * x + cs[2]) * x + cs[1]) * x + cs[0]
+}
+
+#[differentiable]
+fn weighted_twin(cs: [f64; 4], x: f64) -> f64 {
+    (cs[0] + cs[1] + cs[2] + cs[3]) * x.sin()
+}
+
+#[test]
+fn iterations_over_fixed_size_arrays() {
+    type F = fn([f64; 4], f64) -> f64;
+    type FVjp = fn([f64; 4], f64, f64) -> (f64, ([f64; 4], f64));
+    let pairs: [((F, FVjp), (F, FVjp)); 5] = [
+        ((horner_for, horner_for_vjp), (horner_twin, horner_twin_vjp)),
+        (
+            (horner_iter, horner_iter_vjp),
+            (horner_twin, horner_twin_vjp),
+        ),
+        ((horner_len, horner_len_vjp), (horner_twin, horner_twin_vjp)),
+        (
+            (horner_rev_fold, horner_rev_fold_vjp),
+            (horner_rev_twin, horner_rev_twin_vjp),
+        ),
+        (
+            (weighted_sum, weighted_sum_vjp),
+            (weighted_twin, weighted_twin_vjp),
+        ),
+    ];
+    let cs = [1.0, -2.0, 0.5, 3.0];
+    for ((f, f_vjp), (g, g_vjp)) in pairs {
+        for x in [0.5, -1.3] {
+            let (v, (gc, gx)) = f_vjp(cs, x, 1.0);
+            let (w, (hc, hx)) = g_vjp(cs, x, 1.0);
+            assert_eq!(v, f(cs, x));
+            assert!(
+                close(v, w, 1e-14) && close(w, g(cs, x), 0.0),
+                "{v} against {w}"
+            );
+            assert_close(&gc, &hc, 1e-14);
+            assert!(close(gx, hx, 1e-14), "{gx} against {hx}");
+            let at = |u: &[f64]| vec![f([u[0], u[1], u[2], u[3]], u[4])];
+            let u = [cs[0], cs[1], cs[2], cs[3], x];
+            let grad: Vec<f64> = gc.iter().copied().chain([gx]).collect();
+            for (k, gk) in grad.iter().enumerate() {
+                let mut e = [0.0; 5];
+                e[k] = 1.0;
+                let fd = support::fd_along(&at, &u, &e)[0];
+                assert!(close(*gk, fd, 1e-7), "component {k}: {gk} against {fd}");
+            }
+        }
+    }
+}

@@ -2886,6 +2886,13 @@ impl Lowerer<'_> {
             if let Some(n) = self.array_len(&recv) {
                 return n;
             }
+            // A fixed-size array held as a tuple: its length is its type's.
+            if let Val::Active(v, _) = &recv {
+                if let Some(Shape::Array(_, n)) = self.shapes.get(v) {
+                    let n = proc_macro2::Literal::usize_suffixed(*n);
+                    return Val::Inactive(quote::quote!(#n));
+                }
+            }
         }
         if m.method == "is_empty" && m.args.is_empty() {
             if let Some(Val::Active(n, _)) = self.array_len(&recv) {
