@@ -593,7 +593,7 @@ fn iterations_over_fixed_size_arrays() {
             for (k, gk) in grad.iter().enumerate() {
                 let mut e = [0.0; 5];
                 e[k] = 1.0;
-                let fd = support::fd_along(&at, &u, &e)[0];
+                let fd = support::fd_along(at, &u, &e)[0];
                 assert!(close(*gk, fd, 1e-7), "component {k}: {gk} against {fd}");
             }
         }
