@@ -77,7 +77,8 @@ pub fn forward_vjp(d: &Func, externs: &[Extern], f: &str) -> Result<Option<Func>
         let dir = b.direction(dirs, Some((*i, path)));
         let (y, dy) = b.call(&d.name, args(dir), (ys, dys));
         b.keep_first(&mut result, y);
-        cots.push(b.dot(&ws, &dy)?);
+        let float = float_at(&dirs[*i].ty, path).unwrap_or(Float::F64);
+        cots.push(b.dot(&ws, &dy, float));
     }
     if result.is_none() {
         let dir = b.direction(dirs, None);
@@ -96,7 +97,8 @@ pub fn forward_vjp(d: &Func, externs: &[Extern], f: &str) -> Result<Option<Func>
     let bars: Vec<Var> = dirs
         .iter()
         .map(|v| b.assemble(&v.ty, &mut cots))
-        .collect::<Result<_, _>>()?;
+        .collect::<Option<_>>()
+        .ok_or_else(|| PassError::new(&name, "fewer cotangents than reals in the inputs"))?;
     let mut rets = result.unwrap_or_default();
     rets.extend(bars);
     let vjp = Func {
@@ -205,6 +207,15 @@ fn real_paths(t: &Ty) -> Vec<Vec<usize>> {
     }
 }
 
+/// The float type of the real at `path` in a value of type `t`.
+fn float_at(t: &Ty, path: &[usize]) -> Option<Float> {
+    match (t, path.split_first()) {
+        (Ty::Real(f), None) => Some(*f),
+        (Ty::Tuple(ts), Some((i, rest))) => float_at(ts.get(*i)?, rest),
+        _ => None,
+    }
+}
+
 /// Statements of the function being built, and its supply of names.
 struct Builder<'a> {
     fresh: &'a mut Fresh,
@@ -293,8 +304,9 @@ impl Builder<'_> {
         }
     }
 
-    /// `Σ_m ⟨w_m, ẏ_m⟩` over the reals of the cotangents `ws`.
-    fn dot(&mut self, ws: &[Binder], dy: &[Var]) -> Result<Var, PassError> {
+    /// `Σ_m ⟨w_m, ẏ_m⟩` over the reals of the cotangents `ws`, of the
+    /// input real's type `float` (zero if the results hold no reals).
+    fn dot(&mut self, ws: &[Binder], dy: &[Var], float: Float) -> Var {
         let mut terms = Vec::new();
         for (w, t) in ws.iter().zip(dy) {
             match real_paths(&w.ty).is_empty() {
@@ -303,30 +315,29 @@ impl Builder<'_> {
                 false => self.products(&w.var, t, &w.ty, &mut terms),
             }
         }
-        let float = terms.first().map(|(_, f)| *f);
-        let mut terms = terms.into_iter().map(|(v, _)| v);
+        let mut terms = terms.into_iter();
         let Some(first) = terms.next() else {
-            return Ok(self.lit(0.0, float.unwrap_or(Float::F64)));
+            return self.lit(0.0, float);
         };
-        Ok(terms.fold(first, |acc, t| {
-            let ty = Ty::Real(float.unwrap_or(Float::F64));
+        terms.fold(first, |acc, t| {
+            let args = vec![acc, t];
             self.bind(
                 "s",
-                ty,
+                Ty::Real(float),
                 Expr::Prim {
                     prim: Prim::Add,
-                    args: vec![acc, t],
+                    args,
                 },
             )
-        }))
+        })
     }
 
     /// The products of the reals of `w` and `t` (both of type `ty`), into
     /// `out`; components of no reals are dropped (a whole cotangent of no
     /// reals is not passed here: [`forward_vjp`] drops it once).
-    fn products(&mut self, w: &Var, t: &Var, ty: &Ty, out: &mut Vec<(Var, Float)>) {
+    fn products(&mut self, w: &Var, t: &Var, ty: &Ty, out: &mut Vec<Var>) {
         match ty {
-            Ty::Real(f) => {
+            Ty::Real(_) => {
                 let p = self.bind(
                     "p",
                     ty.clone(),
@@ -335,7 +346,7 @@ impl Builder<'_> {
                         args: vec![w.clone(), t.clone()],
                     },
                 );
-                out.push((p, *f));
+                out.push(p);
             }
             Ty::Tuple(ts) if !ts.is_empty() => {
                 let (wp, tp) = (self.unpack(w, ts), self.unpack(t, ts));
@@ -369,21 +380,20 @@ impl Builder<'_> {
         vars.into_iter().map(|b| b.var).collect()
     }
 
-    /// A value of the tangent type `t` whose reals are the next of `cots`.
-    fn assemble(&mut self, t: &Ty, cots: &mut impl Iterator<Item = Var>) -> Result<Var, PassError> {
+    /// A value of the tangent type `t` whose reals are the next of `cots`;
+    /// `None` if they run out.
+    fn assemble(&mut self, t: &Ty, cots: &mut impl Iterator<Item = Var>) -> Option<Var> {
         match t {
-            Ty::Real(_) => cots
-                .next()
-                .ok_or_else(|| PassError::new(&Var::new("forward_vjp"), "too few cotangents")),
+            Ty::Real(_) => cots.next(),
             Ty::Tuple(ts) => {
                 let parts = ts
                     .iter()
                     .map(|t| self.assemble(t, cots))
-                    .collect::<Result<Vec<_>, _>>()?;
-                Ok(self.bind("ct", t.clone(), Expr::Tup(parts)))
+                    .collect::<Option<Vec<_>>>()?;
+                Some(self.bind("ct", t.clone(), Expr::Tup(parts)))
             }
             Ty::Int | Ty::Bool | Ty::Sum(_) | Ty::Array(..) | Ty::List(..) | Ty::Tape(_) => {
-                Ok(self.bind("ct", Ty::Tuple(vec![]), Expr::Tup(vec![])))
+                Some(self.bind("ct", Ty::Tuple(vec![]), Expr::Tup(vec![])))
             }
         }
     }
