@@ -156,3 +156,139 @@ fn f32_remainders_compute_std_values() {
         assert!((d - want).abs() < 1e-6, "{d} vs {want}");
     }
 }
+
+/// A bit per test, so one value tells which held.
+#[differentiable]
+fn tests_of(x: f64) -> f64 {
+    let mut code = 0.0;
+    if x.is_nan() {
+        code += 1.0;
+    }
+    if x.is_finite() {
+        code += 2.0;
+    }
+    if x.is_infinite() {
+        code += 4.0;
+    }
+    if x.is_sign_negative() {
+        code += 8.0;
+    }
+    if f64::is_sign_positive(x) {
+        code += 16.0;
+    }
+    code
+}
+
+#[differentiable]
+fn tests_of32(x: f32) -> f32 {
+    let mut code = 0.0;
+    if x.is_nan() {
+        code += 1.0;
+    }
+    if x.is_finite() {
+        code += 2.0;
+    }
+    if x.is_infinite() {
+        code += 4.0;
+    }
+    if x.is_sign_negative() {
+        code += 8.0;
+    }
+    if x.is_sign_positive() {
+        code += 16.0;
+    }
+    code
+}
+
+#[differentiable]
+fn tests_of_generic<T: linear_ad::num_traits::Float>(x: T) -> T {
+    let mut code = T::zero();
+    if x.is_nan() {
+        code = code + T::one();
+    }
+    if x.is_finite() {
+        code = code + T::from(2.0).unwrap();
+    }
+    if x.is_infinite() {
+        code = code + T::from(4.0).unwrap();
+    }
+    if x.is_sign_negative() {
+        code = code + T::from(8.0).unwrap();
+    }
+    if x.is_sign_positive() {
+        code = code + T::from(16.0).unwrap();
+    }
+    code
+}
+
+fn std_code(tests: [bool; 5]) -> f64 {
+    tests
+        .iter()
+        .zip([1.0, 2.0, 4.0, 8.0, 16.0])
+        .map(|(&t, bit)| if t { bit } else { 0.0 })
+        .sum()
+}
+
+#[test]
+fn float_tests_hold_where_std_s_do() {
+    let negative_nan = -f64::NAN;
+    for x in [
+        0.0,
+        -0.0,
+        1.5,
+        -2.0,
+        f64::MIN_POSITIVE / 4.0,
+        f64::MAX,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::NAN,
+        negative_nan,
+    ] {
+        let want = std_code([
+            x.is_nan(),
+            x.is_finite(),
+            x.is_infinite(),
+            x.is_sign_negative(),
+            x.is_sign_positive(),
+        ]);
+        assert_eq!(tests_of(x), want);
+        assert_eq!(tests_of_jvp(x, 1.0), (want, 0.0), "at {x:e}");
+        assert_eq!(tests_of_vjp(x, 1.0), (want, 0.0), "at {x:e}");
+        assert_eq!(tests_of_generic_jvp(x, 1.0), (want, 0.0), "at {x:e}");
+        let y = x as f32;
+        let want32 = std_code([
+            y.is_nan(),
+            y.is_finite(),
+            y.is_infinite(),
+            y.is_sign_negative(),
+            y.is_sign_positive(),
+        ]) as f32;
+        assert_eq!((tests_of32(y), tests_of_generic(y)), (want32, want32));
+        assert_eq!(tests_of32_vjp(y, 1.0), (want32, 0.0), "at {y:e}");
+        assert_eq!(tests_of_generic_vjp(y, 1.0), (want32, 0.0), "at {y:e}");
+    }
+}
+
+/// A guard on a test, as numeric code writes one.
+#[differentiable]
+fn guarded(x: f64) -> f64 {
+    if !x.is_finite() {
+        return 0.0;
+    }
+    if x.is_sign_negative() {
+        -x * x
+    } else {
+        x.sqrt()
+    }
+}
+
+#[test]
+fn a_guard_on_a_test_takes_its_branch_s_derivative() {
+    // By hand: 1/(2√x) for x ≥ +0, -2x for x ≤ -0, 0 past the finite.
+    for (x, d) in [(4.0, 0.25), (-3.0, 6.0), (-0.0, 0.0), (f64::INFINITY, 0.0)] {
+        let (v, g) = guarded_vjp(x, 1.0);
+        assert_eq!((v, g), (guarded(x), d), "at {x}");
+        assert_eq!(guarded_jvp(x, 1.0).1, d, "at {x}");
+    }
+    assert_eq!(guarded_vjp(f64::NAN, 1.0), (0.0, 0.0));
+}

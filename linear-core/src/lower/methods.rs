@@ -8,16 +8,24 @@
 //! * `x.clamp(lo, hi)`: `min(max(x, lo), hi)` (std's comparisons, but for
 //!   a NaN `x`, which std returns and this replaces by `lo`);
 //! * `x.sin_cos()`: the tuple `(sin(x), cos(x))`;
-//! * `x.mul_add(a, b)`: `x * a + b`, rounded twice where std rounds once.
+//! * `x.mul_add(a, b)`: `x * a + b`, rounded twice where std rounds once;
+//! * the predicates, comparisons that hold exactly where std's bit tests
+//!   do, for `f32`, `f64` and a generic float alike: `x.is_nan()` is
+//!   `x != x`; `x.is_finite()` is `x - x == 0` (`∞ - ∞` and NaN are NaN);
+//!   `x.is_infinite()` is `x == x && x - x != 0`; `x.is_sign_negative()`
+//!   is `copysign(1, x) < 0` (true for `-0.0` and a NaN with its sign bit
+//!   set, as std's), `x.is_sign_positive()` its `> 0`. Their results are
+//!   bools, so they carry no derivative.
 
 use super::{Lowerer, Shape, Val};
-use crate::ir::{Expr, Float, Prim, Ty, Var};
+use crate::ir::{Cmp, Expr, Float, Prim, Ty, Var};
 
 /// The methods lowered here, and how many arguments each takes besides the
 /// receiver.
 pub(super) fn composed(method: &str) -> Option<usize> {
     match method {
         "to_radians" | "to_degrees" | "fract" | "sin_cos" => Some(0),
+        "is_nan" | "is_finite" | "is_infinite" | "is_sign_negative" | "is_sign_positive" => Some(0),
         "log" => Some(1),
         "clamp" | "mul_add" => Some(2),
         _ => None,
@@ -82,8 +90,56 @@ impl Lowerer<'_> {
                 );
                 Val::Active(v, ty)
             }
+            ("is_nan", ..) => self.compared(Cmp::Ne, x.clone(), x),
+            ("is_finite", ..) => {
+                let (d, zero) = (self.self_difference(&x, hint), self.real_lit(f, 0.0, 0.0));
+                self.compared(Cmp::Eq, d, zero)
+            }
+            ("is_infinite", ..) => {
+                let (d, zero) = (self.self_difference(&x, hint), self.real_lit(f, 0.0, 0.0));
+                let inf_or_nan = self.compared_var(Cmp::Ne, d, zero);
+                let number = self.compared_var(Cmp::Eq, x.clone(), x);
+                let v = self.emit_nd(
+                    "c",
+                    Ty::Bool,
+                    Expr::Prim {
+                        prim: Prim::And,
+                        args: vec![number, inf_or_nan],
+                    },
+                );
+                Val::Active(v, Ty::Bool)
+            }
+            ("is_sign_negative" | "is_sign_positive", ..) => {
+                let one = self.real_lit(f, 1.0, 1.0);
+                let sign = self.prim_var(Prim::Copysign, vec![one, x], hint);
+                let zero = self.real_lit(f, 0.0, 0.0);
+                let c = if method == "is_sign_negative" {
+                    Cmp::Lt
+                } else {
+                    Cmp::Gt
+                };
+                self.compared(c, sign, zero)
+            }
             _ => self.placeholder(),
         }
+    }
+
+    /// `x - x`: zero for a finite `x`, NaN otherwise.
+    fn self_difference(&mut self, x: &Var, hint: &str) -> Var {
+        self.prim_var(Prim::Sub, vec![x.clone(), x.clone()], hint)
+    }
+
+    /// The comparison `a c b` of two reals, a bool.
+    fn compared(&mut self, c: Cmp, a: Var, b: Var) -> Val {
+        Val::Active(self.compared_var(c, a, b), Ty::Bool)
+    }
+
+    fn compared_var(&mut self, c: Cmp, a: Var, b: Var) -> Var {
+        let rhs = Expr::Prim {
+            prim: Prim::Cmp(c),
+            args: vec![a, b],
+        };
+        self.emit_nd("c", Ty::Bool, rhs)
     }
 
     /// A primitive's result as a variable.

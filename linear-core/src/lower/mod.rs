@@ -1453,7 +1453,7 @@ fn describe(e: &syn::Expr) -> &'static str {
     }
 }
 
-const METHODS: &str = "sin, cos, tan, asin, acos, atan, atan2, sinh, cosh, tanh, asinh, acosh, atanh, exp, exp2, exp_m1, ln, ln_1p, log, log2, log10, sqrt, cbrt, powi, powf, recip, abs, hypot, min, max, clamp, copysign, rem_euclid, signum, floor, ceil, round, trunc, fract, to_radians, to_degrees, sin_cos, mul_add";
+const METHODS: &str = "sin, cos, tan, asin, acos, atan, atan2, sinh, cosh, tanh, asinh, acosh, atanh, exp, exp2, exp_m1, ln, ln_1p, log, log2, log10, sqrt, cbrt, powi, powf, recip, abs, hypot, min, max, clamp, copysign, rem_euclid, signum, floor, ceil, round, trunc, fract, to_radians, to_degrees, sin_cos, mul_add, and the tests is_nan, is_finite, is_infinite, is_sign_negative, is_sign_positive";
 
 impl Lowerer<'_> {
     fn float(&self) -> Float {
