@@ -619,6 +619,34 @@ pub mod __private {
     pub use crate::structs::{ArrayField, FromFlat, FromParts, Linear, ToFlat, Zero};
     pub use linear_macros::__resume;
 
+    /// A name a `match` on constant data binds, read where differentiable
+    /// code takes it as a float: `Pick(v).get()` is `*v` for a reference
+    /// to a float (a pattern on `&Kind` binds `&f64`) and `v` itself for
+    /// anything else. The inherent method wins where it applies; the
+    /// trait's, which [`PickAny`] brings in scope, elsewhere.
+    pub struct Pick<T>(pub T);
+
+    impl<T: crate::Real> Pick<&T> {
+        #[inline(always)]
+        pub fn get(self) -> T {
+            *self.0
+        }
+    }
+
+    /// [`Pick`]'s fallback: the value as it is.
+    pub trait PickAny {
+        type Out;
+        fn get(self) -> Self::Out;
+    }
+
+    impl<T> PickAny for Pick<T> {
+        type Out = T;
+        #[inline(always)]
+        fn get(self) -> T {
+            self.0
+        }
+    }
+
     /// Stands for the tangent of an argument that is constant at the call
     /// site.
     #[derive(Clone, Copy, Debug)]

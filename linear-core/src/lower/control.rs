@@ -8,8 +8,10 @@
 //! * `a && b`, `a || b`: cases, so that `b` runs only when Rust would run
 //!   it (`i < n && xs[i] > 0.0` must not index out of bounds).
 //! * `match` on an integer or a bool, with literal, range, `|`, binding and
-//!   wildcard patterns and guards: a chain of cases; the last arm is the
-//!   final `else` (rustc checks exhaustiveness on the original function).
+//!   wildcard patterns and guards, and `match` and `if let` on constant
+//!   data of any type with any pattern (`pattern.rs`): a chain of cases;
+//!   the last arm is the final `else` (rustc checks exhaustiveness on the
+//!   original function).
 //! * `for i in a..b`, `a..=b`, `(a..b).rev()`, `.step_by(k)` (also
 //!   `.step_by(k).rev()`): a range loop whose state is every outer
 //!   variable the body assigns; `while c { .. }`: a `while` loop whose
@@ -25,8 +27,9 @@ use rustc_hash::FxHashMap as HashMap;
 use syn::spanned::Spanned;
 use syn::visit::Visit;
 
+use super::pattern::{ir_pattern, split_guard, Scrut};
 use super::{Binding, Lowerer, Shape, Val};
-use crate::ir::{Arm, Binder, Cmp, Expr, Iter, Loop, Prim, Stmt, Ty, Var};
+use crate::ir::{Arm, Binder, Expr, Iter, Loop, Prim, Stmt, Ty, Var};
 
 /// Calls `found` on every place a block assigns: the left side of `=`
 /// and `op=`, and the receiver of `push` (which assigns the `Vec`),
@@ -119,14 +122,6 @@ pub(super) fn index_written(block: &syn::Block) -> Vec<String> {
     names
 }
 
-/// A match arm's pattern and its guard (`p if g`).
-fn split_guard(p: &syn::Pat) -> (&syn::Pat, Option<&syn::Expr>) {
-    match p {
-        syn::Pat::Guard(g) => (&g.pat, Some(&g.guard)),
-        other => (other, None),
-    }
-}
-
 /// One arm as lowered: its statements, its value (if the case has one),
 /// and the merged variables' values at its end.
 struct LoweredArm {
@@ -139,16 +134,18 @@ struct LoweredArm {
 pub(super) enum ArmSrc<'s> {
     /// A block (`if` arm, loop-free).
     Block(&'s syn::Block),
+    /// The block of `if let p = s`, under the pattern's bindings.
+    LetBlock(&'s syn::Pat, Scrut, &'s syn::Block),
     /// An expression (`else if`, a `match` arm, the right of `&&`).
     Expr(&'s syn::Expr),
     /// A boolean constant.
     Bool(bool),
     /// The arms of `m` from `from` on, on the scrutinee `scrut`.
-    Match(&'s syn::ExprMatch, usize, Var),
-    /// A `match` arm's body with its pattern's binding.
-    MatchBody(&'s syn::Arm, Var),
-    /// A match guard, under its pattern's binding.
-    Guard(&'s syn::Arm, Var),
+    Match(&'s syn::ExprMatch, usize, Scrut),
+    /// A `match` arm's body with its pattern's bindings.
+    MatchBody(&'s syn::Arm, Scrut),
+    /// A match guard, under its pattern's bindings.
+    Guard(&'s syn::Arm, Scrut),
 }
 
 impl Lowerer<'_> {
@@ -226,6 +223,10 @@ impl Lowerer<'_> {
             ArmSrc::Block(b) => {
                 self.stmts(&b.stmts);
                 None
+            }
+            ArmSrc::LetBlock(p, s, b) => {
+                self.bind_match(p, s);
+                self.lower_arm(&ArmSrc::Block(b), value)
             }
             ArmSrc::Expr(e) if !value => {
                 self.expr_stmt(e);
@@ -453,14 +454,24 @@ impl Lowerer<'_> {
 
     /// `if` as an expression (`value`) or a statement.
     pub(super) fn if_expr(&mut self, e: &syn::ExprIf, value: bool) -> Option<Val> {
-        if let syn::Expr::Let(l) = &*e.cond {
-            self.errs.spanned(
-                l,
-                "`if let` is not supported in differentiable functions: use `if` or `match`",
-            );
-            return value.then(|| self.placeholder());
-        }
-        let c = self.cond(&e.cond);
+        let (c, then) = match &*e.cond {
+            syn::Expr::Let(l) if self.mentions_diff(l.expr.to_token_stream()) => {
+                self.errs.spanned(
+                    l,
+                    "`if let` on a differentiable value is not supported: use `if` or `match` (on constant data, `if let` and `match` take any pattern)",
+                );
+                return value.then(|| self.placeholder());
+            }
+            syn::Expr::Let(l) => {
+                let s = Scrut::Const(super::rename_tokens(self, l.expr.to_token_stream()));
+                let c = self.pattern_test(&l.pat, &s);
+                let Some(c) = c else {
+                    return value.then(|| self.placeholder());
+                };
+                (c, ArmSrc::LetBlock(&l.pat, s, &e.then_branch))
+            }
+            cond => (self.cond(cond), ArmSrc::Block(&e.then_branch)),
+        };
         let merged = assigned(e);
         let els = match &e.else_branch {
             Some((_, b)) => ArmSrc::Expr(b),
@@ -475,13 +486,7 @@ impl Lowerer<'_> {
         };
         // A statement `if` without `else`: the second arm does nothing.
         let has_value = value && e.else_branch.is_some();
-        self.case(
-            c,
-            [ArmSrc::Block(&e.then_branch), els],
-            &merged,
-            has_value,
-            e.span(),
-        )
+        self.case(c, [then, els], &merged, has_value, e.span())
     }
 
     /// `a && b` and `a || b` as cases: `b` runs only if needed.
@@ -497,18 +502,43 @@ impl Lowerer<'_> {
             .unwrap_or_else(|| self.placeholder())
     }
 
-    /// `match` as a chain of cases.
+    /// `match` as a chain of cases, on an integer or a bool the IR
+    /// computes or on a constant of any type (`pattern.rs`).
     pub(super) fn match_expr(&mut self, m: &syn::ExprMatch, value: bool) -> Option<Val> {
+        let constant = !self.mentions_diff(m.expr.to_token_stream());
+        if constant && !m.arms.iter().all(|a| ir_pattern(&a.pat)) {
+            // Any pattern: the scrutinee is read again by each test and
+            // binding, in place (it may read a loop index).
+            let t = super::rename_tokens(self, m.expr.to_token_stream());
+            return self.match_arms(m, Scrut::Const(t), value);
+        }
         let s = self.expr(&m.expr, "s");
         let ty = match &s {
-            Val::Active(_, t) => t.clone(),
-            Val::Inactive(t) => self.infer_tokens(t).unwrap_or(Ty::Int),
+            Val::Active(_, t) => Some(t.clone()),
+            Val::Inactive(t) => self.infer_tokens(t),
         };
-        if !matches!(ty, Ty::Int | Ty::Bool) {
-            self.errs.spanned(&m.expr, "`match` in a differentiable function must be on an integer or a bool: compare floats with `if`");
-            return value.then(|| self.placeholder());
-        }
-        let s = self.materialize(s, &ty, m.expr.span());
+        let s = match (s, ty) {
+            (Val::Inactive(t), ty)
+                if !matches!(ty, Some(Ty::Int | Ty::Bool))
+                    || !m.arms.iter().all(|a| ir_pattern(&a.pat)) =>
+            {
+                Scrut::Const(t)
+            }
+            (s, Some(ty @ (Ty::Int | Ty::Bool))) => {
+                Scrut::Ir(self.materialize(s, &ty, m.expr.span()))
+            }
+            (s, _) => {
+                if !self.is_poison(&s) {
+                    self.errs.spanned(&m.expr, "`match` on a differentiable value must be on an integer or a bool: compare floats with `if`; a constant (`#[nondiff]` data, an enum) may be matched with any pattern");
+                }
+                return value.then(|| self.placeholder());
+            }
+        };
+        self.match_arms(m, s, value)
+    }
+
+    /// The arms of `m` on the scrutinee `s`, as a chain of cases.
+    fn match_arms(&mut self, m: &syn::ExprMatch, s: Scrut, value: bool) -> Option<Val> {
         if m.arms.is_empty() {
             self.errs.spanned(m, "a `match` without arms");
             return value.then(|| self.placeholder());
@@ -525,7 +555,7 @@ impl Lowerer<'_> {
     }
 
     /// Arms `from..` of a match on `s`.
-    fn match_from(&mut self, m: &syn::ExprMatch, from: usize, s: Var) -> Option<(Val, Span)> {
+    fn match_from(&mut self, m: &syn::ExprMatch, from: usize, s: Scrut) -> Option<(Val, Span)> {
         let arm = &m.arms[from];
         let value = self.match_value;
         if from + 1 == m.arms.len() {
@@ -564,108 +594,6 @@ impl Lowerer<'_> {
             arm.span(),
         );
         Some((v.unwrap_or(Val::Inactive(quote!(()))), m.span()))
-    }
-
-    /// Binds a match arm's identifier pattern (`n`, `n @ ..`) to the
-    /// scrutinee.
-    fn bind_match(&mut self, p: &syn::Pat, s: &Var) {
-        match split_guard(p).0 {
-            syn::Pat::Ident(i) => {
-                let t = self.types.get(s).cloned().unwrap_or(Ty::Int);
-                self.set(i.ident.to_string(), Binding::Active(s.clone(), t, false));
-            }
-            syn::Pat::Paren(pp) => self.bind_match(&pp.pat, s),
-            _ => {}
-        }
-    }
-
-    /// Whether `s` matches `p`, as a `bool` variable.
-    fn pattern_test(&mut self, p: &syn::Pat, s: &Var) -> Option<Var> {
-        let ty = self.types.get(s).cloned().unwrap_or(Ty::Int);
-        let lit = |l: &mut Self, e: &syn::Expr| -> Option<Var> {
-            let v = l.expr(e, "k");
-            Some(l.materialize(v, &ty, e.span()))
-        };
-        match p {
-            syn::Pat::Lit(e) => {
-                let k = lit(self, &syn::Expr::Lit(e.clone()))?;
-                Some(self.emit_nd(
-                    "m",
-                    Ty::Bool,
-                    Expr::Prim {
-                        prim: Prim::Cmp(Cmp::Eq),
-                        args: vec![s.clone(), k],
-                    },
-                ))
-            }
-            syn::Pat::Range(r) => {
-                let mut test: Option<Var> = None;
-                if let Some(lo) = &r.start {
-                    let k = lit(self, lo)?;
-                    test = Some(self.emit_nd(
-                        "m",
-                        Ty::Bool,
-                        Expr::Prim {
-                            prim: Prim::Cmp(Cmp::Ge),
-                            args: vec![s.clone(), k],
-                        },
-                    ));
-                }
-                if let Some(hi) = &r.end {
-                    let k = lit(self, hi)?;
-                    let c = match r.limits {
-                        syn::RangeLimits::HalfOpen(_) => Cmp::Lt,
-                        syn::RangeLimits::Closed(_) => Cmp::Le,
-                    };
-                    let t = self.emit_nd(
-                        "m",
-                        Ty::Bool,
-                        Expr::Prim {
-                            prim: Prim::Cmp(c),
-                            args: vec![s.clone(), k],
-                        },
-                    );
-                    test = Some(match test {
-                        Some(a) => self.emit_nd(
-                            "m",
-                            Ty::Bool,
-                            Expr::Prim {
-                                prim: Prim::And,
-                                args: vec![a, t],
-                            },
-                        ),
-                        None => t,
-                    });
-                }
-                test
-            }
-            syn::Pat::Or(o) => {
-                let mut acc: Option<Var> = None;
-                for c in &o.cases {
-                    let t = self.pattern_test(c, s)?;
-                    acc = Some(match acc {
-                        Some(a) => self.emit_nd(
-                            "m",
-                            Ty::Bool,
-                            Expr::Prim {
-                                prim: Prim::Or,
-                                args: vec![a, t],
-                            },
-                        ),
-                        None => t,
-                    });
-                }
-                acc
-            }
-            syn::Pat::Paren(pp) => self.pattern_test(&pp.pat, s),
-            syn::Pat::Wild(_) | syn::Pat::Ident(_) => {
-                Some(self.emit_nd("m", Ty::Bool, Expr::Bool(true)))
-            }
-            other => {
-                self.errs.spanned(other, "unsupported pattern in a `match` of a differentiable function: use literals, ranges, `|`, `_` or a name, with guards");
-                None
-            }
-        }
     }
 
     /// The range a `for` loop iterates: bounds, step, direction.

@@ -225,7 +225,7 @@ impl Lowerer<'_> {
                     Binding::Active(_, t, _) => Some(t.clone()),
                     Binding::Inactive(v, _) => self.inactive_types.get(&v.to_string()).cloned(),
                     Binding::Param => self.param_types.get(&id).and_then(scalar_ty),
-                    Binding::Poisoned | Binding::Closure(_) => None,
+                    Binding::Poisoned | Binding::Closure(_) | Binding::Extract { .. } => None,
                 }
             }
             syn::Expr::Binary(b) => match b.op {
@@ -473,6 +473,19 @@ impl Lowerer<'_> {
             }
         }
         impl VisitMut for Ph<'_, '_> {
+            fn visit_expr_mut(&mut self, e: &mut syn::Expr) {
+                if let syn::Expr::Path(p) = e {
+                    let name = p.path.get_ident().map(|i| i.to_string());
+                    if let Some(Binding::Extract { code, .. }) =
+                        name.and_then(|n| self.l.lookup(&n))
+                    {
+                        let code = self.tokens(code.clone());
+                        *e = syn::Expr::Verbatim(quote!((#code)));
+                        return;
+                    }
+                }
+                syn::visit_mut::visit_expr_mut(self, e);
+            }
             fn visit_expr_path_mut(&mut self, p: &mut syn::ExprPath) {
                 if p.qself.is_none() && p.path.segments.len() == 1 && p.path.leading_colon.is_none()
                 {
@@ -543,6 +556,22 @@ impl Lowerer<'_> {
                 self.opaque(&e, ty)
             }
         })
+    }
+
+    /// The shape of `data[i]`'s element, for a `#[nondiff]` parameter
+    /// `data` of elements the IR holds (floats, tuples and arrays of them).
+    pub(super) fn data_row_shape(&self, e: &syn::Expr) -> Option<Shape> {
+        let syn::Expr::Index(ix) = e else {
+            return None;
+        };
+        let syn::Expr::Path(p) = &*ix.expr else {
+            return None;
+        };
+        let id = p.path.get_ident()?.to_string();
+        if !matches!(self.lookup(&id), Some(Binding::Param)) {
+            return None;
+        }
+        Shape::from_type(element_type(self.param_types.get(&id)?)?)
     }
 
     /// `data[i]` of constant data whose elements hold fixed-size arrays

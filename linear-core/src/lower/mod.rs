@@ -45,6 +45,7 @@ mod iter;
 mod lifetimes;
 mod methods;
 mod ops;
+mod pattern;
 mod place;
 mod results;
 mod structs;
@@ -1267,6 +1268,13 @@ enum Binding {
     /// A closure (`let f = |v| ..;`), the index of its definition
     /// ([`closure::Closure`]): a call of it is its body, in place.
     Closure(usize),
+    /// A name a pattern binds from a constant scrutinee: the Rust that
+    /// extracts it, read in place of the name, and the scrutinee it reads
+    /// ([`pattern`]).
+    Extract {
+        code: TokenStream,
+        scrut: TokenStream,
+    },
 }
 
 struct Lowerer<'a> {
@@ -1344,6 +1352,9 @@ struct Lowerer<'a> {
     /// bound once, by its tokens and type).
     hoisted: Vec<Stmt>,
     hoisted_consts: HashMap<(String, Ty), Var>,
+    /// The extractions of names constant patterns bind, as read
+    /// ([`Binding::Extract`]): taken by value where they become floats.
+    extractions: rustc_hash::FxHashSet<String>,
     /// `#[nondiff]` parameters read as data arrays, by name: the array
     /// and the shape of the reference the prelude binds it to.
     data_arrays: HashMap<String, (Var, Shape)>,
@@ -1417,6 +1428,7 @@ impl<'e> Lowerer<'e> {
             fn_name,
             hoisted: Vec::new(),
             hoisted_consts: HashMap::default(),
+            extractions: Default::default(),
             data_arrays: HashMap::default(),
             data_ok: false,
             structs: Structs::default(),
@@ -1754,10 +1766,16 @@ impl Lowerer<'_> {
                 TokenTree::Ident(i) => {
                     if !prev_dot && !prev_colon {
                         // A closure's call is its body, lowered in place.
-                        if let Some(Binding::Active(..) | Binding::Poisoned | Binding::Closure(_)) =
-                            self.lookup(&i.to_string())
-                        {
-                            return true;
+                        match self.lookup(&i.to_string()) {
+                            Some(Binding::Active(..) | Binding::Poisoned | Binding::Closure(_)) => {
+                                return true
+                            }
+                            Some(Binding::Extract { scrut, .. })
+                                if self.mentions_active(scrut.clone()) =>
+                            {
+                                return true
+                            }
+                            _ => {}
                         }
                     }
                     prev_dot = false;
@@ -1795,10 +1813,64 @@ impl Lowerer<'_> {
         false
     }
 
-    /// The expression with inactive locals renamed to their prelude names.
+    /// `let k = kinds[i];` inside a loop or an arm, of constant data of a
+    /// type the IR has no value of (an enum, a struct of data): `k` names
+    /// the place, read again where `k` is read ([`Binding::Extract`]), as a
+    /// `match` on it reads its scrutinee ([`pattern`]). Only a place (a
+    /// name, a field, an element, not a call) is read again, so each read
+    /// gives the value the `let` would have bound.
+    fn constant_alias(&mut self, pat: &syn::Pat, init: &syn::Expr) -> bool {
+        fn place(e: &syn::Expr) -> bool {
+            match e {
+                syn::Expr::Path(_) => true,
+                syn::Expr::Field(f) => place(&f.base),
+                syn::Expr::Index(i) => place(&i.expr),
+                syn::Expr::Paren(p) => place(&p.expr),
+                syn::Expr::Reference(r) => r.mutability.is_none() && place(&r.expr),
+                _ => false,
+            }
+        }
+        let syn::Pat::Ident(i) = pat else {
+            return false;
+        };
+        let plain = i.mutability.is_none() && i.by_ref.is_none() && i.subpat.is_none();
+        let tokens = init.to_token_stream();
+        if !plain
+            || self.depth == 0
+            || self.mode != Mode::Differentiable
+            || !place(init)
+            || self.mentions_diff(tokens.clone())
+            || self.infer(init).is_some()
+            || self.data_row_shape(init).is_some()
+        {
+            return false;
+        }
+        let code = rename_tokens(self, tokens);
+        let binding = Binding::Extract {
+            code: code.clone(),
+            scrut: code,
+        };
+        self.set(i.ident.to_string(), binding);
+        true
+    }
+
+    /// The expression with inactive locals renamed to their prelude names,
+    /// and the names constant patterns bind replaced by their extractions.
     fn rename_inactive(&self, e: &syn::Expr) -> TokenStream {
         struct Rename<'b, 'c>(&'b Lowerer<'c>);
         impl VisitMut for Rename<'_, '_> {
+            fn visit_expr_mut(&mut self, e: &mut syn::Expr) {
+                if let syn::Expr::Path(p) = e {
+                    let name = p.path.get_ident().map(|i| i.to_string());
+                    if let Some(Binding::Extract { code: t, .. }) =
+                        name.and_then(|n| self.0.lookup(&n))
+                    {
+                        *e = syn::Expr::Verbatim(quote!((#t)));
+                        return;
+                    }
+                }
+                syn::visit_mut::visit_expr_mut(self, e);
+            }
             fn visit_expr_path_mut(&mut self, p: &mut syn::ExprPath) {
                 if p.qself.is_none() && p.path.segments.len() == 1 && p.path.leading_colon.is_none()
                 {
@@ -1855,6 +1927,12 @@ impl Lowerer<'_> {
             }
             Val::Inactive(tokens) => {
                 let tokens = array_as_tuple(tokens, ty);
+                let tokens = match ty {
+                    Ty::Real(_) if self.extractions.contains(&tokens.to_string()) => {
+                        pattern::by_value(tokens)
+                    }
+                    _ => tokens,
+                };
                 if let (Ty::Real(f), Some(x)) = (ty, float_literal(&tokens)) {
                     return self.emit_nd(
                         "k",
@@ -2217,6 +2295,9 @@ impl Lowerer<'_> {
         };
         if let Some((_, e)) = &init.diverge {
             self.errs.spanned(e, "`let … else` is not supported");
+        }
+        if self.constant_alias(&local.pat, &init.expr) {
+            return;
         }
         let hint = match &local.pat {
             syn::Pat::Ident(i) => i.ident.to_string(),
@@ -2669,6 +2750,10 @@ impl Lowerer<'_> {
                 };
                 match self.lookup(&id.to_string()).cloned() {
                     Some(Binding::Active(v, t, _)) => Val::Active(v, t),
+                    Some(Binding::Extract { code: t, .. }) => {
+                        let ty = ret_hint.as_ref().map(Shape::ty).or(context);
+                        self.extracted_in_place(&t, ty, e.span())
+                    }
                     Some(Binding::Closure(_)) => {
                         self.errs.spanned(e, "a closure is supported called by its name (`f(x)`), where each call is its body; it cannot be used as a value (bound again, passed or returned)");
                         self.placeholder()
@@ -3136,6 +3221,9 @@ fn rename_tokens(l: &Lowerer, tokens: TokenStream) -> TokenStream {
         .map(|tt| match tt {
             TokenTree::Ident(i) => match l.lookup(&i.to_string()) {
                 Some(Binding::Inactive(id, _)) => TokenTree::Ident(id.clone()),
+                Some(Binding::Extract { code: t, .. }) => TokenTree::Group(
+                    proc_macro2::Group::new(proc_macro2::Delimiter::Parenthesis, t.clone()),
+                ),
                 _ => TokenTree::Ident(i),
             },
             TokenTree::Group(g) => {
