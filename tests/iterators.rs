@@ -599,3 +599,64 @@ fn iterations_over_fixed_size_arrays() {
         }
     }
 }
+
+/// `rev().enumerate()` counts from 0 at the top: alone, with `skip` and
+/// `take` before and after it, reversed again, and in a map.
+#[differentiable]
+fn countdown(x: &[f64], y: &[f64]) -> f64 {
+    let mut s = 0.0;
+    for (i, v) in x.iter().rev().enumerate() {
+        s += (i as f64 + 1.0) * v * v;
+    }
+    for (i, v) in x.iter().rev().skip(1).enumerate().take(3) {
+        s += (i as f64) * v;
+    }
+    for (i, v) in y.iter().rev().enumerate().skip(2) {
+        s += (i as f64) * v.sin();
+    }
+    for (i, v) in y.iter().rev().enumerate().rev() {
+        s += (i as f64) * v * x[0];
+    }
+    s + y
+        .iter()
+        .rev()
+        .enumerate()
+        .map(|(i, v)| (i as f64 - 1.0) * v.cos())
+        .sum::<f64>()
+}
+
+#[differentiable]
+fn countdown_twin(x: &[f64], y: &[f64]) -> f64 {
+    let (n, m) = (x.len(), y.len());
+    let mut s = 0.0;
+    for k in (0..n).rev() {
+        s += ((n - 1 - k) as f64 + 1.0) * x[k] * x[k];
+    }
+    for i in 0..3 {
+        if i + 1 < n {
+            s += (i as f64) * x[n - 2 - i];
+        }
+    }
+    for i in 2..m {
+        s += (i as f64) * y[m - 1 - i].sin();
+    }
+    for k in 0..m {
+        s += ((m - 1 - k) as f64) * y[k] * x[0];
+    }
+    let mut t = 0.0;
+    for k in (0..m).rev() {
+        t += ((m - 1 - k) as f64 - 1.0) * y[k].cos();
+    }
+    s + t
+}
+
+#[test]
+fn reversed_iterations_enumerated() {
+    assert!(close(countdown(&X, &Y), countdown_twin(&X, &Y), 1e-14));
+    let (v, (gx, gy)) = countdown_vjp(&X, &Y, 1.0);
+    let (w, (hx, hy)) = countdown_twin_vjp(&X, &Y, 1.0);
+    assert!(close(v, w, 1e-14));
+    assert_close(&gx, &hx, 1e-13);
+    assert_close(&gy, &hy, 1e-13);
+    check_two_slices!(countdown, countdown_jvp, countdown_vjp, countdown_lin);
+}

@@ -8,7 +8,8 @@
 //!
 //! Every item is an affine function of one loop index `j` in `0..len`:
 //! element `a[off + j]` of a source, or the count `off + j` of an
-//! `enumerate`. A part of an array starts its offset at `lo`; `skip(s)`
+//! `enumerate` (`n - 1 - j` after a `rev`, which visits `j` from the top
+//! down and counts from 0 there). A part of an array starts its offset at `lo`; `skip(s)`
 //! adds `s` to every offset and takes `s` from the length, `take(t)` caps
 //! the length (on a reversed iteration, `skip` and `take` apply at the
 //! top of the range instead, which the reversed loop visits first); `zip`
@@ -62,6 +63,9 @@ pub(super) enum Item {
     Elem(usize, Offset),
     /// `(index, item)`: the count is the loop index plus the offset.
     Enumerate(Offset, Box<Item>),
+    /// `(index, item)` counted down from the top, `rev().enumerate()`:
+    /// the count is `n - 1` minus the loop index, for the given `n`.
+    EnumerateRev(TokenStream, Box<Item>),
     /// `(item, item)`.
     Zip(Box<Item>, Box<Item>),
     /// The element of source `k` as a place (`iter_mut`): its name is an
@@ -79,6 +83,10 @@ impl Item {
             Item::Elem(s, off) => Item::Elem(s, add(off)),
             Item::Place(s, off) => Item::Place(s, add(off)),
             Item::Enumerate(off, inner) => Item::Enumerate(add(off), Box::new(inner.shifted(by))),
+            // `n - 1 - (k + by)`.
+            Item::EnumerateRev(n, inner) => {
+                Item::EnumerateRev(less(&n, by), Box::new(inner.shifted(by)))
+            }
             Item::Zip(a, b) => Item::Zip(Box::new(a.shifted(by)), Box::new(b.shifted(by))),
             // `step · (k + by)`.
             Item::Stepped(step, inner) => {
@@ -151,13 +159,14 @@ fn adapter(m: &syn::ExprMethodCall, sources: &mut Vec<syn::Expr>) -> Option<Part
         ("rev", 0) => chain(&m.receiver, sources, false).map(|p| Part { rev: !p.rev, ..p }),
         ("enumerate", 0) => {
             let p = chain(&m.receiver, sources, false)?;
-            // `rev().enumerate()` counts from 0 in reverse order, and
-            // `filter(..).enumerate()` only the items kept: not index
-            // loops.
-            (!p.rev && p.filters.is_empty()).then(|| Part {
-                item: Item::Enumerate(None, Box::new(p.item)),
-                ..p
-            })
+            // `rev().enumerate()` counts from 0 down the storage order,
+            // from the top; `filter(..).enumerate()` counts only the items
+            // kept, which is not an index loop.
+            let item = match p.rev {
+                true => Item::EnumerateRev(p.len.clone(), Box::new(p.item)),
+                false => Item::Enumerate(None, Box::new(p.item)),
+            };
+            p.filters.is_empty().then(|| Part { item, ..p })
         }
         ("zip", 1) => {
             let a = chain(&m.receiver, sources, false)?;
@@ -485,6 +494,11 @@ pub(super) fn bind_item(
         Item::Enumerate(off, inner) => {
             let (i, rest) = pair(pat)?;
             bind_whole(&i, &mut out.lets, at(k, off))?;
+            return bind_item(&rest, inner, k, sources, out);
+        }
+        Item::EnumerateRev(n, inner) => {
+            let (i, rest) = pair(pat)?;
+            bind_whole(&i, &mut out.lets, quote!((#n - 1 - #k)))?;
             return bind_item(&rest, inner, k, sources, out);
         }
         Item::Zip(a, b) => {

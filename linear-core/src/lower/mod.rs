@@ -683,7 +683,27 @@ fn unsupported_param(ty: &syn::Type) -> String {
         syn::Type::Reference(r) if r.mutability.is_some() => format!("`&mut` parameters cannot be differentiable (`{shown}`): a differentiable function returns what it computes; take `&[T]` (or the value) and return the new values, or mark the parameter `#[nondiff]` if it is an output buffer of constants"),
         syn::Type::Reference(r) if matches!(&*r.elem, syn::Type::TraitObject(_)) => format!("trait objects cannot be differentiable parameters (`{shown}`): their code, and so their derivative, is unknown at compile time; call a `#[differentiable]` function instead, or mark the parameter `#[nondiff]` if it computes constants"),
         syn::Type::TraitObject(_) | syn::Type::ImplTrait(_) => format!("`{shown}` cannot be a differentiable parameter: its code, and so its derivative, is unknown at compile time; call a `#[differentiable]` function instead, or mark the parameter `#[nondiff]` if it computes constants"),
+        _ if named_length(ty).is_some() => {
+            let n = named_length(ty).unwrap_or_default();
+            format!("the length `{n}` of an array in `{shown}` is not a literal: the macro builds a fixed-size array's derivatives from its length, and cannot see the value of a constant or a const generic; write the number (`[f64; 3]`), or take a slice (`&[f64]`), read by index")
+        }
         _ => format!("unsupported parameter type `{shown}`: differentiable parameters are f32, f64, tuples and fixed-size arrays of them, arrays read by index (`&[T]`, `&[T; N]`, `&Vec<T>`, `Vec<T>` with `T` a float, a tuple of floats or a fixed-size array of them) and structs with `#[derive(Differentiable)]`; integers and bools are constants; mark any other parameter `#[nondiff]` to use it as a constant"),
+    }
+}
+
+/// The length of a fixed-size array in `ty` that is not an integer
+/// literal (`N` in `[f64; N]`), as written.
+fn named_length(ty: &syn::Type) -> Option<String> {
+    match ty {
+        syn::Type::Array(a) if int_literal(&a.len).is_none() => {
+            Some(a.len.to_token_stream().to_string())
+        }
+        syn::Type::Array(a) => named_length(&a.elem),
+        syn::Type::Reference(r) => named_length(&r.elem),
+        syn::Type::Slice(s) => named_length(&s.elem),
+        syn::Type::Paren(p) => named_length(&p.elem),
+        syn::Type::Tuple(t) => t.elems.iter().find_map(named_length),
+        _ => None,
     }
 }
 
