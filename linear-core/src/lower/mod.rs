@@ -683,11 +683,41 @@ fn unsupported_param(ty: &syn::Type) -> String {
         syn::Type::Reference(r) if r.mutability.is_some() => format!("`&mut` parameters cannot be differentiable (`{shown}`): a differentiable function returns what it computes; take `&[T]` (or the value) and return the new values, or mark the parameter `#[nondiff]` if it is an output buffer of constants"),
         syn::Type::Reference(r) if matches!(&*r.elem, syn::Type::TraitObject(_)) => format!("trait objects cannot be differentiable parameters (`{shown}`): their code, and so their derivative, is unknown at compile time; call a `#[differentiable]` function instead, or mark the parameter `#[nondiff]` if it computes constants"),
         syn::Type::TraitObject(_) | syn::Type::ImplTrait(_) => format!("`{shown}` cannot be a differentiable parameter: its code, and so its derivative, is unknown at compile time; call a `#[differentiable]` function instead, or mark the parameter `#[nondiff]` if it computes constants"),
+        _ if struct_elements(ty) => format!("`{shown}`: an array of structs is not a differentiable parameter yet; hold the values as arrays of floats, in a struct of `Vec` fields taken by reference (`struct Bodies {{ pos: Vec<[f64; 3]>, vel: Vec<[f64; 3]> }}`, read as `b.pos[i][k]`) or as rows (`&[[f64; 3]]`), or mark the parameter `#[nondiff]` to read its elements as constants"),
         _ if named_length(ty).is_some() => {
             let n = named_length(ty).unwrap_or_default();
             format!("the length `{n}` of an array in `{shown}` is not a literal: the macro builds a fixed-size array's derivatives from its length, and cannot see the value of a constant or a const generic; write the number (`[f64; 3]`), or take a slice (`&[f64]`), read by index")
         }
         _ => format!("unsupported parameter type `{shown}`: differentiable parameters are f32, f64, tuples and fixed-size arrays of them, arrays read by index (`&[T]`, `&[T; N]`, `&Vec<T>`, `Vec<T>` with `T` a float, a tuple of floats or a fixed-size array of them) and structs with `#[derive(Differentiable)]`; integers and bools are constants; mark any other parameter `#[nondiff]` to use it as a constant"),
+    }
+}
+
+/// Whether `ty` is an array (a slice, `Vec` or fixed-size array, by
+/// reference or not) of elements of a named type other than a float,
+/// which is a struct or an enum.
+fn struct_elements(ty: &syn::Type) -> bool {
+    let elem = match ty {
+        syn::Type::Reference(r) => return struct_elements(&r.elem),
+        syn::Type::Slice(s) => &*s.elem,
+        syn::Type::Array(a) => &*a.elem,
+        syn::Type::Path(p) => match p.path.segments.last() {
+            Some(last) if last.ident == "Vec" => match &last.arguments {
+                syn::PathArguments::AngleBracketed(a) => match a.args.first() {
+                    Some(syn::GenericArgument::Type(t)) => t,
+                    _ => return false,
+                },
+                _ => return false,
+            },
+            _ => return false,
+        },
+        _ => return false,
+    };
+    match elem {
+        syn::Type::Path(p) => p.path.segments.last().is_some_and(|s| {
+            let name = s.ident.to_string();
+            name != "Vec" && name.starts_with(|c: char| c.is_ascii_uppercase())
+        }),
+        _ => false,
     }
 }
 
