@@ -2067,7 +2067,14 @@ impl Lowerer<'_> {
             .and_then(|a| self.types.get(a))
             .and_then(Ty::float)
             .unwrap_or(self.float());
+        // Arithmetic on a call result taken to be a float is taken to be
+        // one too: where the code then uses it as something else, the
+        // error names the call (`let m = -r.cross(&f); m.dot(&m)`).
+        let assumed = args.iter().find_map(|a| self.assumed.get(a).cloned());
         let v = self.emit(hint, Ty::Real(f), Expr::Prim { prim, args });
+        if let Some(path) = assumed {
+            self.assumed.insert(v.clone(), path);
+        }
         Val::Active(v, Ty::Real(f))
     }
 
@@ -2861,6 +2868,11 @@ impl Lowerer<'_> {
                     self.placeholder()
                 }
             },
+            syn::Expr::Reference(r) if self.assumed_reference(r).is_some() => {
+                let why = self.assumed_reference(r).unwrap_or_default();
+                self.errs.spanned(e, why);
+                self.placeholder()
+            }
             _ => {
                 self.errs.spanned(
                     e,
@@ -2871,6 +2883,18 @@ impl Lowerer<'_> {
                 );
                 self.placeholder()
             }
+        }
+    }
+
+    /// Why `&x` fails, if `x` is a call result taken to be a float (a
+    /// struct the code passes on by reference).
+    fn assumed_reference(&self, r: &syn::ExprReference) -> Option<String> {
+        let syn::Expr::Path(p) = &*r.expr else {
+            return None;
+        };
+        match self.lookup(&p.path.get_ident()?.to_string())? {
+            Binding::Active(v, ..) => self.assumed_float(v),
+            _ => None,
         }
     }
 

@@ -98,6 +98,10 @@ impl Lowerer<'_> {
             Val::Inactive(_) => self.float_context(&b.left),
         };
         let c = self.expr(&b.right, hint);
+        if let Some(why) = self.mistaken_operand(op, &a, &c) {
+            self.errs.spanned(e, why);
+            return self.placeholder();
+        }
         if let Some(st) = self.struct_of(&a) {
             let name = match op {
                 Prim::Add => "add",
@@ -115,6 +119,22 @@ impl Lowerer<'_> {
         };
         let (sa, sb) = (operand_span(&b.left), operand_span(&b.right));
         self.binary(op, a, c, sa, sb, &whole, hint)
+    }
+
+    /// Why `a op b` fails, where one operand is a struct and the other a
+    /// call result taken to be a float (`d - nn * k` with `nn` a method's
+    /// result): a struct plus or minus a float, or a float with a struct
+    /// on its right, which is not what the code means.
+    fn mistaken_operand(&self, op: Prim, a: &Val, c: &Val) -> Option<String> {
+        let assumed = |v: &Val| match v {
+            Val::Active(v, _) => self.assumed_float(v),
+            Val::Inactive(_) => None,
+        };
+        match (self.struct_of(a), self.struct_of(c)) {
+            (Some(_), None) if matches!(op, Prim::Add | Prim::Sub) => assumed(c),
+            (None, Some(_)) => assumed(a),
+            _ => None,
+        }
     }
 
     /// `a op b` or `-a` on a struct `st`: a call of the method its
