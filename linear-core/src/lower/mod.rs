@@ -49,6 +49,7 @@ mod pattern;
 mod place;
 mod results;
 mod structs;
+mod sugar;
 mod view;
 
 use crate::layout::Structs;
@@ -683,6 +684,7 @@ fn unsupported_param(ty: &syn::Type) -> String {
         syn::Type::Reference(r) if r.mutability.is_some() => format!("`&mut` parameters cannot be differentiable (`{shown}`): a differentiable function returns what it computes; take `&[T]` (or the value) and return the new values, or mark the parameter `#[nondiff]` if it is an output buffer of constants"),
         syn::Type::Reference(r) if matches!(&*r.elem, syn::Type::TraitObject(_)) => format!("trait objects cannot be differentiable parameters (`{shown}`): their code, and so their derivative, is unknown at compile time; call a `#[differentiable]` function instead, or mark the parameter `#[nondiff]` if it computes constants"),
         syn::Type::TraitObject(_) | syn::Type::ImplTrait(_) => format!("`{shown}` cannot be a differentiable parameter: its code, and so its derivative, is unknown at compile time; call a `#[differentiable]` function instead, or mark the parameter `#[nondiff]` if it computes constants"),
+        _ if vec_elements(ty) => format!("`{shown}`: an array of `Vec`s (a matrix as rows of `Vec`s) is not a differentiable parameter, since its rows may differ in length; pass the matrix flat (`m: &[f64]`, read as `m[i * cols + j]`) or as rows of a fixed width (`&[[f64; 3]]`), or mark the parameter `#[nondiff]` to read it as constant data"),
         _ if struct_elements(ty) => format!("`{shown}`: an array of structs is not a differentiable parameter yet; hold the values as arrays of floats, in a struct of `Vec` fields taken by reference (`struct Bodies {{ pos: Vec<[f64; 3]>, vel: Vec<[f64; 3]> }}`, read as `b.pos[i][k]`) or as rows (`&[[f64; 3]]`), or mark the parameter `#[nondiff]` to read its elements as constants"),
         _ if named_length(ty).is_some() => {
             let n = named_length(ty).unwrap_or_default();
@@ -693,32 +695,45 @@ fn unsupported_param(ty: &syn::Type) -> String {
 }
 
 /// Whether `ty` is an array (a slice, `Vec` or fixed-size array, by
+/// reference or not) of `Vec`s.
+fn vec_elements(ty: &syn::Type) -> bool {
+    matches!(array_element(ty), Some(syn::Type::Path(p))
+        if p.path.segments.last().is_some_and(|s| s.ident == "Vec"))
+}
+
+/// Whether `ty` is an array (a slice, `Vec` or fixed-size array, by
 /// reference or not) of elements of a named type other than a float,
 /// which is a struct or an enum.
 fn struct_elements(ty: &syn::Type) -> bool {
+    match array_element(ty) {
+        Some(syn::Type::Path(p)) => p.path.segments.last().is_some_and(|s| {
+            let name = s.ident.to_string();
+            name != "Vec" && name.starts_with(|c: char| c.is_ascii_uppercase())
+        }),
+        _ => false,
+    }
+}
+
+/// The element type of an array type (a slice, `Vec` or fixed-size
+/// array, through references).
+fn array_element(ty: &syn::Type) -> Option<&syn::Type> {
     let elem = match ty {
-        syn::Type::Reference(r) => return struct_elements(&r.elem),
+        syn::Type::Reference(r) => return array_element(&r.elem),
         syn::Type::Slice(s) => &*s.elem,
         syn::Type::Array(a) => &*a.elem,
         syn::Type::Path(p) => match p.path.segments.last() {
             Some(last) if last.ident == "Vec" => match &last.arguments {
                 syn::PathArguments::AngleBracketed(a) => match a.args.first() {
                     Some(syn::GenericArgument::Type(t)) => t,
-                    _ => return false,
+                    _ => return None,
                 },
-                _ => return false,
+                _ => return None,
             },
-            _ => return false,
+            _ => return None,
         },
-        _ => return false,
+        _ => return None,
     };
-    match elem {
-        syn::Type::Path(p) => p.path.segments.last().is_some_and(|s| {
-            let name = s.ident.to_string();
-            name != "Vec" && name.starts_with(|c: char| c.is_ascii_uppercase())
-        }),
-        _ => false,
-    }
+    Some(elem)
 }
 
 /// The length of a fixed-size array in `ty` that is not an integer
@@ -933,7 +948,7 @@ fn single_result(l: &mut Lowerer, item: &syn::ItemFn, mode: Mode, ret: Shape) ->
     let sig = &item.sig;
     // Early exits become structured control flow first (a `Vec` result
     // starting as an empty local array, see `exits.rs`).
-    let block = iter::split_chains(&item.block);
+    let block = sugar::desugar(&iter::split_chains(&item.block));
     let block = match (&sig.output, exits::needed(&block)) {
         (syn::ReturnType::Type(_, t), true) => exits::desugar(&block, t),
         _ => block,

@@ -52,7 +52,7 @@ impl Lowerer<'_> {
         block: &syn::Block,
         ret: &Shape,
     ) -> Option<(Shape, Vec<Var>)> {
-        let block = super::iter::split_chains(block);
+        let block = super::sugar::desugar(&super::iter::split_chains(block));
         let block = match super::exits::needed(&block) {
             false => block,
             true => match super::exits::desugar_loops(&block) {
