@@ -1165,6 +1165,19 @@ pub mod __private {
             .collect()
     }
 
+    /// The flat values of an array of structs (`&[Body]`), which the IR
+    /// holds in their place: each generated function that runs the IR on
+    /// such a parameter copies it first.
+    pub fn flat_elements<S: crate::structs::ToFlat>(xs: &[S]) -> Vec<S::Flat> {
+        xs.iter().map(crate::structs::ToFlat::flat).collect()
+    }
+
+    /// An array of tangent structs from the IR's cotangent buffer of
+    /// their flat values.
+    pub fn elements_from_flat<T: crate::structs::FromFlat>(flat: Vec<T::Flat>) -> Vec<T> {
+        flat.into_iter().map(T::from_flat).collect()
+    }
+
     /// [`rows`] for `&[[T; M]; N]` and `[[T; M]; N]`: from a flat `Vec`
     /// (a parameter's cotangent) or a flat array (a result built in a
     /// local array of rows).

@@ -93,10 +93,33 @@ struct Sig<'a> {
     allow: TokenStream,
     /// The inactive statements every primal computation runs first.
     prelude: &'a [TokenStream],
+    /// Each array-of-structs parameter copied into the `Vec` of its
+    /// elements' flat values, which the IR reads (`Shape::elements`): run
+    /// first by every function that runs the IR on the parameters (the
+    /// forward pass, `f_jvp`), and for `f_jvp`'s tangents.
+    own_primals: Vec<TokenStream>,
+    own_tangents: Vec<TokenStream>,
     /// Per piece that is an array of run-time length: its value and its
     /// tangent's in `f_jvp`, whose lengths must agree, as messages name
     /// them.
     runtime_arrays: Vec<[(TokenStream, String); 2]>,
+}
+
+/// `let x = flat_elements(&x[..]);` for each differentiable parameter of
+/// `active` that is an array of structs, `x` named by `name` from the
+/// parameter's position among all parameters and among the differentiable
+/// ones.
+fn own_elements(
+    active: &[(usize, &Shape)],
+    name: impl Fn(usize, usize) -> Option<TokenStream>,
+) -> Vec<TokenStream> {
+    active
+        .iter()
+        .enumerate()
+        .filter(|(_, (_, s))| s.elements().is_some())
+        .filter_map(|(k, (i, _))| name(*i, k))
+        .map(|id| quote!(let #id = ::linear_ad::__private::flat_elements(&#id[..]);))
+        .collect()
 }
 
 /// `f`'s parameter declarations with the input lifetime on the references
@@ -328,6 +351,13 @@ impl<'a> Sig<'a> {
         let (passing, passed) = passing_params(l, &primal_idents, false);
         let (passing_borrowed, _) = passing_params(l, &primal_idents, true);
         let user_allows = item.attrs.iter().filter(|a| a.path().is_ident("allow"));
+        let own_primals = own_elements(&active, |i, _| {
+            primal_idents[i].as_ref().map(|id| quote!(#id))
+        });
+        let own_tangents = own_elements(&active, |_, k| {
+            let id = &tangent_idents[k];
+            Some(quote!(#id))
+        });
         Ok(Sig {
             owner,
             float: FloatGenerics {
@@ -356,6 +386,8 @@ impl<'a> Sig<'a> {
             allow: quote!(#[allow(clippy::too_many_arguments)] #(#user_allows)*),
             prelude: &l.prelude,
             runtime_arrays,
+            own_primals,
+            own_tangents,
         })
     }
 
@@ -447,6 +479,7 @@ impl<'a> Sig<'a> {
             &self.params
         };
         let inline = inline_always_optimised();
+        let own = &self.own_primals;
         // Private: `doc(hidden)` would still leave it in `f`'s module's
         // public names.
         self.emit(
@@ -454,7 +487,7 @@ impl<'a> Sig<'a> {
             name,
             (lifetime, params, &[]),
             ret,
-            quote!(#(#markers)* #(#prelude)* #body),
+            quote!(#(#markers)* #(#own)* #(#prelude)* #body),
         )
     }
 
@@ -539,13 +572,14 @@ impl<'a> Sig<'a> {
                 )
             })
             .collect();
+        let own = own_elements(&self.active, |_, k| Some(self.tangent_part(k, tangent)));
         if self.active.len() == 1 {
-            return (quote!(), convs);
+            return (quote!(#(#own)*), convs);
         }
         let parts: Vec<TokenStream> = (0..self.active.len())
             .map(|k| self.tangent_part(k, tangent))
             .collect();
-        (quote!(let (#(#parts,)*) = #tangent;), convs)
+        (quote!(let (#(#parts,)*) = #tangent; #(#own)*), convs)
     }
 
     /// The tangent of the `k`th differentiable parameter in `apply`, once
@@ -665,6 +699,10 @@ fn zero_buffer(s: &Shape, len: TokenStream) -> TokenStream {
         }
         other => {
             let e = match other {
+                // An array of structs: a buffer of their flat values.
+                Shape::Slice(e, _) if other.elements().is_some() => {
+                    crate::lower::flat_shape(e).rust()
+                }
                 Shape::Slice(e, _) => e.rust(),
                 _ => other.rust(),
             };
@@ -1080,12 +1118,13 @@ fn jvp_item(
     let (ret_ty, ret_tan) = (&sig.ret_ty, &sig.ret_tan);
     let jvp_name = format_ident!("{}_jvp", name);
     let checks = sig.tangent_length_checks(&jvp_name.to_string());
+    let own = sig.own_primals.iter().chain(&sig.own_tangents);
     sig.function(
         &doc,
         &jvp_name,
         &sig.tangent_params,
         quote!((#ret_ty, #ret_tan)),
-        quote!(#(#checks)* let #bound = #jvp_body; (#y_out, #dy_out)),
+        quote!(#(#checks)* #(#own)* let #bound = #jvp_body; (#y_out, #dy_out)),
     )
 }
 
@@ -1232,10 +1271,7 @@ impl Tape {
     /// Whether the linearization borrows an input array (and so has a
     /// lifetime parameter).
     fn borrows(&self) -> bool {
-        self.inputs
-            .iter()
-            .flatten()
-            .any(|(_, s)| !matches!(s, Shape::Slice(_, crate::lower::SliceKind::Vec)))
+        self.inputs.iter().flatten().any(|(_, s)| !s.owned_input())
     }
 
     /// The linearization's lifetime, if it borrows.
@@ -1246,9 +1282,7 @@ impl Tape {
     /// The Rust type of field `k`.
     fn field_ty(&self, k: usize, calls: &Calls) -> TokenStream {
         match (&self.inputs[k], &self.tys[k]) {
-            (Some((_, Shape::Slice(_, crate::lower::SliceKind::Vec))), t) => {
-                crate::lower::owned_array(t)
-            }
+            (Some((_, s)), t) if s.owned_input() => crate::lower::owned_array(t),
             (Some(_), Ty::Array(e, n)) => {
                 let (lt, e) = (input_lifetime(), calls.rust_ty(e));
                 match n {
@@ -1281,9 +1315,7 @@ impl Tape {
         for (k, f) in self.fields.iter().enumerate() {
             let init = self.field_init(k, &elems[k]);
             match (&self.inputs[k], self.slots[k]) {
-                (Some((_, Shape::Slice(_, crate::lower::SliceKind::Vec))), _) => {
-                    moved.push(quote!(#f: #init))
-                }
+                (Some((_, s)), _) if s.owned_input() => moved.push(quote!(#f: #init)),
                 (_, Slot::Own) => read.push(quote!(#f: #init)),
                 (_, Slot::Group(..)) => {}
             }
@@ -1332,10 +1364,7 @@ impl Tape {
     /// Whether field `k` is built from the forward pass's tape element `k`
     /// ([`Tape::field_init`]).
     fn reads_element(&self, k: usize) -> bool {
-        !matches!(
-            &self.inputs[k],
-            Some((_, Shape::Slice(_, crate::lower::SliceKind::Vec)))
-        )
+        !matches!(&self.inputs[k], Some((_, s)) if s.owned_input())
     }
 
     /// The expression field `k` is built from in `f_lin`: the forward
@@ -1343,7 +1372,7 @@ impl Tape {
     /// linearization takes a `Vec` by value.
     fn field_init(&self, k: usize, elem: &TokenStream) -> TokenStream {
         match &self.inputs[k] {
-            Some((id, s @ Shape::Slice(_, crate::lower::SliceKind::Vec))) => match s.row() {
+            Some((id, s)) if s.owned_input() => match s.row() {
                 // Moved in as its flat array, not copied.
                 Some(_) => quote!(#id.into_flattened()),
                 None => quote!(#id),
@@ -1375,7 +1404,7 @@ impl Tape {
     /// Whether every field is `Copy` (then the tape owns no heap memory).
     fn is_copy(&self) -> bool {
         (0..self.tys.len()).all(|k| match &self.inputs[k] {
-            Some((_, Shape::Slice(_, kind))) => *kind != crate::lower::SliceKind::Vec,
+            Some((_, s @ Shape::Slice(..))) => !s.owned_input(),
             _ => crate::codegen::is_copy(&self.tys[k]),
         })
     }

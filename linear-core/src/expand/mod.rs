@@ -558,7 +558,9 @@ fn to_ir(e: TokenStream, s: &Shape, names: &mut Names) -> TokenStream {
         // Rows are viewed as their flat array, in place.
         return quote!(#e.as_flattened());
     }
-    if let Shape::Slice(_, crate::lower::SliceKind::Vec) = s {
+    if s.owned_input() {
+        // A `Vec` by value, or the `Vec` of an array of structs' flat
+        // values that the function made first (`Sig::own_elements`).
         return quote!(&#e);
     }
     convert(e, s, names, Dir::Into)
@@ -623,7 +625,13 @@ fn from_ir(e: TokenStream, s: &Shape, names: &mut Names) -> TokenStream {
                 quote!(::linear_ad::__private::rows_array::<_, #m, #n>(#e))
             }
             (Some((_, m)), _) => quote!(::linear_ad::__private::rows::<_, #m>(#e)),
-            (None, _) => e,
+            (None, _) => match s.elements() {
+                Some(st) => {
+                    let t = st.tangent();
+                    quote!(::linear_ad::__private::elements_from_flat::<#t>(#e))
+                }
+                None => e,
+            },
         },
         _ => convert(e, s, names, Dir::Tangent),
     }

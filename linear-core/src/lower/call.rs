@@ -1062,7 +1062,7 @@ impl Lowerer<'_> {
                 && !matches!(self.shapes.get(v), Some(s @ Shape::Slice(..)) if s.row().is_some());
             return match self.mode {
                 Mode::Linear => Some("passing an array to another `#[linear]` function is not supported yet: index it here, or pass its elements"),
-                _ if !flat => Some("passing an array of rows or tuples to another differentiable function is not supported yet: pass a flat array of floats, or its elements"),
+                _ if !flat => Some("passing an array of rows, tuples or structs to another differentiable function is not supported yet: pass a flat array of floats, or its elements"),
                 _ => None,
             };
         }

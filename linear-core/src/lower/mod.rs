@@ -282,6 +282,29 @@ impl Shape {
         }
     }
 
+    /// Whether this is an array parameter the generated code holds as
+    /// its own `Vec`: one taken by value (`Vec<T>`), or an array of
+    /// structs, which each generated function that runs the IR first
+    /// copies into a `Vec` of their flat values ([`Shape::elements`]).
+    pub fn owned_input(&self) -> bool {
+        match self {
+            Shape::Slice(_, SliceKind::Vec) => true,
+            s => s.elements().is_some(),
+        }
+    }
+
+    /// For an array of structs (`&[Body]`), the structs' shape: the IR
+    /// holds each element as the struct's flat value.
+    pub fn elements(&self) -> Option<&StructShape> {
+        match self {
+            Shape::Slice(e, _) => match &**e {
+                Shape::Struct(st) => Some(st),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
     /// For an array of rows (`&[[T; m]]`), the rows' element and `m`.
     pub fn row(&self) -> Option<(&Shape, usize)> {
         match self {
@@ -419,12 +442,16 @@ impl Shape {
                 }
             }
         }
-        // A float, a tuple of floats, or a row of them (`[T; m]`, m > 0).
+        // A float, a tuple of floats, or a row of them (`[T; m]`, m > 0);
+        // or a derived struct of float fields (`&[Body]`), whose elements
+        // the IR holds as their flat values.
         let element = |t: &syn::Type| {
-            Shape::from_type(t).filter(|s| match s {
-                Shape::Array(e, m) => *m > 0 && !e.has_array(),
-                other => !other.has_array(),
-            })
+            Shape::from_type(t)
+                .filter(|s| match s {
+                    Shape::Array(e, m) => *m > 0 && !e.has_array(),
+                    other => !other.has_array(),
+                })
+                .or_else(|| struct_element(t, structs))
         };
         let (inner, by_ref) = match t {
             syn::Type::Reference(r) if r.mutability.is_none() => (&*r.elem, true),
@@ -436,7 +463,7 @@ impl Shape {
             }
             syn::Type::Array(a) if by_ref => match Shape::from_type(inner)? {
                 Shape::Array(_, n) => Some(Shape::Slice(
-                    Box::new(element(&a.elem)?),
+                    Box::new(element(&a.elem).filter(|e| !matches!(e, Shape::Struct(_)))?),
                     SliceKind::ArrayRef(n),
                 )),
                 _ => None,
@@ -685,13 +712,27 @@ fn unsupported_param(ty: &syn::Type) -> String {
         syn::Type::Reference(r) if matches!(&*r.elem, syn::Type::TraitObject(_)) => format!("trait objects cannot be differentiable parameters (`{shown}`): their code, and so their derivative, is unknown at compile time; call a `#[differentiable]` function instead, or mark the parameter `#[nondiff]` if it computes constants"),
         syn::Type::TraitObject(_) | syn::Type::ImplTrait(_) => format!("`{shown}` cannot be a differentiable parameter: its code, and so its derivative, is unknown at compile time; call a `#[differentiable]` function instead, or mark the parameter `#[nondiff]` if it computes constants"),
         _ if vec_elements(ty) => format!("`{shown}`: an array of `Vec`s (a matrix as rows of `Vec`s) is not a differentiable parameter, since its rows may differ in length; pass the matrix flat (`m: &[f64]`, read as `m[i * cols + j]`) or as rows of a fixed width (`&[[f64; 3]]`), or mark the parameter `#[nondiff]` to read it as constant data"),
-        _ if struct_elements(ty) => format!("`{shown}`: an array of structs is not a differentiable parameter yet; hold the values as arrays of floats, in a struct of `Vec` fields taken by reference (`struct Bodies {{ pos: Vec<[f64; 3]>, vel: Vec<[f64; 3]> }}`, read as `b.pos[i][k]`) or as rows (`&[[f64; 3]]`), or mark the parameter `#[nondiff]` to read its elements as constants"),
+        _ if struct_elements(ty) => format!("`{shown}`: an array of structs is a differentiable parameter when the struct derives `Differentiable` and its fields are floats (or structs of them), not yet with constant (`#[nondiff]`, integer, `bool`), fixed-size array or `Vec` fields; hold such values as arrays of floats, in a struct of `Vec` fields taken by reference (`struct Bodies {{ pos: Vec<[f64; 3]>, vel: Vec<[f64; 3]> }}`, read as `b.pos[i][k]`) or as rows (`&[[f64; 3]]`), or mark the parameter `#[nondiff]` to read its elements as constants"),
         _ if named_length(ty).is_some() => {
             let n = named_length(ty).unwrap_or_default();
             format!("the length `{n}` of an array in `{shown}` is not a literal: the macro builds a fixed-size array's derivatives from its length, and cannot see the value of a constant or a const generic; write the number (`[f64; 3]`), or take a slice (`&[f64]`), read by index")
         }
         _ => format!("unsupported parameter type `{shown}`: differentiable parameters are f32, f64, tuples and fixed-size arrays of them, arrays read by index (`&[T]`, `&[T; N]`, `&Vec<T>`, `Vec<T>` with `T` a float, a tuple of floats or a fixed-size array of them) and structs with `#[derive(Differentiable)]`; integers and bools are constants; mark any other parameter `#[nondiff]` to use it as a constant"),
     }
+}
+
+/// The shape of a derived struct as an element of an array parameter:
+/// one of float fields (nested structs of them too), without constant,
+/// fixed-size array or `Vec` fields, whose flat value is a tuple of
+/// floats ([`ToFlat`](../../linear_ad/__private/trait.ToFlat.html)).
+fn struct_element(t: &syn::Type, structs: &Structs) -> Option<Shape> {
+    let syn::Type::Path(p) = t else {
+        return None;
+    };
+    let st = StructShape::resolve(&p.path, false, structs).ok()?;
+    let plain = !st.has_arrays() && !st.has_constants();
+    let s = Shape::Struct(std::rc::Rc::new(st));
+    (plain && !s.has_array()).then_some(s)
 }
 
 /// Whether `ty` is an array (a slice, `Vec` or fixed-size array, by
@@ -2883,6 +2924,16 @@ impl Lowerer<'_> {
                     self.placeholder()
                 }
             },
+            // A shared reference to a value (`let b = &bodies[i];`) reads
+            // the value: nothing writes it while the reference lives
+            // (rustc checks that on the original), and `*b` reads it again.
+            syn::Expr::Reference(r)
+                if r.mutability.is_none()
+                    && self.mode == Mode::Differentiable
+                    && self.assumed_reference(r).is_none() =>
+            {
+                self.expr(&r.expr, hint)
+            }
             syn::Expr::Reference(r) if self.assumed_reference(r).is_some() => {
                 let why = self.assumed_reference(r).unwrap_or_default();
                 self.errs.spanned(e, why);

@@ -43,6 +43,10 @@ pub(super) fn items(
         let msg = format!("second derivatives (`order = 2`) need a function returning one float; `{name}` returns `{ret}`");
         return (refused(item, sig, span, &msg), None);
     }
+    if sig.active.iter().any(|(_, s)| s.elements().is_some()) {
+        let msg = format!("second derivatives (`order = 2`) of a function taking an array of structs are not supported yet: `{name}` could hold the values in a struct of `Vec` fields, or as rows (`&[[f64; 2]]`)");
+        return (refused(item, sig, span, &msg), None);
+    }
     if let [(at, msg), rest @ ..] = unsupported_calls(calls).as_slice() {
         let more = rest
             .iter()

@@ -8,13 +8,18 @@ pub struct Body {
 
 #[differentiable]
 pub fn kinetic(bodies: &[Body]) -> f64 {
-    let mut e = 0.0;
+    bodies.iter().map(|b| 0.5 * b.v * b.v).sum()
+}
+
+#[differentiable]
+pub fn total(bodies: &[Body], g: f64) -> f64 {
+    let mut p = 0.0;
     for b in bodies {
-        e += 0.5 * b.v * b.v;
+        p += g * b.x;
     }
-    e
+    p + kinetic(bodies)
 }
 
 fn main() {
-    let _ = kinetic(&[Body { x: 0.0, v: 1.0 }]);
+    let _ = total(&[Body { x: 0.0, v: 1.0 }], 9.8);
 }

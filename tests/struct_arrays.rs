@@ -1,0 +1,220 @@
+//! Arrays of structs as differentiable parameters (`&[Body]`,
+//! `&Vec<Spring>`, `Vec<Body>`): each element read whole (`let b =
+//! bodies[i];`, `for b in bodies`, `&bodies[i]`) or by field
+//! (`bodies[i].x`, `s.a.v` of a nested struct), in loops and iterator
+//! chains. The tangents have the parameters' types of tangent structs
+//! (`&[BodyTangent]`), the cotangents are `Vec`s of them. Each function
+//! is checked against central differences and across modes, on the
+//! structs' fields flattened in order.
+#![deny(warnings)]
+
+mod support;
+
+use linear_ad::num_traits::Float;
+use linear_ad::{differentiable, Differentiable, LinearMap};
+
+#[derive(Clone, Copy, Debug, PartialEq, Differentiable)]
+pub struct Body {
+    pub x: f64,
+    pub v: f64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Differentiable)]
+pub struct Spring {
+    pub a: Body,
+    pub k: f64,
+}
+
+/// Three kinds of array of structs, read whole, by field and through
+/// references (`&Vec<Spring>` on purpose: each kind is its own case).
+#[allow(clippy::ptr_arg)]
+#[differentiable]
+fn energy(bodies: &[Body], springs: &Vec<Spring>, w: Vec<Body>) -> f64 {
+    let mut e = 0.0;
+    for i in 0..bodies.len() {
+        let b = bodies[i];
+        let c = &w[i];
+        e += b.x * b.v * c.x + (b.v - c.v).sin();
+    }
+    for (i, s) in springs.iter().enumerate() {
+        let d = s.a.x - bodies[i].x;
+        e += 0.5 * s.k * d * d + s.a.v * s.a.v;
+    }
+    e + bodies.iter().map(|b| (0.5 * b.x).exp()).sum::<f64>()
+}
+
+fn bodies(v: &[f64]) -> Vec<Body> {
+    v.chunks(2).map(|c| Body { x: c[0], v: c[1] }).collect()
+}
+
+fn springs(v: &[f64]) -> Vec<Spring> {
+    v.chunks(3)
+        .map(|c| Spring {
+            a: Body { x: c[0], v: c[1] },
+            k: c[2],
+        })
+        .collect()
+}
+
+fn flat_bodies(bs: &[BodyTangent]) -> Vec<f64> {
+    bs.iter().flat_map(|b| [b.x, b.v]).collect()
+}
+
+fn flat_springs(ss: &[SpringTangent]) -> Vec<f64> {
+    ss.iter().flat_map(|s| [s.a.x, s.a.v, s.k]).collect()
+}
+
+fn body_tangents(v: &[f64]) -> Vec<BodyTangent> {
+    v.chunks(2)
+        .map(|c| BodyTangent { x: c[0], v: c[1] })
+        .collect()
+}
+
+fn spring_tangents(v: &[f64]) -> Vec<SpringTangent> {
+    v.chunks(3)
+        .map(|c| SpringTangent {
+            a: BodyTangent { x: c[0], v: c[1] },
+            k: c[2],
+        })
+        .collect()
+}
+
+#[test]
+fn arrays_of_structs_differentiate_through_every_read() {
+    // 3 bodies, 2 springs, 3 weights: 6 + 6 + 6 inputs.
+    let x = [
+        0.3, -0.7, 1.1, 0.4, -0.2, 0.9, //
+        0.5, 0.25, 2.0, -0.4, 1.5, 0.75, //
+        1.0, 0.1, -0.5, 0.2, 0.8, -0.3,
+    ];
+    let split = |v: &[f64]| (bodies(&v[..6]), springs(&v[6..12]), bodies(&v[12..]));
+    let split_t = |v: &[f64]| {
+        (
+            body_tangents(&v[..6]),
+            spring_tangents(&v[6..12]),
+            body_tangents(&v[12..]),
+        )
+    };
+    let f = |v: &[f64]| {
+        let (b, s, w) = split(v);
+        vec![energy(&b, &s, w)]
+    };
+    support::check(
+        &x,
+        1,
+        f,
+        |v, d| {
+            let ((b, s, w), (db, ds, dw)) = (split(v), split_t(d));
+            vec![energy_jvp(&b, &s, w, &db, &ds, dw).1]
+        },
+        |v, c| {
+            let (b, s, w) = split(v);
+            let (_, (gb, gs, gw)) = energy_vjp(&b, &s, w, c[0]);
+            [flat_bodies(&gb), flat_springs(&gs), flat_bodies(&gw)].concat()
+        },
+        |v, d, c| {
+            let (b, s, w) = split(v);
+            let (_, l) = energy_lin(&b, &s, w);
+            let dy = l.apply(split_t(d));
+            let (gb, gs, gw) = l.transpose(c[0]);
+            (
+                vec![dy],
+                [flat_bodies(&gb), flat_springs(&gs), flat_bodies(&gw)].concat(),
+            )
+        },
+    );
+    let (b, s, w) = split(&x);
+    assert_eq!(energy_vjp(&b, &s, w.clone(), 1.0).0, energy(&b, &s, w));
+}
+
+/// An array result built from an array of structs.
+#[differentiable]
+fn stepped(bodies: &[Body], dt: f64) -> Vec<f64> {
+    let mut out = Vec::with_capacity(bodies.len());
+    for b in bodies.iter() {
+        out.push(b.x + dt * b.v);
+    }
+    out
+}
+
+#[test]
+fn results_built_from_arrays_of_structs() {
+    let bs = bodies(&[1.0, 2.0, 3.0, 4.0]);
+    // By hand: y = x + dt·v.
+    let (y, (gb, gdt)) = stepped_vjp(&bs, 0.1, vec![1.0, 2.0]);
+    assert_eq!(y, stepped(&bs, 0.1));
+    assert_eq!(gb, body_tangents(&[1.0, 0.1, 2.0, 0.2]));
+    assert!(support::close(gdt, 2.0 + 2.0 * 4.0, 1e-15));
+    let db = body_tangents(&[1.0, 0.0, 0.0, 1.0]);
+    let (_, dy) = stepped_jvp(&bs, 0.1, &db, 1.0);
+    support::assert_close(&dy, &[1.0 + 2.0, 0.1 + 4.0], 1e-15);
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Differentiable)]
+pub struct P2<T: Float> {
+    pub x: T,
+    pub y: T,
+}
+
+/// A generic float, and a struct generic in it.
+#[differentiable]
+fn perimeter<T: Float>(pts: &[P2<T>]) -> T {
+    let mut s = T::zero();
+    for i in 1..pts.len() {
+        let (dx, dy) = (pts[i].x - pts[i - 1].x, pts[i].y - pts[i - 1].y);
+        s = s + (dx * dx + dy * dy).sqrt();
+    }
+    s
+}
+
+#[test]
+fn generic_structs_in_arrays() {
+    let pts = [P2 { x: 0.0f32, y: 0.0 }, P2 { x: 3.0, y: 4.0 }];
+    let (v, g) = perimeter_vjp(&pts, 1.0);
+    assert_eq!(v, perimeter(&pts));
+    assert_eq!(v, 5.0);
+    // By hand: the unit vector from one point to the other.
+    assert_eq!(
+        g,
+        vec![P2Tangent { x: -0.6, y: -0.8 }, P2Tangent { x: 0.6, y: 0.8 }]
+    );
+}
+
+/// Constant structs passed to an array-of-structs parameter, and a
+/// method taking one.
+#[differentiable]
+fn kinetic(bodies: &[Body]) -> f64 {
+    bodies.iter().map(|b| 0.5 * b.v * b.v).sum()
+}
+
+#[differentiable]
+fn scaled_kinetic(#[nondiff] bs: &[Body], s: f64) -> f64 {
+    s * kinetic(bs)
+}
+
+pub struct World {
+    pub g: f64,
+}
+
+#[differentiable]
+impl World {
+    #[differentiable]
+    pub fn potential(#[nondiff] &self, bodies: &[Body]) -> f64 {
+        let mut e = 0.0;
+        for b in bodies {
+            e += self.g * b.x * b.x;
+        }
+        e
+    }
+}
+
+#[test]
+fn constant_arrays_of_structs_and_methods() {
+    let bs = bodies(&[1.0, 2.0, 3.0, 4.0]);
+    assert_eq!(scaled_kinetic(&bs, 2.0), 20.0);
+    assert_eq!(scaled_kinetic_vjp(&bs, 2.0, 1.0), (20.0, 10.0));
+    let w = World { g: 0.5 };
+    let (v, g) = w.potential_vjp(&bs, 1.0);
+    assert_eq!(v, w.potential(&bs));
+    assert_eq!(g, body_tangents(&[1.0, 0.0, 3.0, 0.0]));
+}
