@@ -632,3 +632,28 @@ fn early_exits_from_loops_over_arrays() {
     assert_eq!(g, vec![0.0, 0.0, 2.0, 0.0]);
     assert_eq!(last_negative_vjp(&[1.0, 2.0], 1.0), (0.0, vec![0.0, 0.0]));
 }
+
+/// Integer methods of loop indices (`i.pow(2)`, `k.min(4)`, the test
+/// `i.is_multiple_of(2)`), run where they stand.
+#[allow(clippy::needless_range_loop)]
+#[differentiable]
+fn even_squares(xs: &[f64]) -> f64 {
+    let mut e = 0.0;
+    for i in 0..xs.len() {
+        let k = i.pow(2);
+        if i.is_multiple_of(2) && k.min(4) > 1 {
+            e += xs[i] * k as f64;
+        }
+    }
+    e
+}
+
+#[test]
+fn methods_of_loop_indices() {
+    let xs = [1.0, 2.0, 3.0, 4.0, 5.0];
+    // Indices 2 and 4: weights 4 and 16.
+    let (v, g) = even_squares_vjp(&xs, 1.0);
+    assert_eq!(v, even_squares(&xs));
+    assert_eq!(v, 3.0 * 4.0 + 5.0 * 16.0);
+    assert_eq!(g, vec![0.0, 0.0, 4.0, 0.0, 16.0]);
+}

@@ -218,3 +218,105 @@ fn constant_arrays_of_structs_and_methods() {
     assert_eq!(v, w.potential(&bs));
     assert_eq!(g, body_tangents(&[1.0, 0.0, 3.0, 0.0]));
 }
+
+#[derive(Clone, Copy, Debug, PartialEq, Differentiable)]
+pub struct Particle {
+    pub x: f64,
+    pub v: f64,
+    #[nondiff]
+    pub m: f64,
+    pub id: usize,
+}
+
+/// Constant fields of the elements, read whole and by index, in a
+/// condition too.
+#[differentiable]
+fn weighted(ps: &[Particle], g: f64) -> f64 {
+    let mut e = 0.0;
+    for p in ps {
+        e += 0.5 * p.m * p.v * p.v + p.m * g * p.x;
+    }
+    for i in 1..ps.len() {
+        if ps[i].id.is_multiple_of(2) {
+            let q = &ps[i - 1];
+            e += q.m * ps[i].x;
+        }
+    }
+    e
+}
+
+#[test]
+fn constant_fields_of_elements_are_read_from_the_parameter() {
+    let ps = [
+        Particle {
+            x: 1.0,
+            v: 2.0,
+            m: 3.0,
+            id: 1,
+        },
+        Particle {
+            x: 3.0,
+            v: 4.0,
+            m: 0.5,
+            id: 2,
+        },
+        Particle {
+            x: -1.0,
+            v: 0.5,
+            m: 2.0,
+            id: 3,
+        },
+    ];
+    let g = 9.8;
+    // By hand: ∂/∂xᵢ = mᵢ g (+ m of the one before, for an even id),
+    // ∂/∂vᵢ = mᵢ vᵢ, ∂/∂g = Σ mᵢ xᵢ.
+    let want = vec![
+        ParticleTangent { x: 3.0 * g, v: 6.0 },
+        ParticleTangent {
+            x: 0.5 * g + 3.0,
+            v: 2.0,
+        },
+        ParticleTangent { x: 2.0 * g, v: 1.0 },
+    ];
+    let (v, (gp, gg)) = weighted_vjp(&ps, g, 1.0);
+    assert_eq!(v, weighted(&ps, g));
+    assert_eq!(gp.len(), 3);
+    for (a, b) in gp.iter().zip(&want) {
+        assert!(support::close(a.x, b.x, 1e-15) && support::close(a.v, b.v, 1e-15));
+    }
+    assert!(support::close(gg, 3.0 + 1.5 - 2.0, 1e-15));
+    let d = [
+        ParticleTangent { x: 1.0, v: 0.0 },
+        ParticleTangent { x: 0.0, v: 1.0 },
+        ParticleTangent { x: 0.5, v: 0.5 },
+    ];
+    let (_, dv) = weighted_jvp(&ps, g, &d, 0.25);
+    let by_hand = want[0].x + want[1].v + 0.5 * (want[2].x + want[2].v) + 0.25 * gg;
+    assert!(support::close(dv, by_hand, 1e-14));
+    let (_, l) = weighted_lin(&ps, g);
+    assert!(support::close(l.apply((d.to_vec(), 0.25)), dv, 1e-14));
+}
+
+#[differentiable]
+fn momentum(b: &Body) -> f64 {
+    b.x * b.v
+}
+
+/// Elements passed on to another differentiable function, by reference.
+#[allow(clippy::needless_range_loop)]
+#[differentiable]
+fn total_momentum(bodies: &[Body]) -> f64 {
+    let mut e = 0.0;
+    for i in 0..bodies.len() {
+        e += momentum(&bodies[i]);
+    }
+    e
+}
+
+#[test]
+fn elements_passed_to_calls() {
+    let bs = bodies(&[1.0, 2.0, 3.0, 4.0]);
+    let (v, g) = total_momentum_vjp(&bs, 1.0);
+    assert_eq!((v, momentum(&bs[0])), (total_momentum(&bs), 2.0));
+    assert_eq!(g, body_tangents(&[2.0, 1.0, 4.0, 3.0]));
+}

@@ -108,17 +108,29 @@ struct Sig<'a> {
 /// `let x = flat_elements(&x[..]);` for each differentiable parameter of
 /// `active` that is an array of structs, `x` named by `name` from the
 /// parameter's position among all parameters and among the differentiable
-/// ones.
+/// ones. A primal array whose structs have constant fields is kept as
+/// `__linear_ad_orig_x` first, which the IR's reads of those fields name
+/// (`lower::structs`, `element_origin`).
 fn own_elements(
     active: &[(usize, &Shape)],
     name: impl Fn(usize, usize) -> Option<TokenStream>,
+    primal: bool,
 ) -> Vec<TokenStream> {
     active
         .iter()
         .enumerate()
-        .filter(|(_, (_, s))| s.elements().is_some())
-        .filter_map(|(k, (i, _))| name(*i, k))
-        .map(|id| quote!(let #id = ::linear_ad::__private::flat_elements(&#id[..]);))
+        .filter_map(|(k, (i, s))| Some((s.elements()?, name(*i, k)?)))
+        .map(|(st, id)| {
+            if primal && st.has_constants() {
+                let orig = format_ident!("__linear_ad_orig_{}", id.to_string());
+                quote! {
+                    let #orig = #id;
+                    let #id = ::linear_ad::__private::flat_elements(&#orig[..]);
+                }
+            } else {
+                quote!(let #id = ::linear_ad::__private::flat_elements(&#id[..]);)
+            }
+        })
         .collect()
 }
 
@@ -351,13 +363,19 @@ impl<'a> Sig<'a> {
         let (passing, passed) = passing_params(l, &primal_idents, false);
         let (passing_borrowed, _) = passing_params(l, &primal_idents, true);
         let user_allows = item.attrs.iter().filter(|a| a.path().is_ident("allow"));
-        let own_primals = own_elements(&active, |i, _| {
-            primal_idents[i].as_ref().map(|id| quote!(#id))
-        });
-        let own_tangents = own_elements(&active, |_, k| {
-            let id = &tangent_idents[k];
-            Some(quote!(#id))
-        });
+        let own_primals = own_elements(
+            &active,
+            |i, _| primal_idents[i].as_ref().map(|id| quote!(#id)),
+            true,
+        );
+        let own_tangents = own_elements(
+            &active,
+            |_, k| {
+                let id = &tangent_idents[k];
+                Some(quote!(#id))
+            },
+            false,
+        );
         Ok(Sig {
             owner,
             float: FloatGenerics {
@@ -572,7 +590,11 @@ impl<'a> Sig<'a> {
                 )
             })
             .collect();
-        let own = own_elements(&self.active, |_, k| Some(self.tangent_part(k, tangent)));
+        let own = own_elements(
+            &self.active,
+            |_, k| Some(self.tangent_part(k, tangent)),
+            false,
+        );
         if self.active.len() == 1 {
             return (quote!(#(#own)*), convs);
         }

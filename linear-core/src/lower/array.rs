@@ -169,9 +169,12 @@ impl Lowerer<'_> {
             arr: a.clone(),
             idx: i,
         };
-        let v = self.emit("x", elem.clone(), rhs);
+        let v = self.emit("x", elem.clone(), rhs.clone());
         if let Some(super::Shape::Slice(s, _)) = self.shapes.get(&a).cloned() {
             self.shapes.insert(v.clone(), *s);
+        }
+        if let Expr::Index { idx, .. } = rhs {
+            self.element_origin(&a, idx, &v);
         }
         Some(Val::Active(v, elem))
     }

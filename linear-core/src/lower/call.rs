@@ -779,6 +779,11 @@ impl Lowerer<'_> {
         if !st.has_constants() {
             return Some(CallArg::Active(flat, a.span()));
         }
+        if self.is_element(v) {
+            let name = super::structs::show(&st.path);
+            self.errs.spanned(a, format!("`{name}` has constant fields, and this value is an element of an array of structs: passing it to another differentiable function is not supported yet; pass its fields (`p.x`), or the differentiable ones as a struct without constant fields"));
+            return None;
+        }
         let origin = match self.borrow_origin(v) {
             Ok(o) => o,
             Err(written) => {

@@ -261,9 +261,8 @@ impl Lowerer<'_> {
             }
             syn::Expr::MethodCall(m) => match m.method.to_string().as_str() {
                 "len" | "count" => Some(Ty::Int),
-                "is_empty" | "is_nan" | "is_finite" | "is_sign_negative" | "is_sign_positive" => {
-                    Some(Ty::Bool)
-                }
+                // The tests (`is_empty`, `is_nan`, `is_multiple_of`, ..).
+                name if name.starts_with("is_") => Some(Ty::Bool),
                 _ => self.infer(&m.receiver),
             },
             syn::Expr::Call(c) => match &*c.func {

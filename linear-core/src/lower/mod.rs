@@ -712,7 +712,7 @@ fn unsupported_param(ty: &syn::Type) -> String {
         syn::Type::Reference(r) if matches!(&*r.elem, syn::Type::TraitObject(_)) => format!("trait objects cannot be differentiable parameters (`{shown}`): their code, and so their derivative, is unknown at compile time; call a `#[differentiable]` function instead, or mark the parameter `#[nondiff]` if it computes constants"),
         syn::Type::TraitObject(_) | syn::Type::ImplTrait(_) => format!("`{shown}` cannot be a differentiable parameter: its code, and so its derivative, is unknown at compile time; call a `#[differentiable]` function instead, or mark the parameter `#[nondiff]` if it computes constants"),
         _ if vec_elements(ty) => format!("`{shown}`: an array of `Vec`s (a matrix as rows of `Vec`s) is not a differentiable parameter, since its rows may differ in length; pass the matrix flat (`m: &[f64]`, read as `m[i * cols + j]`) or as rows of a fixed width (`&[[f64; 3]]`), or mark the parameter `#[nondiff]` to read it as constant data"),
-        _ if struct_elements(ty) => format!("`{shown}`: an array of structs is a differentiable parameter when the struct derives `Differentiable` and its fields are floats (or structs of them), not yet with constant (`#[nondiff]`, integer, `bool`), fixed-size array or `Vec` fields; hold such values as arrays of floats, in a struct of `Vec` fields taken by reference (`struct Bodies {{ pos: Vec<[f64; 3]>, vel: Vec<[f64; 3]> }}`, read as `b.pos[i][k]`) or as rows (`&[[f64; 3]]`), or mark the parameter `#[nondiff]` to read its elements as constants"),
+        _ if struct_elements(ty) => format!("`{shown}`: an array of structs is a differentiable parameter when the struct derives `Differentiable` and its fields are floats, constants (`#[nondiff]`, integers, `bool`) or structs of them, not yet with fixed-size array or `Vec` fields; hold such values as arrays of floats, in a struct of `Vec` fields taken by reference (`struct Bodies {{ pos: Vec<[f64; 3]>, vel: Vec<[f64; 3]> }}`, read as `b.pos[i][k]`) or as rows (`&[[f64; 3]]`), or mark the parameter `#[nondiff]` to read its elements as constants"),
         _ if named_length(ty).is_some() => {
             let n = named_length(ty).unwrap_or_default();
             format!("the length `{n}` of an array in `{shown}` is not a literal: the macro builds a fixed-size array's derivatives from its length, and cannot see the value of a constant or a const generic; write the number (`[f64; 3]`), or take a slice (`&[f64]`), read by index")
@@ -722,7 +722,7 @@ fn unsupported_param(ty: &syn::Type) -> String {
 }
 
 /// The shape of a derived struct as an element of an array parameter:
-/// one of float fields (nested structs of them too), without constant,
+/// one of float and constant fields (nested structs of them too), without
 /// fixed-size array or `Vec` fields, whose flat value is a tuple of
 /// floats ([`ToFlat`](../../linear_ad/__private/trait.ToFlat.html)).
 fn struct_element(t: &syn::Type, structs: &Structs) -> Option<Shape> {
@@ -730,7 +730,7 @@ fn struct_element(t: &syn::Type, structs: &Structs) -> Option<Shape> {
         return None;
     };
     let st = StructShape::resolve(&p.path, false, structs).ok()?;
-    let plain = !st.has_arrays() && !st.has_constants();
+    let plain = !st.has_arrays();
     let s = Shape::Struct(std::rc::Rc::new(st));
     (plain && !s.has_array()).then_some(s)
 }
@@ -775,6 +775,11 @@ fn array_element(ty: &syn::Type) -> Option<&syn::Type> {
         _ => return None,
     };
     Some(elem)
+}
+
+/// Whether `e` is a plain name (`i`).
+fn is_name(e: &syn::Expr) -> bool {
+    matches!(e, syn::Expr::Path(p) if p.path.get_ident().is_some())
 }
 
 /// The length of a fixed-size array in `ty` that is not an integer
@@ -1258,6 +1263,9 @@ impl Lowerer<'_> {
             if let Shape::Struct(st) = &shape {
                 self.struct_param(&v, &pat, st);
             }
+            if let (Some(_), syn::Pat::Ident(i)) = (shape.elements(), &pat) {
+                self.element_params.insert(v.clone(), i.ident.to_string());
+            }
             self.bind_pattern(&pat, value);
             strip_mut(&mut pat);
             params.push(Param {
@@ -1474,6 +1482,10 @@ struct Lowerer<'a> {
     /// the prelude reads their constant fields from, and a call passes in
     /// their place (see [`structs`]).
     origins: HashMap<Var, structs::Origin>,
+    /// The array-of-structs parameters by IR variable, and their names:
+    /// an element's constant fields are read from the parameter itself
+    /// ([`structs::element_origin`]).
+    element_params: HashMap<Var, String>,
     /// The IR arrays holding a struct value's `Vec` fields, in order: a
     /// struct parameter's, and those of the values written from it.
     arrays: HashMap<Var, Vec<Var>>,
@@ -1539,6 +1551,7 @@ impl<'e> Lowerer<'e> {
             data_ok: false,
             structs: Structs::default(),
             origins: HashMap::default(),
+            element_params: HashMap::default(),
             arrays: HashMap::default(),
             sigs: Sigs::default(),
             missing_sigs: Vec::new(),
@@ -3142,6 +3155,9 @@ impl Lowerer<'_> {
         {
             return recv;
         }
+        if let Some(v) = self.constant_method(m, &recv) {
+            return v;
+        }
         let args: Vec<(Val, Span)> = m
             .args
             .iter()
@@ -3155,6 +3171,39 @@ impl Lowerer<'_> {
             &m.args.iter().collect::<Vec<_>>(),
             hint,
         )
+    }
+
+    /// A method of a constant computed in place (a constant field of a
+    /// differentiable struct, `ps[i].id.is_multiple_of(2)`) or of an
+    /// integer or bool the IR computes (a loop index, `i.pow(2)`), with
+    /// constant arguments: Rust's own method, run where it stands. An
+    /// integer's method gives an integer, but for the tests `is_*`, which
+    /// give a bool.
+    fn constant_method(&mut self, m: &syn::ExprMethodCall, recv: &Val) -> Option<Val> {
+        if m.args
+            .iter()
+            .any(|a| self.mentions_diff(a.to_token_stream()))
+        {
+            return None;
+        }
+        let (method, turbofish) = (&m.method, &m.turbofish);
+        match recv {
+            Val::Inactive(r) if !m.args.iter().any(|a| self.expr_mentions_active(a)) => {
+                let args = m.args.iter().map(|a| self.rename_inactive(a));
+                Some(Val::Inactive(quote!((#r).#method #turbofish (#(#args),*))))
+            }
+            Val::Active(v, ty @ (Ty::Int | Ty::Bool))
+                if self.nondiff.contains(v) && crate::lower::is_name(&m.receiver) =>
+            {
+                let ty = match (ty, method.to_string().starts_with("is_")) {
+                    (Ty::Int, true) => Ty::Bool,
+                    (t, _) => t.clone(),
+                };
+                let e = syn::Expr::MethodCall(m.clone());
+                Some(Val::Active(self.opaque(&e, ty.clone()), ty))
+            }
+            _ => None,
+        }
     }
 
     fn aggregate(&mut self, vals: Vec<(Val, Span, TokenStream)>, array: bool, hint: &str) -> Val {

@@ -50,6 +50,9 @@ pub(super) struct Origin {
     by_ref: bool,
     /// Whether the value is equal to it (no field written since).
     whole: bool,
+    /// Whether `expr` is an element of an array-of-structs parameter
+    /// ([`Lowerer::element_origin`]), which no call may borrow.
+    element: bool,
 }
 
 /// The shape of a derived struct: each field's member and, for a
@@ -443,6 +446,46 @@ impl Lowerer<'_> {
         }
     }
 
+    /// `elem`, element `i` of the array-of-structs parameter `a`, reads
+    /// its constant fields from the parameter, which each generated
+    /// function that runs the IR keeps as `__linear_ad_orig_<name>`
+    /// beside the flat copy the IR reads (`expand::items::own_elements`):
+    /// `__linear_ad_orig_bodies[i].m`, the index read through a name bound
+    /// to the IR's index at the function's top scope, so that the read
+    /// means the same index wherever it is lowered. Not whole: the element
+    /// is no parameter a call could borrow.
+    pub(super) fn element_origin(
+        &mut self,
+        a: &crate::ir::Var,
+        i: crate::ir::Var,
+        elem: &crate::ir::Var,
+    ) {
+        let Some(name) = self.element_params.get(a) else {
+            return;
+        };
+        if !matches!(self.shapes.get(elem), Some(Shape::Struct(st)) if st.has_constants()) {
+            return;
+        }
+        let param = quote::format_ident!("__linear_ad_orig_{}", name);
+        let ix = quote::format_ident!("__linear_ad_ix{}", self.origins.len() + 1);
+        if let Some(top) = self.scopes.first_mut() {
+            top.insert(ix.to_string(), super::Binding::Active(i, Ty::Int, false));
+        }
+        let o = Origin {
+            expr: quote!(#param[#ix]),
+            by_ref: false,
+            whole: false,
+            element: true,
+        };
+        self.origins.insert(elem.clone(), o);
+    }
+
+    /// Whether the struct value `v` is an element of an array-of-structs
+    /// parameter, whose constant fields it reads from there.
+    pub(super) fn is_element(&self, v: &crate::ir::Var) -> bool {
+        self.origins.get(v).is_some_and(|o| o.element)
+    }
+
     /// The Rust expression a struct value's constant fields are read
     /// from, if it has one (see the module doc).
     pub(super) fn origin(&self, v: &Val) -> Option<TokenStream> {
@@ -650,6 +693,7 @@ impl Lowerer<'_> {
                 expr,
                 by_ref,
                 whole: true,
+                element: false,
             };
             self.origins.insert(v.clone(), o);
         }
@@ -707,6 +751,7 @@ impl Lowerer<'_> {
                 expr: quote!(#expr.#m),
                 by_ref: false,
                 whole: o.whole,
+                element: o.element,
             };
             self.origins.insert(var.clone(), o);
         }
