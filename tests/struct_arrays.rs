@@ -320,3 +320,89 @@ fn elements_passed_to_calls() {
     assert_eq!((v, momentum(&bs[0])), (total_momentum(&bs), 2.0));
     assert_eq!(g, body_tangents(&[2.0, 1.0, 4.0, 3.0]));
 }
+
+#[derive(Clone, Copy, Debug, PartialEq, Differentiable)]
+pub struct Star {
+    pub pos: [f64; 3],
+    pub vel: [f64; 3],
+    #[nondiff]
+    pub m: f64,
+}
+
+/// Fixed-size array fields, read by literal index and, bound first, by a
+/// loop's index; constant fields beside them.
+#[differentiable]
+fn gravity(stars: &[Star], g: f64) -> f64 {
+    let mut e = 0.0;
+    for s in stars {
+        e += 0.5 * s.m * (s.vel[0] * s.vel[0] + s.vel[1] * s.vel[1] + s.vel[2] * s.vel[2]);
+        e += s.m * g * s.pos[2];
+    }
+    for i in 0..stars.len() {
+        for j in (i + 1)..stars.len() {
+            let (a, b) = (stars[i], stars[j]);
+            let mut r2 = 0.0;
+            for k in 0..3 {
+                let d = a.pos[k] - b.pos[k];
+                r2 += d * d;
+            }
+            e -= a.m * b.m / r2.sqrt();
+        }
+    }
+    e
+}
+
+#[test]
+fn array_fields_of_elements() {
+    let masses = [2.0, 3.0, 0.5];
+    let stars_of = |v: &[f64]| -> Vec<Star> {
+        v.chunks(6)
+            .zip(masses)
+            .map(|(c, m)| Star {
+                pos: [c[0], c[1], c[2]],
+                vel: [c[3], c[4], c[5]],
+                m,
+            })
+            .collect()
+    };
+    let tangents_of = |v: &[f64]| -> Vec<StarTangent> {
+        v.chunks(6)
+            .map(|c| StarTangent {
+                pos: [c[0], c[1], c[2]],
+                vel: [c[3], c[4], c[5]],
+            })
+            .collect()
+    };
+    let flat = |ts: &[StarTangent]| -> Vec<f64> {
+        ts.iter()
+            .flat_map(|t| t.pos.into_iter().chain(t.vel))
+            .collect()
+    };
+    let x = [
+        0.0, 0.0, 1.0, 1.0, 0.0, 0.0, //
+        1.0, 0.5, 0.0, 0.0, 1.0, 0.2, //
+        -0.5, 1.5, 0.25, 0.3, -0.2, 0.1,
+    ];
+    let g = 9.8;
+    support::check(
+        &x,
+        1,
+        |v| vec![gravity(&stars_of(v), g)],
+        |v, d| vec![gravity_jvp(&stars_of(v), g, &tangents_of(d), 0.0).1],
+        |v, c| flat(&gravity_vjp(&stars_of(v), g, c[0]).1 .0),
+        |v, d, c| {
+            let (_, l) = gravity_lin(&stars_of(v), g);
+            (
+                vec![l.apply((tangents_of(d), 0.0))],
+                flat(&l.transpose(c[0]).0),
+            )
+        },
+    );
+    // By hand: ∂/∂g = Σ mᵢ zᵢ.
+    let (_, (_, gg)) = gravity_vjp(&stars_of(&x), g, 1.0);
+    assert!(support::close(
+        gg,
+        2.0 * 1.0 + 3.0 * 0.0 + 0.5 * 0.25,
+        1e-15
+    ));
+}

@@ -110,28 +110,50 @@ struct Sig<'a> {
 /// parameter's position among all parameters and among the differentiable
 /// ones. A primal array whose structs have constant fields is kept as
 /// `__linear_ad_orig_x` first, which the IR's reads of those fields name
-/// (`lower::structs`, `element_origin`).
+/// (`lower::structs`, `element_origin`). Structs with fixed-size array
+/// fields are converted element by element, their arrays to the IR's
+/// tuples ([`elements_to_ir`]).
 fn own_elements(
     active: &[(usize, &Shape)],
     name: impl Fn(usize, usize) -> Option<TokenStream>,
     primal: bool,
+    names: &mut Names,
 ) -> Vec<TokenStream> {
-    active
-        .iter()
-        .enumerate()
-        .filter_map(|(k, (i, s))| Some((s.elements()?, name(*i, k)?)))
-        .map(|(st, id)| {
-            if primal && st.has_constants() {
+    let mut out = Vec::new();
+    for (k, (i, s)) in active.iter().enumerate() {
+        let (Some(st), Some(id)) = (s.elements(), name(*i, k)) else {
+            continue;
+        };
+        let keep = primal && st.has_constants();
+        let orig = match keep {
+            true => {
                 let orig = format_ident!("__linear_ad_orig_{}", id.to_string());
-                quote! {
-                    let #orig = #id;
-                    let #id = ::linear_ad::__private::flat_elements(&#orig[..]);
-                }
-            } else {
-                quote!(let #id = ::linear_ad::__private::flat_elements(&#id[..]);)
+                quote!(#orig)
             }
-        })
-        .collect()
+            false => id.clone(),
+        };
+        let flat = elements_to_ir(&orig, s, names);
+        out.push(match keep {
+            true => quote!(let #orig = #id; let #id = #flat;),
+            false => quote!(let #id = #flat;),
+        });
+    }
+    out
+}
+
+/// The `Vec` of the IR values of the elements of `xs`, an array of
+/// structs of shape `s` (or of their tangents): their flat values, with
+/// fixed-size arrays as tuples.
+fn elements_to_ir(xs: &TokenStream, s: &Shape, names: &mut Names) -> TokenStream {
+    let Shape::Slice(elem, _) = s else {
+        return xs.clone();
+    };
+    if !elem.has_fixed_array() {
+        return quote!(::linear_ad::__private::flat_elements(&#xs[..]));
+    }
+    let e = format_ident!("__linear_ad_e", span = Span::mixed_site());
+    let conv = super::convert(quote!(#e), elem, names, super::Dir::Into);
+    quote!(#xs.iter().map(|#e| #conv).collect::<::linear_ad::__private::Vec<_>>())
 }
 
 /// `f`'s parameter declarations with the input lifetime on the references
@@ -367,6 +389,7 @@ impl<'a> Sig<'a> {
             &active,
             |i, _| primal_idents[i].as_ref().map(|id| quote!(#id)),
             true,
+            names,
         );
         let own_tangents = own_elements(
             &active,
@@ -375,6 +398,7 @@ impl<'a> Sig<'a> {
                 Some(quote!(#id))
             },
             false,
+            names,
         );
         Ok(Sig {
             owner,
@@ -594,6 +618,7 @@ impl<'a> Sig<'a> {
             &self.active,
             |_, k| Some(self.tangent_part(k, tangent)),
             false,
+            names,
         );
         if self.active.len() == 1 {
             return (quote!(#(#own)*), convs);
@@ -721,10 +746,8 @@ fn zero_buffer(s: &Shape, len: TokenStream) -> TokenStream {
         }
         other => {
             let e = match other {
-                // An array of structs: a buffer of their flat values.
-                Shape::Slice(e, _) if other.elements().is_some() => {
-                    crate::lower::flat_shape(e).rust()
-                }
+                // An array of structs: a buffer of their IR values.
+                Shape::Slice(e, _) if other.elements().is_some() => crate::lower::ty_rust(&e.ty()),
                 Shape::Slice(e, _) => e.rust(),
                 _ => other.rust(),
             };

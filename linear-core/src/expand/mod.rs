@@ -571,7 +571,7 @@ fn to_ir(e: TokenStream, s: &Shape, names: &mut Names) -> TokenStream {
 /// (`Inferred`: an argument of a callee whose struct types the caller's
 /// scope may not name).
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Dir {
+pub(super) enum Dir {
     Into,
     Tangent,
     Primal,
@@ -625,12 +625,20 @@ fn from_ir(e: TokenStream, s: &Shape, names: &mut Names) -> TokenStream {
                 quote!(::linear_ad::__private::rows_array::<_, #m, #n>(#e))
             }
             (Some((_, m)), _) => quote!(::linear_ad::__private::rows::<_, #m>(#e)),
-            (None, _) => match s.elements() {
-                Some(st) => {
+            (None, _) => match (s.elements(), s) {
+                (Some(st), Shape::Slice(elem, _)) if elem.has_fixed_array() => {
+                    // The tangent structs rebuilt from the IR's tuples,
+                    // element by element.
+                    let t = st.tangent();
+                    let x = quote::format_ident!("__linear_ad_t", span = Span::mixed_site());
+                    let conv = convert(quote!(#x), elem, names, Dir::Tangent);
+                    quote!(#e.into_iter().map(|#x| -> #t { #conv }).collect::<::linear_ad::__private::Vec<#t>>())
+                }
+                (Some(st), _) => {
                     let t = st.tangent();
                     quote!(::linear_ad::__private::elements_from_flat::<#t>(#e))
                 }
-                None => e,
+                (None, _) => e,
             },
         },
         _ => convert(e, s, names, Dir::Tangent),
@@ -650,7 +658,7 @@ fn arg_from_ir(e: TokenStream, s: &Shape, names: &mut Names) -> TokenStream {
 /// Destructures `e` and rebuilds it with every array of `s` as a tuple
 /// and every struct as the tuple of its flat value (`Dir::Into`), or
 /// every such tuple as an array or struct again.
-fn convert(e: TokenStream, s: &Shape, names: &mut Names, dir: Dir) -> TokenStream {
+pub(super) fn convert(e: TokenStream, s: &Shape, names: &mut Names, dir: Dir) -> TokenStream {
     if !has_array(s) {
         return e;
     }

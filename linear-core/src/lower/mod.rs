@@ -542,6 +542,13 @@ impl Shape {
         matches!(self, Shape::Slice(_, kind) if kind.runtime_length())
     }
 
+    /// Whether a fixed-size array is part of this shape (which the IR
+    /// holds as a tuple, so a value of it is converted on its way in and
+    /// out).
+    pub fn has_fixed_array(&self) -> bool {
+        self.has_array()
+    }
+
     /// Whether a fixed-size array is part of this shape.
     fn has_array(&self) -> bool {
         match self {
@@ -712,7 +719,7 @@ fn unsupported_param(ty: &syn::Type) -> String {
         syn::Type::Reference(r) if matches!(&*r.elem, syn::Type::TraitObject(_)) => format!("trait objects cannot be differentiable parameters (`{shown}`): their code, and so their derivative, is unknown at compile time; call a `#[differentiable]` function instead, or mark the parameter `#[nondiff]` if it computes constants"),
         syn::Type::TraitObject(_) | syn::Type::ImplTrait(_) => format!("`{shown}` cannot be a differentiable parameter: its code, and so its derivative, is unknown at compile time; call a `#[differentiable]` function instead, or mark the parameter `#[nondiff]` if it computes constants"),
         _ if vec_elements(ty) => format!("`{shown}`: an array of `Vec`s (a matrix as rows of `Vec`s) is not a differentiable parameter, since its rows may differ in length; pass the matrix flat (`m: &[f64]`, read as `m[i * cols + j]`) or as rows of a fixed width (`&[[f64; 3]]`), or mark the parameter `#[nondiff]` to read it as constant data"),
-        _ if struct_elements(ty) => format!("`{shown}`: an array of structs is a differentiable parameter when the struct derives `Differentiable` and its fields are floats, constants (`#[nondiff]`, integers, `bool`) or structs of them, not yet with fixed-size array or `Vec` fields; hold such values as arrays of floats, in a struct of `Vec` fields taken by reference (`struct Bodies {{ pos: Vec<[f64; 3]>, vel: Vec<[f64; 3]> }}`, read as `b.pos[i][k]`) or as rows (`&[[f64; 3]]`), or mark the parameter `#[nondiff]` to read its elements as constants"),
+        _ if struct_elements(ty) => format!("`{shown}`: an array of structs is a differentiable parameter when the struct derives `Differentiable` and its fields are floats, fixed-size arrays, constants (`#[nondiff]`, integers, `bool`) or structs of them, not yet with `Vec` fields; hold such values as arrays of floats, in a struct of `Vec` fields taken by reference (`struct Bodies {{ pos: Vec<[f64; 3]>, vel: Vec<[f64; 3]> }}`, read as `b.pos[i][k]`) or as rows (`&[[f64; 3]]`), or mark the parameter `#[nondiff]` to read its elements as constants"),
         _ if named_length(ty).is_some() => {
             let n = named_length(ty).unwrap_or_default();
             format!("the length `{n}` of an array in `{shown}` is not a literal: the macro builds a fixed-size array's derivatives from its length, and cannot see the value of a constant or a const generic; write the number (`[f64; 3]`), or take a slice (`&[f64]`), read by index")
@@ -722,17 +729,16 @@ fn unsupported_param(ty: &syn::Type) -> String {
 }
 
 /// The shape of a derived struct as an element of an array parameter:
-/// one of float and constant fields (nested structs of them too), without
-/// fixed-size array or `Vec` fields, whose flat value is a tuple of
-/// floats ([`ToFlat`](../../linear_ad/__private/trait.ToFlat.html)).
+/// one of float, fixed-size array and constant fields (nested structs of
+/// them too), without `Vec` fields; the IR holds each element as its flat
+/// value ([`ToFlat`](../../linear_ad/__private/trait.ToFlat.html)), its
+/// arrays as tuples.
 fn struct_element(t: &syn::Type, structs: &Structs) -> Option<Shape> {
     let syn::Type::Path(p) = t else {
         return None;
     };
     let st = StructShape::resolve(&p.path, false, structs).ok()?;
-    let plain = !st.has_arrays();
-    let s = Shape::Struct(std::rc::Rc::new(st));
-    (plain && !s.has_array()).then_some(s)
+    (!st.has_arrays()).then(|| Shape::Struct(std::rc::Rc::new(st)))
 }
 
 /// Whether `ty` is an array (a slice, `Vec` or fixed-size array, by
@@ -1482,6 +1488,9 @@ struct Lowerer<'a> {
     /// the prelude reads their constant fields from, and a call passes in
     /// their place (see [`structs`]).
     origins: HashMap<Var, structs::Origin>,
+    /// The origins of a tuple's struct components, which its unpacking
+    /// gives back (`let (a, b) = (ps[i], ps[j]); a.m`).
+    tuple_origins: HashMap<Var, Vec<Option<structs::Origin>>>,
     /// The array-of-structs parameters by IR variable, and their names:
     /// an element's constant fields are read from the parameter itself
     /// ([`structs::element_origin`]).
@@ -1551,6 +1560,7 @@ impl<'e> Lowerer<'e> {
             data_ok: false,
             structs: Structs::default(),
             origins: HashMap::default(),
+            tuple_origins: HashMap::default(),
             element_params: HashMap::default(),
             arrays: HashMap::default(),
             sigs: Sigs::default(),
@@ -2212,6 +2222,13 @@ impl Lowerer<'_> {
                 tuple: v.clone(),
             },
         });
+        if let Some(origins) = self.tuple_origins.get(v).cloned() {
+            for (c, o) in vars.iter().zip(origins) {
+                if let Some(o) = o {
+                    self.origins.insert(c.clone(), o);
+                }
+            }
+        }
         self.unpacked.insert(v.clone(), vars.clone());
         Some(vars.into_iter().zip(ts.iter().cloned()).collect())
     }
@@ -3244,8 +3261,13 @@ impl Lowerer<'_> {
             _ => Shape::Tuple(shapes),
         };
         let ty = Ty::Tuple(tys);
+        let origins: Vec<Option<structs::Origin>> =
+            vars.iter().map(|x| self.origins.get(x).cloned()).collect();
         let v = self.emit(hint, ty.clone(), Expr::Tup(vars));
         self.shapes.insert(v.clone(), shape);
+        if origins.iter().any(Option::is_some) {
+            self.tuple_origins.insert(v.clone(), origins);
+        }
         Val::Active(v, ty)
     }
 
