@@ -262,12 +262,50 @@ fn rows_bench(c: &mut Criterion) {
     }
 }
 
+/// The gravitational potential of n bodies: an array of structs, the
+/// same as rows and a slice of masses, and the hand-written gradient.
+fn bodies_bench(c: &mut Criterion) {
+    let mut g = c.benchmark_group("arrays/bodies");
+    for n in [10usize, 100, 1000] {
+        let p = input(3 * n, 14);
+        let m: Vec<f64> = input(n, 15).iter().map(|v| 1.5 + v).collect();
+        let bodies: Vec<Body> = (0..n)
+            .map(|i| Body {
+                pos: [p[3 * i], p[3 * i + 1], p[3 * i + 2]],
+                m: m[i],
+            })
+            .collect();
+        let pos: Vec<[f64; 3]> = bodies.iter().map(|b| b.pos).collect();
+        let (v, gh) = potential_bodies_hand(&bodies);
+        let (w, gb) = potential_bodies_vjp(&bodies, 1.0);
+        let (u, gr) = potential_rows_vjp(&pos, &m, 1.0);
+        assert!((v - w).abs() <= 1e-9 * (1.0 + v.abs()) && (v - u).abs() <= 1e-9 * (1.0 + v.abs()));
+        let flat = |g: Vec<[f64; 3]>| g.concat();
+        same(
+            &gb.iter().flat_map(|t| t.pos).collect::<Vec<_>>(),
+            &flat(gh.clone()),
+            "bodies",
+        );
+        same(&flat(gr), &flat(gh), "rows");
+        g.bench_with_input(BenchmarkId::new("hand", n), &bodies, |b, bs| {
+            b.iter(|| potential_bodies_hand(black_box(bs)))
+        });
+        g.bench_with_input(BenchmarkId::new("vjp_bodies", n), &bodies, |b, bs| {
+            b.iter(|| potential_bodies_vjp(black_box(bs), 1.0))
+        });
+        let data = (pos, m);
+        g.bench_with_input(BenchmarkId::new("vjp_rows", n), &data, |b, (p, m)| {
+            b.iter(|| potential_rows_vjp(black_box(p), black_box(m), 1.0))
+        });
+    }
+}
+
 /// Rows × columns of the matrices of [`rows_bench`].
 const ROW_SHAPES: [(usize, usize); 2] = [(100, 10), (1000, 100)];
 
 criterion_group! {
     name = benches;
     config = config();
-    targets = rosenbrock_bench, dot_bench, matvec_bench, log_sum_exp_bench, least_squares_bench, calls_bench, rows_bench
+    targets = rosenbrock_bench, dot_bench, matvec_bench, log_sum_exp_bench, least_squares_bench, calls_bench, rows_bench, bodies_bench
 }
 criterion_main!(benches);

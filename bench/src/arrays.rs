@@ -252,3 +252,72 @@ pub fn rows_hand(a: &[f64], x: &[f64]) -> (f64, Vec<f64>, Vec<f64>) {
     }
     (e, ga, gx)
 }
+
+/// A body of the gravitational potential below: a position, and a mass
+/// that is a constant.
+#[derive(Clone, Copy, Debug, Differentiable)]
+pub struct Body {
+    pub pos: [f64; 3],
+    #[nondiff]
+    pub m: f64,
+}
+
+/// The gravitational potential `-Σ_{i<j} mᵢ mⱼ / rᵢⱼ` of an array of
+/// structs.
+#[differentiable]
+pub fn potential_bodies(bodies: &[Body]) -> f64 {
+    let mut e = 0.0;
+    for i in 0..bodies.len() {
+        for j in (i + 1)..bodies.len() {
+            let (a, b) = (bodies[i], bodies[j]);
+            let (dx, dy, dz) = (
+                a.pos[0] - b.pos[0],
+                a.pos[1] - b.pos[1],
+                a.pos[2] - b.pos[2],
+            );
+            e -= a.m * b.m / (dx * dx + dy * dy + dz * dz).sqrt();
+        }
+    }
+    e
+}
+
+/// [`potential_bodies`] over rows of positions and a slice of masses.
+#[differentiable]
+pub fn potential_rows(pos: &[[f64; 3]], #[nondiff] m: &[f64]) -> f64 {
+    let mut e = 0.0;
+    for i in 0..pos.len() {
+        for j in (i + 1)..pos.len() {
+            let (a, b) = (pos[i], pos[j]);
+            let (dx, dy, dz) = (a[0] - b[0], a[1] - b[1], a[2] - b[2]);
+            e -= m[i] * m[j] / (dx * dx + dy * dy + dz * dz).sqrt();
+        }
+    }
+    e
+}
+
+/// [`potential_bodies`] and its gradient in the positions, by hand: one
+/// pass over the pairs, each adding its force into both bodies'.
+pub fn potential_bodies_hand(bodies: &[Body]) -> (f64, Vec<[f64; 3]>) {
+    let mut e = 0.0;
+    let mut g = vec![[0.0; 3]; bodies.len()];
+    for i in 0..bodies.len() {
+        for j in (i + 1)..bodies.len() {
+            let (a, b) = (&bodies[i], &bodies[j]);
+            let d = [
+                a.pos[0] - b.pos[0],
+                a.pos[1] - b.pos[1],
+                a.pos[2] - b.pos[2],
+            ];
+            let r2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
+            let r = r2.sqrt();
+            let mm = a.m * b.m;
+            e -= mm / r;
+            let s = mm / (r2 * r);
+            for k in 0..3 {
+                g[i][k] += s * d[k];
+                g[j][k] -= s * d[k];
+            }
+        }
+    }
+    (e, g)
+}
