@@ -578,17 +578,7 @@ impl Lowerer<'_> {
     /// fixed-size array, a tuple, converted in place; `None` for anything
     /// else.
     fn data_row(&mut self, e: &syn::Expr) -> Option<Val> {
-        let syn::Expr::Index(ix) = e else {
-            return None;
-        };
-        let syn::Expr::Path(p) = &*ix.expr else {
-            return None;
-        };
-        let id = p.path.get_ident()?.to_string();
-        if !matches!(self.lookup(&id), Some(Binding::Param)) {
-            return None;
-        }
-        let shape = Shape::from_type(element_type(self.param_types.get(&id)?)?)?;
+        let shape = self.data_row_shape(e)?;
         if !shape.has_array() {
             return None;
         }
