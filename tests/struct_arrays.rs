@@ -406,3 +406,70 @@ fn array_fields_of_elements() {
         1e-15
     ));
 }
+
+/// A `Vec` of structs as a result: built by pushes of struct literals and
+/// of elements, over a local array of structs reassigned in a loop.
+#[allow(clippy::needless_range_loop)]
+#[differentiable]
+fn leapfrog(bodies: &[Body], dt: f64, #[nondiff] steps: usize) -> Vec<Body> {
+    let mut out: Vec<Body> = Vec::new();
+    for b in bodies {
+        out.push(*b);
+    }
+    for _ in 0..steps {
+        let mut next: Vec<Body> = Vec::with_capacity(out.len());
+        for i in 0..out.len() {
+            let b = out[i];
+            let v = b.v - dt * b.x.sin();
+            next.push(Body { x: b.x + dt * v, v });
+        }
+        out = next;
+    }
+    out
+}
+
+fn leapfrog_by_hand(bodies: &[Body], dt: f64, steps: usize) -> Vec<Body> {
+    let mut out = bodies.to_vec();
+    for _ in 0..steps {
+        for b in out.iter_mut() {
+            b.v -= dt * b.x.sin();
+            b.x += dt * b.v;
+        }
+    }
+    out
+}
+
+#[test]
+fn vecs_of_structs_as_results() {
+    let x = [0.3, -0.7, 1.1, 0.4, -0.2, 0.9];
+    let dt = 0.1;
+    for steps in [0, 1, 3] {
+        let bs = bodies(&x);
+        let want = leapfrog_by_hand(&bs, dt, steps);
+        assert_eq!(leapfrog(&bs, dt, steps), want);
+        assert_eq!(
+            leapfrog_vjp(&bs, dt, steps, body_tangents(&[0.0; 6])).0,
+            want
+        );
+        let flat_out = |bs: Vec<Body>| -> Vec<f64> { bs.iter().flat_map(|b| [b.x, b.v]).collect() };
+        let flat_t = |ts: Vec<BodyTangent>| -> Vec<f64> { flat_bodies(&ts) };
+        support::check(
+            &[x.as_slice(), &[dt]].concat(),
+            6,
+            |v| flat_out(leapfrog(&bodies(&v[..6]), v[6], steps)),
+            |v, d| {
+                flat_t(leapfrog_jvp(&bodies(&v[..6]), v[6], steps, &body_tangents(&d[..6]), d[6]).1)
+            },
+            |v, c| {
+                let (_, (g, gdt)) = leapfrog_vjp(&bodies(&v[..6]), v[6], steps, body_tangents(c));
+                [flat_bodies(&g), vec![gdt]].concat()
+            },
+            |v, d, c| {
+                let (_, l) = leapfrog_lin(&bodies(&v[..6]), v[6], steps);
+                let dy = flat_t(l.apply((body_tangents(&d[..6]), d[6])));
+                let (g, gdt) = l.transpose(body_tangents(c));
+                (dy, [flat_bodies(&g), vec![gdt]].concat())
+            },
+        );
+    }
+}

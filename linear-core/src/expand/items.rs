@@ -112,7 +112,7 @@ struct Sig<'a> {
 /// `__linear_ad_orig_x` first, which the IR's reads of those fields name
 /// (`lower::structs`, `element_origin`). Structs with fixed-size array
 /// fields are converted element by element, their arrays to the IR's
-/// tuples ([`elements_to_ir`]).
+/// tuples ([`super::elements_to_ir`]).
 fn own_elements(
     active: &[(usize, &Shape)],
     name: impl Fn(usize, usize) -> Option<TokenStream>,
@@ -132,7 +132,7 @@ fn own_elements(
             }
             false => id.clone(),
         };
-        let flat = elements_to_ir(&orig, s, names);
+        let flat = super::elements_to_ir(&orig, s, names);
         out.push(match keep {
             true => quote!(let #orig = #id; let #id = #flat;),
             false => quote!(let #id = #flat;),
@@ -141,24 +141,6 @@ fn own_elements(
     out
 }
 
-/// The `Vec` of the IR values of the elements of `xs`, an array of
-/// structs of shape `s` (or of their tangents): their flat values, with
-/// fixed-size arrays as tuples.
-fn elements_to_ir(xs: &TokenStream, s: &Shape, names: &mut Names) -> TokenStream {
-    let Shape::Slice(elem, _) = s else {
-        return xs.clone();
-    };
-    if !elem.has_fixed_array() {
-        return quote!(::linear_ad::__private::flat_elements(&#xs[..]));
-    }
-    let e = format_ident!("__linear_ad_e", span = Span::mixed_site());
-    let conv = super::convert(quote!(#e), elem, names, super::Dir::Into);
-    quote!(#xs.iter().map(|#e| #conv).collect::<::linear_ad::__private::Vec<_>>())
-}
-
-/// `f`'s parameter declarations with the input lifetime on the references
-/// to arrays read by index, for an `f_lin` whose linearization borrows
-/// them.
 fn borrowing_params(
     l: &Lowered,
     params: &[TokenStream],

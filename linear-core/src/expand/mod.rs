@@ -566,6 +566,24 @@ fn to_ir(e: TokenStream, s: &Shape, names: &mut Names) -> TokenStream {
     convert(e, s, names, Dir::Into)
 }
 
+/// The `Vec` of the IR values of the elements of `xs`, an array of
+/// structs of shape `s` (or of their tangents): their flat values, with
+/// fixed-size arrays as tuples.
+pub(super) fn elements_to_ir(xs: &TokenStream, s: &Shape, names: &mut Names) -> TokenStream {
+    let Shape::Slice(elem, _) = s else {
+        return xs.clone();
+    };
+    if !elem.has_fixed_array() {
+        return quote!(::linear_ad::__private::flat_elements(&#xs[..]));
+    }
+    let e = quote::format_ident!("__linear_ad_e", span = Span::mixed_site());
+    let conv = convert(quote!(#e), elem, names, Dir::Into);
+    quote!(#xs.iter().map(|#e| #conv).collect::<::linear_ad::__private::Vec<_>>())
+}
+
+/// `f`'s parameter declarations with the input lifetime on the references
+/// to arrays read by index, for an `f_lin` whose linearization borrows
+/// them.
 /// Which way [`convert`] goes; out of the IR, a struct is rebuilt as its
 /// primal type or as its tangent, or as the type its place expects
 /// (`Inferred`: an argument of a callee whose struct types the caller's
@@ -590,6 +608,7 @@ fn result_to_ir(e: TokenStream, s: &Shape, names: &mut Names) -> TokenStream {
         }
         // A `Vec` of rows is its flat array without a copy.
         (Some(_), _) => return quote!(#e.into_flattened()),
+        (None, _) if s.elements().is_some() => return elements_to_ir(&e, s, names),
         (None, _) => {}
     }
     convert(e, s, names, Dir::Into)
@@ -607,8 +626,20 @@ fn result_len(y: &TokenStream, s: &Shape) -> TokenStream {
 /// IR representation to the primal Rust value of shape `s` (a struct as
 /// the struct itself, see [`from_ir`]).
 fn primal_from_ir(e: TokenStream, s: &Shape, names: &mut Names) -> TokenStream {
-    match s {
-        Shape::Slice(..) => from_ir(e, s, names),
+    match (s, s.elements()) {
+        // A `Vec` of structs the function built, rebuilt from their flat
+        // values (structs without constant fields: see
+        // `Shape::from_result_type`).
+        (Shape::Slice(elem, _), Some(st)) => {
+            let p = &st.path;
+            if !elem.has_fixed_array() {
+                return quote!(::linear_ad::__private::elements_from_flat::<#p>(#e));
+            }
+            let x = quote::format_ident!("__linear_ad_y", span = Span::mixed_site());
+            let conv = convert(quote!(#x), elem, names, Dir::Primal);
+            quote!(#e.into_iter().map(|#x| -> #p { #conv }).collect::<::linear_ad::__private::Vec<#p>>())
+        }
+        (Shape::Slice(..), _) => from_ir(e, s, names),
         _ => convert(e, s, names, Dir::Primal),
     }
 }

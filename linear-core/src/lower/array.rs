@@ -784,6 +784,11 @@ impl Lowerer<'_> {
             Some(s @ super::Shape::Slice(_, super::SliceKind::Vec)) if s.row().is_some() => {
                 (Ty::Real(self.float()), Some(s.clone()))
             }
+            // Structs (`Vec<Body>`): their flat values, which reads of its
+            // elements see as structs again.
+            Some(s @ super::Shape::Slice(e, super::SliceKind::Vec)) if s.elements().is_some() => {
+                (e.ty(), Some(s.clone()))
+            }
             Some(super::Shape::Slice(e, super::SliceKind::Vec)) => (e.ty(), None),
             _ => (Ty::Real(self.float()), None),
         };

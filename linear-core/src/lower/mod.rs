@@ -268,6 +268,11 @@ impl Shape {
 
     /// The Rust type of a primal result of this shape.
     pub fn primal(&self) -> TokenStream {
+        if let Some(st) = self.elements() {
+            // A `Vec` of structs the function built.
+            let p = &st.path;
+            return quote!(::linear_ad::__private::Vec<#p>);
+        }
         match self {
             Shape::Struct(st) if st.of_tangent => st.tangent(),
             Shape::Struct(st) => {
@@ -497,8 +502,10 @@ impl Shape {
     /// place in the IR's types (invariant 11 of [`crate::check`]).
     pub fn from_result_type(t: &syn::Type, structs: &Structs) -> Option<Shape> {
         match t {
+            // A `Vec` of structs is rebuilt from its elements' flat values
+            // (structs with constant fields are refused at the signature).
             syn::Type::Path(p) if p.path.segments.last().is_some_and(|s| s.ident == "Vec") => {
-                Shape::from_param_type(t)
+                Shape::from_param_type_in(t, structs)
             }
             syn::Type::Paren(p) => Shape::from_result_type(&p.elem, structs),
             syn::Type::Group(g) => Shape::from_result_type(&g.elem, structs),
