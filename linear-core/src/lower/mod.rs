@@ -731,7 +731,7 @@ fn unsupported_param(ty: &syn::Type) -> String {
             let n = named_length(ty).unwrap_or_default();
             format!("the length `{n}` of an array in `{shown}` is not a literal: the macro builds a fixed-size array's derivatives from its length, and cannot see the value of a constant or a const generic; write the number (`[f64; 3]`), or take a slice (`&[f64]`), read by index")
         }
-        _ => format!("unsupported parameter type `{shown}`: differentiable parameters are f32, f64, tuples and fixed-size arrays of them, arrays read by index (`&[T]`, `&[T; N]`, `&Vec<T>`, `Vec<T>` with `T` a float, a tuple of floats or a fixed-size array of them) and structs with `#[derive(Differentiable)]`; integers and bools are constants; mark any other parameter `#[nondiff]` to use it as a constant"),
+        _ => format!("unsupported parameter type `{shown}`: differentiable parameters are f32, f64, tuples and fixed-size arrays of them, arrays read by index (`&[T]`, `&[T; N]`, `&Vec<T>`, `Vec<T>` with `T` a float, a tuple of floats, a fixed-size array of them or a derived struct) and structs with `#[derive(Differentiable)]`; integers and bools are constants; mark any other parameter `#[nondiff]` to use it as a constant"),
     }
 }
 
@@ -2969,6 +2969,12 @@ impl Lowerer<'_> {
                     && self.mode == Mode::Differentiable
                     && self.assumed_reference(r).is_none() =>
             {
+                if let syn::Expr::Index(ix) = &*r.expr {
+                    if matches!(&*ix.index, syn::Expr::Range(_)) {
+                        self.errs.spanned(e, "a part of an array held in a variable is not supported yet: index the array itself (`x[lo + k]`), iterate over the part (`for v in &x[lo..hi]`), or pass it to a call (`f(&x[lo..hi])`)");
+                        return self.placeholder();
+                    }
+                }
                 self.expr(&r.expr, hint)
             }
             syn::Expr::Reference(r) if self.assumed_reference(r).is_some() => {
