@@ -473,3 +473,27 @@ fn vecs_of_structs_as_results() {
         );
     }
 }
+
+/// A `Vec` of structs without an annotation: the struct literal it is
+/// pushed names its elements.
+#[differentiable]
+fn drifted(bodies: &[Body], dt: f64) -> Vec<Body> {
+    let mut out = Vec::with_capacity(bodies.len());
+    for b in bodies {
+        out.push(Body {
+            x: b.x + dt * b.v,
+            v: b.v,
+        });
+    }
+    out
+}
+
+#[test]
+fn a_pushed_struct_literal_names_the_elements() {
+    let bs = bodies(&[1.0, 2.0, 3.0, 4.0]);
+    let (y, (g, gdt)) = drifted_vjp(&bs, 0.5, body_tangents(&[1.0, 0.0, 0.0, 1.0]));
+    assert_eq!(y, drifted(&bs, 0.5));
+    // By hand: x' = x + dt·v, v' = v.
+    assert_eq!(g, body_tangents(&[1.0, 0.5, 0.0, 1.0]));
+    assert_eq!(gdt, 2.0);
+}

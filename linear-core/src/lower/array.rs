@@ -848,9 +848,13 @@ impl Lowerer<'_> {
             self.set_existing(&name, super::Binding::Active(cur, ty, true));
             return true;
         }
-        if let Val::Active(_, t) = &v {
+        if let Val::Active(pushed, t) = &v {
             if t != &**elem {
-                self.errs.spanned(arg, format!("this value has type {t}, but `{name}` holds {elem}: annotate its element type (`let mut {name}: Vec<(f64, f64)> = Vec::new();`)"));
+                let example = match self.shapes.get(pushed) {
+                    Some(super::Shape::Struct(st)) => super::structs::show(&st.path),
+                    _ => "(f64, f64)".to_string(),
+                };
+                self.errs.spanned(arg, format!("this value has type {t}, but `{name}` holds {elem}: annotate its element type (`let mut {name}: Vec<{example}> = Vec::new();`)"));
                 // What reads it would only repeat the mismatch.
                 self.poisoned_names.insert(name.clone());
                 self.set_existing(&name, super::Binding::Poisoned);

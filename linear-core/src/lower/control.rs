@@ -122,6 +122,33 @@ pub(super) fn index_written(block: &syn::Block) -> Vec<String> {
     names
 }
 
+/// The names a block pushes a struct literal onto (`out.push(Body { .. })`),
+/// with the struct's path, the first push of each: the element type of
+/// a `Vec` made without an annotation (`let mut out = Vec::new();`).
+pub(super) fn pushed_structs(block: &syn::Block) -> Vec<(String, syn::Path)> {
+    struct Pushes(Vec<(String, syn::Path)>);
+    impl<'ast> Visit<'ast> for Pushes {
+        fn visit_expr_method_call(&mut self, m: &'ast syn::ExprMethodCall) {
+            let args: Vec<&syn::Expr> = m.args.iter().collect();
+            if let (true, syn::Expr::Path(r), [syn::Expr::Struct(s)]) =
+                (m.method == "push", &*m.receiver, &args[..])
+            {
+                if let Some(name) = r.path.get_ident().map(ToString::to_string) {
+                    if !self.0.iter().any(|(n, _)| *n == name) {
+                        self.0.push((name, s.path.clone()));
+                    }
+                }
+            }
+            syn::visit::visit_expr_method_call(self, m);
+        }
+        fn visit_expr_closure(&mut self, _: &'ast syn::ExprClosure) {}
+        fn visit_item(&mut self, _: &'ast syn::Item) {}
+    }
+    let mut p = Pushes(Vec::new());
+    p.visit_block(block);
+    p.0
+}
+
 /// One arm as lowered: its statements, its value (if the case has one),
 /// and the merged variables' values at its end.
 struct LoweredArm {

@@ -948,6 +948,7 @@ fn lower_body(
 ) -> Option<Lowered> {
     let sig = &item.sig;
     l.index_written = control::index_written(&item.block).into_iter().collect();
+    l.pushed_structs = control::pushed_structs(&item.block).into_iter().collect();
     let (params, nl_params) = l.params(sig);
     if mode == Mode::Linear && l.linear_params.is_empty() && l.errs.is_empty() {
         l.errs.spanned(
@@ -1440,6 +1441,10 @@ struct Lowerer<'a> {
     /// ([`Lowerer::fixed_floats`]); others stay values, passed and
     /// assigned whole.
     index_written: HashSet<String>,
+    /// The struct each name is first pushed (`out.push(Body { .. })`, see
+    /// [`control::pushed_structs`]): the element type of a `Vec` made
+    /// without an annotation.
+    pushed_structs: HashMap<String, syn::Path>,
     /// The result shape expected of the call being lowered (from a `let`
     /// annotation or the function's return type).
     ret_hint: Option<Shape>,
@@ -1545,6 +1550,7 @@ impl<'e> Lowerer<'e> {
             tail: None,
             shapes: HashMap::default(),
             index_written: HashSet::default(),
+            pushed_structs: HashMap::default(),
             ret_hint: None,
             context: None,
             fn_ret: None,
@@ -2464,6 +2470,11 @@ impl Lowerer<'_> {
                 .or_else(|| Shape::from_param_type(&t.ty))
                 .or_else(|| Shape::from_result_type(&t.ty, &self.structs));
             self.want_layout(&t.ty, &init.expr);
+        } else if let Some(path) = self.pushed_structs.get(&hint) {
+            // No annotation, but pushes of a struct literal name the
+            // elements: a `Vec` of that struct.
+            let ty: syn::Type = syn::parse_quote!(::std::vec::Vec<#path>);
+            self.ret_hint = Shape::from_result_type(&ty, &self.structs);
         }
         let mutable = match &local.pat {
             syn::Pat::Ident(i) => i.mutability.is_some(),
