@@ -105,6 +105,25 @@ struct Sig<'a> {
     runtime_arrays: Vec<[(TokenStream, String); 2]>,
 }
 
+/// [`own_elements`] for `f`'s parameters (the primals, as the functions
+/// that run the IR need them) and for `f_jvp`'s tangents.
+fn own_params(
+    active: &[(usize, &Shape)],
+    primal_idents: &[Option<syn::Ident>],
+    tangent_idents: &[syn::Ident],
+    names: &mut Names,
+) -> (Vec<TokenStream>, Vec<TokenStream>) {
+    let primals = |i: usize, _| primal_idents[i].as_ref().map(|id| quote!(#id));
+    let tangents = |_, k: usize| {
+        let id = &tangent_idents[k];
+        Some(quote!(#id))
+    };
+    (
+        own_elements(active, primals, true, names),
+        own_elements(active, tangents, false, names),
+    )
+}
+
 /// `let x = flat_elements(&x[..]);` for each differentiable parameter of
 /// `active` that is an array of structs, `x` named by `name` from the
 /// parameter's position among all parameters and among the differentiable
@@ -367,21 +386,8 @@ impl<'a> Sig<'a> {
         let (passing, passed) = passing_params(l, &primal_idents, false);
         let (passing_borrowed, _) = passing_params(l, &primal_idents, true);
         let user_allows = item.attrs.iter().filter(|a| a.path().is_ident("allow"));
-        let own_primals = own_elements(
-            &active,
-            |i, _| primal_idents[i].as_ref().map(|id| quote!(#id)),
-            true,
-            names,
-        );
-        let own_tangents = own_elements(
-            &active,
-            |_, k| {
-                let id = &tangent_idents[k];
-                Some(quote!(#id))
-            },
-            false,
-            names,
-        );
+        let (own_primals, own_tangents) =
+            own_params(&active, &primal_idents, &tangent_idents, names);
         Ok(Sig {
             owner,
             float: FloatGenerics {

@@ -2904,24 +2904,7 @@ impl Lowerer<'_> {
                 self.errs.spanned(l, "a `loop` with a value (`break value`) is not supported: assign the value to a `let mut` variable, then `break`");
                 self.placeholder()
             }
-            syn::Expr::Path(p) => {
-                let Some(id) = p.path.get_ident() else {
-                    self.errs.spanned(p, "unsupported path");
-                    return self.placeholder();
-                };
-                match self.lookup(&id.to_string()).cloned() {
-                    Some(Binding::Active(v, t, _)) => Val::Active(v, t),
-                    Some(Binding::Extract { code: t, .. }) => {
-                        let ty = ret_hint.as_ref().map(Shape::ty).or(context);
-                        self.extracted_in_place(&t, ty, e.span())
-                    }
-                    Some(Binding::Closure(_)) => {
-                        self.errs.spanned(e, "a closure is supported called by its name (`f(x)`), where each call is its body; it cannot be used as a value (bound again, passed or returned)");
-                        self.placeholder()
-                    }
-                    _ => Val::Inactive(self.rename_inactive(e)),
-                }
-            }
+            syn::Expr::Path(p) => self.path_expr(e, p, ret_hint, context),
             syn::Expr::Paren(p) => {
                 self.ret_hint = ret_hint;
                 self.context = context;
@@ -2972,26 +2955,8 @@ impl Lowerer<'_> {
                     self.placeholder()
                 }
             },
-            // A shared reference to a value (`let b = &bodies[i];`) reads
-            // the value: nothing writes it while the reference lives
-            // (rustc checks that on the original), and `*b` reads it again.
-            syn::Expr::Reference(r)
-                if r.mutability.is_none()
-                    && self.mode == Mode::Differentiable
-                    && self.assumed_reference(r).is_none() =>
-            {
-                if let syn::Expr::Index(ix) = &*r.expr {
-                    if matches!(&*ix.index, syn::Expr::Range(_)) {
-                        self.errs.spanned(e, "a part of an array held in a variable is not supported yet: index the array itself (`x[lo + k]`), iterate over the part (`for v in &x[lo..hi]`), or pass it to a call (`f(&x[lo..hi])`)");
-                        return self.placeholder();
-                    }
-                }
-                self.expr(&r.expr, hint)
-            }
-            syn::Expr::Reference(r) if self.assumed_reference(r).is_some() => {
-                let why = self.assumed_reference(r).unwrap_or_default();
-                self.errs.spanned(e, why);
-                self.placeholder()
+            syn::Expr::Reference(r) if self.mode == Mode::Differentiable => {
+                self.reference_expr(e, r, hint)
             }
             _ => {
                 self.errs.spanned(
@@ -3004,6 +2969,63 @@ impl Lowerer<'_> {
                 self.placeholder()
             }
         }
+    }
+
+    /// A name: an IR value, a name a constant pattern bound (read in
+    /// place, as the type its context gives where it reads the IR's
+    /// values), or inactive Rust.
+    fn path_expr(
+        &mut self,
+        e: &syn::Expr,
+        p: &syn::ExprPath,
+        ret_hint: Option<Shape>,
+        context: Option<Ty>,
+    ) -> Val {
+        let Some(id) = p.path.get_ident() else {
+            self.errs.spanned(p, "unsupported path");
+            return self.placeholder();
+        };
+        match self.lookup(&id.to_string()).cloned() {
+            Some(Binding::Active(v, t, _)) => Val::Active(v, t),
+            Some(Binding::Extract { code: t, .. }) => {
+                let ty = ret_hint.as_ref().map(Shape::ty).or(context);
+                self.extracted_in_place(&t, ty, e.span())
+            }
+            Some(Binding::Closure(_)) => {
+                self.errs.spanned(e, "a closure is supported called by its name (`f(x)`), where each call is its body; it cannot be used as a value (bound again, passed or returned)");
+                self.placeholder()
+            }
+            _ => Val::Inactive(self.rename_inactive(e)),
+        }
+    }
+
+    /// `&x`: a shared reference to a value (`let b = &bodies[i];`) reads
+    /// the value, since nothing writes it while the reference lives
+    /// (rustc checks that on the original) and `*b` reads it again; not a
+    /// part of an array (`&x[1..3]`), a `&mut`, nor a call result taken to
+    /// be a float.
+    fn reference_expr(&mut self, e: &syn::Expr, r: &syn::ExprReference, hint: &str) -> Val {
+        if let Some(why) = self.assumed_reference(r) {
+            self.errs.spanned(e, why);
+            return self.placeholder();
+        }
+        let part =
+            matches!(&*r.expr, syn::Expr::Index(ix) if matches!(&*ix.index, syn::Expr::Range(_)));
+        if part {
+            self.errs.spanned(e, "a part of an array held in a variable is not supported yet: index the array itself (`x[lo + k]`), iterate over the part (`for v in &x[lo..hi]`), or pass it to a call (`f(&x[lo..hi])`)");
+            return self.placeholder();
+        }
+        if r.mutability.is_some() {
+            self.errs.spanned(
+                e,
+                format!(
+                    "{} are not supported in differentiable functions yet",
+                    describe(e)
+                ),
+            );
+            return self.placeholder();
+        }
+        self.expr(&r.expr, hint)
     }
 
     /// Why `&x` fails, if `x` is a call result taken to be a float (a
