@@ -199,3 +199,64 @@ fn generic_functions_match_on_options_of_their_float() {
     assert_eq!(generic_scale_vjp(2.0f64, None, 1.0), (4.0, 4.0));
     assert_eq!(generic_scale(2.0f64, None), 4.0);
 }
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Loss {
+    L2,
+    Huber(f64),
+    Cauchy { c: f64 },
+}
+
+/// A robust loss chosen by a constant enum, one arm guarded by the
+/// differentiable residual.
+#[differentiable]
+fn robust(r: &[f64], #[nondiff] kind: Loss) -> f64 {
+    let mut s = 0.0;
+    for &e in r {
+        s += match kind {
+            Loss::L2 => 0.5 * e * e,
+            Loss::Huber(d) if e.abs() <= d => 0.5 * e * e,
+            Loss::Huber(d) => d * (e.abs() - 0.5 * d),
+            Loss::Cauchy { c } => 0.5 * c * c * (1.0 + (e / c).powi(2)).ln(),
+        };
+    }
+    s
+}
+
+/// Optional weights whose binding shadows the parameter (`Some(w)` of
+/// `w`), read at a loop's index in an arm typed by the `let`.
+#[differentiable]
+fn weighted_mean(x: &[f64], #[nondiff] w: Option<&[f64]>) -> f64 {
+    let (mut s, mut ws) = (0.0, 0.0);
+    for i in 0..x.len() {
+        let wi: f64 = match w {
+            Some(w) => w[i],
+            None => 1.0,
+        };
+        s += wi * x[i];
+        ws += wi;
+    }
+    s / ws
+}
+
+#[test]
+fn enums_and_options_of_slices_in_loops() {
+    let r = [0.5, -2.0];
+    // By hand: ψ(e) = e inside the Huber threshold, d·sign(e) outside;
+    // e/(1 + e²/c²) for Cauchy.
+    assert_eq!(robust_vjp(&r, Loss::L2, 1.0).1, vec![0.5, -2.0]);
+    assert_eq!(
+        robust_vjp(&r, Loss::Huber(1.0), 1.0),
+        (1.625, vec![0.5, -1.0])
+    );
+    let (v, g) = robust_vjp(&r, Loss::Cauchy { c: 1.0 }, 1.0);
+    assert_eq!(v, robust(&r, Loss::Cauchy { c: 1.0 }));
+    support::assert_close(&g, &[0.4, -0.4], 1e-15);
+    let x = [1.0, 3.0];
+    assert_eq!(
+        weighted_mean_vjp(&x, Some(&[1.0, 3.0]), 1.0),
+        (2.5, vec![0.25, 0.75])
+    );
+    assert_eq!(weighted_mean_vjp(&x, None, 1.0), (2.0, vec![0.5, 0.5]));
+    assert_eq!(weighted_mean(&x, None), 2.0);
+}

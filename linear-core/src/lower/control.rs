@@ -259,12 +259,16 @@ impl Lowerer<'_> {
                 self.expr_stmt(e);
                 None
             }
-            ArmSrc::Expr(e) => Some((self.expr(e, "r"), e.span())),
+            ArmSrc::Expr(e) => {
+                self.context = self.value_type.clone();
+                Some((self.expr(e, "r"), e.span()))
+            }
             ArmSrc::Bool(b) => Some((Val::Inactive(quote!(#b)), Span::call_site())),
             ArmSrc::Match(m, from, s) => self.match_from(m, *from, s.clone()),
             ArmSrc::MatchBody(arm, s) => {
                 self.bind_match(&arm.pat, s);
                 if value {
+                    self.context = self.value_type.clone();
                     Some((self.expr(&arm.body, "r"), arm.body.span()))
                 } else {
                     // A statement (`0 => s += x,`): its value is `()`.

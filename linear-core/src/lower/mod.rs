@@ -1401,7 +1401,11 @@ enum Binding {
     /// ([`pattern`]).
     Extract {
         code: TokenStream,
-        scrut: TokenStream,
+        /// Whether the scrutinee reads a value the IR computes (a loop
+        /// index), decided where the pattern binds: a name the pattern
+        /// binds may shadow one the scrutinee reads (`Some(w) => w[i]` of
+        /// a parameter `w`), so the scrutinee is not looked up again.
+        reads_ir: bool,
     },
 }
 
@@ -1445,6 +1449,10 @@ struct Lowerer<'a> {
     /// [`control::pushed_structs`]): the element type of a `Vec` made
     /// without an annotation.
     pushed_structs: HashMap<String, syn::Path>,
+    /// The scalar type a `let` annotation gives the value being lowered
+    /// (`let w: f64 = match .. { .. }`): the type of an arm's constant
+    /// value that reads a loop's index (`Some(w) => w[i]`).
+    value_type: Option<Ty>,
     /// The result shape expected of the call being lowered (from a `let`
     /// annotation or the function's return type).
     ret_hint: Option<Shape>,
@@ -1551,6 +1559,7 @@ impl<'e> Lowerer<'e> {
             shapes: HashMap::default(),
             index_written: HashSet::default(),
             pushed_structs: HashMap::default(),
+            value_type: None,
             ret_hint: None,
             context: None,
             fn_ret: None,
@@ -1912,11 +1921,7 @@ impl Lowerer<'_> {
                             Some(Binding::Active(..) | Binding::Poisoned | Binding::Closure(_)) => {
                                 return true
                             }
-                            Some(Binding::Extract { scrut, .. })
-                                if self.mentions_active(scrut.clone()) =>
-                            {
-                                return true
-                            }
+                            Some(Binding::Extract { reads_ir: true, .. }) => return true,
                             _ => {}
                         }
                     }
@@ -1988,10 +1993,8 @@ impl Lowerer<'_> {
             return false;
         }
         let code = rename_tokens(self, tokens);
-        let binding = Binding::Extract {
-            code: code.clone(),
-            scrut: code,
-        };
+        let reads_ir = self.mentions_active(code.clone());
+        let binding = Binding::Extract { code, reads_ir };
         self.set(i.ident.to_string(), binding);
         true
     }
@@ -2392,6 +2395,8 @@ impl Lowerer<'_> {
                     if is_fn {
                         self.ret_hint = self.fn_ret.clone();
                         self.tail = Some(e.to_token_stream());
+                    } else {
+                        self.context = self.value_type.clone();
                     }
                     result = Some((self.expr(e, "r"), e.span()));
                     self.ret_hint = None;
@@ -2485,10 +2490,16 @@ impl Lowerer<'_> {
             .then(|| self.local_array(&init.expr))
             .flatten();
         let is_fill = local_array.is_some();
+        let annotated = match &local.pat {
+            syn::Pat::Type(t) => inactive::scalar_ty(&t.ty),
+            _ => None,
+        };
+        let outer = std::mem::replace(&mut self.value_type, annotated);
         let v = match local_array {
             Some(v) => v,
             None => self.expr(&init.expr, &hint),
         };
+        self.value_type = outer;
         // A mutable array binding is always one the function made, which
         // element writes may then write in place: a copy of another array
         // (`let mut y = x.to_vec();`, `x.clone()`, `let mut y = x;`) is a

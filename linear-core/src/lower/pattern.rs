@@ -114,6 +114,8 @@ impl Lowerer<'_> {
         match s {
             Scrut::Ir(v) => self.bind_ir_match(p, v),
             Scrut::Const(t) => {
+                // Before any name is bound: one may shadow a name `t` reads.
+                let reads_ir = self.mentions_active(t.clone());
                 for name in bound_names(p) {
                     let extract = quote! {
                         match #t {
@@ -123,8 +125,8 @@ impl Lowerer<'_> {
                         }
                     };
                     self.extractions.insert(quote!((#extract)).to_string());
-                    let (code, scrut) = (extract, t.clone());
-                    self.set(name.to_string(), Binding::Extract { code, scrut });
+                    let code = extract;
+                    self.set(name.to_string(), Binding::Extract { code, reads_ir });
                 }
             }
         }
