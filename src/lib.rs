@@ -617,7 +617,7 @@ pub trait LinearMap<In, Out> {
 #[doc(hidden)]
 pub mod __private {
     pub use crate::structs::{ArrayField, FromFlat, FromParts, Linear, ToFlat, Zero};
-    pub use linear_macros::__resume;
+    pub use linear_macros::{__resolved, __resume};
 
     /// A name a `match` on constant data binds, read where differentiable
     /// code takes it as a float: `Pick(v).get()` is `*v` for a reference

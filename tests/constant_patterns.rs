@@ -260,3 +260,51 @@ fn enums_and_options_of_slices_in_loops() {
     assert_eq!(weighted_mean_vjp(&x, None, 1.0), (2.0, vec![0.5, 0.5]));
     assert_eq!(weighted_mean(&x, None), 2.0);
 }
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Coef {
+    One(f64),
+    Maybe(Option<f64>),
+}
+
+/// Names bound again and again, each shadowing the one its scrutinee
+/// reads (`if let Some(k) = k { match k { Coef::One(k) => .. } }`).
+#[differentiable]
+fn shadowed(x: f64, #[nondiff] k: Option<Coef>, #[nondiff] ks: &[Coef]) -> f64 {
+    let mut s = 0.0;
+    if let Some(k) = k {
+        match k {
+            Coef::One(k) => s += k * x,
+            Coef::Maybe(Some(k)) => s += k * x * x,
+            Coef::Maybe(None) => s -= x,
+        }
+    }
+    for k in ks {
+        if let Coef::Maybe(Some(k)) = k {
+            s += k * x;
+        }
+        let k: f64 = match k {
+            Coef::One(v) => *v,
+            Coef::Maybe(v) => v.unwrap_or(0.5),
+        };
+        s += k;
+    }
+    s
+}
+
+#[test]
+fn shadowing_bindings_read_what_they_shadow() {
+    let ks = [Coef::One(1.0), Coef::Maybe(Some(2.0)), Coef::Maybe(None)];
+    // By hand at x = 2: 3x² + 2x + (1 + 2 + 0.5), derivative 6x + 2.
+    let k = Some(Coef::Maybe(Some(3.0)));
+    assert_eq!(shadowed_vjp(2.0, k, &ks, 1.0), (19.5, 14.0));
+    assert_eq!(shadowed(2.0, k, &ks), 19.5);
+    assert_eq!(
+        shadowed_jvp(2.0, Some(Coef::One(4.0)), &[], 1.0),
+        (8.0, 4.0)
+    );
+    assert_eq!(
+        shadowed_vjp(2.0, Some(Coef::Maybe(None)), &[], 1.0),
+        (-2.0, -1.0)
+    );
+}

@@ -34,3 +34,12 @@ pub fn derive_differentiable(item: TokenStream) -> TokenStream {
 pub fn __resume(input: TokenStream) -> TokenStream {
     linear_core::layout::resume(input.into()).into()
 }
+
+/// Rust the `#[differentiable]` expansion wrote with its names resolved
+/// where it wrote them: the tokens themselves (see
+/// `linear_core::lower::pattern`). Not part of the public API.
+#[doc(hidden)]
+#[proc_macro]
+pub fn __resolved(input: TokenStream) -> TokenStream {
+    input
+}

@@ -479,7 +479,7 @@ impl Lowerer<'_> {
                         name.and_then(|n| self.l.lookup(&n))
                     {
                         let code = self.tokens(code.clone());
-                        *e = syn::Expr::Verbatim(quote!((#code)));
+                        *e = syn::Expr::Verbatim(super::pattern::read_form(&code));
                         return;
                     }
                 }

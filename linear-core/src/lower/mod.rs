@@ -2010,7 +2010,7 @@ impl Lowerer<'_> {
                     if let Some(Binding::Extract { code: t, .. }) =
                         name.and_then(|n| self.0.lookup(&n))
                     {
-                        *e = syn::Expr::Verbatim(quote!((#t)));
+                        *e = syn::Expr::Verbatim(pattern::read_form(t));
                         return;
                     }
                 }
@@ -2026,7 +2026,9 @@ impl Lowerer<'_> {
                 }
             }
             fn visit_macro_mut(&mut self, m: &mut syn::Macro) {
-                m.tokens = rename_tokens(self.0, m.tokens.clone());
+                if !pattern::is_resolved(m) {
+                    m.tokens = rename_tokens(self.0, m.tokens.clone());
+                }
             }
         }
         let mut e = e.clone();
@@ -2927,7 +2929,13 @@ impl Lowerer<'_> {
                 self.expr(&g.expr, hint)
             }
             syn::Expr::Binary(b) => self.binary_expr(e, b, hint),
-            syn::Expr::Unary(u) => self.unary_expr(e, u, hint),
+            syn::Expr::Unary(u) => {
+                // `*v` has the type `v` has.
+                if matches!(u.op, syn::UnOp::Deref(_)) {
+                    self.context = context;
+                }
+                self.unary_expr(e, u, hint)
+            }
             syn::Expr::MethodCall(m) => self.method_expr(e, m, ret_hint.as_ref(), hint),
             syn::Expr::Call(c) => self.call_expr(e, c, ret_hint, hint),
             syn::Expr::Tuple(t) => {
@@ -3490,7 +3498,7 @@ fn rename_tokens(l: &Lowerer, tokens: TokenStream) -> TokenStream {
             TokenTree::Ident(i) => match l.lookup(&i.to_string()) {
                 Some(Binding::Inactive(id, _)) => TokenTree::Ident(id.clone()),
                 Some(Binding::Extract { code: t, .. }) => TokenTree::Group(
-                    proc_macro2::Group::new(proc_macro2::Delimiter::Parenthesis, t.clone()),
+                    proc_macro2::Group::new(proc_macro2::Delimiter::None, pattern::read_form(t)),
                 ),
                 _ => TokenTree::Ident(i),
             },

@@ -74,6 +74,22 @@ fn bound_names(p: &syn::Pat) -> Vec<syn::Ident> {
     names.0
 }
 
+/// How an extraction is read in place of its name: marked resolved
+/// (`linear_ad::__private::__resolved!`, the tokens themselves), so that
+/// no pass looks its names up again in a scope where a pattern has since
+/// bound one of them.
+pub(super) fn read_form(code: &TokenStream) -> TokenStream {
+    quote!((::linear_ad::__private::__resolved!(#code)))
+}
+
+/// Whether macro `m` is the marker of [`read_form`].
+pub(super) fn is_resolved(m: &syn::Macro) -> bool {
+    m.path
+        .segments
+        .last()
+        .is_some_and(|s| s.ident == "__resolved")
+}
+
 /// An extraction taken by value where it becomes a float: a reference to
 /// a float (bound from a reference to an enum) is read through.
 pub(super) fn by_value(extraction: TokenStream) -> TokenStream {
@@ -99,8 +115,8 @@ impl Lowerer<'_> {
             return self.placeholder();
         };
         let code = match ty {
-            Ty::Real(_) => by_value(quote!((#t))),
-            _ => quote!((#t)),
+            Ty::Real(_) => by_value(read_form(t)),
+            _ => read_form(t),
         };
         match syn::parse2::<syn::Expr>(code) {
             Ok(e) => Val::Active(self.opaque(&e, ty.clone()), ty),
@@ -124,7 +140,7 @@ impl Lowerer<'_> {
                             _ => ::core::unreachable!(),
                         }
                     };
-                    self.extractions.insert(quote!((#extract)).to_string());
+                    self.extractions.insert(read_form(&extract).to_string());
                     let code = extract;
                     self.set(name.to_string(), Binding::Extract { code, reads_ir });
                 }
