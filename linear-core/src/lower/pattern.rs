@@ -15,7 +15,11 @@
 //!   binding mode and the value Rust gives it in the original arm. The
 //!   scrutinee is a place or a constant expression, so reading it again
 //!   reads the same value; it is never an IR value, so no derivative
-//!   crosses the test.
+//!   crosses the test. Whether the scrutinee reads the IR's values (a
+//!   loop's index) is decided where the pattern binds, and an extraction
+//!   is read marked resolved ([`read_form`]): a name the pattern binds
+//!   may shadow one its scrutinee reads (`if let Some(k) = k`), which no
+//!   later lookup may then capture.
 //!
 //! Either way a guard is lowered under the arm's bindings, as a case whose
 //! other arm is `false`, and the arms form a chain of cases
