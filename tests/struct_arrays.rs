@@ -497,3 +497,45 @@ fn a_pushed_struct_literal_names_the_elements() {
     assert_eq!(g, body_tangents(&[1.0, 0.5, 0.0, 1.0]));
     assert_eq!(gdt, 2.0);
 }
+
+/// Fields of the elements of a local copy written in place, as an
+/// integrator writes them (`out[i].x += dt * out[i].v`).
+#[allow(clippy::needless_range_loop)]
+#[differentiable]
+fn euler(bodies: &[Body], dt: f64) -> Vec<Body> {
+    let mut out = bodies.to_vec();
+    for i in 0..out.len() {
+        out[i].v -= dt * out[i].x.sin();
+        out[i].x += dt * out[i].v;
+    }
+    out
+}
+
+#[test]
+fn element_fields_written_in_place() {
+    let x = [0.3, -0.7, 1.1, 0.4];
+    let dt = 0.25;
+    let bs = bodies(&x);
+    assert_eq!(euler(&bs, dt), leapfrog_by_hand(&bs, dt, 1));
+    assert_eq!(
+        euler_vjp(&bs, dt, body_tangents(&[0.0; 4])).0,
+        leapfrog_by_hand(&bs, dt, 1)
+    );
+    let flat_out = |bs: Vec<Body>| -> Vec<f64> { bs.iter().flat_map(|b| [b.x, b.v]).collect() };
+    support::check(
+        &[x.as_slice(), &[dt]].concat(),
+        4,
+        |v| flat_out(euler(&bodies(&v[..4]), v[4])),
+        |v, d| flat_bodies(&euler_jvp(&bodies(&v[..4]), v[4], &body_tangents(&d[..4]), d[4]).1),
+        |v, c| {
+            let (_, (g, gdt)) = euler_vjp(&bodies(&v[..4]), v[4], body_tangents(c));
+            [flat_bodies(&g), vec![gdt]].concat()
+        },
+        |v, d, c| {
+            let (_, l) = euler_lin(&bodies(&v[..4]), v[4]);
+            let dy = flat_bodies(&l.apply((body_tangents(&d[..4]), d[4])));
+            let (g, gdt) = l.transpose(body_tangents(c));
+            (dy, [flat_bodies(&g), vec![gdt]].concat())
+        },
+    );
+}

@@ -955,11 +955,22 @@ impl Lowerer<'_> {
                 #to[#i] = #from[#i];
             }
         }};
+        // A copy of an array of structs holds structs too (`out[i].x`).
+        let elements = match self.shapes.get(&src) {
+            Some(super::Shape::Slice(e, _)) if matches!(**e, super::Shape::Struct(_)) => {
+                Some(super::Shape::Slice(e.clone(), super::SliceKind::Vec))
+            }
+            _ => None,
+        };
         let from = (
             from.to_string(),
             super::Binding::Active(src, ty.clone(), false),
         );
-        self.lowered_copy(code, &to, Some(from))
+        let copy = self.lowered_copy(code, &to, Some(from));
+        if let (Val::Active(v, _), Some(s)) = (&copy, elements) {
+            self.shapes.insert(v.clone(), s);
+        }
+        copy
     }
 
     /// The local-array type of a copy of `src`, a by-value `[T; N]` of

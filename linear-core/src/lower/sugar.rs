@@ -13,6 +13,11 @@
 //!   element copied, over the longer of the two lengths, so that arrays
 //!   of different lengths panic as `copy_from_slice` does (by an index out
 //!   of bounds).
+//! * `a[i].x op= e;` and `a[i].x = e;` (a field of an element, `a[i].p.0`
+//!   or `a[i].pos[k]` too): the index computed once, the element copied,
+//!   its field written, the element written back; the element's fields
+//!   and the array's other elements are read as they were, as Rust reads
+//!   them.
 //!
 //! Names the rewriting introduces start with `__linear_ad_` and are
 //! numbered, so they neither collide with the user's nor with each other.
@@ -38,6 +43,9 @@ impl Sugar {
 
     /// The rewriting of `e`, if it is one of the forms.
     fn rewrite(&mut self, e: &syn::Expr) -> Option<TokenStream> {
+        if let Some(r) = self.element_field_write(e) {
+            return Some(r);
+        }
         match e {
             syn::Expr::Assign(a) if destructures(&a.left) => {
                 let mut stmts = Vec::new();
@@ -84,6 +92,52 @@ impl Sugar {
         }
     }
 
+    /// `a[i].x op= e` (or `= e`): through a copy of the element, with the
+    /// index (a name, a literal or arithmetic of them, which reads no
+    /// array and calls nothing) computed once.
+    fn element_field_write(&mut self, e: &syn::Expr) -> Option<TokenStream> {
+        let (left, op, right) = match e {
+            syn::Expr::Assign(a) => (&*a.left, quote!(=), &*a.right),
+            syn::Expr::Binary(b) if compound(&b.op) => {
+                let op = &b.op;
+                (&*b.left, quote!(#op), &*b.right)
+            }
+            _ => return None,
+        };
+        // The place's path down from the element: `.x`, `.p.0`, `.pos[k]`.
+        let mut rest = Vec::new();
+        let mut place = left;
+        let (array, index) = loop {
+            match place {
+                syn::Expr::Field(f) => {
+                    let m = &f.member;
+                    rest.push(quote!(.#m));
+                    place = &f.base;
+                }
+                syn::Expr::Index(ix) if !rest.is_empty() => {
+                    if is_name(&ix.expr) && simple_index(&ix.index) {
+                        break (&ix.expr, &ix.index);
+                    }
+                    let k = &ix.index;
+                    rest.push(quote!([#k]));
+                    place = &ix.expr;
+                }
+                _ => return None,
+            }
+        };
+        if !rest.iter().any(|r| r.to_string().starts_with('.')) {
+            return None;
+        }
+        rest.reverse();
+        let (i, el) = (self.fresh("i"), self.fresh("el"));
+        Some(quote!({
+            let #i = #index;
+            let mut #el = #array[#i];
+            #el #(#rest)* #op #right;
+            #array[#i] = #el;
+        }))
+    }
+
     /// The pattern binding a destructuring assignment's value, with the
     /// assignments of its parts pushed to `stmts`.
     fn pattern(&mut self, left: &syn::Expr, stmts: &mut Vec<TokenStream>) -> TokenStream {
@@ -125,6 +179,35 @@ fn destructures(left: &syn::Expr) -> bool {
     match left {
         syn::Expr::Tuple(_) | syn::Expr::Array(_) => true,
         syn::Expr::Paren(p) => destructures(&p.expr),
+        _ => false,
+    }
+}
+
+/// Whether `op` assigns (`+=`, `-=`, `*=`, `/=`, `%=`).
+fn compound(op: &syn::BinOp) -> bool {
+    matches!(
+        op,
+        syn::BinOp::AddAssign(_)
+            | syn::BinOp::SubAssign(_)
+            | syn::BinOp::MulAssign(_)
+            | syn::BinOp::DivAssign(_)
+            | syn::BinOp::RemAssign(_)
+    )
+}
+
+/// An index that is computed the same however often it is: names,
+/// literals and arithmetic of them.
+fn simple_index(e: &syn::Expr) -> bool {
+    match e {
+        syn::Expr::Path(_) | syn::Expr::Lit(_) => true,
+        syn::Expr::Paren(p) => simple_index(&p.expr),
+        syn::Expr::Binary(b) => {
+            matches!(
+                b.op,
+                syn::BinOp::Add(_) | syn::BinOp::Sub(_) | syn::BinOp::Mul(_)
+            ) && simple_index(&b.left)
+                && simple_index(&b.right)
+        }
         _ => false,
     }
 }
