@@ -88,7 +88,7 @@ pub(super) fn assigned(node: &impl ToTokens) -> Vec<String> {
 }
 
 /// Whether `op` assigns its left operand (`+=`, `<<=`, ...).
-fn compound_assign(op: &syn::BinOp) -> bool {
+pub(super) fn compound_assign(op: &syn::BinOp) -> bool {
     matches!(
         op,
         syn::BinOp::AddAssign(_)

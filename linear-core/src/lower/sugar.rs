@@ -98,7 +98,7 @@ impl Sugar {
     fn element_field_write(&mut self, e: &syn::Expr) -> Option<TokenStream> {
         let (left, op, right) = match e {
             syn::Expr::Assign(a) => (&*a.left, quote!(=), &*a.right),
-            syn::Expr::Binary(b) if compound(&b.op) => {
+            syn::Expr::Binary(b) if super::control::compound_assign(&b.op) => {
                 let op = &b.op;
                 (&*b.left, quote!(#op), &*b.right)
             }
@@ -181,18 +181,6 @@ fn destructures(left: &syn::Expr) -> bool {
         syn::Expr::Paren(p) => destructures(&p.expr),
         _ => false,
     }
-}
-
-/// Whether `op` assigns (`+=`, `-=`, `*=`, `/=`, `%=`).
-fn compound(op: &syn::BinOp) -> bool {
-    matches!(
-        op,
-        syn::BinOp::AddAssign(_)
-            | syn::BinOp::SubAssign(_)
-            | syn::BinOp::MulAssign(_)
-            | syn::BinOp::DivAssign(_)
-            | syn::BinOp::RemAssign(_)
-    )
 }
 
 /// An index that is computed the same however often it is: names,
