@@ -202,18 +202,28 @@ The mat-vec again, with the matrix in a struct's `Vec` field and its column coun
 | n | hand-written | `f_vjp`, slices | `f_vjp`, struct | struct ÷ slices | struct ÷ hand-written |
 | ---: | ---: | ---: | ---: | ---: | ---: |
 ");
-    for n in ARRAY_SIZES {
-        let hand = median("arrays_matvec", &format!("hand/{n}"));
-        let vjp = median("arrays_matvec", &format!("vjp/{n}"));
-        let st = median("arrays_matvec", &format!("vjp_struct/{n}"));
+    against_two(
+        out,
+        "arrays_matvec",
+        &ARRAY_SIZES,
+        ["hand", "vjp", "vjp_struct"],
+    );
+}
+
+/// Rows `n | hand-written | base | variant | variant ÷ base | variant ÷
+/// hand-written` of `group`'s benchmarks `names` (hand-written, base,
+/// variant), at each size in `sizes`, and a blank line.
+fn against_two(out: &mut String, group: &str, sizes: &[u64], names: [&str; 3]) {
+    for n in sizes {
+        let [hand, base, variant] = names.map(|b| median(group, &format!("{b}/{n}")));
         let _ = writeln!(
             out,
             "| {n} | {} | {} | {} | {} | {} |",
             hand.map_or("–".into(), fmt_ns),
-            vjp.map_or("–".into(), fmt_ns),
-            st.map_or("–".into(), fmt_ns),
-            ratio(st, vjp),
-            ratio(st, hand),
+            base.map_or("–".into(), fmt_ns),
+            variant.map_or("–".into(), fmt_ns),
+            ratio(variant, base),
+            ratio(variant, hand),
         );
     }
     out.push('\n');
@@ -232,21 +242,12 @@ The gravitational potential `-Σ_{i<j} mᵢ mⱼ / rᵢⱼ` of n bodies given as
 | n | hand-written | `f_vjp`, rows | `f_vjp`, structs | structs ÷ rows | structs ÷ hand-written |
 | ---: | ---: | ---: | ---: | ---: | ---: |
 ");
-    for n in [10, 100, 1000] {
-        let hand = median("arrays_bodies", &format!("hand/{n}"));
-        let rows = median("arrays_bodies", &format!("vjp_rows/{n}"));
-        let st = median("arrays_bodies", &format!("vjp_bodies/{n}"));
-        let _ = writeln!(
-            out,
-            "| {n} | {} | {} | {} | {} | {} |",
-            hand.map_or("–".into(), fmt_ns),
-            rows.map_or("–".into(), fmt_ns),
-            st.map_or("–".into(), fmt_ns),
-            ratio(st, rows),
-            ratio(st, hand),
-        );
-    }
-    out.push('\n');
+    against_two(
+        out,
+        "arrays_bodies",
+        &[10, 100, 1000],
+        ["hand", "vjp_rows", "vjp_bodies"],
+    );
 }
 
 fn slice_calls(out: &mut String) {
