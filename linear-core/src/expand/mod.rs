@@ -632,16 +632,29 @@ fn primal_from_ir(e: TokenStream, s: &Shape, names: &mut Names) -> TokenStream {
         // `Shape::from_result_type`).
         (Shape::Slice(elem, _), Some(st)) => {
             let p = &st.path;
-            if !elem.has_fixed_array() {
-                return quote!(::linear_ad::__private::elements_from_flat::<#p>(#e));
-            }
-            let x = quote::format_ident!("__linear_ad_y", span = Span::mixed_site());
-            let conv = convert(quote!(#x), elem, names, Dir::Primal);
-            quote!(#e.into_iter().map(|#x| -> #p { #conv }).collect::<::linear_ad::__private::Vec<#p>>())
+            elements_from_ir(e, elem, quote!(#p), names, Dir::Primal)
         }
         (Shape::Slice(..), _) => from_ir(e, s, names),
         _ => convert(e, s, names, Dir::Primal),
     }
+}
+
+/// The `Vec<ty>` of structs (primal or tangent, by `dir`) of shape `elem`
+/// from the IR's `Vec` of their flat values `e`: [`elements_to_ir`]
+/// backwards, element by element where arrays are tuples in the IR.
+fn elements_from_ir(
+    e: TokenStream,
+    elem: &Shape,
+    ty: TokenStream,
+    names: &mut Names,
+    dir: Dir,
+) -> TokenStream {
+    if !elem.has_fixed_array() {
+        return quote!(::linear_ad::__private::elements_from_flat::<#ty>(#e));
+    }
+    let x = quote::format_ident!("__linear_ad_t", span = Span::mixed_site());
+    let conv = convert(quote!(#x), elem, names, dir);
+    quote!(#e.into_iter().map(|#x| -> #ty { #conv }).collect::<::linear_ad::__private::Vec<#ty>>())
 }
 
 /// IR representation to the Rust value of a tangent or cotangent of shape
@@ -657,19 +670,10 @@ fn from_ir(e: TokenStream, s: &Shape, names: &mut Names) -> TokenStream {
             }
             (Some((_, m)), _) => quote!(::linear_ad::__private::rows::<_, #m>(#e)),
             (None, _) => match (s.elements(), s) {
-                (Some(st), Shape::Slice(elem, _)) if elem.has_fixed_array() => {
-                    // The tangent structs rebuilt from the IR's tuples,
-                    // element by element.
-                    let t = st.tangent();
-                    let x = quote::format_ident!("__linear_ad_t", span = Span::mixed_site());
-                    let conv = convert(quote!(#x), elem, names, Dir::Tangent);
-                    quote!(#e.into_iter().map(|#x| -> #t { #conv }).collect::<::linear_ad::__private::Vec<#t>>())
+                (Some(st), Shape::Slice(elem, _)) => {
+                    elements_from_ir(e, elem, st.tangent(), names, Dir::Tangent)
                 }
-                (Some(st), _) => {
-                    let t = st.tangent();
-                    quote!(::linear_ad::__private::elements_from_flat::<#t>(#e))
-                }
-                (None, _) => e,
+                _ => e,
             },
         },
         _ => convert(e, s, names, Dir::Tangent),
