@@ -279,13 +279,16 @@ fn long_bodies_bind_no_wide_tuple_patterns() {
         from_fields >= 2,
         "{from_fields} chunk calls pass tape fields"
     );
-    // The forward pass returns its tape in groups, which `f_lin` unpacks
-    // into the linearization's fields, never reading a field of the flat
-    // tuple (each such read costs rustc time in the tuple's length).
+    // The forward pass returns its tape in groups, which `f_lin` moves
+    // into the linearization's group fields whole: never a field of a
+    // flat tuple (each such read costs rustc time in the tuple's length),
+    // and no value unpacked into a local and packed again (which costs
+    // rustc's MIR optimiser time quadratic in the tape's length).
     assert!(
-        !text.contains("__tape ."),
-        "the tape is read as a flat tuple"
+        text.contains("__tape0 : __tape . 0 ,") && text.contains("__tape1 : __tape . 1 ,"),
+        "the tape's groups are not moved whole"
     );
+    assert!(!text.contains("__t0"), "the tape is unpacked into locals");
 }
 
 /// A long function's linearization holds its tape in tuples of at most 16
