@@ -6,7 +6,11 @@
 # users get it), after the dependencies are built, not incremental (so
 # each build checks the whole function again); and with the macro
 # optimised by `[profile.dev.build-override] opt-level = 3`, as the
-# README advises. Writes
+# README advises; and `cargo build --release`, with and without the
+# attribute (the macro unoptimised again, as cargo builds proc macros in
+# release by default, but the crate optimised: rustc's MIR optimiser
+# then works on the generated bodies, where it once took time quadratic
+# in a long function's tape). Writes
 # target/criterion/build_time.txt (milliseconds) for the report.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -31,7 +35,7 @@ big="$work/big.rs"
   echo ' v1999'
   echo '}'
 } > "$big"
-for variant in with without with-opt; do
+for variant in with without with-opt release release-without; do
   dir="$work/big-$variant"
   mkdir -p "$dir/src"
   cat > "$dir/Cargo.toml" <<TOML
@@ -50,16 +54,18 @@ TOML
     # The README's advice for the dev profile: the macro optimised.
     printf '\n[profile.dev.build-override]\nopt-level = 3\n' >> "$dir/Cargo.toml"
   fi
-  if [ "$variant" != without ]; then
+  profile=()
+  case $variant in release*) profile=(--release) ;; esac
+  if [ "$variant" != without ] && [ "$variant" != release-without ]; then
     { echo '#[::linear_ad::differentiable]'; cat "$big"; } > "$dir/src/lib.rs"
   else
     cp "$big" "$dir/src/lib.rs"
   fi
-  (cd "$dir" && CARGO_INCREMENTAL=0 CARGO_TARGET_DIR="$work/target-$variant" cargo build --quiet)
+  (cd "$dir" && CARGO_INCREMENTAL=0 CARGO_TARGET_DIR="$work/target-$variant" cargo build --quiet "${profile[@]}")
   for run in 1 2 3; do
     touch "$dir/src/lib.rs"
     start=$(date +%s%N)
-    (cd "$dir" && CARGO_INCREMENTAL=0 CARGO_TARGET_DIR="$work/target-$variant" cargo build --quiet)
+    (cd "$dir" && CARGO_INCREMENTAL=0 CARGO_TARGET_DIR="$work/target-$variant" cargo build --quiet "${profile[@]}")
     end=$(date +%s%N)
     echo "big-$variant $(( (end - start) / 1000000 ))" >> "$work/times.txt"
   done
