@@ -9,9 +9,9 @@
 //! and each costs the compiler a scope and a move), and for a real
 //! computed by one operation and read once by another in the same block,
 //! which is printed inside the expression that reads it, up to
-//! [`INLINE`] operations deep ([`mark_inline`]: 40% fewer `let`s and 22%
-//! fewer bytes for a straight-line function, the same operations in the
-//! same order, so the same rounding). Straight-line IR
+//! [`INLINE`] operations deep ([`mark_inline`]: for a 2,000-statement
+//! straight-line function, 61% fewer `let`s and a third fewer bytes; the
+//! same operations in the same order, so the same rounding). Straight-line IR
 //! becomes straight-line Rust on plain floats and tuples, with no heap, no
 //! trait objects and no `unsafe`, which LLVM optimises like hand-written
 //! code; a very long body is split into nested functions for rustc's sake
