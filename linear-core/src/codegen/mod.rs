@@ -1382,7 +1382,34 @@ fn operands(e: &Expr) -> Vec<&Var> {
         Expr::Prim { args, .. } => args.iter().collect(),
         Expr::LinAdd(a, b) | Expr::LinScale(a, b) => vec![a, b],
         Expr::LinNeg(a) => vec![a],
-        _ => Vec::new(),
+        Expr::Block { .. }
+        | Expr::Ret { .. }
+        | Expr::App { .. }
+        | Expr::Lit { .. }
+        | Expr::Const { .. }
+        | Expr::Tup(_)
+        | Expr::LinZero(_)
+        | Expr::LinTup(_)
+        | Expr::Dup(_)
+        | Expr::Drop(_)
+        | Expr::Int(_)
+        | Expr::Bool(_)
+        | Expr::Inj { .. }
+        | Expr::Case { .. }
+        | Expr::Loop(_)
+        | Expr::Index { .. }
+        | Expr::Len(_)
+        | Expr::LinIndex { .. }
+        | Expr::LinAccum { .. }
+        | Expr::Fill { .. }
+        | Expr::Set { .. }
+        | Expr::LinZeros { .. }
+        | Expr::LinSet { .. }
+        | Expr::LinFree { .. }
+        | Expr::Push { .. }
+        | Expr::Pop { .. }
+        | Expr::LinPush { .. }
+        | Expr::LinPop { .. } => Vec::new(),
     }
 }
 
