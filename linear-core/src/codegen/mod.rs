@@ -1334,7 +1334,16 @@ fn mark_inline(stmts: &[Stmt], tail: &Expr, names: &mut Names) {
         crate::visit::stmt_uses(s, &mut |v: &Var, _| {
             uses.entry(v.clone()).or_default().0 += 1
         });
-        if let Stmt::Let { rhs, .. } = s {
+        // A linear operation on tuples prints its operands once per
+        // element: none of them is printed in place there.
+        let elementwise = match s {
+            Stmt::Let {
+                rhs: Expr::LinAdd(_, x) | Expr::LinScale(_, x) | Expr::LinNeg(x),
+                ..
+            } => !matches!(names.types.get(x), Some(Ty::Real(_))),
+            Stmt::Let { .. } | Stmt::Unpack { .. } | Stmt::LinUnpack { .. } => false,
+        };
+        if let (Stmt::Let { rhs, .. }, false) = (s, elementwise) {
             for v in operands(rhs) {
                 uses.entry(v.clone()).or_default().1 += 1;
             }
