@@ -1355,11 +1355,7 @@ fn mark_inline(stmts: &[Stmt], tail: &Expr, names: &mut Names) {
     // The operations each marked value's expression holds.
     let mut size: HashMap<Var, usize> = HashMap::default();
     for s in stmts {
-        if let Stmt::Let { nl, lin, rhs } = s {
-            let b = match (nl.as_slice(), lin.as_slice()) {
-                ([b], []) | ([], [b]) => b,
-                _ => continue,
-            };
+        if let (Some(b), Stmt::Let { rhs, .. }) = (sole_binder(s), s) {
             let movable = match rhs {
                 Expr::Lit { float, .. } => *float != Float::Generic,
                 _ => inferred(std::slice::from_ref(b), rhs),
@@ -1422,15 +1418,22 @@ fn operands(e: &Expr) -> Vec<&Var> {
     }
 }
 
-/// The real `s` binds, if it is printed inside its operand ([`mark_inline`]).
-fn inlined(s: &Stmt, names: &Names) -> Option<Var> {
+/// The one variable `s` binds by `let`, if it binds one.
+fn sole_binder(s: &Stmt) -> Option<&Binder> {
     match s {
         Stmt::Let { nl, lin, .. } => match (nl.as_slice(), lin.as_slice()) {
-            ([b], []) | ([], [b]) if names.inlinable.contains(&b.var) => Some(b.var.clone()),
+            ([b], []) | ([], [b]) => Some(b),
             _ => None,
         },
         Stmt::Unpack { .. } | Stmt::LinUnpack { .. } => None,
     }
+}
+
+/// The real `s` binds, if it is printed inside its operand ([`mark_inline`]).
+fn inlined(s: &Stmt, names: &Names) -> Option<Var> {
+    sole_binder(s)
+        .filter(|b| names.inlinable.contains(&b.var))
+        .map(|b| b.var.clone())
 }
 
 fn gen_stmt(s: &Stmt, names: &mut Names, calls: &dyn CallGen) -> TokenStream {
